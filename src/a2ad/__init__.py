@@ -1,0 +1,60 @@
+"""a2ad: an A2A (Agent2Agent protocol) task server.
+
+    from a2ad import Agent, TaskContext, create_app
+
+    class Hello(Agent):
+        async def run(self, ctx: TaskContext) -> None:
+            await ctx.artifact(f"hello, {ctx.text}")
+
+    app = create_app(Hello())   # any ASGI server runs it
+"""
+
+from .agents.base import Agent, AgentSkill, TaskContext
+from .agents.echo import EchoAgent
+from .engine import Engine
+from .protocol.errors import A2AError
+from .protocol.model import (
+    Artifact,
+    DataPart,
+    FilePart,
+    Message,
+    Part,
+    Role,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+    TextPart,
+)
+from .server.app import A2AApp, create_app, load_agent
+from .store.base import TaskStore
+from .store.memory import MemoryStore
+
+__all__ = [
+    "A2AApp",
+    "A2AError",
+    "Agent",
+    "AgentSkill",
+    "Artifact",
+    "DataPart",
+    "EchoAgent",
+    "Engine",
+    "FilePart",
+    "MemoryStore",
+    "Message",
+    "Part",
+    "Role",
+    "Task",
+    "TaskArtifactUpdateEvent",
+    "TaskContext",
+    "TaskState",
+    "TaskStatus",
+    "TaskStatusUpdateEvent",
+    "TaskStore",
+    "TextPart",
+    "create_app",
+    "load_agent",
+]
+
+__version__ = "0.1.0"

@@ -1,0 +1,169 @@
+"""What an agent is, and the TaskContext through which it changes its task.
+
+An agent never writes to a store. It calls ``ctx`` methods, which become events
+the engine checks against the lifecycle, stores, then publishes. Returning
+normally completes the task (unless it already ended or asked for input);
+raising fails it; a CancelTask interrupts it with ``asyncio.CancelledError``.
+Once the task is terminal, further calls are dropped (logged) and return False.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import msgspec
+from msgspec import UNSET
+
+from ..protocol.model import Artifact, Message, Part, Role, TaskState, TextPart
+
+__all__ = ["Agent", "AgentSkill", "TaskContext", "Emitter"]
+
+
+class AgentSkill(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True, frozen=True):
+    """A skill as the agent card shows it."""
+
+    id: str
+    name: str
+    description: str
+    tags: list[str] = msgspec.field(default_factory=list)
+    examples: list[str] = msgspec.field(default_factory=list)
+
+
+class Agent:
+    """Subclass and implement ``run``; the class attributes fill the agent card."""
+
+    name: str = "a2ad agent"
+    description: str = "An agent served by a2ad."
+    version: str = "1.0.0"
+    skills: Sequence[AgentSkill] = ()
+    input_modes: Sequence[str] = ("text/plain",)
+    output_modes: Sequence[str] = ("text/plain",)
+
+    async def run(self, ctx: TaskContext) -> None:
+        raise NotImplementedError(f"{type(self).__name__}.run(ctx) is not implemented")
+
+
+class Emitter(Protocol):
+    """What the engine gives a TaskContext to act on its task."""
+
+    async def status(self, state: TaskState, message: Message | None) -> bool: ...
+
+    async def artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> bool: ...
+
+    async def reply(self, message: Message) -> bool: ...
+
+    @property
+    def cancelled(self) -> bool: ...
+
+
+Content = str | Message | Part | Sequence[Part] | None
+
+
+class TaskContext:
+    """One invocation's view of its task: the user's message and the ways to answer."""
+
+    def __init__(
+        self,
+        *,
+        task_id: str,
+        context_id: str,
+        message: Message,
+        history: Sequence[Message],
+        metadata: dict[str, Any],
+        emitter: Emitter,
+    ) -> None:
+        self.task_id = task_id
+        self.context_id = context_id
+        self.message = message
+        self.history = list(history)
+        self.metadata = metadata
+        self._emit = emitter
+
+    @property
+    def text(self) -> str:
+        """The user's message as text (its text parts joined by newlines)."""
+        return self.message.text
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the task was canceled; blocking code should check it and stop."""
+        return self._emit.cancelled
+
+    def agent_message(self, content: Content) -> Message | None:
+        """``content`` as a Message from the agent in this task (None stays None)."""
+        if content is None or isinstance(content, Message):
+            return content
+        return Message(
+            message_id=str(uuid.uuid4()),
+            role=Role.AGENT,
+            parts=_parts(content),
+            context_id=self.context_id,
+            task_id=self.task_id,
+        )
+
+    async def working(self, content: Content = None) -> bool:
+        """Mark the task working, optionally with a progress message."""
+        return await self._emit.status(TaskState.WORKING, self.agent_message(content))
+
+    async def artifact(
+        self,
+        content: str | Part | Sequence[Part],
+        *,
+        artifact_id: str | None = None,
+        name: str = "",
+        description: str = "",
+        append: bool = False,
+        last_chunk: bool = False,
+        metadata: dict[str, Any] | None = None,
+    ) -> str:
+        """Add an artifact, or with ``append=True`` add parts to the one with
+        ``artifact_id`` (streamed chunks; mark the last with ``last_chunk``).
+        Returns the artifact id."""
+        artifact = Artifact(
+            artifact_id=artifact_id or str(uuid.uuid4()),
+            parts=_parts(content),
+            name=name,
+            description=description,
+            metadata=metadata if metadata else UNSET,
+        )
+        await self._emit.artifact(artifact, append=append, last_chunk=last_chunk)
+        return artifact.artifact_id
+
+    async def require_input(self, content: Content) -> bool:
+        """Pause the task until the user answers (a follow-up message with taskId)."""
+        return await self._emit.status(TaskState.INPUT_REQUIRED, self.agent_message(content))
+
+    async def require_auth(self, content: Content) -> bool:
+        """Pause the task until the user has authenticated out of band."""
+        return await self._emit.status(TaskState.AUTH_REQUIRED, self.agent_message(content))
+
+    async def complete(self, content: Content = None) -> bool:
+        return await self._emit.status(TaskState.COMPLETED, self.agent_message(content))
+
+    async def fail(self, content: Content = None) -> bool:
+        return await self._emit.status(TaskState.FAILED, self.agent_message(content))
+
+    async def reject(self, content: Content = None) -> bool:
+        """Decline the task (terminal)."""
+        return await self._emit.status(TaskState.REJECTED, self.agent_message(content))
+
+    async def reply(self, content: Content) -> bool:
+        """Answer with a single Message and no task. Only as the first act of a new
+        request: the caller then gets ``{"message": ...}`` and nothing is stored.
+        Later (or on an existing task) it completes the task with that message."""
+        message = self.agent_message(content)
+        assert message is not None
+        return await self._emit.reply(message)
+
+
+def _parts(content: str | Part | Sequence[Part]) -> list[Part]:
+    if isinstance(content, str):
+        return [TextPart(content)]
+    if isinstance(content, Part):
+        return [content]
+    parts = list(content)
+    if not parts:
+        raise ValueError("content needs at least one part")
+    return parts

@@ -1,0 +1,580 @@
+"""The task engine: create tasks, run the agent, apply events, cancel, list, stream.
+
+There is one write path, ``Engine._apply``: it checks the event against the
+lifecycle, asks the store to append it with compare-and-set on the task's
+sequence number, and publishes only what was stored. A cancel is an event like
+any other: if it wins, the agent's invocation is cancelled and awaited (bounded);
+whatever the agent emits afterwards fails to append and is dropped.
+
+A new task is stored when the agent first acts on it, so an agent may instead
+answer with a single Message and nothing is stored (or at once, when the client
+asked ``returnImmediately``). Waiters and streams subscribe before the agent
+starts, so they see every event from the first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import logging
+import uuid
+from datetime import datetime, timezone
+from typing import Any
+
+import msgspec
+from msgspec import UNSET
+
+from ..agents.base import Agent, TaskContext
+from ..protocol.errors import (
+    A2AError,
+    InvalidParamsError,
+    ServerBusyError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from ..protocol.model import (
+    MAX_ID_LENGTH,
+    Artifact,
+    ListTasksRequest,
+    ListTasksResponse,
+    Message,
+    Role,
+    SendMessageRequest,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskEvent,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+    TextPart,
+    now_timestamp,
+    parse_state,
+)
+from ..store.base import (
+    Cursor,
+    EventLimitError,
+    ListQuery,
+    MissingTaskError,
+    SequenceConflictError,
+    StoredTask,
+    StoreFullError,
+    TaskStore,
+    TerminalTaskError,
+)
+from .bus import Bus, Delivery, Subscription
+from .lifecycle import InvalidTransitionError, check_event
+from .runner import Runner
+
+__all__ = ["Engine", "EventStream", "task_view"]
+
+log = logging.getLogger("a2ad.engine")
+
+FOLLOW_UP_WAIT_SECONDS = 5.0  # a follow-up waits this long for the previous turn to end
+CANCEL_WAIT_SECONDS = 2.0  # a cancel waits this long for the agent to stop
+
+
+def task_view(task: Task, history_length: int | Any = UNSET, include_artifacts: bool = True) -> Task:
+    """``task`` with at most ``history_length`` newest messages, and without
+    artifacts unless asked; shares everything it does not trim."""
+    changes: dict[str, Any] = {}
+    if isinstance(history_length, int) and len(task.history) > history_length:
+        changes["history"] = task.history[-history_length:] if history_length else []
+    if not include_artifacts and task.artifacts:
+        changes["artifacts"] = []
+    return msgspec.structs.replace(task, **changes) if changes else task
+
+
+class EventStream:
+    """What one SSE stream sends: a Task (or a single Message) first, then events,
+    ending at a terminal state, or also at an interrupted one for the stream of a
+    request's own turn."""
+
+    def __init__(
+        self, sub: Subscription | None, first: Delivery, *, after_seq: int, end_on_interrupt: bool
+    ) -> None:
+        self._sub = sub
+        self._first: Delivery | None = first
+        self._after = after_seq
+        self._end_on_interrupt = end_on_interrupt
+        self._ended = False
+
+    @property
+    def dropped(self) -> asyncio.Event | None:
+        return self._sub.dropped if self._sub else None
+
+    def _ends(self, d: Delivery) -> bool:
+        return d.terminal or (d.final and self._end_on_interrupt)
+
+    async def next(self, timeout: float | None = None) -> tuple[int | None, Any, bool] | None:
+        """(seq, item, last) or None when the stream is over (or its reader was
+        dropped). Raises TimeoutError after ``timeout`` with nothing to send."""
+        if self._ended:
+            return None
+        if self._first is not None:
+            d, self._first = self._first, None
+            if isinstance(d.item, Message):
+                self._ended = True
+                return (None, d.item, True)
+            assert d.snapshot is not None
+            self._ended = self._ends(d)
+            return (d.seq, d.snapshot, self._ended)
+        assert self._sub is not None
+        while True:
+            d = await self._sub.get(timeout)
+            if d is None:
+                self._ended = True
+                return None
+            if d.seq <= self._after or isinstance(d.item, (A2AError, Task, Message)):
+                continue
+            self._after = d.seq
+            self._ended = self._ends(d)
+            return (d.seq, d.item, self._ended)
+
+    def close(self) -> None:
+        self._ended = True
+        if self._sub is not None:
+            self._sub.close()
+
+
+class Engine:
+    """Runs ``agent`` over tasks kept in ``store``."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        store: TaskStore,
+        *,
+        stream_buffer: int = 1024,
+    ) -> None:
+        self.agent = agent
+        self.store = store
+        self.bus = Bus()
+        self.runner = Runner()
+        self.stream_buffer = stream_buffer
+        self._closing = False
+
+    async def aclose(self) -> None:
+        """Stop every running agent (their tasks fail with a message saying why),
+        then close the store. Idempotent."""
+        if self._closing:
+            return
+        self._closing = True
+        await self.runner.aclose()
+        await self.store.aclose()
+
+    # --- the write path ---
+
+    async def _apply(
+        self, task_id: str, event: TaskEvent, *, user_message: Message | None = None, resume: bool = False
+    ) -> StoredTask:
+        while True:
+            current = await self.store.get(task_id)
+            if current is None:
+                raise MissingTaskError(task_id)
+            state = current.task.status.state
+            if state.terminal:
+                raise TerminalTaskError(task_id, state)
+            check_event(state, event, resume=resume)
+            try:
+                stored = await self.store.append(
+                    task_id, current.seq, event, user_message=user_message
+                )
+            except SequenceConflictError:
+                continue
+            new_state = stored.task.status.state
+            final = isinstance(event, TaskStatusUpdateEvent) and (
+                new_state.terminal or new_state.interrupted
+            )
+            self.bus.publish(
+                task_id, Delivery(stored.seq, event, stored.task, final, new_state.terminal)
+            )
+            if final:
+                log.info(
+                    "task %s",
+                    new_state.word,
+                    extra={"task_id": task_id, "state": new_state.word, "seq": stored.seq},
+                )
+            return stored
+
+    # --- operations ---
+
+    async def send(self, request: SendMessageRequest) -> Task | Message:
+        """SendMessage: blocks until the task is terminal or interrupted, unless
+        ``configuration.returnImmediately``; returns the task, or the agent's
+        single Message."""
+        config = request.configuration
+        immediately = config is not UNSET and config.return_immediately
+        history_length = config.history_length if config is not UNSET else UNSET
+        message = request.message
+        task_id = message.task_id or str(uuid.uuid4())
+        with self.bus.subscribe(task_id, maxsize=8, finals_only=True) as sub:
+            started = await self._start(request, sub_task_id=task_id, immediately=immediately)
+            if immediately and started is not None:
+                return task_view(started, history_length)
+            d = await sub.get()
+            assert d is not None  # finals-only buffers never fill: they end at the first
+        if isinstance(d.item, A2AError):
+            raise d.item
+        if isinstance(d.item, Message):
+            return d.item
+        assert d.snapshot is not None
+        return task_view(d.snapshot, history_length)
+
+    async def stream(self, request: SendMessageRequest) -> EventStream:
+        """SendStreamingMessage: the stream of this request's turn."""
+        message = request.message
+        task_id = message.task_id or str(uuid.uuid4())
+        sub = self.bus.subscribe(task_id, maxsize=self.stream_buffer)
+        try:
+            await self._start(request, sub_task_id=task_id, immediately=False)
+            first = await sub.get()
+        except BaseException:
+            sub.close()
+            raise
+        if first is None:  # dropped before the first event: the reader can't keep up
+            sub.close()
+            raise ServerBusyError(f"Task {task_id}: the stream fell behind before it began")
+        if isinstance(first.item, A2AError):
+            sub.close()
+            raise first.item
+        return EventStream(sub, first, after_seq=first.seq, end_on_interrupt=True)
+
+    async def _start(
+        self, request: SendMessageRequest, *, sub_task_id: str, immediately: bool
+    ) -> Task | None:
+        """Start the agent on a new task or on a follow-up; with ``immediately``,
+        store a new task first and return it."""
+        message = request.message
+        metadata = request.metadata if request.metadata is not UNSET else {}
+        if message.task_id:
+            stored = await self._resume(message)
+            invocation = _Invocation(self, stored.task.id, stored.task.context_id, metadata)
+            invocation.created = True
+            invocation.history = stored.task.history
+            invocation.message = stored.task.history[-1]
+            self.runner.start(stored.task.id, invocation.run())
+            return stored.task
+        context_id = _check_context_id(message.context_id) or str(uuid.uuid4())
+        message = msgspec.structs.replace(message, task_id=sub_task_id, context_id=context_id)
+        invocation = _Invocation(self, sub_task_id, context_id, metadata)
+        invocation.message = message
+        invocation.history = [message]
+        task = await invocation.create() if immediately else None
+        self.runner.start(sub_task_id, invocation.run())
+        return task
+
+    async def _resume(self, message: Message) -> StoredTask:
+        task_id = message.task_id
+        current = await self.store.get(task_id)
+        if current is None:
+            raise TaskNotFoundError(f"Task not found: {task_id}", metadata={"taskId": task_id})
+        task = current.task
+        if message.context_id and message.context_id != task.context_id:
+            raise InvalidParamsError(
+                f"message.contextId {message.context_id!r} does not match task {task_id}, "
+                f"whose contextId is {task.context_id!r}; send the task's contextId or none",
+                field="message.contextId",
+            )
+        state = task.status.state
+        if state.terminal:
+            raise UnsupportedOperationError(
+                f"Task {task_id} is already {state.word} and takes no more messages; "
+                "send a message without taskId to start a new task",
+                metadata={"taskId": task_id, "state": state.word},
+            )
+        if not state.interrupted:
+            raise UnsupportedOperationError(
+                f"Task {task_id} is {state.word}; send a follow-up once it asks for input, "
+                "or cancel it",
+                metadata={"taskId": task_id, "state": state.word},
+            )
+        # The agent that asked for input may still be returning; its turn must end first.
+        if not await self.runner.wait_idle(task_id, timeout=FOLLOW_UP_WAIT_SECONDS):
+            raise UnsupportedOperationError(
+                f"Task {task_id} is still finishing its previous turn; retry shortly",
+                metadata={"taskId": task_id},
+            )
+        message = msgspec.structs.replace(message, context_id=task.context_id)
+        event = TaskStatusUpdateEvent(
+            task_id=task_id,
+            context_id=task.context_id,
+            status=TaskStatus(state=TaskState.WORKING, timestamp=now_timestamp()),
+        )
+        try:
+            return await self._apply(task_id, event, user_message=message, resume=True)
+        except (TerminalTaskError, InvalidTransitionError, MissingTaskError) as exc:
+            raise UnsupportedOperationError(
+                f"Task {task_id} can't take a message now: {exc}", metadata={"taskId": task_id}
+            ) from None
+
+    async def get_task(self, task_id: str, history_length: int | Any = UNSET) -> Task:
+        stored = await self.store.get(task_id)
+        if stored is None:
+            raise TaskNotFoundError(f"Task not found: {task_id}", metadata={"taskId": task_id})
+        return task_view(stored.task, history_length)
+
+    async def cancel(self, task_id: str) -> Task:
+        """CancelTask: store CANCELED, stop the agent, return the canceled task."""
+        stored = await self.store.get(task_id)
+        if stored is None:
+            raise TaskNotFoundError(f"Task not found: {task_id}", metadata={"taskId": task_id})
+        event = TaskStatusUpdateEvent(
+            task_id=task_id,
+            context_id=stored.task.context_id,
+            status=TaskStatus(state=TaskState.CANCELED, timestamp=now_timestamp()),
+        )
+        try:
+            stored = await self._apply(task_id, event)
+        except TerminalTaskError as exc:
+            raise TaskNotCancelableError(
+                f"Task not cancelable: already {exc.state.word}",
+                metadata={"taskId": task_id, "state": exc.state.word},
+            ) from None
+        except MissingTaskError:
+            raise TaskNotFoundError(f"Task not found: {task_id}", metadata={"taskId": task_id}) from None
+        if not await self.runner.stop(task_id, timeout=CANCEL_WAIT_SECONDS):
+            log.warning(
+                "agent still running after cancel; its events will be dropped",
+                extra={"task_id": task_id},
+            )
+        return stored.task
+
+    async def subscribe(self, task_id: str) -> EventStream:
+        """SubscribeToTask: the current task, then live events until terminal."""
+        sub = self.bus.subscribe(task_id, maxsize=self.stream_buffer)
+        stored = await self.store.get(task_id)
+        if stored is None:
+            sub.close()
+            raise TaskNotFoundError(f"Task not found: {task_id}", metadata={"taskId": task_id})
+        state = stored.task.status.state
+        if state.terminal:
+            sub.close()
+            raise UnsupportedOperationError(
+                f"Task {task_id} is already {state.word}; there are no more events to "
+                "subscribe to. Read it with GetTask",
+                metadata={"taskId": task_id, "state": state.word},
+            )
+        first = Delivery(stored.seq, stored.task, stored.task, False, False)
+        return EventStream(sub, first, after_seq=stored.seq, end_on_interrupt=False)
+
+    async def list_tasks(self, request: ListTasksRequest) -> ListTasksResponse:
+        state = None
+        if request.status:
+            try:
+                state = parse_state(request.status)
+            except ValueError as exc:
+                raise InvalidParamsError(f"Invalid status: {exc}", field="status") from None
+        after = ""
+        if request.status_timestamp_after:
+            after = _parse_timestamp(request.status_timestamp_after)
+        cursor = _decode_page_token(request.page_token) if request.page_token else None
+        page = await self.store.list(
+            ListQuery(
+                page_size=request.page_size,
+                context_id=request.context_id,
+                state=state,
+                updated_after=after,
+                cursor=cursor,
+            )
+        )
+        return ListTasksResponse(
+            tasks=[
+                task_view(t, request.history_length, request.include_artifacts) for t in page.tasks
+            ],
+            next_page_token=_encode_page_token(page.next_cursor) if page.next_cursor else "",
+            page_size=request.page_size,
+            total_size=page.total,
+        )
+
+
+class _Invocation:
+    """One run of the agent on one task; what TaskContext's calls land on."""
+
+    def __init__(self, engine: Engine, task_id: str, context_id: str, metadata: dict[str, Any]) -> None:
+        self.engine = engine
+        self.task_id = task_id
+        self.context_id = context_id
+        self.metadata = metadata
+        self.message: Message
+        self.history: list[Message] = []
+        self.created = False
+        self.replied = False
+        self.create_error: A2AError | None = None
+        self._cancelled = False
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    async def create(self) -> Task:
+        """Store the task (submitted, the user's message in its history)."""
+        task = Task(
+            id=self.task_id,
+            context_id=self.context_id,
+            status=TaskStatus(state=TaskState.SUBMITTED, timestamp=now_timestamp()),
+            history=[self.message],
+        )
+        try:
+            stored = await self.engine.store.create(task)
+        except StoreFullError as exc:
+            raise ServerBusyError(
+                f"The server is at its task limit and every stored task is still in flight ({exc}); "
+                "retry later, or cancel tasks you no longer need"
+            ) from None
+        self.created = True
+        self.engine.bus.publish(self.task_id, Delivery(0, task, task, False, False))
+        log.info("task submitted", extra={"task_id": self.task_id, "context_id": self.context_id})
+        return task
+
+    async def _ensure_created(self) -> bool:
+        if self.created:
+            return True
+        if self.create_error is not None or self.replied:
+            return False
+        try:
+            await self.create()
+        except ServerBusyError as exc:
+            self.create_error = exc
+            self.engine.bus.publish(self.task_id, Delivery(-1, exc, None, True, True))
+            raise
+        return True
+
+    async def _emit(self, event: TaskEvent) -> bool:
+        if self.replied:
+            log.warning("event after a message reply dropped", extra={"task_id": self.task_id})
+            return False
+        if not await self._ensure_created():
+            return False
+        try:
+            await self.engine._apply(self.task_id, event)
+        except (TerminalTaskError, InvalidTransitionError, EventLimitError, MissingTaskError) as exc:
+            log.warning(
+                "agent event dropped: %s",
+                exc,
+                extra={"task_id": self.task_id, "event": type(event).__name__},
+            )
+            return False
+        return True
+
+    async def status(self, state: TaskState, message: Message | None) -> bool:
+        status = TaskStatus(
+            state=state, message=message if message is not None else UNSET, timestamp=now_timestamp()
+        )
+        return await self._emit(
+            TaskStatusUpdateEvent(task_id=self.task_id, context_id=self.context_id, status=status)
+        )
+
+    async def artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> bool:
+        return await self._emit(
+            TaskArtifactUpdateEvent(
+                task_id=self.task_id,
+                context_id=self.context_id,
+                artifact=artifact,
+                append=append,
+                last_chunk=last_chunk,
+            )
+        )
+
+    async def reply(self, message: Message) -> bool:
+        if self.created:
+            return await self.status(TaskState.COMPLETED, message)
+        if self.replied or self.create_error is not None:
+            return False
+        self.replied = True
+        message = msgspec.structs.replace(message, task_id="")
+        self.engine.bus.publish(self.task_id, Delivery(-1, message, None, True, True))
+        return True
+
+    async def run(self) -> None:
+        ctx = TaskContext(
+            task_id=self.task_id,
+            context_id=self.context_id,
+            message=self.message,
+            history=self.history,
+            metadata=self.metadata,
+            emitter=self,
+        )
+        try:
+            await self.engine.agent.run(ctx)
+        except asyncio.CancelledError:
+            self._cancelled = True
+            if self.engine._closing and self.created:
+                # Shielded: the task must not stay "working" after the server is gone.
+                await asyncio.shield(
+                    self._finish(TaskState.FAILED, "The server shut down while the agent was working.")
+                )
+            raise
+        except ServerBusyError:
+            return
+        except Exception as exc:
+            log.exception("agent raised", extra={"task_id": self.task_id})
+            await self._finish(TaskState.FAILED, f"The agent failed: {type(exc).__name__}")
+        else:
+            if self.replied or self.create_error is not None:
+                return
+            if not self.created:
+                await self.status(TaskState.COMPLETED, None)
+                return
+            stored = await self.engine.store.get(self.task_id)
+            if stored is not None and stored.task.status.state in (TaskState.SUBMITTED, TaskState.WORKING):
+                await self.status(TaskState.COMPLETED, None)
+
+    async def _finish(self, state: TaskState, text: str) -> None:
+        if self.replied or self.create_error is not None:
+            return
+        message = Message(
+            message_id=str(uuid.uuid4()),
+            role=Role.AGENT,
+            parts=[TextPart(text)],
+            context_id=self.context_id,
+            task_id=self.task_id,
+        )
+        try:
+            await self.status(state, message)
+        except ServerBusyError:
+            pass
+
+
+def _check_context_id(context_id: str) -> str:
+    if context_id and (len(context_id) > MAX_ID_LENGTH or not context_id.isprintable()):
+        raise InvalidParamsError(
+            f"message.contextId must be 1..{MAX_ID_LENGTH} printable characters",
+            field="message.contextId",
+        )
+    return context_id
+
+
+def _parse_timestamp(text: str) -> str:
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise InvalidParamsError(
+            f"Invalid statusTimestampAfter {text!r}: use an RFC 3339 time such as "
+            "2026-11-30T10:00:00Z",
+            field="statusTimestampAfter",
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    moment = moment.astimezone(timezone.utc)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _encode_page_token(cursor: Cursor) -> str:
+    return base64.urlsafe_b64encode(msgspec.json.encode(list(cursor))).decode().rstrip("=")
+
+
+_cursor_decoder = msgspec.json.Decoder(tuple[str, str])
+
+
+def _decode_page_token(token: str) -> Cursor:
+    try:
+        padded = token + "=" * (-len(token) % 4)
+        return _cursor_decoder.decode(base64.urlsafe_b64decode(padded))
+    except (binascii.Error, ValueError, msgspec.DecodeError):
+        raise InvalidParamsError(
+            "Invalid pageToken: pass back a nextPageToken this server returned, or omit it "
+            "to start from the first page",
+            field="pageToken",
+        ) from None

@@ -1,0 +1,57 @@
+"""Which events a task in a given state may take.
+
+    submitted ─┬─> working ─┬─> completed | failed | canceled | rejected   (terminal: sinks)
+               │            └─> input-required | auth-required            (interrupted)
+               └─> (any of the above)
+    interrupted ──(a follow-up message)──> working;  interrupted ──> terminal
+
+Artifacts may be added while the task is submitted or working.
+"""
+
+from __future__ import annotations
+
+from ..protocol.model import TaskEvent, TaskState, TaskStatusUpdateEvent
+
+__all__ = ["InvalidTransitionError", "check_event"]
+
+_ACTIVE = frozenset({TaskState.SUBMITTED, TaskState.WORKING})
+_FROM_ACTIVE = frozenset(
+    {
+        TaskState.WORKING,
+        TaskState.INPUT_REQUIRED,
+        TaskState.AUTH_REQUIRED,
+        TaskState.COMPLETED,
+        TaskState.FAILED,
+        TaskState.CANCELED,
+        TaskState.REJECTED,
+    }
+)
+_FROM_INTERRUPTED = frozenset(
+    {TaskState.COMPLETED, TaskState.FAILED, TaskState.CANCELED, TaskState.REJECTED}
+)
+
+
+class InvalidTransitionError(ValueError):
+    """The event is not allowed in the task's current state."""
+
+
+def check_event(current: TaskState, event: TaskEvent, *, resume: bool = False) -> None:
+    """Raise InvalidTransitionError unless ``event`` may be applied in ``current``.
+
+    ``resume`` marks the follow-up message that moves an interrupted task back
+    to working; nothing else may do that."""
+    if current.terminal:
+        raise InvalidTransitionError(f"the task is already {current.word}")
+    if not isinstance(event, TaskStatusUpdateEvent):
+        if current not in _ACTIVE:
+            raise InvalidTransitionError(f"artifacts can't be added while {current.word}")
+        return
+    new = event.status.state
+    if current in _ACTIVE:
+        allowed = _FROM_ACTIVE
+    elif resume:
+        allowed = _FROM_INTERRUPTED | {TaskState.WORKING}
+    else:
+        allowed = _FROM_INTERRUPTED
+    if new not in allowed:
+        raise InvalidTransitionError(f"a {current.word} task can't become {new.word}")

@@ -1,0 +1,104 @@
+"""The JSON-RPC 2.0 envelope: decode a request, encode a result or an error.
+
+Params stay raw (``msgspec.Raw``) until the method is known, so each method
+decodes them once, straight into its own typed request.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal, TypeVar
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from .errors import A2AError, InvalidParamsError, InvalidRequestError, JSONParseError
+
+__all__ = [
+    "Request",
+    "RequestId",
+    "decode_request",
+    "decode_params",
+    "encode_result",
+    "encode_error",
+]
+
+RequestId = str | int | float | None
+T = TypeVar("T")
+
+_encode = msgspec.json.Encoder().encode
+_EMPTY_PARAMS = msgspec.Raw(b"{}")
+
+
+class Request(msgspec.Struct):
+    jsonrpc: Literal["2.0"]
+    method: str
+    id: RequestId | UnsetType = UNSET
+    params: msgspec.Raw = _EMPTY_PARAMS
+
+
+_request_decoder = msgspec.json.Decoder(Request)
+
+
+def decode_request(body: bytes) -> Request:
+    """The request envelope; raises JSONParseError or InvalidRequestError."""
+    try:
+        request = _request_decoder.decode(body)
+    except msgspec.ValidationError as exc:
+        raise InvalidRequestError(
+            f"Invalid JSON-RPC request: {_readable(str(exc), 'request')}. "
+            'Send one object like {"jsonrpc": "2.0", "id": 1, "method": "...", "params": {...}}'
+        ) from None
+    except msgspec.DecodeError as exc:
+        raise JSONParseError(f"Invalid JSON payload: {exc}") from None
+    if request.id is UNSET:
+        raise InvalidRequestError(
+            f"Invalid JSON-RPC request: `{request.method}` has no `id`; "
+            "a2ad answers requests, not notifications, so give every request an id"
+        )
+    return request
+
+
+_decoders: dict[type[Any], msgspec.json.Decoder[Any]] = {}
+_MISSING = re.compile(r"missing required field `([^`]+)`")
+_AT = re.compile(r" - at `\$\.?([^`]*)`")
+
+
+def decode_params(raw: msgspec.Raw, type_: type[T], *, method: str) -> T:
+    """Params decoded into ``type_``; raises InvalidParamsError naming the field."""
+    decoder = _decoders.get(type_)
+    if decoder is None:
+        decoder = _decoders[type_] = msgspec.json.Decoder(type_)
+    try:
+        return decoder.decode(raw)  # type: ignore[no-any-return]
+    except msgspec.ValidationError as exc:
+        text = str(exc)
+        raise InvalidParamsError(
+            f"Invalid params for {method}: {_readable(text, 'params')}",
+            field=_field_of(text),
+        ) from None
+    except msgspec.DecodeError as exc:  # params are Raw slices of valid JSON
+        raise InvalidParamsError(f"Invalid params for {method}: {exc}") from None
+
+
+def _field_of(text: str) -> str:
+    at = _AT.search(text)
+    path = at.group(1) if at else ""
+    missing = _MISSING.search(text)
+    if missing:
+        path = f"{path}.{missing.group(1)}" if path else missing.group(1)
+    return path or "params"
+
+
+def _readable(text: str, root: str) -> str:
+    return text.replace("`$.", f"`{root}.").replace("`$`", f"`{root}`").replace("`$[", f"`{root}[")
+
+
+def encode_result(request_id: RequestId, result: bytes) -> bytes:
+    """A success response around an already-encoded result."""
+    return b'{"jsonrpc":"2.0","id":%s,"result":%s}' % (_encode(request_id), result)
+
+
+def encode_error(request_id: RequestId, error: A2AError) -> bytes:
+    body = {"code": error.code, "message": error.message, "data": error.details()}
+    return b'{"jsonrpc":"2.0","id":%s,"error":%s}' % (_encode(request_id), _encode(body))

@@ -1,0 +1,304 @@
+"""The one internal model: the A2A 1.0 shapes as msgspec Structs.
+
+Encoding a Struct gives exact ProtoJSON (camelCase names, enum names, unset fields
+omitted); decoding validates in the same pass and ignores unknown fields, as the
+spec asks. Snapshots are frozen: a Task read from a store can be shared and
+encoded later without a copy, because every change builds a new Task.
+0.3 shapes live only in ``protocol/v03.py``.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime, timezone
+from typing import Annotated, Any
+
+import msgspec
+from msgspec import UNSET, Meta, UnsetType, field
+
+__all__ = [
+    "MAX_ID_LENGTH",
+    "MAX_PARTS",
+    "Artifact",
+    "DataPart",
+    "FilePart",
+    "Message",
+    "Part",
+    "Role",
+    "SendMessageConfiguration",
+    "SendMessageRequest",
+    "GetTaskRequest",
+    "ListTasksRequest",
+    "ListTasksResponse",
+    "TaskIdRequest",
+    "StreamResponse",
+    "SendMessageResponse",
+    "Task",
+    "TaskArtifactUpdateEvent",
+    "TaskEvent",
+    "TaskState",
+    "TaskStatus",
+    "TaskStatusUpdateEvent",
+    "TextPart",
+    "TERMINAL_STATES",
+    "INTERRUPTED_STATES",
+    "now_timestamp",
+]
+
+MAX_ID_LENGTH = 256
+MAX_PARTS = 256
+
+Id = Annotated[str, Meta(min_length=1, max_length=MAX_ID_LENGTH)]
+Json = dict[str, Any]
+
+
+class TaskState(enum.Enum):
+    """Lifecycle states; values are the 1.0 ProtoJSON enum names."""
+
+    UNSPECIFIED = "TASK_STATE_UNSPECIFIED"
+    SUBMITTED = "TASK_STATE_SUBMITTED"
+    WORKING = "TASK_STATE_WORKING"
+    COMPLETED = "TASK_STATE_COMPLETED"
+    FAILED = "TASK_STATE_FAILED"
+    CANCELED = "TASK_STATE_CANCELED"
+    INPUT_REQUIRED = "TASK_STATE_INPUT_REQUIRED"
+    REJECTED = "TASK_STATE_REJECTED"
+    AUTH_REQUIRED = "TASK_STATE_AUTH_REQUIRED"
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL_STATES
+
+    @property
+    def interrupted(self) -> bool:
+        return self in INTERRUPTED_STATES
+
+    @property
+    def word(self) -> str:
+        """The state as a person says it: ``input-required``, ``canceled``."""
+        return self.value[len("TASK_STATE_") :].lower().replace("_", "-")
+
+
+TERMINAL_STATES = frozenset(
+    {TaskState.COMPLETED, TaskState.FAILED, TaskState.CANCELED, TaskState.REJECTED}
+)
+INTERRUPTED_STATES = frozenset({TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED})
+
+
+class Role(enum.Enum):
+    UNSPECIFIED = "ROLE_UNSPECIFIED"
+    USER = "ROLE_USER"
+    AGENT = "ROLE_AGENT"
+
+
+class _Wire(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True, frozen=True):
+    """Base of every wire struct: camelCase on the wire, unset fields omitted."""
+
+
+class Part(_Wire):
+    """One piece of content: exactly one of ``text``, ``raw``, ``url``, ``data``."""
+
+    text: str | UnsetType = UNSET
+    raw: bytes | UnsetType = UNSET
+    url: str | UnsetType = UNSET
+    data: Any = UNSET
+    metadata: Json | UnsetType = UNSET
+    filename: str = ""
+    media_type: str = ""
+
+    def __post_init__(self) -> None:
+        present = sum(
+            value is not UNSET for value in (self.text, self.raw, self.url, self.data)
+        )
+        if present != 1:
+            raise ValueError("a part carries exactly one of `text`, `raw`, `url`, `data`")
+
+    @property
+    def kind(self) -> str:
+        """``text``, ``file`` (raw bytes or a URL) or ``data``."""
+        if self.text is not UNSET:
+            return "text"
+        if self.data is not UNSET:
+            return "data"
+        return "file"
+
+
+def TextPart(text: str, *, metadata: Json | None = None, media_type: str = "") -> Part:
+    """A text part."""
+    return Part(text=text, metadata=metadata or UNSET, media_type=media_type)
+
+
+def DataPart(data: Any, *, metadata: Json | None = None, media_type: str = "") -> Part:
+    """A structured data part (any JSON value)."""
+    return Part(data=data, metadata=metadata or UNSET, media_type=media_type)
+
+
+def FilePart(
+    *,
+    raw: bytes | None = None,
+    url: str | None = None,
+    filename: str = "",
+    media_type: str = "",
+    metadata: Json | None = None,
+) -> Part:
+    """A file part, given either its bytes (``raw``) or a ``url``."""
+    if (raw is None) == (url is None):
+        raise ValueError("FilePart takes exactly one of raw= or url=")
+    return Part(
+        raw=raw if raw is not None else UNSET,
+        url=url if url is not None else UNSET,
+        filename=filename,
+        media_type=media_type,
+        metadata=metadata or UNSET,
+    )
+
+
+Parts = Annotated[list[Part], Meta(min_length=1, max_length=MAX_PARTS)]
+
+
+class Message(_Wire):
+    message_id: Id
+    role: Role
+    parts: Parts
+    context_id: str = ""
+    task_id: str = ""
+    metadata: Json | UnsetType = UNSET
+    extensions: list[str] = field(default_factory=list)
+    reference_task_ids: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        """The message's text parts joined by newlines."""
+        return "\n".join(p.text for p in self.parts if isinstance(p.text, str))
+
+
+class TaskStatus(_Wire):
+    state: TaskState
+    message: Message | UnsetType = UNSET
+    timestamp: str | UnsetType = UNSET
+
+
+class Artifact(_Wire):
+    artifact_id: Id
+    # No upper bound here: streamed chunks grow an artifact; the store bounds it.
+    parts: Annotated[list[Part], Meta(min_length=1)]
+    name: str = ""
+    description: str = ""
+    metadata: Json | UnsetType = UNSET
+    extensions: list[str] = field(default_factory=list)
+
+
+class Task(_Wire):
+    id: str
+    context_id: str
+    status: TaskStatus
+    artifacts: list[Artifact] = field(default_factory=list)
+    history: list[Message] = field(default_factory=list)
+    metadata: Json | UnsetType = UNSET
+
+
+class TaskStatusUpdateEvent(_Wire):
+    task_id: str
+    context_id: str
+    status: TaskStatus
+    metadata: Json | UnsetType = UNSET
+
+
+class TaskArtifactUpdateEvent(_Wire):
+    task_id: str
+    context_id: str
+    artifact: Artifact
+    append: bool = False
+    last_chunk: bool = False
+    metadata: Json | UnsetType = UNSET
+
+
+TaskEvent = TaskStatusUpdateEvent | TaskArtifactUpdateEvent
+
+
+class StreamResponse(_Wire):
+    task: Task | UnsetType = UNSET
+    message: Message | UnsetType = UNSET
+    status_update: TaskStatusUpdateEvent | UnsetType = UNSET
+    artifact_update: TaskArtifactUpdateEvent | UnsetType = UNSET
+
+
+class SendMessageResponse(_Wire):
+    task: Task | UnsetType = UNSET
+    message: Message | UnsetType = UNSET
+
+
+# --- requests (the 1.0 params; 0.3 params are translated into these) ---
+
+HistoryLength = Annotated[int, Meta(ge=0)]
+
+
+class SendMessageConfiguration(_Wire):
+    accepted_output_modes: list[str] = field(default_factory=list)
+    history_length: HistoryLength | UnsetType = UNSET
+    return_immediately: bool = False
+    task_push_notification_config: Json | UnsetType = UNSET
+
+
+class SendMessageRequest(_Wire):
+    message: Message
+    configuration: SendMessageConfiguration | UnsetType = UNSET
+    metadata: Json | UnsetType = UNSET
+    tenant: str = ""
+
+
+class GetTaskRequest(_Wire):
+    id: Id
+    history_length: HistoryLength | UnsetType = UNSET
+    tenant: str = ""
+
+
+class TaskIdRequest(_Wire):
+    """CancelTask and SubscribeToTask params."""
+
+    id: Id
+    metadata: Json | UnsetType = UNSET
+    tenant: str = ""
+
+
+class ListTasksRequest(_Wire):
+    context_id: str = ""
+    # A state name in any common spelling; parsed by ``parse_state``.
+    status: str = ""
+    page_size: Annotated[int, Meta(ge=1, le=100)] = 50
+    page_token: str = ""
+    history_length: HistoryLength | UnsetType = UNSET
+    status_timestamp_after: str = ""
+    include_artifacts: bool = False
+    tenant: str = ""
+
+
+class ListTasksResponse(_Wire):
+    tasks: list[Task]
+    next_page_token: str
+    page_size: int
+    # No defaults: the spec requires all four present, nextPageToken "" on the last page.
+    total_size: int
+
+
+def now_timestamp() -> str:
+    """Now as ProtoJSON Timestamp text: UTC, millisecond precision, ``Z``."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+_STATE_ALIASES = {"cancelled": TaskState.CANCELED, "unknown": TaskState.UNSPECIFIED}
+
+
+def parse_state(text: str) -> TaskState:
+    """A state from the spellings people type: ``TASK_STATE_WORKING``, ``working``,
+    ``input_required``, ``INPUT-REQUIRED``, ``cancelled``. Raises ValueError."""
+    key = text.strip().lower().replace("-", "_")
+    if key.startswith("task_state_"):
+        key = key[len("task_state_") :]
+    if key in _STATE_ALIASES:
+        return _STATE_ALIASES[key]
+    try:
+        return TaskState("TASK_STATE_" + key.upper())
+    except ValueError:
+        names = ", ".join(s.word for s in TaskState if s is not TaskState.UNSPECIFIED)
+        raise ValueError(f"unknown task state {text!r}; use one of: {names}") from None

@@ -1,0 +1,445 @@
+"""A2A 0.3 on the wire, translated to and from the 1.0 model; 0.3 lives only here.
+
+Input is forgiving, as clients written from popular docs expect: no ``messageId``
+(one is generated), parts without ``kind`` (inferred from the member present),
+``null`` for optional ids. Output is exact 0.3: ``kind`` on every object,
+lowercase states, ``final`` on status updates.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import uuid
+from typing import Annotated, Any
+
+import msgspec
+from msgspec import UNSET, Meta, UnsetType, field
+
+from .errors import InvalidParamsError
+from .jsonrpc import decode_params
+from .model import (
+    MAX_ID_LENGTH,
+    MAX_PARTS,
+    Artifact,
+    GetTaskRequest,
+    ListTasksRequest,
+    ListTasksResponse,
+    Message,
+    Part,
+    Role,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskIdRequest,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
+
+__all__ = ["V03", "state_to_03"]
+
+_encode = msgspec.json.Encoder().encode
+Json = dict[str, Any]
+Id = Annotated[str, Meta(min_length=1, max_length=MAX_ID_LENGTH)]
+
+
+# --- input (lenient) ---
+
+
+class _In(msgspec.Struct, rename="camel", kw_only=True):
+    pass
+
+
+class _FileIn(_In):
+    bytes: str | UnsetType = UNSET
+    uri: str | UnsetType = UNSET
+    mime_type: str | None = None
+    name: str | None = None
+
+
+class _PartIn(_In):
+    kind: str | UnsetType = UNSET
+    text: str | UnsetType = UNSET
+    file: _FileIn | UnsetType = UNSET
+    data: Any = UNSET
+    metadata: Json | None = None
+
+
+class _MessageIn(_In):
+    role: str
+    parts: Annotated[list[_PartIn], Meta(min_length=1, max_length=MAX_PARTS)]
+    message_id: Id | None = None
+    context_id: Annotated[str, Meta(max_length=MAX_ID_LENGTH)] | None = None
+    task_id: Annotated[str, Meta(max_length=MAX_ID_LENGTH)] | None = None
+    kind: str | UnsetType = UNSET
+    metadata: Json | None = None
+    extensions: list[str] | None = None
+    reference_task_ids: list[str] | None = None
+
+
+class _ConfigIn(_In):
+    accepted_output_modes: list[str] | None = None
+    history_length: Annotated[int, Meta(ge=0)] | None = None
+    blocking: bool | None = None
+    push_notification_config: Json | None = None
+
+
+class _SendIn(_In):
+    message: _MessageIn
+    configuration: _ConfigIn | None = None
+    metadata: Json | None = None
+
+
+class _GetIn(_In):
+    id: Id
+    history_length: Annotated[int, Meta(ge=0)] | None = None
+    metadata: Json | None = None
+
+
+class _TaskIdIn(_In):
+    id: Id
+    metadata: Json | None = None
+
+
+_ROLES = {"user": Role.USER, "agent": Role.AGENT, "role_user": Role.USER, "role_agent": Role.AGENT}
+
+
+def _part_from_03(part: _PartIn, where: str) -> Part:
+    kind = part.kind if part.kind is not UNSET else _infer_kind(part, where)
+    metadata = part.metadata if part.metadata is not None else UNSET
+    if kind == "text" and part.text is not UNSET:
+        return Part(text=part.text, metadata=metadata)
+    if kind == "data" and part.data is not UNSET:
+        return Part(data=part.data, metadata=metadata)
+    if kind == "file" and part.file is not UNSET:
+        f = part.file
+        common: dict[str, Any] = {
+            "metadata": metadata,
+            "filename": f.name or "",
+            "media_type": f.mime_type or "",
+        }
+        if isinstance(f.bytes, str) and f.uri is UNSET:
+            try:
+                raw = base64.b64decode(f.bytes, validate=True)
+            except (binascii.Error, ValueError):
+                raise InvalidParamsError(
+                    f"Invalid params: `{where}.file.bytes` is not valid base64",
+                    field=f"{where}.file.bytes",
+                ) from None
+            return Part(raw=raw, **common)
+        if isinstance(f.uri, str) and f.bytes is UNSET:
+            return Part(url=f.uri, **common)
+        raise InvalidParamsError(
+            f"Invalid params: `{where}.file` needs exactly one of `bytes` or `uri`",
+            field=f"{where}.file",
+        )
+    raise InvalidParamsError(
+        f"Invalid params: `{where}` has kind {kind!r} but no `{kind}` member; "
+        "a part is {'kind': 'text', 'text': ...}, {'kind': 'file', 'file': {...}} "
+        "or {'kind': 'data', 'data': {...}}",
+        field=where,
+    )
+
+
+def _infer_kind(part: _PartIn, where: str) -> str:
+    present = [
+        name
+        for name, value in (("text", part.text), ("file", part.file), ("data", part.data))
+        if value is not UNSET
+    ]
+    if len(present) != 1:
+        raise InvalidParamsError(
+            f"Invalid params: `{where}` needs `kind` or exactly one of `text`, `file`, `data`",
+            field=where,
+        )
+    return present[0]
+
+
+def _message_from_03(m: _MessageIn) -> Message:
+    role = _ROLES.get(m.role.lower())
+    if role is None:
+        raise InvalidParamsError(
+            f"Invalid params: `message.role` must be 'user' or 'agent', not {m.role!r}",
+            field="message.role",
+        )
+    return Message(
+        message_id=m.message_id or str(uuid.uuid4()),
+        role=role,
+        parts=[_part_from_03(p, f"message.parts[{i}]") for i, p in enumerate(m.parts)],
+        context_id=m.context_id or "",
+        task_id=m.task_id or "",
+        metadata=m.metadata if m.metadata is not None else UNSET,
+        extensions=m.extensions or [],
+        reference_task_ids=m.reference_task_ids or [],
+    )
+
+
+# --- output (exact) ---
+
+
+class _Out(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True):
+    pass
+
+
+class TextPart03(_Out, tag_field="kind", tag="text"):
+    text: str
+    metadata: Json | UnsetType = UNSET
+
+
+class FileWithBytes03(_Out):
+    bytes: str
+    mime_type: str | UnsetType = UNSET
+    name: str | UnsetType = UNSET
+
+
+class FileWithUri03(_Out):
+    uri: str
+    mime_type: str | UnsetType = UNSET
+    name: str | UnsetType = UNSET
+
+
+class FilePart03(_Out, tag_field="kind", tag="file"):
+    file: Any
+    metadata: Json | UnsetType = UNSET
+
+
+class DataPart03(_Out, tag_field="kind", tag="data"):
+    data: Json
+    metadata: Json | UnsetType = UNSET
+
+
+class Message03(_Out, tag_field="kind", tag="message"):
+    message_id: str
+    role: str
+    parts: list[Any]
+    context_id: str | UnsetType = UNSET
+    task_id: str | UnsetType = UNSET
+    metadata: Json | UnsetType = UNSET
+    extensions: list[str] = field(default_factory=list)
+    reference_task_ids: list[str] = field(default_factory=list)
+
+
+class TaskStatus03(_Out):
+    state: str
+    message: Message03 | UnsetType = UNSET
+    timestamp: str | UnsetType = UNSET
+
+
+class Artifact03(_Out):
+    artifact_id: str
+    parts: list[Any]
+    name: str | UnsetType = UNSET
+    description: str | UnsetType = UNSET
+    metadata: Json | UnsetType = UNSET
+    extensions: list[str] = field(default_factory=list)
+
+
+class Task03(_Out, tag_field="kind", tag="task"):
+    id: str
+    context_id: str
+    status: TaskStatus03
+    artifacts: list[Artifact03] | UnsetType = UNSET
+    history: list[Message03] | UnsetType = UNSET
+    metadata: Json | UnsetType = UNSET
+
+
+class StatusUpdate03(_Out, tag_field="kind", tag="status-update"):
+    task_id: str
+    context_id: str
+    status: TaskStatus03
+    final: bool  # required in 0.3, so no default (always encoded)
+    metadata: Json | UnsetType = UNSET
+
+
+class ArtifactUpdate03(_Out, tag_field="kind", tag="artifact-update"):
+    task_id: str
+    context_id: str
+    artifact: Artifact03
+    append: bool = False
+    last_chunk: bool = False
+    metadata: Json | UnsetType = UNSET
+
+
+class ListTasks03(_Out):
+    tasks: list[Task03]
+    next_page_token: str
+    page_size: int
+    total_size: int
+
+
+def state_to_03(state: TaskState) -> str:
+    return "unknown" if state is TaskState.UNSPECIFIED else state.word
+
+
+def _opt(text: str) -> str | UnsetType:
+    return text if text else UNSET
+
+
+def _part_to_03(p: Part) -> TextPart03 | FilePart03 | DataPart03:
+    if isinstance(p.text, str):
+        return TextPart03(text=p.text, metadata=p.metadata)
+    if p.data is not UNSET:
+        data = p.data if isinstance(p.data, dict) else {"value": p.data}
+        return DataPart03(data=data, metadata=p.metadata)
+    file: FileWithBytes03 | FileWithUri03
+    if isinstance(p.raw, bytes):
+        file = FileWithBytes03(
+            bytes=base64.b64encode(p.raw).decode(),
+            mime_type=_opt(p.media_type),
+            name=_opt(p.filename),
+        )
+    else:
+        assert isinstance(p.url, str)
+        file = FileWithUri03(uri=p.url, mime_type=_opt(p.media_type), name=_opt(p.filename))
+    return FilePart03(file=file, metadata=p.metadata)
+
+
+def message_to_03(m: Message) -> Message03:
+    return Message03(
+        message_id=m.message_id,
+        role="agent" if m.role is Role.AGENT else "user",
+        parts=[_part_to_03(p) for p in m.parts],
+        context_id=_opt(m.context_id),
+        task_id=_opt(m.task_id),
+        metadata=m.metadata,
+        extensions=m.extensions,
+        reference_task_ids=m.reference_task_ids,
+    )
+
+
+def _status_to_03(s: TaskStatus) -> TaskStatus03:
+    return TaskStatus03(
+        state=state_to_03(s.state),
+        message=message_to_03(s.message) if isinstance(s.message, Message) else UNSET,
+        timestamp=s.timestamp,
+    )
+
+
+def _artifact_to_03(a: Artifact) -> Artifact03:
+    return Artifact03(
+        artifact_id=a.artifact_id,
+        parts=[_part_to_03(p) for p in a.parts],
+        name=_opt(a.name),
+        description=_opt(a.description),
+        metadata=a.metadata,
+        extensions=a.extensions,
+    )
+
+
+def task_to_03(t: Task) -> Task03:
+    return Task03(
+        id=t.id,
+        context_id=t.context_id,
+        status=_status_to_03(t.status),
+        artifacts=[_artifact_to_03(a) for a in t.artifacts] if t.artifacts else UNSET,
+        history=[message_to_03(m) for m in t.history] if t.history else UNSET,
+        metadata=t.metadata,
+    )
+
+
+class V03:
+    """Codec for A2A 0.3 JSON-RPC (slash methods, ``kind`` fields)."""
+
+    version = "0.3"
+    methods = {
+        "message/send": "send",
+        "message/stream": "stream",
+        "tasks/get": "get",
+        "tasks/list": "list",
+        "tasks/cancel": "cancel",
+        "tasks/resubscribe": "subscribe",
+        "tasks/pushNotificationConfig/set": "push_config",
+        "tasks/pushNotificationConfig/get": "push_config",
+        "tasks/pushNotificationConfig/list": "push_config",
+        "tasks/pushNotificationConfig/delete": "push_config",
+        "agent/getAuthenticatedExtendedCard": "extended_card",
+    }
+
+    @staticmethod
+    def decode_send(raw: msgspec.Raw, method: str) -> SendMessageRequest:
+        p = decode_params(raw, _SendIn, method=method)
+        config: SendMessageConfiguration | UnsetType = UNSET
+        if p.configuration is not None:
+            c = p.configuration
+            config = SendMessageConfiguration(
+                accepted_output_modes=c.accepted_output_modes or [],
+                history_length=c.history_length if c.history_length is not None else UNSET,
+                return_immediately=c.blocking is False,
+                task_push_notification_config=(
+                    c.push_notification_config
+                    if c.push_notification_config is not None
+                    else UNSET
+                ),
+            )
+        return SendMessageRequest(
+            message=_message_from_03(p.message),
+            configuration=config,
+            metadata=p.metadata if p.metadata is not None else UNSET,
+        )
+
+    @staticmethod
+    def decode_get(raw: msgspec.Raw, method: str) -> GetTaskRequest:
+        p = decode_params(raw, _GetIn, method=method)
+        return GetTaskRequest(
+            id=p.id, history_length=p.history_length if p.history_length is not None else UNSET
+        )
+
+    @staticmethod
+    def decode_list(raw: msgspec.Raw, method: str) -> ListTasksRequest:
+        return decode_params(raw, ListTasksRequest, method=method)
+
+    @staticmethod
+    def decode_task_id(raw: msgspec.Raw, method: str) -> TaskIdRequest:
+        p = decode_params(raw, _TaskIdIn, method=method)
+        return TaskIdRequest(id=p.id, metadata=p.metadata if p.metadata is not None else UNSET)
+
+    @staticmethod
+    def encode_task(task: Task) -> bytes:
+        return _encode(task_to_03(task))
+
+    @staticmethod
+    def encode_send_result(result: Task | Message) -> bytes:
+        if isinstance(result, Task):
+            return _encode(task_to_03(result))
+        return _encode(message_to_03(result))
+
+    @staticmethod
+    def encode_list(page: ListTasksResponse) -> bytes:
+        return _encode(
+            ListTasks03(
+                tasks=[task_to_03(t) for t in page.tasks],
+                next_page_token=page.next_page_token,
+                page_size=page.page_size,
+                total_size=page.total_size,
+            )
+        )
+
+    @staticmethod
+    def encode_stream_item(
+        item: Task | Message | TaskStatusUpdateEvent | TaskArtifactUpdateEvent, final: bool
+    ) -> bytes:
+        out: Any
+        if isinstance(item, Task):
+            out = task_to_03(item)
+        elif isinstance(item, Message):
+            out = message_to_03(item)
+        elif isinstance(item, TaskStatusUpdateEvent):
+            out = StatusUpdate03(
+                task_id=item.task_id,
+                context_id=item.context_id,
+                status=_status_to_03(item.status),
+                final=final,
+                metadata=item.metadata,
+            )
+        else:
+            out = ArtifactUpdate03(
+                task_id=item.task_id,
+                context_id=item.context_id,
+                artifact=_artifact_to_03(item.artifact),
+                append=item.append,
+                last_chunk=item.last_chunk,
+                metadata=item.metadata,
+            )
+        return _encode(out)

@@ -1,0 +1,1 @@
+"""The HTTP side: the ASGI app, JSON-RPC dispatch, SSE, the agent card."""

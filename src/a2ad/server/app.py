@@ -1,0 +1,138 @@
+"""The ASGI application: routes, lifespan, and ``create_app``."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from typing import Any
+
+from ..agents.base import Agent
+from ..agents.echo import EchoAgent
+from ..engine import Engine
+from ..protocol.errors import InvalidRequestError, MethodNotFoundError
+from ..protocol.jsonrpc import encode_error
+from ..store.base import TaskStore
+from ..store.memory import MemoryStore
+from .card import CARD_PATHS, serve_card
+from .jsonrpc import MAX_BODY_BYTES, JsonRpcEndpoint
+from .types import Receive, Scope, Send, respond
+
+__all__ = ["A2AApp", "create_app", "load_agent"]
+
+log = logging.getLogger("a2ad.server")
+
+JSONRPC_PATHS = ("/", "/a2a")
+
+
+class A2AApp:
+    """The a2ad ASGI app. ``engine`` is open from construction; the ASGI lifespan
+    (or ``aclose``) stops running agents and closes the store."""
+
+    def __init__(self, engine: Engine, *, max_body_bytes: int = MAX_BODY_BYTES) -> None:
+        self.engine = engine
+        self.agent = engine.agent
+        self.store = engine.store
+        self._jsonrpc = JsonRpcEndpoint(engine, max_body_bytes=max_body_bytes)
+        self._card_cache: dict[str, tuple[bytes, bytes]] = {}
+
+    async def aclose(self) -> None:
+        await self.engine.aclose()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            await self._http(scope, receive, send)
+        elif kind == "lifespan":
+            await self._lifespan(receive, send)
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope["path"].rstrip("/") or "/"
+        method = scope["method"]
+        if path in JSONRPC_PATHS:
+            if method == "POST":
+                await self._jsonrpc(scope, receive, send)
+                return
+            error = InvalidRequestError(
+                f"{method} {path}: the A2A JSON-RPC endpoint takes POST requests; "
+                f"the agent card is at GET {CARD_PATHS[0]}"
+            )
+            await respond(send, 405, encode_error(None, error), headers=[(b"allow", b"POST")])
+            return
+        if path in CARD_PATHS:
+            if method in ("GET", "HEAD"):
+                await serve_card(scope, send, self.agent, self._card_cache)
+                return
+            error = InvalidRequestError(f"{method} {path}: the agent card takes GET")
+            await respond(send, 405, encode_error(None, error), headers=[(b"allow", b"GET")])
+            return
+        error = MethodNotFoundError(
+            f"No route for {method} {path}; POST JSON-RPC to / or /a2a, "
+            f"GET the agent card at {CARD_PATHS[0]}"
+        )
+        await respond(send, 404, encode_error(None, error))
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+
+def create_app(
+    agent: Agent | None = None,
+    *,
+    store: TaskStore | None = None,
+    max_tasks: int = 10_000,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    stream_buffer: int = 1024,
+) -> A2AApp:
+    """An ASGI app serving ``agent`` (default: the echo agent) over A2A.
+
+    ``store`` defaults to a MemoryStore holding at most ``max_tasks`` tasks;
+    ``stream_buffer`` is how many events a slow SSE reader may fall behind
+    before it is dropped."""
+    engine = Engine(
+        agent if agent is not None else EchoAgent(),
+        store if store is not None else MemoryStore(max_tasks=max_tasks),
+        stream_buffer=stream_buffer,
+    )
+    return A2AApp(engine, max_body_bytes=max_body_bytes)
+
+
+def load_agent(spec: str) -> Agent:
+    """``echo``, or ``package.module:attr`` naming an Agent instance, an Agent
+    class (instantiated with no arguments), or an ``async def run(ctx)``."""
+    if spec == "echo":
+        return EchoAgent()
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"--agent {spec!r}: use 'echo' or 'package.module:attr'")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"--agent {spec!r}: can't import {module_name!r}: {exc}") from None
+    try:
+        obj: Any = getattr(module, attr)
+    except AttributeError:
+        raise ValueError(f"--agent {spec!r}: {module_name!r} has no attribute {attr!r}") from None
+    if isinstance(obj, type):
+        obj = obj()
+    if hasattr(obj, "run") and callable(obj.run):
+        return obj  # type: ignore[no-any-return]
+    if callable(obj):
+        return _FunctionAgent(obj, attr)
+    raise ValueError(f"--agent {spec!r}: {attr!r} is not an agent (it needs an async run(ctx))")
+
+
+class _FunctionAgent(Agent):
+    def __init__(self, fn: Any, name: str) -> None:
+        self._fn = fn
+        self.name = name
+        self.description = (fn.__doc__ or "").strip() or f"The {name} agent."
+
+    async def run(self, ctx: Any) -> None:
+        await self._fn(ctx)

@@ -1,0 +1,1 @@
+"""Task stores: one contract (base.py), several backends."""

@@ -1,0 +1,159 @@
+"""The store contract every backend keeps, and how a snapshot absorbs an event.
+
+A store holds each task's current snapshot and its sequence number (the count of
+events applied since creation; 0 at creation). ``append`` is the only write after
+``create`` and is a compare-and-set on that number, so concurrent writers cannot
+interleave, and a terminal task never changes again.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Protocol
+
+import msgspec
+from msgspec import UNSET
+
+from ..protocol.model import (
+    Message,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskEvent,
+    TaskState,
+)
+
+__all__ = [
+    "MAX_ARTIFACTS",
+    "MAX_ARTIFACT_PARTS",
+    "MAX_HISTORY",
+    "Cursor",
+    "ListPage",
+    "ListQuery",
+    "StoredTask",
+    "TaskStore",
+    "StoreError",
+    "StoreFullError",
+    "SequenceConflictError",
+    "TerminalTaskError",
+    "MissingTaskError",
+    "EventLimitError",
+    "apply_event",
+]
+
+MAX_HISTORY = 1000  # messages kept per task; the oldest go first
+MAX_ARTIFACTS = 1000  # artifacts per task
+MAX_ARTIFACT_PARTS = 10_000  # parts per artifact, chunks included
+
+
+class StoredTask(NamedTuple):
+    task: Task
+    seq: int
+
+
+# (status timestamp, task id): the list order key, newest first.
+Cursor = tuple[str, str]
+
+
+class ListQuery(NamedTuple):
+    page_size: int
+    context_id: str = ""
+    state: TaskState | None = None
+    updated_after: str = ""  # status timestamp >= this (same text format)
+    cursor: Cursor | None = None  # return only keys strictly below it
+
+
+class ListPage(NamedTuple):
+    tasks: list[Task]
+    next_cursor: Cursor | None  # None on the last page
+    total: int  # matching tasks, before pagination
+
+
+class StoreError(Exception):
+    """Base of the store's errors."""
+
+
+class StoreFullError(StoreError):
+    """The store is at its cap and nothing in it may be evicted."""
+
+
+class MissingTaskError(StoreError, KeyError):
+    """No task with this id."""
+
+
+class SequenceConflictError(StoreError):
+    """Another writer appended first; re-read and try again."""
+
+
+class TerminalTaskError(StoreError):
+    """The task is terminal; it takes no more events."""
+
+    def __init__(self, task_id: str, state: TaskState) -> None:
+        super().__init__(f"task {task_id} is already {state.word}")
+        self.state = state
+
+
+class EventLimitError(StoreError):
+    """The event would take the task past a size bound."""
+
+
+class TaskStore(Protocol):
+    async def create(self, task: Task) -> StoredTask:
+        """Store a new task at sequence 0. Raises StoreFullError when full."""
+
+    async def get(self, task_id: str) -> StoredTask | None:
+        """The task's snapshot, or None."""
+
+    async def append(
+        self,
+        task_id: str,
+        expected_seq: int,
+        event: TaskEvent,
+        *,
+        user_message: Message | None = None,
+    ) -> StoredTask:
+        """Apply ``event`` (and append ``user_message`` to the history) if the task is
+        at ``expected_seq``; returns the new snapshot at ``expected_seq + 1``.
+        Raises MissingTaskError, SequenceConflictError, TerminalTaskError,
+        EventLimitError."""
+
+    async def list(self, query: ListQuery) -> ListPage:
+        """Tasks by status timestamp, newest first, ties by id descending."""
+
+    async def aclose(self) -> None:
+        """Release resources; idempotent."""
+
+
+def apply_event(task: Task, event: TaskEvent, user_message: Message | None = None) -> Task:
+    """The snapshot after ``event``: a new Task; ``task`` is left as it was."""
+    history = task.history
+    if isinstance(event, TaskArtifactUpdateEvent):
+        artifacts = _merge_artifact(task, event)
+        return msgspec.structs.replace(task, artifacts=artifacts)
+    added = []
+    if user_message is not None:
+        added.append(user_message)
+    if event.status.message is not UNSET:
+        added.append(event.status.message)
+    if added:
+        history = (history + added)[-MAX_HISTORY:]
+    return msgspec.structs.replace(task, status=event.status, history=history)
+
+
+def _merge_artifact(task: Task, event: TaskArtifactUpdateEvent) -> list:  # type: ignore[type-arg]
+    new = event.artifact
+    artifacts = list(task.artifacts)
+    for i, old in enumerate(artifacts):
+        if old.artifact_id == new.artifact_id:
+            if event.append:
+                parts = old.parts + new.parts
+                if len(parts) > MAX_ARTIFACT_PARTS:
+                    raise EventLimitError(
+                        f"artifact {new.artifact_id} would exceed {MAX_ARTIFACT_PARTS} parts"
+                    )
+                artifacts[i] = msgspec.structs.replace(old, parts=parts)
+            else:
+                artifacts[i] = new
+            return artifacts
+    if len(artifacts) >= MAX_ARTIFACTS:
+        raise EventLimitError(f"task {task.id} would exceed {MAX_ARTIFACTS} artifacts")
+    artifacts.append(new)
+    return artifacts

@@ -1,0 +1,151 @@
+"""A bounded in-memory task store: fast, ephemeral, for tests and throwaway servers.
+
+Eviction when full: the oldest terminal task goes first, then the oldest
+interrupted one (input-required / auth-required, nobody working on it). A task
+that is submitted or working is in flight and never evicted; when only those
+remain, ``create`` refuses with StoreFullError and nothing stored is lost.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import OrderedDict
+
+from ..protocol.model import Message, Task, TaskEvent, TaskStatusUpdateEvent
+from .base import (
+    Cursor,
+    ListPage,
+    ListQuery,
+    MissingTaskError,
+    SequenceConflictError,
+    StoredTask,
+    StoreFullError,
+    TerminalTaskError,
+    apply_event,
+)
+
+__all__ = ["MemoryStore"]
+
+
+def _key(task: Task) -> Cursor:
+    return (task.status.timestamp or "", task.id)  # type: ignore[return-value]
+
+
+class MemoryStore:
+    """Tasks in a dict, plus sorted keys for listing (O(log n) search)."""
+
+    def __init__(self, *, max_tasks: int = 10_000) -> None:
+        if max_tasks < 1:
+            raise ValueError("max_tasks must be at least 1")
+        self.max_tasks = max_tasks
+        self._tasks: dict[str, StoredTask] = {}
+        self._order: list[Cursor] = []  # ascending; listing walks it backwards
+        self._by_context: dict[str, list[Cursor]] = {}
+        self._terminal: OrderedDict[str, None] = OrderedDict()  # oldest first
+        self._interrupted: OrderedDict[str, None] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    async def create(self, task: Task) -> StoredTask:
+        if task.id in self._tasks:
+            raise ValueError(f"task {task.id} already exists")
+        if len(self._tasks) >= self.max_tasks and not self._evict_one():
+            raise StoreFullError(
+                f"the store holds {len(self._tasks)} tasks (its cap) and all are in flight"
+            )
+        record = StoredTask(task, 0)
+        self._tasks[task.id] = record
+        self._index(task)
+        return record
+
+    async def get(self, task_id: str) -> StoredTask | None:
+        return self._tasks.get(task_id)
+
+    async def append(
+        self,
+        task_id: str,
+        expected_seq: int,
+        event: TaskEvent,
+        *,
+        user_message: Message | None = None,
+    ) -> StoredTask:
+        record = self._tasks.get(task_id)
+        if record is None:
+            raise MissingTaskError(task_id)
+        if record.seq != expected_seq:
+            raise SequenceConflictError(f"task {task_id} is at {record.seq}, not {expected_seq}")
+        old = record.task
+        if old.status.state.terminal:
+            raise TerminalTaskError(task_id, old.status.state)
+        new = apply_event(old, event, user_message)
+        if isinstance(event, TaskStatusUpdateEvent):
+            self._unindex(old)
+            self._index(new)
+        record = StoredTask(new, record.seq + 1)
+        self._tasks[task_id] = record
+        return record
+
+    async def list(self, query: ListQuery) -> ListPage:
+        keys = self._by_context.get(query.context_id, []) if query.context_id else self._order
+        low = bisect.bisect_left(keys, (query.updated_after, "")) if query.updated_after else 0
+        high = len(keys)
+        if query.state is None:
+            total = high - low
+        else:
+            total = sum(1 for k in keys[low:high] if self._state_of(k) is query.state)
+        start = bisect.bisect_left(keys, query.cursor) if query.cursor else high
+        tasks: list[Task] = []
+        next_cursor: Cursor | None = None
+        i = start - 1
+        while i >= low:
+            key = keys[i]
+            i -= 1
+            if query.state is not None and self._state_of(key) is not query.state:
+                continue
+            if len(tasks) == query.page_size:
+                next_cursor = _key(tasks[-1])
+                break
+            tasks.append(self._tasks[key[1]].task)
+        return ListPage(tasks, next_cursor, total)
+
+    async def aclose(self) -> None:
+        return None
+
+    def _state_of(self, key: Cursor) -> object:
+        return self._tasks[key[1]].task.status.state
+
+    def _index(self, task: Task) -> None:
+        key = _key(task)
+        bisect.insort(self._order, key)
+        bisect.insort(self._by_context.setdefault(task.context_id, []), key)
+        state = task.status.state
+        if state.terminal:
+            self._terminal[task.id] = None
+        elif state.interrupted:
+            self._interrupted[task.id] = None
+
+    def _unindex(self, task: Task) -> None:
+        key = _key(task)
+        _remove(self._order, key)
+        keys = self._by_context[task.context_id]
+        _remove(keys, key)
+        if not keys:
+            del self._by_context[task.context_id]
+        self._terminal.pop(task.id, None)
+        self._interrupted.pop(task.id, None)
+
+    def _evict_one(self) -> bool:
+        for pool in (self._terminal, self._interrupted):
+            if pool:
+                task_id = next(iter(pool))
+                record = self._tasks.pop(task_id)
+                self._unindex(record.task)
+                return True
+        return False
+
+
+def _remove(keys: list[Cursor], key: Cursor) -> None:
+    i = bisect.bisect_left(keys, key)
+    if i < len(keys) and keys[i] == key:
+        del keys[i]
