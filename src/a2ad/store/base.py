@@ -8,7 +8,8 @@ interleave, and a terminal task never changes again.
 
 from __future__ import annotations
 
-from typing import NamedTuple, Protocol
+import abc
+from typing import NamedTuple
 
 import msgspec
 from msgspec import UNSET
@@ -19,6 +20,7 @@ from ..protocol.model import (
     TaskArtifactUpdateEvent,
     TaskEvent,
     TaskState,
+    parse_state,
 )
 
 __all__ = [
@@ -95,13 +97,18 @@ class EventLimitError(StoreError):
     """The event would take the task past a size bound."""
 
 
-class TaskStore(Protocol):
+class TaskStore(abc.ABC):
+    """What every backend implements; the engine is its only writer."""
+
+    @abc.abstractmethod
     async def create(self, task: Task) -> StoredTask:
         """Store a new task at sequence 0. Raises StoreFullError when full."""
 
+    @abc.abstractmethod
     async def get(self, task_id: str) -> StoredTask | None:
         """The task's snapshot, or None."""
 
+    @abc.abstractmethod
     async def append(
         self,
         task_id: str,
@@ -115,11 +122,37 @@ class TaskStore(Protocol):
         Raises MissingTaskError, SequenceConflictError, TerminalTaskError,
         EventLimitError."""
 
+    @abc.abstractmethod
     async def list(self, query: ListQuery) -> ListPage:
-        """Tasks by status timestamp, newest first, ties by id descending."""
+        """One page of tasks by status timestamp, newest first, ties by id descending."""
 
+    @abc.abstractmethod
     async def aclose(self) -> None:
         """Release resources; idempotent."""
+
+    async def list_tasks(
+        self, *, context_id: str = "", state: TaskState | str | None = None, limit: int = 1000
+    ) -> list[Task]:
+        """Up to ``limit`` tasks, newest first, optionally of one context or state
+        (a TaskState or any common spelling: ``"working"``, ``"TASK_STATE_WORKING"``)."""
+        if isinstance(state, str):
+            state = parse_state(state)
+        tasks: list[Task] = []
+        cursor: Cursor | None = None
+        while len(tasks) < limit:
+            page = await self.list(
+                ListQuery(
+                    page_size=min(100, limit - len(tasks)),
+                    context_id=context_id,
+                    state=state,
+                    cursor=cursor,
+                )
+            )
+            tasks.extend(page.tasks)
+            if page.next_cursor is None:
+                break
+            cursor = page.next_cursor
+        return tasks
 
 
 def apply_event(task: Task, event: TaskEvent, user_message: Message | None = None) -> Task:

@@ -20,6 +20,7 @@ from .base import (
     SequenceConflictError,
     StoredTask,
     StoreFullError,
+    TaskStore,
     TerminalTaskError,
     apply_event,
 )
@@ -31,7 +32,7 @@ def _key(task: Task) -> Cursor:
     return (task.status.timestamp or "", task.id)  # type: ignore[return-value]
 
 
-class MemoryStore:
+class MemoryStore(TaskStore):
     """Tasks in a dict, plus sorted keys for listing (O(log n) search)."""
 
     def __init__(self, *, max_tasks: int = 10_000) -> None:

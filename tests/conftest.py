@@ -1,0 +1,114 @@
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from a2ad import A2AApp, create_app
+
+from .scripted import ScriptedAgent
+
+V1 = {"A2A-Version": "1.0"}
+
+
+@pytest.fixture
+def agent() -> ScriptedAgent:
+    return ScriptedAgent()
+
+
+@pytest.fixture
+def app(agent: ScriptedAgent) -> A2AApp:
+    return create_app(agent)
+
+
+@pytest.fixture
+async def client(app: A2AApp) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://a2ad.test") as c:
+        yield c
+    await app.aclose()
+
+
+class Rpc:
+    """Posts JSON-RPC requests and returns the decoded response body."""
+
+    def __init__(self, client: httpx.AsyncClient | httpx.Client, path: str = "/") -> None:
+        self.client = client
+        self.path = path
+        self.ids = 0
+
+    def body(self, method: str, params: Any) -> dict[str, Any]:
+        self.ids += 1
+        return {"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params}
+
+    async def __call__(self, method: str, params: Any = None, *, v1: bool = False) -> dict[str, Any]:
+        r = await self.client.post(self.path, json=self.body(method, params), headers=V1 if v1 else {})  # type: ignore[misc]
+        assert r.status_code == 200, r.text
+        return r.json()  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def rpc(client: httpx.AsyncClient) -> Rpc:
+    return Rpc(client)
+
+
+def msg03(text: str, **extra: Any) -> dict[str, Any]:
+    return {"message": {"role": "user", "parts": [{"text": text}], **extra}}
+
+
+def msg10(text: str, **extra: Any) -> dict[str, Any]:
+    import uuid
+
+    return {"message": {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": text}], **extra}}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class LiveServer:
+    """a2ad under a real uvicorn on a free port, in a thread with its own loop."""
+
+    def __init__(self, app: A2AApp) -> None:
+        self.app = app
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on", timeout_graceful_shutdown=1)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> LiveServer:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+
+
+@pytest.fixture
+def live(app: A2AApp) -> Iterator[LiveServer]:
+    with LiveServer(app) as server:
+        yield server
+
+
+async def wait_for(predicate: Any, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.005)
