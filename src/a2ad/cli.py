@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import enum
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -56,11 +58,13 @@ def serve(
         timeout_graceful_shutdown=3,
         lifespan="on",
     )
-    server = uvicorn.Server(config)
+    server = _server_class()(config)
+    server.app = application
 
     original_startup = server.startup
 
     async def startup(sockets: object = None) -> None:
+        server.loop = asyncio.get_running_loop()
         await original_startup(sockets=sockets)  # type: ignore[arg-type]
         if server.started:
             bound = server.servers[0].sockets[0].getsockname()
@@ -74,6 +78,25 @@ def serve(
     server.startup = startup  # type: ignore[method-assign]
     server.run()
     console.print("a2ad stopped.")
+
+
+def _server_class() -> type:
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn, plus: on Ctrl-C, end a2ad's streams and agents at once, so open
+        SSE connections close promptly instead of holding the shutdown."""
+
+        loop: asyncio.AbstractEventLoop | None = None
+        app: Any = None
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            super().handle_exit(sig, frame)
+            if self.loop is not None and self.app is not None:
+                # engine.shutdown() owns its work; lifespan shutdown awaits the same job.
+                self.loop.call_soon_threadsafe(self.app.engine.begin_shutdown)
+
+    return Server
 
 
 def main() -> None:

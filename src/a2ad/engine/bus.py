@@ -96,6 +96,14 @@ class Bus:
     def subscribers(self, task_id: str) -> int:
         return len(self._subs.get(task_id, ()))
 
+    def close_all(self) -> None:
+        """End every subscription (their streams close), e.g. at shutdown."""
+        subs = [sub for group in self._subs.values() for sub in group]
+        self._subs.clear()
+        for sub in subs:
+            sub.dropped.set()
+            sub._wake.set()
+
     def publish(self, task_id: str, delivery: Delivery) -> None:
         subs = self._subs.get(task_id)
         if not subs:

@@ -154,15 +154,33 @@ class Engine:
         self.runner = Runner()
         self.stream_buffer = stream_buffer
         self._closing = False
+        self._store_closed = False
+        self._shutdown: asyncio.Future[None] | None = None
+
+    async def shutdown(self) -> None:
+        """Stop taking work: cancel every running agent (its task fails with a
+        message saying the server shut down) and end every open stream.
+        Idempotent, and every caller waits for the same shutdown; the store
+        stays open for reads."""
+        await self.begin_shutdown()
+
+    def begin_shutdown(self) -> asyncio.Future[None]:
+        """Start ``shutdown`` without waiting (call it on the engine's loop)."""
+        if self._shutdown is None:
+            self._closing = True
+            self._shutdown = asyncio.ensure_future(self._stop_work())
+        return self._shutdown
+
+    async def _stop_work(self) -> None:
+        await self.runner.aclose()
+        self.bus.close_all()
 
     async def aclose(self) -> None:
-        """Stop every running agent (their tasks fail with a message saying why),
-        then close the store. Idempotent."""
-        if self._closing:
-            return
-        self._closing = True
-        await self.runner.aclose()
-        await self.store.aclose()
+        """``shutdown``, then close the store. Idempotent."""
+        await self.shutdown()
+        if not self._store_closed:
+            self._store_closed = True
+            await self.store.aclose()
 
     # --- the write path ---
 

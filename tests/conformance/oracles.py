@@ -1,0 +1,225 @@
+"""Independent oracles for a2ad's wire output.
+
+* ``validate_03``: the A2A 0.3.0 JSON Schema (tests/data/a2a-v0.3.schema.json).
+* ``parse_v1``: the official A2A 1.0 protobuf types (a2a-sdk, test-only dependency),
+  parsed with ``ParseDict(ignore_unknown_fields=False)`` after a strictness pass that
+  ParseDict lacks (snake_case keys, integer enums, nulls, empty Parts, non-UTC
+  timestamps), then checked for REQUIRED fields.
+* ``assert_error``: the error shape every a2ad error must have.
+
+Nothing here imports a2ad: the oracles must not share code with what they check.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any, TypeVar
+
+import jsonschema
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.json_format import ParseDict, ParseError
+from google.protobuf.message import Message as ProtoMessage
+
+__all__ = [
+    "SCHEMA_03",
+    "STANDARD_CODES",
+    "A2A_CODES_03",
+    "A2A_CODES_10",
+    "StrictnessError",
+    "validate_03",
+    "parse_v1",
+    "assert_error",
+    "error_of",
+]
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+SCHEMA_03: dict[str, Any] = json.loads((DATA / "a2a-v0.3.schema.json").read_text())
+
+STANDARD_CODES = frozenset({-32700, -32600, -32601, -32602, -32603})
+A2A_CODES_03 = frozenset(range(-32007, -32000))  # -32001..-32007
+A2A_CODES_10 = frozenset(range(-32009, -32000))  # -32001..-32009
+
+ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
+ERROR_DOMAIN = "a2a-protocol.org"
+
+M = TypeVar("M", bound=ProtoMessage)
+
+
+# --- A2A 0.3: JSON Schema ---------------------------------------------------
+
+
+@cache
+def _validator_03(definition_name: str) -> jsonschema.protocols.Validator:
+    if definition_name not in SCHEMA_03["definitions"]:
+        raise KeyError(f"no definition {definition_name!r} in the A2A 0.3 schema")
+    # The whole schema is the root, so every "#/definitions/..." $ref resolves in it.
+    root = {**SCHEMA_03, "$ref": f"#/definitions/{definition_name}"}
+    cls = jsonschema.validators.validator_for(SCHEMA_03)
+    cls.check_schema(root)
+    return cls(root)
+
+
+def validate_03(instance: Any, definition_name: str) -> Any:
+    """Raise ``jsonschema.ValidationError`` unless ``instance`` is a valid 0.3
+    ``definition_name``; returns ``instance`` for chaining."""
+    validator = _validator_03(definition_name)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(instance))
+    if error is not None:
+        raise error
+    return instance
+
+
+# --- A2A 1.0: strict ProtoJSON into the official protobuf types --------------
+
+
+class StrictnessError(ParseError):
+    """Valid for ParseDict, but not the exact ProtoJSON a 1.0 peer must send."""
+
+
+_FREE_JSON = {"google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue"}
+_TIMESTAMP = "google.protobuf.Timestamp"
+_PART = "lf.a2a.v1.Part"
+_PART_CONTENT = ("text", "raw", "url", "data")
+
+
+def _strict_check(obj: Any, desc: Descriptor, path: str, ignore_unknown: bool) -> None:
+    if not isinstance(obj, dict):
+        raise StrictnessError(f"{path}: expected a JSON object for {desc.full_name}, got {type(obj).__name__}")
+    by_json = {f.json_name: f for f in desc.fields}
+    by_proto = {f.name: f for f in desc.fields}
+    for key, value in obj.items():
+        field = by_json.get(key)
+        where = f"{path}.{key}"
+        if field is None:
+            if key in by_proto:
+                raise StrictnessError(
+                    f"{where}: proto field name; ProtoJSON uses {by_proto[key].json_name!r}"
+                )
+            if ignore_unknown:
+                continue
+            raise StrictnessError(f"{where}: {desc.full_name} has no field {key!r}")
+        _check_field(field, value, where, ignore_unknown)
+    if desc.full_name == _PART:
+        present = [k for k in _PART_CONTENT if k in obj]
+        if len(present) != 1:
+            raise StrictnessError(
+                f"{path}: a Part needs exactly one of text/raw/url/data, has {present or 'none'}"
+            )
+
+
+def _check_field(field: FieldDescriptor, value: Any, where: str, ignore_unknown: bool) -> None:
+    message_type = field.message_type
+    type_name = message_type.full_name if message_type is not None else ""
+    if value is None:
+        # Only a google.protobuf.Value may be JSON null (it means NullValue).
+        if type_name != "google.protobuf.Value":
+            raise StrictnessError(f"{where}: null is not a value for this field; omit it")
+        return
+    if message_type is not None and message_type.GetOptions().map_entry:
+        if not isinstance(value, dict):
+            raise StrictnessError(f"{where}: a map must be a JSON object")
+        value_field = message_type.fields_by_name["value"]
+        for map_key, map_value in value.items():
+            _check_field(value_field, map_value, f"{where}[{map_key!r}]", ignore_unknown)
+        return
+    if field.is_repeated:
+        if not isinstance(value, list):
+            raise StrictnessError(f"{where}: a repeated field must be a JSON array")
+        items = [(f"{where}[{i}]", item) for i, item in enumerate(value)]
+    else:
+        items = [(where, value)]
+    for item_where, item in items:
+        if item is None and type_name != "google.protobuf.Value":
+            raise StrictnessError(f"{item_where}: null is not allowed here")
+        if field.type == FieldDescriptor.TYPE_ENUM:
+            if not isinstance(item, str) or item not in field.enum_type.values_by_name:
+                raise StrictnessError(
+                    f"{item_where}: enum {field.enum_type.full_name} must be one of its names, got {item!r}"
+                )
+        elif type_name == _TIMESTAMP:
+            if not isinstance(item, str) or not item.endswith("Z"):
+                raise StrictnessError(f"{item_where}: a Timestamp must be RFC 3339 UTC ending in 'Z', got {item!r}")
+        elif message_type is not None and type_name not in _FREE_JSON:
+            _strict_check(item, message_type, item_where, ignore_unknown)
+
+
+def parse_v1(
+    obj: Any,
+    message_type: type[M] | M,
+    *,
+    ignore_unknown_fields: bool = False,
+    check_required: bool = True,
+) -> M:
+    """``obj`` (decoded JSON) strictly parsed as the 1.0 ``message_type``.
+
+    Raises ParseError (StrictnessError for what ParseDict would let through), or
+    a2a's InvalidParamsError when a REQUIRED field is missing. For a
+    ListTasksResponse the four response fields must be present as keys (the spec
+    says so, though ProtoJSON would omit zero values), and REQUIRED fields are
+    checked per task rather than on the response (whose REQUIRED marks reject an
+    empty list and the "" token the spec demands on the last page)."""
+    message = message_type() if isinstance(message_type, type) else message_type
+    desc = message.DESCRIPTOR
+    _strict_check(obj, desc, desc.name, ignore_unknown_fields)
+    ParseDict(obj, message, ignore_unknown_fields=ignore_unknown_fields)
+    if check_required:
+        if desc.full_name == "lf.a2a.v1.ListTasksResponse":
+            missing = {"tasks", "nextPageToken", "pageSize", "totalSize"} - set(obj)
+            if missing:
+                raise StrictnessError(f"ListTasksResponse lacks {sorted(missing)}")
+            for i, task in enumerate(message.tasks):  # type: ignore[attr-defined]
+                _require(task, f"ListTasksResponse.tasks[{i}]")
+        else:
+            _require(message, desc.name)
+    return message  # type: ignore[return-value]
+
+
+def _require(message: ProtoMessage, where: str) -> None:
+    from a2a.utils.errors import InvalidParamsError
+    from a2a.utils.proto_utils import validate_proto_required_fields
+
+    try:
+        validate_proto_required_fields(message)
+    except InvalidParamsError as exc:
+        raise StrictnessError(f"{where}: REQUIRED fields missing or empty: {exc.data}") from None
+
+
+# --- errors -------------------------------------------------------------------
+
+
+def error_of(body: dict[str, Any]) -> dict[str, Any]:
+    """The ``error`` member of a JSON-RPC response, failing if it is a result."""
+    assert "error" in body, f"expected an error, got {json.dumps(body)[:500]}"
+    assert "result" not in body, body
+    return body["error"]  # type: ignore[no-any-return]
+
+
+def assert_error(
+    body: dict[str, Any],
+    code: int,
+    *,
+    reason: str | None = None,
+    dialect: str = "1.0",
+) -> dict[str, Any]:
+    """``body`` is a JSON-RPC error response with ``code``, a non-empty message and
+    ErrorInfo details; 0.3 bodies are also checked against the 0.3 schema.
+    Returns the error object."""
+    assert body.get("jsonrpc") == "2.0", body
+    assert "id" in body, body
+    error = error_of(body)
+    assert error.get("code") == code, f"expected code {code}, got {error}"
+    assert isinstance(error.get("message"), str) and error["message"].strip(), error
+    data = error.get("data")
+    assert isinstance(data, list) and data, f"error.data must be a non-empty list: {error}"
+    assert all(isinstance(d, dict) and isinstance(d.get("@type"), str) for d in data), data
+    info = data[0]
+    assert info["@type"] == ERROR_INFO, info
+    assert isinstance(info.get("reason"), str) and info["reason"], info
+    assert info.get("domain") == ERROR_DOMAIN, info
+    if reason is not None:
+        assert info["reason"] == reason, info
+    if dialect == "0.3":
+        validate_03(body, "JSONRPCErrorResponse")
+    return error
