@@ -1,12 +1,12 @@
 """a2ad: an A2A (Agent2Agent protocol) task server.
 
-    from a2ad import Agent, TaskContext, create_app
+from a2ad import Agent, TaskContext, create_app
 
-    class Hello(Agent):
-        async def run(self, ctx: TaskContext) -> None:
-            await ctx.artifact(f"hello, {ctx.text}")
+class Hello(Agent):
+    async def run(self, ctx: TaskContext) -> None:
+        await ctx.artifact(f"hello, {ctx.text}")
 
-    app = create_app(Hello())   # any ASGI server runs it
+app = create_app(Hello())   # any ASGI server runs it
 """
 
 from .agents.base import Agent, AgentSkill, TaskContext

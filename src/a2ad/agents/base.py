@@ -18,7 +18,7 @@ from msgspec import UNSET
 
 from ..protocol.model import Artifact, Message, Part, Role, TaskState, TextPart
 
-__all__ = ["Agent", "AgentSkill", "TaskContext", "Emitter"]
+__all__ = ["Agent", "AgentSkill", "Emitter", "TaskContext"]
 
 
 class AgentSkill(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True, frozen=True):

@@ -81,7 +81,9 @@ class Bus:
     def __init__(self) -> None:
         self._subs: dict[str, set[Subscription]] = {}
 
-    def subscribe(self, task_id: str, *, maxsize: int = 256, finals_only: bool = False) -> Subscription:
+    def subscribe(
+        self, task_id: str, *, maxsize: int = 256, finals_only: bool = False
+    ) -> Subscription:
         sub = Subscription(self, task_id, maxsize, finals_only)
         self._subs.setdefault(task_id, set()).add(sub)
         return sub

@@ -19,7 +19,7 @@ import base64
 import binascii
 import logging
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
@@ -67,15 +67,19 @@ from .bus import Bus, Delivery, Subscription
 from .lifecycle import InvalidTransitionError, check_event
 from .runner import Runner
 
-__all__ = ["Engine", "EventStream", "task_view"]
+__all__ = ["Engine", "EventStream", "StreamItem", "task_view"]
 
 log = logging.getLogger("a2ad.engine")
+
+StreamItem = Task | Message | TaskStatusUpdateEvent | TaskArtifactUpdateEvent
 
 FOLLOW_UP_WAIT_SECONDS = 5.0  # a follow-up waits this long for the previous turn to end
 CANCEL_WAIT_SECONDS = 2.0  # a cancel waits this long for the agent to stop
 
 
-def task_view(task: Task, history_length: int | Any = UNSET, include_artifacts: bool = True) -> Task:
+def task_view(
+    task: Task, history_length: int | Any = UNSET, include_artifacts: bool = True
+) -> Task:
     """``task`` with at most ``history_length`` newest messages, and without
     artifacts unless asked; shares everything it does not trim."""
     changes: dict[str, Any] = {}
@@ -107,7 +111,9 @@ class EventStream:
     def _ends(self, d: Delivery) -> bool:
         return d.terminal or (d.final and self._end_on_interrupt)
 
-    async def next(self, timeout: float | None = None) -> tuple[int | None, Any, bool] | None:
+    async def next(
+        self, timeout: float | None = None
+    ) -> tuple[int | None, StreamItem, bool] | None:
         """(seq, item, last) or None when the stream is over (or its reader was
         dropped). Raises TimeoutError after ``timeout`` with nothing to send."""
         if self._ended:
@@ -122,10 +128,11 @@ class EventStream:
             return (d.seq, d.snapshot, self._ended)
         assert self._sub is not None
         while True:
-            d = await self._sub.get(timeout)
-            if d is None:
+            got = await self._sub.get(timeout)
+            if got is None:
                 self._ended = True
                 return None
+            d = got
             if d.seq <= self._after or isinstance(d.item, (A2AError, Task, Message)):
                 continue
             self._after = d.seq
@@ -185,7 +192,12 @@ class Engine:
     # --- the write path ---
 
     async def _apply(
-        self, task_id: str, event: TaskEvent, *, user_message: Message | None = None, resume: bool = False
+        self,
+        task_id: str,
+        event: TaskEvent,
+        *,
+        user_message: Message | None = None,
+        resume: bool = False,
     ) -> StoredTask:
         while True:
             current = await self.store.get(task_id)
@@ -351,7 +363,9 @@ class Engine:
                 metadata={"taskId": task_id, "state": exc.state.word},
             ) from None
         except MissingTaskError:
-            raise TaskNotFoundError(f"Task not found: {task_id}", metadata={"taskId": task_id}) from None
+            raise TaskNotFoundError(
+                f"Task not found: {task_id}", metadata={"taskId": task_id}
+            ) from None
         if not await self.runner.stop(task_id, timeout=CANCEL_WAIT_SECONDS):
             log.warning(
                 "agent still running after cancel; its events will be dropped",
@@ -410,7 +424,9 @@ class Engine:
 class _Invocation:
     """One run of the agent on one task; what TaskContext's calls land on."""
 
-    def __init__(self, engine: Engine, task_id: str, context_id: str, metadata: dict[str, Any]) -> None:
+    def __init__(
+        self, engine: Engine, task_id: str, context_id: str, metadata: dict[str, Any]
+    ) -> None:
         self.engine = engine
         self.task_id = task_id
         self.context_id = context_id
@@ -435,11 +451,11 @@ class _Invocation:
             history=[self.message],
         )
         try:
-            stored = await self.engine.store.create(task)
+            await self.engine.store.create(task)
         except StoreFullError as exc:
             raise ServerBusyError(
-                f"The server is at its task limit and every stored task is still in flight ({exc}); "
-                "retry later, or cancel tasks you no longer need"
+                "The server is at its task limit and every stored task is still in flight "
+                f"({exc}); retry later, or cancel tasks you no longer need"
             ) from None
         self.created = True
         self.engine.bus.publish(self.task_id, Delivery(0, task, task, False, False))
@@ -467,7 +483,12 @@ class _Invocation:
             return False
         try:
             await self.engine._apply(self.task_id, event)
-        except (TerminalTaskError, InvalidTransitionError, EventLimitError, MissingTaskError) as exc:
+        except (
+            TerminalTaskError,
+            InvalidTransitionError,
+            EventLimitError,
+            MissingTaskError,
+        ) as exc:
             log.warning(
                 "agent event dropped: %s",
                 exc,
@@ -478,7 +499,9 @@ class _Invocation:
 
     async def status(self, state: TaskState, message: Message | None) -> bool:
         status = TaskStatus(
-            state=state, message=message if message is not None else UNSET, timestamp=now_timestamp()
+            state=state,
+            message=message if message is not None else UNSET,
+            timestamp=now_timestamp(),
         )
         return await self._emit(
             TaskStatusUpdateEvent(task_id=self.task_id, context_id=self.context_id, status=status)
@@ -521,7 +544,9 @@ class _Invocation:
             if self.engine._closing and self.created:
                 # Shielded: the task must not stay "working" after the server is gone.
                 await asyncio.shield(
-                    self._finish(TaskState.FAILED, "The server shut down while the agent was working.")
+                    self._finish(
+                        TaskState.FAILED, "The server shut down while the agent was working."
+                    )
                 )
             raise
         except ServerBusyError:
@@ -536,7 +561,10 @@ class _Invocation:
                 await self.status(TaskState.COMPLETED, None)
                 return
             stored = await self.engine.store.get(self.task_id)
-            if stored is not None and stored.task.status.state in (TaskState.SUBMITTED, TaskState.WORKING):
+            if stored is not None and stored.task.status.state in (
+                TaskState.SUBMITTED,
+                TaskState.WORKING,
+            ):
                 await self.status(TaskState.COMPLETED, None)
 
     async def _finish(self, state: TaskState, text: str) -> None:
@@ -574,8 +602,8 @@ def _parse_timestamp(text: str) -> str:
             field="statusTimestampAfter",
         ) from None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    moment = moment.astimezone(timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
+    moment = moment.astimezone(UTC)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 

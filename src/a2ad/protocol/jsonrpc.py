@@ -17,10 +17,10 @@ from .errors import A2AError, InvalidParamsError, InvalidRequestError, JSONParse
 __all__ = [
     "Request",
     "RequestId",
-    "decode_request",
     "decode_params",
-    "encode_result",
+    "decode_request",
     "encode_error",
+    "encode_result",
 ]
 
 RequestId = str | int | float | None

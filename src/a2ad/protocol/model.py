@@ -10,38 +10,38 @@ encoded later without a copy, because every change builds a new Task.
 from __future__ import annotations
 
 import enum
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType, field
 
 __all__ = [
+    "INTERRUPTED_STATES",
     "MAX_ID_LENGTH",
     "MAX_PARTS",
+    "TERMINAL_STATES",
     "Artifact",
     "DataPart",
     "FilePart",
+    "GetTaskRequest",
+    "ListTasksRequest",
+    "ListTasksResponse",
     "Message",
     "Part",
     "Role",
     "SendMessageConfiguration",
     "SendMessageRequest",
-    "GetTaskRequest",
-    "ListTasksRequest",
-    "ListTasksResponse",
-    "TaskIdRequest",
-    "StreamResponse",
     "SendMessageResponse",
+    "StreamResponse",
     "Task",
     "TaskArtifactUpdateEvent",
     "TaskEvent",
+    "TaskIdRequest",
     "TaskState",
     "TaskStatus",
     "TaskStatusUpdateEvent",
     "TextPart",
-    "TERMINAL_STATES",
-    "INTERRUPTED_STATES",
     "now_timestamp",
 ]
 
@@ -95,7 +95,7 @@ class _Wire(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True, fr
     """Base of every wire struct: camelCase on the wire, unset fields omitted."""
 
 
-class Part(_Wire):
+class Part(_Wire, frozen=True):
     """One piece of content: exactly one of ``text``, ``raw``, ``url``, ``data``."""
 
     text: str | UnsetType = UNSET
@@ -107,9 +107,7 @@ class Part(_Wire):
     media_type: str = ""
 
     def __post_init__(self) -> None:
-        present = sum(
-            value is not UNSET for value in (self.text, self.raw, self.url, self.data)
-        )
+        present = sum(value is not UNSET for value in (self.text, self.raw, self.url, self.data))
         if present != 1:
             raise ValueError("a part carries exactly one of `text`, `raw`, `url`, `data`")
 
@@ -156,7 +154,7 @@ def FilePart(
 Parts = Annotated[list[Part], Meta(min_length=1, max_length=MAX_PARTS)]
 
 
-class Message(_Wire):
+class Message(_Wire, frozen=True):
     message_id: Id
     role: Role
     parts: Parts
@@ -172,13 +170,13 @@ class Message(_Wire):
         return "\n".join(p.text for p in self.parts if isinstance(p.text, str))
 
 
-class TaskStatus(_Wire):
+class TaskStatus(_Wire, frozen=True):
     state: TaskState
     message: Message | UnsetType = UNSET
     timestamp: str | UnsetType = UNSET
 
 
-class Artifact(_Wire):
+class Artifact(_Wire, frozen=True):
     artifact_id: Id
     # No upper bound here: streamed chunks grow an artifact; the store bounds it.
     parts: Annotated[list[Part], Meta(min_length=1)]
@@ -188,7 +186,7 @@ class Artifact(_Wire):
     extensions: list[str] = field(default_factory=list)
 
 
-class Task(_Wire):
+class Task(_Wire, frozen=True):
     id: str
     context_id: str
     status: TaskStatus
@@ -197,14 +195,14 @@ class Task(_Wire):
     metadata: Json | UnsetType = UNSET
 
 
-class TaskStatusUpdateEvent(_Wire):
+class TaskStatusUpdateEvent(_Wire, frozen=True):
     task_id: str
     context_id: str
     status: TaskStatus
     metadata: Json | UnsetType = UNSET
 
 
-class TaskArtifactUpdateEvent(_Wire):
+class TaskArtifactUpdateEvent(_Wire, frozen=True):
     task_id: str
     context_id: str
     artifact: Artifact
@@ -216,14 +214,14 @@ class TaskArtifactUpdateEvent(_Wire):
 TaskEvent = TaskStatusUpdateEvent | TaskArtifactUpdateEvent
 
 
-class StreamResponse(_Wire):
+class StreamResponse(_Wire, frozen=True):
     task: Task | UnsetType = UNSET
     message: Message | UnsetType = UNSET
     status_update: TaskStatusUpdateEvent | UnsetType = UNSET
     artifact_update: TaskArtifactUpdateEvent | UnsetType = UNSET
 
 
-class SendMessageResponse(_Wire):
+class SendMessageResponse(_Wire, frozen=True):
     task: Task | UnsetType = UNSET
     message: Message | UnsetType = UNSET
 
@@ -233,27 +231,27 @@ class SendMessageResponse(_Wire):
 HistoryLength = Annotated[int, Meta(ge=0)]
 
 
-class SendMessageConfiguration(_Wire):
+class SendMessageConfiguration(_Wire, frozen=True):
     accepted_output_modes: list[str] = field(default_factory=list)
     history_length: HistoryLength | UnsetType = UNSET
     return_immediately: bool = False
     task_push_notification_config: Json | UnsetType = UNSET
 
 
-class SendMessageRequest(_Wire):
+class SendMessageRequest(_Wire, frozen=True):
     message: Message
     configuration: SendMessageConfiguration | UnsetType = UNSET
     metadata: Json | UnsetType = UNSET
     tenant: str = ""
 
 
-class GetTaskRequest(_Wire):
+class GetTaskRequest(_Wire, frozen=True):
     id: Id
     history_length: HistoryLength | UnsetType = UNSET
     tenant: str = ""
 
 
-class TaskIdRequest(_Wire):
+class TaskIdRequest(_Wire, frozen=True):
     """CancelTask and SubscribeToTask params."""
 
     id: Id
@@ -261,7 +259,7 @@ class TaskIdRequest(_Wire):
     tenant: str = ""
 
 
-class ListTasksRequest(_Wire):
+class ListTasksRequest(_Wire, frozen=True):
     context_id: str = ""
     # A state name in any common spelling; parsed by ``parse_state``.
     status: str = ""
@@ -273,7 +271,7 @@ class ListTasksRequest(_Wire):
     tenant: str = ""
 
 
-class ListTasksResponse(_Wire):
+class ListTasksResponse(_Wire, frozen=True):
     tasks: list[Task]
     next_page_token: str
     page_size: int
@@ -283,7 +281,7 @@ class ListTasksResponse(_Wire):
 
 def now_timestamp() -> str:
     """Now as ProtoJSON Timestamp text: UTC, millisecond precision, ``Z``."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 _STATE_ALIASES = {"cancelled": TaskState.CANCELED, "unknown": TaskState.UNSPECIFIED}

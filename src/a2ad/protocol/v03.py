@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import uuid
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType, field
@@ -343,7 +343,7 @@ class V03:
     """Codec for A2A 0.3 JSON-RPC (slash methods, ``kind`` fields)."""
 
     version = "0.3"
-    methods = {
+    methods: ClassVar[dict[str, str]] = {
         "message/send": "send",
         "message/stream": "stream",
         "tasks/get": "get",
@@ -368,9 +368,7 @@ class V03:
                 history_length=c.history_length if c.history_length is not None else UNSET,
                 return_immediately=c.blocking is False,
                 task_push_notification_config=(
-                    c.push_notification_config
-                    if c.push_notification_config is not None
-                    else UNSET
+                    c.push_notification_config if c.push_notification_config is not None else UNSET
                 ),
             )
         return SendMessageRequest(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import msgspec
 
 from .jsonrpc import decode_params
@@ -26,7 +28,7 @@ class V1:
     """Codec for A2A 1.0 JSON-RPC (PascalCase methods, ProtoJSON)."""
 
     version = "1.0"
-    methods = {
+    methods: ClassVar[dict[str, str]] = {
         "SendMessage": "send",
         "SendStreamingMessage": "stream",
         "GetTask": "get",

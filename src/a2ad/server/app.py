@@ -9,7 +9,7 @@ from typing import Any
 from ..agents.base import Agent
 from ..agents.echo import EchoAgent
 from ..engine import Engine
-from ..protocol.errors import InvalidRequestError, MethodNotFoundError
+from ..protocol.errors import A2AError, InvalidRequestError, MethodNotFoundError
 from ..protocol.jsonrpc import encode_error
 from ..store.base import TaskStore
 from ..store.memory import MemoryStore
@@ -52,7 +52,7 @@ class A2AApp:
             if method == "POST":
                 await self._jsonrpc(scope, receive, send)
                 return
-            error = InvalidRequestError(
+            error: A2AError = InvalidRequestError(
                 f"{method} {path}: the A2A JSON-RPC endpoint takes POST requests; "
                 f"the agent card is at GET {CARD_PATHS[0]}"
             )

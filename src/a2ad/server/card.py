@@ -54,7 +54,9 @@ def _base_url(scope: Scope) -> str:
     return f"{scope.get('scheme', 'http')}://{host}{root}"
 
 
-async def serve_card(scope: Scope, send: Send, agent: Agent, cache: dict[str, tuple[bytes, bytes]]) -> None:
+async def serve_card(
+    scope: Scope, send: Send, agent: Agent, cache: dict[str, tuple[bytes, bytes]]
+) -> None:
     """GET the card, with an ETag, Cache-Control and 304 on a matching If-None-Match."""
     base = _base_url(scope)
     entry = cache.get(base)

@@ -12,7 +12,10 @@ import logging
 import uuid
 from urllib.parse import parse_qsl
 
+import msgspec
+
 from ..engine import Engine
+from ..engine.engine import StreamItem
 from ..protocol.errors import (
     A2AError,
     ExtendedAgentCardNotConfiguredError,
@@ -24,12 +27,12 @@ from ..protocol.errors import (
     VersionNotSupportedError,
 )
 from ..protocol.jsonrpc import RequestId, decode_request, encode_error, encode_result
-from ..protocol.v1 import V1
 from ..protocol.v03 import V03
+from ..protocol.v1 import V1
 from .sse import stream_sse
 from .types import Receive, Scope, Send, header, respond
 
-__all__ = ["JsonRpcEndpoint", "MAX_BODY_BYTES"]
+__all__ = ["MAX_BODY_BYTES", "JsonRpcEndpoint"]
 
 log = logging.getLogger("a2ad.server")
 
@@ -69,7 +72,11 @@ def pick_dialect(version: str, method: str) -> tuple[Dialect, str]:
             raise VersionNotSupportedError(
                 f"{method} is an A2A {other.version} method but the request asked for "
                 f"A2A {version}; {how}",
-                metadata={"method": method, "methodVersion": other.version, "requestedVersion": version},
+                metadata={
+                    "method": method,
+                    "methodVersion": other.version,
+                    "requestedVersion": version,
+                },
             )
     raise MethodNotFoundError(f"Method not found: {method}", metadata={"method": method})
 
@@ -82,7 +89,7 @@ class JsonRpcEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         body = await self._read_body(receive)
         if body is None:
-            error = InvalidRequestError(
+            error: A2AError = InvalidRequestError(
                 f"Request body is larger than {self.max_body_bytes} bytes; send less"
             )
             await respond(send, 413, encode_error(None, error))
@@ -93,7 +100,16 @@ class JsonRpcEndpoint:
             request_id = request.id  # type: ignore[assignment]
             dialect, operation = pick_dialect(requested_version(scope), request.method)
             if operation in ("stream", "subscribe"):
-                await self._stream(scope, receive, send, dialect, operation, request.method, request.params, request_id)
+                await self._stream(
+                    scope,
+                    receive,
+                    send,
+                    dialect,
+                    operation,
+                    request.method,
+                    request.params,
+                    request_id,
+                )
                 return
             result = await self._call(dialect, operation, request.method, request.params)
         except A2AError as exc:
@@ -102,10 +118,10 @@ class JsonRpcEndpoint:
         except Exception:
             incident = uuid.uuid4().hex[:12]
             log.exception("request failed", extra={"incident": incident})
-            error = InternalError(
+            internal = InternalError(
                 f"Internal error (incident {incident}); the server log has the details"
             )
-            await respond(send, 200, encode_error(request_id, error))
+            await respond(send, 200, encode_error(request_id, internal))
             return
         await respond(send, 200, encode_result(request_id, result))
 
@@ -125,17 +141,21 @@ class JsonRpcEndpoint:
                 break
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
-    async def _call(self, dialect: Dialect, operation: str, method: str, params: object) -> bytes:
+    async def _call(
+        self, dialect: Dialect, operation: str, method: str, params: msgspec.Raw
+    ) -> bytes:
         engine = self.engine
         if operation == "send":
-            return dialect.encode_send_result(await engine.send(dialect.decode_send(params, method)))  # type: ignore[arg-type]
+            return dialect.encode_send_result(
+                await engine.send(dialect.decode_send(params, method))
+            )
         if operation == "get":
-            req = dialect.decode_get(params, method)  # type: ignore[arg-type]
+            req = dialect.decode_get(params, method)
             return dialect.encode_task(await engine.get_task(req.id, req.history_length))
         if operation == "list":
-            return dialect.encode_list(await engine.list_tasks(dialect.decode_list(params, method)))  # type: ignore[arg-type]
+            return dialect.encode_list(await engine.list_tasks(dialect.decode_list(params, method)))
         if operation == "cancel":
-            req_id = dialect.decode_task_id(params, method).id  # type: ignore[arg-type]
+            req_id = dialect.decode_task_id(params, method).id
             return dialect.encode_task(await engine.cancel(req_id))
         if operation == "push_config":
             raise PushNotificationNotSupportedError(
@@ -161,16 +181,16 @@ class JsonRpcEndpoint:
         dialect: Dialect,
         operation: str,
         method: str,
-        params: object,
+        params: msgspec.Raw,
         request_id: RequestId,
     ) -> None:
         if operation == "stream":
-            events = await self.engine.stream(dialect.decode_send(params, method))  # type: ignore[arg-type]
+            events = await self.engine.stream(dialect.decode_send(params, method))
         else:
-            events = await self.engine.subscribe(dialect.decode_task_id(params, method).id)  # type: ignore[arg-type]
+            events = await self.engine.subscribe(dialect.decode_task_id(params, method).id)
         encode_item = dialect.encode_stream_item
 
-        def encode(item: object, last: bool) -> bytes:
-            return encode_result(request_id, encode_item(item, last))  # type: ignore[arg-type]
+        def encode(item: StreamItem, last: bool) -> bytes:
+            return encode_result(request_id, encode_item(item, last))
 
         await stream_sse(send, receive, events, encode)

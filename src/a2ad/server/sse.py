@@ -13,9 +13,10 @@ import contextlib
 from collections.abc import Callable
 
 from ..engine import EventStream
+from ..engine.engine import StreamItem
 from .types import Receive, Send
 
-__all__ = ["stream_sse", "KEEPALIVE_SECONDS"]
+__all__ = ["KEEPALIVE_SECONDS", "stream_sse"]
 
 KEEPALIVE_SECONDS = 15.0
 _FINISH_SECONDS = 1.0
@@ -25,7 +26,7 @@ async def stream_sse(
     send: Send,
     receive: Receive,
     events: EventStream,
-    encode: Callable[[object, bool], bytes],
+    encode: Callable[[StreamItem, bool], bytes],
     *,
     keepalive: float = KEEPALIVE_SECONDS,
 ) -> None:
@@ -47,7 +48,9 @@ async def stream_sse(
             try:
                 step = await events.next(timeout=keepalive)
             except TimeoutError:
-                await send({"type": "http.response.body", "body": b": keep-alive\n\n", "more_body": True})
+                await send(
+                    {"type": "http.response.body", "body": b": keep-alive\n\n", "more_body": True}
+                )
                 continue
             if step is None:
                 return
@@ -62,11 +65,14 @@ async def stream_sse(
         while (await receive())["type"] != "http.disconnect":
             pass
 
-    jobs = [asyncio.ensure_future(write()), asyncio.ensure_future(disconnected())]
+    jobs: list[asyncio.Future[object]] = [
+        asyncio.ensure_future(write()),
+        asyncio.ensure_future(disconnected()),
+    ]
     if events.dropped is not None:
         jobs.append(asyncio.ensure_future(events.dropped.wait()))
     try:
-        done, pending = await asyncio.wait(jobs, return_when=asyncio.FIRST_COMPLETED)
+        done, _pending = await asyncio.wait(jobs, return_when=asyncio.FIRST_COMPLETED)
     finally:
         events.close()
         for job in jobs:

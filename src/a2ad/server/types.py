@@ -11,7 +11,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-__all__ = ["Scope", "Message", "Receive", "Send", "ASGIApp", "header", "respond"]
+__all__ = ["ASGIApp", "Message", "Receive", "Scope", "Send", "header", "respond"]
 
 
 def header(scope: Scope, name: bytes) -> str:

@@ -9,6 +9,7 @@ interleave, and a terminal task never changes again.
 from __future__ import annotations
 
 import abc
+import builtins
 from typing import NamedTuple
 
 import msgspec
@@ -28,16 +29,16 @@ __all__ = [
     "MAX_ARTIFACT_PARTS",
     "MAX_HISTORY",
     "Cursor",
+    "EventLimitError",
     "ListPage",
     "ListQuery",
-    "StoredTask",
-    "TaskStore",
+    "MissingTaskError",
+    "SequenceConflictError",
     "StoreError",
     "StoreFullError",
-    "SequenceConflictError",
+    "StoredTask",
+    "TaskStore",
     "TerminalTaskError",
-    "MissingTaskError",
-    "EventLimitError",
     "apply_event",
 ]
 
@@ -132,12 +133,12 @@ class TaskStore(abc.ABC):
 
     async def list_tasks(
         self, *, context_id: str = "", state: TaskState | str | None = None, limit: int = 1000
-    ) -> list[Task]:
+    ) -> builtins.list[Task]:
         """Up to ``limit`` tasks, newest first, optionally of one context or state
         (a TaskState or any common spelling: ``"working"``, ``"TASK_STATE_WORKING"``)."""
         if isinstance(state, str):
             state = parse_state(state)
-        tasks: list[Task] = []
+        tasks: builtins.list[Task] = []
         cursor: Cursor | None = None
         while len(tasks) < limit:
             page = await self.list(

@@ -29,7 +29,8 @@ __all__ = ["MemoryStore"]
 
 
 def _key(task: Task) -> Cursor:
-    return (task.status.timestamp or "", task.id)  # type: ignore[return-value]
+    timestamp = task.status.timestamp
+    return (timestamp if isinstance(timestamp, str) else "", task.id)
 
 
 class MemoryStore(TaskStore):
