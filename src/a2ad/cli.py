@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import os
 import socket
+import sys
 from typing import Any
 
 import typer
@@ -56,6 +58,11 @@ class _Server(uvicorn.Server):
 
     def handle_exit(self, sig: int, frame: Any) -> None:
         super().handle_exit(sig, frame)
+        # uvicorn re-raises the signal after its shutdown, which turns a clean
+        # Ctrl-C into exit status 130 and skips our goodbye; we have handled it.
+        captured = getattr(self, "_captured_signals", None)
+        if isinstance(captured, list):
+            captured.clear()
         if self.loop is not None:
             # The engine owns this job; the lifespan shutdown awaits the same one.
             self.loop.call_soon_threadsafe(self.application.engine.begin_shutdown)
@@ -74,6 +81,9 @@ def serve(
 ) -> None:
     """Serve an agent over A2A JSON-RPC (1.0 and 0.3) with SSE streaming."""
     configure_logging(log_level)
+    # Like `python -m`, find the user's agent module in the current directory.
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         the_agent = load_agent(agent)
     except ValueError as exc:

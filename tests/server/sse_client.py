@@ -8,6 +8,7 @@ JSON document, and the ``id:`` line of the frame it belongs to.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -62,8 +63,18 @@ def kind(result: dict[str, Any], v1: bool) -> str:
     """task / message / status / artifact, in either dialect."""
     if v1:
         (key,) = result.keys()
-        return {"task": "task", "message": "message", "statusUpdate": "status", "artifactUpdate": "artifact"}[key]
-    return {"task": "task", "message": "message", "status-update": "status", "artifact-update": "artifact"}[result["kind"]]
+        return {
+            "task": "task",
+            "message": "message",
+            "statusUpdate": "status",
+            "artifactUpdate": "artifact",
+        }[key]
+    return {
+        "task": "task",
+        "message": "message",
+        "status-update": "status",
+        "artifact-update": "artifact",
+    }[result["kind"]]
 
 
 def body(result: dict[str, Any], v1: bool) -> dict[str, Any]:
@@ -81,3 +92,42 @@ def state(result: dict[str, Any], v1: bool) -> str:
     if v1:
         return s.removeprefix("TASK_STATE_").lower().replace("_", "-")  # type: ignore[no-any-return]
     return s  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class Dialect:
+    v1: bool
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"A2A-Version": "1.0"} if self.v1 else {}
+
+    def method(self, op: str) -> str:
+        names = {
+            "send": ("SendMessage", "message/send"),
+            "stream": ("SendStreamingMessage", "message/stream"),
+            "subscribe": ("SubscribeToTask", "tasks/resubscribe"),
+            "cancel": ("CancelTask", "tasks/cancel"),
+            "get": ("GetTask", "tasks/get"),
+        }[op]
+        return names[0] if self.v1 else names[1]
+
+    def message(self, text: str, *, immediately: bool = False, **extra: Any) -> dict[str, Any]:
+        role = "ROLE_USER" if self.v1 else "user"
+        part = {"text": text} if self.v1 else {"kind": "text", "text": text}
+        params: dict[str, Any] = {
+            "message": {"messageId": str(uuid.uuid4()), "role": role, "parts": [part], **extra}
+        }
+        if immediately:
+            params["configuration"] = (
+                {"returnImmediately": True} if self.v1 else {"blocking": False}
+            )
+        return params
+
+    def task_of(self, result: dict[str, Any]) -> dict[str, Any]:
+        """The Task in a send/get result (1.0 send wraps it in ``task``)."""
+        return result["task"] if self.v1 and "task" in result else result
+
+    def state_word(self, task: dict[str, Any]) -> str:
+        s: str = task["status"]["state"]
+        return s.removeprefix("TASK_STATE_").lower().replace("_", "-") if self.v1 else s

@@ -1,0 +1,220 @@
+"""The ``a2ad`` command, run as a user runs it: a subprocess of the venv's script."""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+
+import httpx
+import pytest
+
+from .conftest import free_port
+
+A2AD = Path(sys.executable).parent / "a2ad"
+PROJECT = Path(__file__).resolve().parent.parent
+
+
+def run_a2ad(*args: str, timeout: float = 20) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(A2AD), *args],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+
+
+class Served:
+    """``a2ad serve …`` in the background; its output (stdout and stderr) read
+    line by line on a thread so the test can wait for what it prints."""
+
+    def __init__(self, *args: str) -> None:
+        self.port = free_port()
+        self.proc = subprocess.Popen(
+            [str(A2AD), "serve", "--port", str(self.port), *args],
+            cwd=PROJECT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "COLUMNS": "200"},
+        )
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.seen: list[str] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    @property
+    def output(self) -> str:
+        while True:
+            try:
+                line = self.lines.get_nowait()
+            except queue.Empty:
+                break
+            if line is not None:
+                self.seen.append(line)
+        return "".join(self.seen)
+
+    def expect(self, pattern: str, timeout: float = 10.0) -> re.Match[str]:
+        """Wait for a line matching ``pattern``; fail with what was printed."""
+        deadline = time.monotonic() + timeout
+        for line in self.seen:
+            if m := re.search(pattern, line):
+                return m
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            try:
+                line = self.lines.get(timeout=remaining)
+            except queue.Empty:
+                break
+            if line is None:
+                break
+            self.seen.append(line)
+            if m := re.search(pattern, line):
+                return m
+        raise AssertionError(f"a2ad never printed {pattern!r}; it printed:\n{''.join(self.seen)}")
+
+    def stop(self, timeout: float = 10.0) -> int:
+        """SIGINT, as Ctrl-C does; returns the exit code."""
+        self.proc.send_signal(signal.SIGINT)
+        return self.proc.wait(timeout)
+
+    def __enter__(self) -> Served:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        self.reader.join(10)
+        assert self.proc.stdout is not None
+        self.proc.stdout.close()
+
+
+@pytest.fixture
+def served_echo() -> Iterator[Served]:
+    with Served("--max-tasks", "5") as s:
+        yield s
+
+
+def test_serve_prints_its_urls_answers_and_stops_cleanly_on_ctrl_c(served_echo: Served) -> None:
+    s = served_echo
+    rpc_url = s.expect(r"JSON-RPC:\s+(http://\S+)").group(1)
+    card_url = s.expect(r"Agent card:\s+(http://\S+)").group(1)
+    assert f":{s.port}/" in rpc_url
+    assert card_url.endswith(f":{s.port}/.well-known/agent-card.json")
+    assert re.search(r"\b5 tasks\b", s.output), s.output
+
+    with httpx.Client(timeout=10) as http:
+        card = http.get(card_url)
+        assert card.status_code == 200
+        assert card.json()["name"] == "echo"
+        sent = http.post(
+            rpc_url,
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "message/send",
+                "params": {"message": {"role": "user", "parts": [{"text": "hello cli"}]}},
+            },
+        )
+    task = sent.json()["result"]
+    assert task["status"]["state"] == "completed"
+    assert task["artifacts"][0]["parts"][0]["text"] == "hello cli"
+
+    asked = time.monotonic()
+    assert s.stop() == 0
+    assert time.monotonic() - asked < 5
+    s.reader.join(5)
+    assert "a2ad stopped." in s.output
+
+
+def test_serve_keeps_at_most_max_tasks_in_flight_and_ctrl_c_still_stops_it(
+    served_echo: Served,
+) -> None:
+    s = served_echo
+    rpc_url = s.expect(r"JSON-RPC:\s+(http://\S+)").group(1)
+
+    def send(text: str, n: int) -> httpx.Response:
+        return http.post(
+            rpc_url,
+            json={
+                "jsonrpc": "2.0",
+                "id": n,
+                "method": "message/send",
+                "params": {
+                    "message": {"role": "user", "parts": [{"text": text}]},
+                    "configuration": {"blocking": False},
+                },
+            },
+        )
+
+    with httpx.Client(timeout=10) as http:
+        for n in range(5):
+            assert "result" in send("sleep:30 busy", n).json()
+        refused = send("sleep:30 one too many", 5).json()
+    assert "result" not in refused
+    assert refused["error"]["code"] == -32000
+
+    asked = time.monotonic()
+    assert s.stop() == 0
+    assert time.monotonic() - asked < 8
+    s.reader.join(5)
+    assert "a2ad stopped." in s.output
+
+
+def test_serve_loads_a_user_agent_given_as_module_and_attribute() -> None:
+    with Served("--agent", "tests.scripted:ScriptedAgent") as s:
+        card_url = s.expect(r"Agent card:\s+(http://\S+)").group(1)
+        rpc_url = s.expect(r"JSON-RPC:\s+(http://\S+)").group(1)
+        with httpx.Client(timeout=10) as http:
+            card = http.get(card_url)
+            assert card.status_code == 200
+            assert card.json()["name"] == "scripted"
+            sent = http.post(
+                rpc_url,
+                json={
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "message/send",
+                    "params": {"message": {"role": "user", "parts": [{"text": "reply howdy"}]}},
+                },
+            )
+        reply = sent.json()["result"]
+        assert reply["kind"] == "message"
+        assert reply["parts"][0]["text"] == "howdy"
+
+
+def test_serve_with_unimportable_agent_exits_with_an_error_naming_the_module() -> None:
+    done = run_a2ad("serve", "--port", str(free_port()), "--agent", "nope.mod:x")
+    assert done.returncode != 0
+    said = " ".join((done.stdout + done.stderr).split())
+    assert "nope.mod" in said
+    assert "error" in said.lower()
+    assert "Traceback" not in said
+
+
+def test_serve_help_lists_its_options() -> None:
+    done = run_a2ad("serve", "--help")
+    assert done.returncode == 0
+    for option in ("--host", "--port", "--store", "--agent", "--max-tasks"):
+        assert option in done.stdout, option
