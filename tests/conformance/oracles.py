@@ -23,15 +23,15 @@ from google.protobuf.json_format import ParseDict, ParseError
 from google.protobuf.message import Message as ProtoMessage
 
 __all__ = [
-    "SCHEMA_03",
-    "STANDARD_CODES",
     "A2A_CODES_03",
     "A2A_CODES_10",
+    "SCHEMA_03",
+    "STANDARD_CODES",
     "StrictnessError",
-    "validate_03",
-    "parse_v1",
     "assert_error",
     "error_of",
+    "parse_v1",
+    "validate_03",
 ]
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -86,7 +86,9 @@ _PART_CONTENT = ("text", "raw", "url", "data")
 
 def _strict_check(obj: Any, desc: Descriptor, path: str, ignore_unknown: bool) -> None:
     if not isinstance(obj, dict):
-        raise StrictnessError(f"{path}: expected a JSON object for {desc.full_name}, got {type(obj).__name__}")
+        raise StrictnessError(
+            f"{path}: expected a JSON object for {desc.full_name}, got {type(obj).__name__}"
+        )
     by_json = {f.json_name: f for f in desc.fields}
     by_proto = {f.name: f for f in desc.fields}
     for key, value in obj.items():
@@ -136,11 +138,14 @@ def _check_field(field: FieldDescriptor, value: Any, where: str, ignore_unknown:
         if field.type == FieldDescriptor.TYPE_ENUM:
             if not isinstance(item, str) or item not in field.enum_type.values_by_name:
                 raise StrictnessError(
-                    f"{item_where}: enum {field.enum_type.full_name} must be one of its names, got {item!r}"
+                    f"{item_where}: enum {field.enum_type.full_name} must be one of its "
+                    f"names, got {item!r}"
                 )
         elif type_name == _TIMESTAMP:
             if not isinstance(item, str) or not item.endswith("Z"):
-                raise StrictnessError(f"{item_where}: a Timestamp must be RFC 3339 UTC ending in 'Z', got {item!r}")
+                raise StrictnessError(
+                    f"{item_where}: a Timestamp must be RFC 3339 UTC ending in 'Z', got {item!r}"
+                )
         elif message_type is not None and type_name not in _FREE_JSON:
             _strict_check(item, message_type, item_where, ignore_unknown)
 

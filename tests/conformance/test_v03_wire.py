@@ -25,9 +25,11 @@ def result_of(body: dict[str, Any]) -> Any:
     return body["result"]
 
 
-async def send(rpc: Rpc, text: str | None = None, *, message: dict[str, Any] | None = None, **params: Any) -> dict[str, Any]:
+async def send(
+    rpc: Rpc, text: str | None = None, *, message: dict[str, Any] | None = None, **params: Any
+) -> dict[str, Any]:
     """message/send; the result validated as a 0.3 SendMessageSuccessResponse."""
-    p = msg03(text) if message is None else {"message": message}
+    p = msg03(text or "echo") if message is None else {"message": message}
     p.update(params)
     body = await rpc("message/send", p)
     validate_03(body, "SendMessageSuccessResponse")
@@ -62,8 +64,10 @@ def texts(message: dict[str, Any]) -> list[str]:
 # --- the doc example and the basic operations ---
 
 
-async def test_doc_example_body_posted_to_a2a_returns_completed_task(client: httpx.AsyncClient) -> None:
-    raw = '{"jsonrpc":"2.0","method":"message/send","id":"1","params":{"message":{"role":"user","parts":[{"text":"Analyze this data"}]}}}'
+async def test_doc_example_body_posted_to_a2a_returns_completed_task(
+    client: httpx.AsyncClient,
+) -> None:
+    raw = '{"jsonrpc":"2.0","method":"message/send","id":"1","params":{"message":{"role":"user","parts":[{"text":"Analyze this data"}]}}}'  # noqa: E501 (the doc's exact body)
     r = await client.post("/a2a", content=raw, headers={"Content-Type": "application/json"})
     assert r.status_code == 200
     body = r.json()
@@ -100,7 +104,9 @@ async def test_cancel_on_completed_task_is_refused_and_keeps_it_completed(rpc: R
 
 async def test_get_unknown_task_is_task_not_found_naming_the_id(rpc: Rpc) -> None:
     missing = f"no-such-{uuid.uuid4()}"
-    error = assert_error(await rpc("tasks/get", {"id": missing}), -32001, reason="TASK_NOT_FOUND", dialect="0.3")
+    error = assert_error(
+        await rpc("tasks/get", {"id": missing}), -32001, reason="TASK_NOT_FOUND", dialect="0.3"
+    )
     assert error["message"] == f"Task not found: {missing}"
 
 
@@ -119,8 +125,16 @@ async def test_unknown_method_is_method_not_found(rpc: Rpc) -> None:
 
 async def test_two_messages_with_one_context_id_make_two_tasks_listed_together(rpc: Rpc) -> None:
     context = f"ctx-{uuid.uuid4()}"
-    a = await send_task(rpc, "echo one", message={"role": "user", "contextId": context, "parts": [{"text": "echo one"}]})
-    b = await send_task(rpc, "echo two", message={"role": "user", "contextId": context, "parts": [{"text": "echo two"}]})
+    a = await send_task(
+        rpc,
+        "echo one",
+        message={"role": "user", "contextId": context, "parts": [{"text": "echo one"}]},
+    )
+    b = await send_task(
+        rpc,
+        "echo two",
+        message={"role": "user", "contextId": context, "parts": [{"text": "echo two"}]},
+    )
     await send_task(rpc, "echo elsewhere")
     assert a["id"] != b["id"]
     assert a["contextId"] == b["contextId"] == context
@@ -131,7 +145,9 @@ async def test_two_messages_with_one_context_id_make_two_tasks_listed_together(r
 
 
 async def test_null_context_id_in_message_is_accepted(rpc: Rpc) -> None:
-    task = await send_task(rpc, message={"role": "user", "contextId": None, "parts": [{"text": "echo x"}]})
+    task = await send_task(
+        rpc, message={"role": "user", "contextId": None, "parts": [{"text": "echo x"}]}
+    )
     assert isinstance(task["contextId"], str) and task["contextId"]
     assert task["status"]["state"] == "completed"
 
@@ -154,7 +170,13 @@ async def test_follow_up_with_task_id_continues_an_input_required_task(rpc: Rpc)
     assert first["status"]["state"] == "input-required"
     assert texts(first["status"]["message"]) == ["which colour?"]
     follow = await send_task(
-        rpc, message={"role": "user", "taskId": first["id"], "contextId": first["contextId"], "parts": [{"text": "blue"}]}
+        rpc,
+        message={
+            "role": "user",
+            "taskId": first["id"],
+            "contextId": first["contextId"],
+            "parts": [{"text": "blue"}],
+        },
     )
     assert follow["id"] == first["id"]
     assert follow["status"]["state"] == "completed"
@@ -165,7 +187,9 @@ async def test_follow_up_with_task_id_continues_an_input_required_task(rpc: Rpc)
 
 async def test_follow_up_with_only_task_id_infers_the_context_id(rpc: Rpc) -> None:
     first = await send_task(rpc, "input q?")
-    follow = await send_task(rpc, message={"role": "user", "taskId": first["id"], "parts": [{"text": "a"}]})
+    follow = await send_task(
+        rpc, message={"role": "user", "taskId": first["id"], "parts": [{"text": "a"}]}
+    )
     assert follow["contextId"] == first["contextId"]
     assert follow["history"][-1]["contextId"] == first["contextId"]
     assert follow["history"][-1]["taskId"] == first["id"]
@@ -175,7 +199,14 @@ async def test_follow_up_with_mismatched_context_id_is_invalid_params(rpc: Rpc) 
     first = await send_task(rpc, "input q?")
     body = await rpc(
         "message/send",
-        {"message": {"role": "user", "taskId": first["id"], "contextId": "some-other-context", "parts": [{"text": "a"}]}},
+        {
+            "message": {
+                "role": "user",
+                "taskId": first["id"],
+                "contextId": "some-other-context",
+                "parts": [{"text": "a"}],
+            }
+        },
     )
     assert_error(body, -32602, dialect="0.3")
     assert (await get(rpc, first["id"]))["status"]["state"] == "input-required"
@@ -183,7 +214,10 @@ async def test_follow_up_with_mismatched_context_id_is_invalid_params(rpc: Rpc) 
 
 async def test_message_to_a_terminal_task_is_unsupported_operation(rpc: Rpc) -> None:
     done = await send_task(rpc, "echo x")
-    body = await rpc("message/send", {"message": {"role": "user", "taskId": done["id"], "parts": [{"text": "more"}]}})
+    body = await rpc(
+        "message/send",
+        {"message": {"role": "user", "taskId": done["id"], "parts": [{"text": "more"}]}},
+    )
     error = assert_error(body, -32004, reason="UNSUPPORTED_OPERATION", dialect="0.3")
     assert done["id"] in error["message"]
     got = await get(rpc, done["id"])
@@ -196,7 +230,9 @@ async def test_message_to_a_terminal_task_is_unsupported_operation(rpc: Rpc) -> 
 
 async def _two_turn_task(rpc: Rpc) -> dict[str, Any]:
     first = await send_task(rpc, "input q?")
-    await send_task(rpc, message={"role": "user", "taskId": first["id"], "parts": [{"text": "answer"}]})
+    await send_task(
+        rpc, message={"role": "user", "taskId": first["id"], "parts": [{"text": "answer"}]}
+    )
     full = await get(rpc, first["id"])
     assert len(full["history"]) >= 3
     return full
@@ -210,10 +246,14 @@ async def test_history_length_zero_on_send_omits_history(rpc: Rpc) -> None:
 async def test_history_length_n_on_send_returns_the_n_newest(rpc: Rpc) -> None:
     first = await send_task(rpc, "input q?")
     follow = await send_task(
-        rpc, message={"role": "user", "taskId": first["id"], "parts": [{"text": "answer"}]}, configuration={"historyLength": 2}
+        rpc,
+        message={"role": "user", "taskId": first["id"], "parts": [{"text": "answer"}]},
+        configuration={"historyLength": 2},
     )
     full = await get(rpc, first["id"])
-    assert [m["messageId"] for m in follow["history"]] == [m["messageId"] for m in full["history"][-2:]]
+    assert [m["messageId"] for m in follow["history"]] == [
+        m["messageId"] for m in full["history"][-2:]
+    ]
 
 
 async def test_history_length_on_get(rpc: Rpc) -> None:
@@ -243,8 +283,17 @@ async def test_parts_with_and_without_kind_round_trip_into_history_in_0_3_shape(
     sent = [
         {"kind": "text", "text": "echo with kind"},
         {"text": "without kind"},
-        {"kind": "file", "file": {"bytes": raw, "name": "b.bin", "mimeType": "application/octet-stream"}},
-        {"file": {"uri": "https://example.com/doc.pdf", "name": "doc.pdf", "mimeType": "application/pdf"}},
+        {
+            "kind": "file",
+            "file": {"bytes": raw, "name": "b.bin", "mimeType": "application/octet-stream"},
+        },
+        {
+            "file": {
+                "uri": "https://example.com/doc.pdf",
+                "name": "doc.pdf",
+                "mimeType": "application/pdf",
+            }
+        },
         {"kind": "data", "data": {"k": [1, "two"], "nested": {"ok": True}}},
         {"data": {"inferred": 1}},
     ]
@@ -252,8 +301,18 @@ async def test_parts_with_and_without_kind_round_trip_into_history_in_0_3_shape(
     expected = [
         {"kind": "text", "text": "echo with kind"},
         {"kind": "text", "text": "without kind"},
-        {"kind": "file", "file": {"bytes": raw, "name": "b.bin", "mimeType": "application/octet-stream"}},
-        {"kind": "file", "file": {"uri": "https://example.com/doc.pdf", "name": "doc.pdf", "mimeType": "application/pdf"}},
+        {
+            "kind": "file",
+            "file": {"bytes": raw, "name": "b.bin", "mimeType": "application/octet-stream"},
+        },
+        {
+            "kind": "file",
+            "file": {
+                "uri": "https://example.com/doc.pdf",
+                "name": "doc.pdf",
+                "mimeType": "application/pdf",
+            },
+        },
         {"kind": "data", "data": {"k": [1, "two"], "nested": {"ok": True}}},
         {"kind": "data", "data": {"inferred": 1}},
     ]
@@ -267,7 +326,9 @@ async def test_text_input_produces_artifact_parts_of_kind_text(rpc: Rpc) -> None
     for artifact in task["artifacts"]:
         validate_03(artifact, "Artifact")
         assert artifact["artifactId"]
-    assert [p for a in task["artifacts"] for p in a["parts"]] == [{"kind": "text", "text": "some words"}]
+    assert [p for a in task["artifacts"] for p in a["parts"]] == [
+        {"kind": "text", "text": "some words"}
+    ]
 
 
 async def test_agent_output_of_every_part_kind_is_valid_0_3(rpc: Rpc) -> None:
@@ -283,12 +344,26 @@ async def test_agent_output_of_every_part_kind_is_valid_0_3(rpc: Rpc) -> None:
     validate_03(raw["file"], "FileWithBytes")
     assert raw == {
         "kind": "file",
-        "file": {"bytes": base64.b64encode(b"\x00\x01bytes").decode(), "name": "b.bin", "mimeType": "application/octet-stream"},
+        "file": {
+            "bytes": base64.b64encode(b"\x00\x01bytes").decode(),
+            "name": "b.bin",
+            "mimeType": "application/octet-stream",
+        },
     }
     [url] = by_name["url"]["parts"]
     validate_03(url["file"], "FileWithUri")
-    assert url == {"kind": "file", "file": {"uri": "https://example.com/f.pdf", "name": "f.pdf", "mimeType": "application/pdf"}}
-    assert by_name["multi"]["parts"] == [{"kind": "text", "text": "a"}, {"kind": "text", "text": "b"}]
+    assert url == {
+        "kind": "file",
+        "file": {
+            "uri": "https://example.com/f.pdf",
+            "name": "f.pdf",
+            "mimeType": "application/pdf",
+        },
+    }
+    assert by_name["multi"]["parts"] == [
+        {"kind": "text", "text": "a"},
+        {"kind": "text", "text": "b"},
+    ]
 
 
 # --- states and replies ---
@@ -342,3 +417,32 @@ async def test_list_pages_are_0_3_tasks_with_a_last_page_token_of_empty_string(r
     assert page2["nextPageToken"] == ""
     assert sorted(t["id"] for t in page1["tasks"] + page2["tasks"]) == sorted(ids)
     assert all(t["kind"] == "task" for t in page1["tasks"] + page2["tasks"])
+
+
+async def test_message_to_an_unknown_task_is_task_not_found(rpc: Rpc) -> None:
+    missing = str(uuid.uuid4())
+    body = await rpc(
+        "message/send", {"message": {"role": "user", "taskId": missing, "parts": [{"text": "hi"}]}}
+    )
+    error = assert_error(body, -32001, reason="TASK_NOT_FOUND", dialect="0.3")
+    assert missing in error["message"]
+
+
+@pytest.mark.parametrize(
+    ("method", "params"),
+    [
+        (
+            "tasks/pushNotificationConfig/set",
+            {"taskId": "t1", "pushNotificationConfig": {"url": "https://example.com/hook"}},
+        ),
+        ("tasks/pushNotificationConfig/get", {"id": "t1"}),
+        ("tasks/pushNotificationConfig/list", {"id": "t1"}),
+        ("tasks/pushNotificationConfig/delete", {"id": "t1", "pushNotificationConfigId": "c1"}),
+    ],
+)
+async def test_push_notification_config_methods_are_not_supported(
+    rpc: Rpc, method: str, params: dict[str, Any]
+) -> None:
+    assert_error(
+        await rpc(method, params), -32003, reason="PUSH_NOTIFICATION_NOT_SUPPORTED", dialect="0.3"
+    )

@@ -51,6 +51,8 @@ def decode_request(body: bytes) -> Request:
         ) from None
     except msgspec.DecodeError as exc:
         raise JSONParseError(f"Invalid JSON payload: {exc}") from None
+    except RecursionError:
+        raise InvalidRequestError(_TOO_DEEP) from None
     if request.id is UNSET:
         raise InvalidRequestError(
             f"Invalid JSON-RPC request: `{request.method}` has no `id`; "
@@ -58,6 +60,8 @@ def decode_request(body: bytes) -> Request:
         )
     return request
 
+
+_TOO_DEEP = "the JSON is nested too deeply to process; flatten it"
 
 _decoders: dict[type[Any], msgspec.json.Decoder[Any]] = {}
 _MISSING = re.compile(r"missing required field `([^`]+)`")
@@ -79,6 +83,8 @@ def decode_params(raw: msgspec.Raw, type_: type[T], *, method: str) -> T:
         ) from None
     except msgspec.DecodeError as exc:  # params are Raw slices of valid JSON
         raise InvalidParamsError(f"Invalid params for {method}: {exc}") from None
+    except RecursionError:
+        raise InvalidParamsError(f"Invalid params for {method}: {_TOO_DEEP}") from None
 
 
 def _field_of(text: str) -> str:

@@ -228,7 +228,7 @@ class SendMessageResponse(_Wire, frozen=True):
 
 # --- requests (the 1.0 params; 0.3 params are translated into these) ---
 
-HistoryLength = Annotated[int, Meta(ge=0)]
+HistoryLength = Annotated[int, Meta(ge=0, le=2**31 - 1)]  # proto int32
 
 
 class SendMessageConfiguration(_Wire, frozen=True):

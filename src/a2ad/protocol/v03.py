@@ -23,6 +23,7 @@ from .model import (
     MAX_PARTS,
     Artifact,
     GetTaskRequest,
+    HistoryLength,
     ListTasksRequest,
     ListTasksResponse,
     Message,
@@ -81,7 +82,7 @@ class _MessageIn(_In):
 
 class _ConfigIn(_In):
     accepted_output_modes: list[str] | None = None
-    history_length: Annotated[int, Meta(ge=0)] | None = None
+    history_length: HistoryLength | None = None
     blocking: bool | None = None
     push_notification_config: Json | None = None
 
@@ -94,7 +95,7 @@ class _SendIn(_In):
 
 class _GetIn(_In):
     id: Id
-    history_length: Annotated[int, Meta(ge=0)] | None = None
+    history_length: HistoryLength | None = None
     metadata: Json | None = None
 
 
