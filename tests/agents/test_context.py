@@ -39,7 +39,12 @@ async def get_task(rpc: Rpc, task_id: str, **params: Any) -> dict[str, Any]:
 
 async def stream(client: httpx.AsyncClient, text: str, **extra: Any) -> list[dict[str, Any]]:
     """SendStreamingMessage; the StreamResponse of every SSE event, in order."""
-    request = {"jsonrpc": "2.0", "id": 7, "method": "SendStreamingMessage", "params": msg10(text, **extra)}
+    request = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "SendStreamingMessage",
+        "params": msg10(text, **extra),
+    }
     r = await client.post("/", json=request, headers=V1)
     assert r.status_code == 200, r.text
     assert r.headers["content-type"].startswith("text/event-stream")
@@ -63,8 +68,11 @@ def by_name(task: dict[str, Any]) -> dict[str, dict[str, Any]]:
 # --- status updates -------------------------------------------------------
 
 
-async def test_working_message_shows_as_status_message_and_in_history(rpc: Rpc, agent: ScriptedAgent) -> None:
-    sent = await rpc("SendMessage", msg10("hang now", configuration={"returnImmediately": True}), v1=True)
+async def test_working_message_shows_as_status_message_and_in_history(
+    rpc: Rpc, agent: ScriptedAgent
+) -> None:
+    params = {**msg10("hang now"), "configuration": {"returnImmediately": True}}
+    sent = await rpc("SendMessage", params, v1=True)
     task_id = sent["result"]["task"]["id"]
     await wait_for(lambda: task_id in agent.started)
 
@@ -85,9 +93,15 @@ async def test_working_message_shows_as_status_message_and_in_history(rpc: Rpc, 
     assert cancel["result"]["status"]["state"] == "TASK_STATE_CANCELED"
 
 
-async def test_streamed_working_update_carries_the_progress_message(client: httpx.AsyncClient) -> None:
+async def test_streamed_working_update_carries_the_progress_message(
+    client: httpx.AsyncClient,
+) -> None:
     events = await stream(client, "echo hi")
-    working = [e["statusUpdate"] for e in events if e.get("statusUpdate", {}).get("status", {}).get("state") == "TASK_STATE_WORKING"]
+    working = [
+        e["statusUpdate"]
+        for e in events
+        if e.get("statusUpdate", {}).get("status", {}).get("state") == "TASK_STATE_WORKING"
+    ]
     assert len(working) == 1
     assert texts(working[0]["status"]["message"]) == ["on it"]
     assert working[0]["status"]["message"]["role"] == "ROLE_AGENT"
@@ -192,7 +206,9 @@ async def test_require_auth_pauses_the_task_with_its_message(rpc: Rpc) -> None:
         ("reject", "TASK_STATE_REJECTED", "won't do that"),
     ],
 )
-async def test_final_state_carries_the_agents_message(rpc: Rpc, text: str, state: str, message: str) -> None:
+async def test_final_state_carries_the_agents_message(
+    rpc: Rpc, text: str, state: str, message: str
+) -> None:
     task = (await send(rpc, text))["task"]
     assert task["status"]["state"] == state
     assert texts(task["status"]["message"]) == [message]
@@ -268,7 +284,9 @@ async def test_agent_returning_without_output_completes_the_task(rpc: Rpc) -> No
 @asynccontextmanager
 async def served(agent: Agent) -> AsyncIterator[tuple[A2AApp, httpx.AsyncClient]]:
     app = create_app(agent)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://a2ad.test") as c:
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://a2ad.test"
+    ) as c:
         yield app, c
     await app.aclose()
 

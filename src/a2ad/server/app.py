@@ -46,7 +46,11 @@ class A2AApp:
             await self._lifespan(receive, send)
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path = scope["path"].rstrip("/") or "/"
+        path = scope["path"]
+        root = scope.get("root_path", "")
+        if root and path.startswith(root):  # mounted (Starlette Mount, uvicorn --root-path)
+            path = path[len(root) :]
+        path = path.rstrip("/") or "/"
         method = scope["method"]
         if path in JSONRPC_PATHS:
             if method == "POST":

@@ -1,0 +1,425 @@
+"""Random interleavings on one Engine + MemoryStore, checked for what callers rely on.
+
+A program is a list of steps run on one event loop: new tasks, agent actions
+(working, artifacts and chunks, input/auth requests, complete, fail, reject,
+returning, raising; after ending its task the agent may keep emitting, which
+must be dropped), cancels,
+follow-up messages, subscribers opening and closing, and scheduler ticks that let
+background work interleave. Cancels and follow-ups run in the background, so
+they race with the agent and with each other.
+
+Checked:
+  (a) once a task is terminal, its stored snapshot and seq never change again;
+  (b) a subscriber gets the task as it was, then every later event in order,
+      seq strictly increasing without gaps, ending with the terminal event (and
+      then the end of the stream) if the task ended while it was open;
+  (c) the stored seq equals the number of events that were applied: agent
+      actions that reported success (and the completion or failure the engine
+      adds when the agent returns or raises), successful cancels and follow-ups.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from a2ad import (
+    Agent,
+    Artifact,
+    Engine,
+    MemoryStore,
+    Message,
+    Role,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskContext,
+    TaskState,
+    TaskStatusUpdateEvent,
+    TextPart,
+)
+from a2ad.engine.engine import EventStream
+from a2ad.protocol.errors import TaskNotCancelableError, UnsupportedOperationError
+from a2ad.protocol.model import SendMessageConfiguration, SendMessageRequest
+
+OPS = [
+    "working",
+    "artifact",
+    "chunk",
+    "require_input",
+    "require_auth",
+    "complete",
+    "fail",
+    "reject",
+    "return",
+    "raise",
+]
+INTERRUPTS = {"require_input", "require_auth"}
+TERMINATES = {"complete", "fail", "reject"}
+ACTIVE = {TaskState.SUBMITTED, TaskState.WORKING}
+
+
+@dataclass
+class Command:
+    op: str
+    linger: int  # scheduler ticks the agent stays alive after ending its turn
+    stay: bool  # after complete/fail/reject, keep taking commands (they must be dropped)
+    done: asyncio.Future[bool]  # True once the command's event was applied
+
+
+class ControlledAgent(Agent):
+    """Does what the test tells it, one command at a time, from a queue per task.
+    A command sent while no invocation runs waits for the next one (a follow-up)."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+        self.queues: dict[str, asyncio.Queue[Command]] = defaultdict(asyncio.Queue)
+
+    def command(self, task_id: str, op: str, linger: int, stay: bool) -> Command:
+        cmd = Command(op, linger, stay, asyncio.get_running_loop().create_future())
+        self.queues[task_id].put_nowait(cmd)
+        return cmd
+
+    async def run(self, ctx: TaskContext) -> None:
+        queue = self.queues[ctx.task_id]
+        while True:
+            cmd = await queue.get()
+            if cmd.op in ("return", "raise"):
+                # Documented: returning completes a submitted/working task, raising
+                # fails any task not yet terminal. Nothing yields between this read
+                # and the engine's event, so the outcome is known here.
+                stored = await self.store.get(ctx.task_id)
+                assert stored is not None
+                state = stored.task.status.state
+                cmd.done.set_result(state in ACTIVE if cmd.op == "return" else not state.terminal)
+                if cmd.op == "raise":
+                    raise RuntimeError("the agent gave up")
+                return
+            ok = await self.perform(ctx, cmd.op)
+            cmd.done.set_result(ok)
+            if cmd.op in INTERRUPTS or (cmd.op in TERMINATES and not cmd.stay):
+                for _ in range(cmd.linger):
+                    await asyncio.sleep(0)
+                return
+
+    @staticmethod
+    async def perform(ctx: TaskContext, op: str) -> bool:
+        if op == "working":
+            return await ctx.working("step")
+        if op in ("artifact", "chunk"):
+            # TaskContext.artifact returns the artifact id, not whether it was
+            # stored; the emitter it wraps says that, so use it directly.
+            artifact = Artifact(
+                artifact_id="stream" if op == "chunk" else str(uuid.uuid4()),
+                parts=[TextPart(op)],
+            )
+            return await ctx._emit.artifact(artifact, append=op == "chunk", last_chunk=False)
+        if op == "require_input":
+            return await ctx.require_input("which?")
+        if op == "require_auth":
+            return await ctx.require_auth("sign in")
+        if op == "complete":
+            return await ctx.complete("done")
+        if op == "fail":
+            return await ctx.fail("broke")
+        assert op == "reject"
+        return await ctx.reject("no")
+
+
+def request(text: str, task_id: str = "") -> SendMessageRequest:
+    return SendMessageRequest(
+        message=Message(
+            message_id=str(uuid.uuid4()), role=Role.USER, parts=[TextPart(text)], task_id=task_id
+        ),
+        configuration=SendMessageConfiguration(return_immediately=True),
+    )
+
+
+@dataclass
+class Subscriber:
+    task_id: str
+    stream: EventStream
+    start_seq: int
+    seen: list[tuple[int, Any, bool]] = field(default_factory=list)
+    ended: bool = False  # the stream said it is over
+    closed_at: int | None = None  # stored seq when the test closed it
+
+    async def catch_up(self, store: MemoryStore) -> None:
+        """Read everything published so far: up to the stored seq (events are
+        published as they are stored), then the end of the stream if it ended.
+        Buffered events come back without yielding, so nothing moves meanwhile."""
+        while self.closed_at is None and not self.ended:
+            stored = await store.get(self.task_id)
+            assert stored is not None
+            last_seq = self.seen[-1][0] if self.seen else self.start_seq
+            if last_seq >= stored.seq and not (self.seen and self.seen[-1][2]):
+                return
+            try:
+                got = await self.stream.next(timeout=2.0)
+            except TimeoutError:
+                raise AssertionError(
+                    f"subscriber of {self.task_id} at seq {last_seq} never got seq {last_seq + 1} "
+                    f"(stored seq {stored.seq})"
+                ) from None
+            if got is None:
+                self.ended = True
+                return
+            seq, item, last = got
+            assert seq is not None
+            self.seen.append((seq, item, last))
+
+
+class Run:
+    def __init__(self) -> None:
+        self.store = MemoryStore()
+        self.agent = ControlledAgent(self.store)
+        self.engine = Engine(self.agent, self.store)
+        self.tasks: list[str] = []
+        self.commands: dict[str, list[Command]] = defaultdict(list)
+        self.applied: dict[str, int] = defaultdict(int)  # cancels and follow-ups that succeeded
+        self.background: list[asyncio.Task[None]] = []
+        self.witness: dict[str, Subscriber] = {}  # opened at creation, never closed
+        self.subscribers: list[Subscriber] = []
+        self.terminal: dict[str, tuple[int, bytes]] = {}
+        self.unexpected: list[str] = []
+
+    def task(self, index: int) -> str:
+        return self.tasks[index % len(self.tasks)]
+
+    async def new(self) -> None:
+        task = await self.engine.send(request("go"))
+        assert isinstance(task, Task)
+        self.tasks.append(task.id)
+        self.witness[task.id] = await self.subscribe(task.id)
+
+    async def subscribe(self, task_id: str) -> Subscriber:
+        stream = await self.engine.subscribe(task_id)
+        first = await stream.next(timeout=0)
+        assert first is not None
+        seq, snapshot, last = first
+        stored = await self.store.get(task_id)
+        assert stored is not None
+        assert seq == stored.seq and snapshot == stored.task and not last
+        return Subscriber(task_id, stream, seq)
+
+    async def open(self, index: int) -> None:
+        task_id = self.task(index)
+        try:
+            self.subscribers.append(await self.subscribe(task_id))
+        except UnsupportedOperationError:
+            stored = await self.store.get(task_id)
+            assert stored is not None and stored.task.status.state.terminal
+
+    async def close(self, index: int) -> None:
+        open_subs = [s for s in self.subscribers if s.closed_at is None]
+        if not open_subs:
+            return
+        sub = open_subs[index % len(open_subs)]
+        await sub.catch_up(self.store)
+        stored = await self.store.get(sub.task_id)
+        assert stored is not None
+        sub.closed_at = stored.seq  # no yield since catching up: nothing was missed
+        sub.stream.close()
+
+    async def cancel(self, task_id: str) -> None:
+        try:
+            await self.engine.cancel(task_id)
+        except TaskNotCancelableError:
+            return
+        except Exception as exc:
+            self.unexpected.append(f"cancel {task_id}: {type(exc).__name__}: {exc}")
+            return
+        self.applied[task_id] += 1
+
+    async def follow_up(self, task_id: str) -> None:
+        try:
+            await self.engine.send(request("more", task_id))
+        except UnsupportedOperationError:
+            return
+        except Exception as exc:
+            self.unexpected.append(f"follow-up {task_id}: {type(exc).__name__}: {exc}")
+            return
+        self.applied[task_id] += 1
+
+    async def step(self, step: tuple[Any, ...]) -> None:
+        kind = step[0]
+        if kind == "new" or not self.tasks:
+            await self.new()
+        elif kind == "op":
+            task_id = self.task(step[1])
+            self.commands[task_id].append(self.agent.command(task_id, *step[2:]))
+        elif kind == "cancel":
+            self.background.append(asyncio.create_task(self.cancel(self.task(step[1]))))
+        elif kind == "follow":  # step[2] copies at once: a client that retries early
+            for _ in range(step[2]):
+                self.background.append(asyncio.create_task(self.follow_up(self.task(step[1]))))
+        elif kind == "sub":
+            await self.open(step[1])
+        elif kind == "unsub":
+            await self.close(step[1])
+        else:
+            for _ in range(step[1]):
+                await asyncio.sleep(0)
+
+    async def check_terminal_snapshots(self) -> None:
+        for task_id in self.tasks:
+            stored = await self.store.get(task_id)
+            assert stored is not None, f"task {task_id} vanished"
+            encoded = msgspec.json.encode(stored.task)
+            if task_id in self.terminal:
+                assert (stored.seq, encoded) == self.terminal[task_id], (
+                    f"terminal task {task_id} changed"
+                )
+                assert msgspec.json.encode(await self.engine.get_task(task_id)) == encoded
+            elif stored.task.status.state.terminal:
+                self.terminal[task_id] = (stored.seq, encoded)
+
+    async def settle(self) -> None:
+        if self.background:
+            _done, pending = await asyncio.wait(self.background, timeout=10)
+            assert not pending, "a cancel or follow-up never returned"
+        for _ in range(10):
+            await asyncio.sleep(0)
+        await self.check_terminal_snapshots()
+
+    async def check_all(self) -> None:
+        assert not self.unexpected, self.unexpected
+        for sub in list(self.witness.values()) + self.subscribers:
+            await sub.catch_up(self.store)
+        for task_id in self.tasks:
+            stored = await self.store.get(task_id)
+            assert stored is not None
+            # (c): every applied event is counted once.
+            agent_events = sum(
+                1 for c in self.commands[task_id] if c.done.done() and c.done.result()
+            )
+            assert stored.seq == agent_events + self.applied[task_id], (
+                f"task {task_id}: stored seq {stored.seq}, but {agent_events} agent events and "
+                f"{self.applied[task_id]} cancels/follow-ups succeeded"
+            )
+            witness = self.witness[task_id]
+            assert witness.start_seq == 0
+            assert [seq for seq, _, _ in witness.seen] == list(range(1, stored.seq + 1))
+            statuses = [e for _, e, _ in witness.seen if isinstance(e, TaskStatusUpdateEvent)]
+            if statuses:
+                assert statuses[-1].status == stored.task.status
+        for sub in list(self.witness.values()) + self.subscribers:
+            await self.check_subscriber(sub)
+
+    async def check_subscriber(self, sub: Subscriber) -> None:
+        stored = await self.store.get(sub.task_id)
+        assert stored is not None
+        end = sub.closed_at if sub.closed_at is not None else stored.seq
+        events = {seq: item for seq, item, _ in self.witness[sub.task_id].seen}
+        seqs = [seq for seq, _, _ in sub.seen]
+        # (b): in order, strictly increasing, no gaps, nothing before it subscribed.
+        assert seqs == list(range(sub.start_seq + 1, end + 1)), (sub.start_seq, end, seqs)
+        for seq, item, _ in sub.seen:
+            assert isinstance(item, (TaskStatusUpdateEvent, TaskArtifactUpdateEvent))
+            assert item == events[seq]
+        terminal_at = [
+            seq
+            for seq, item, _ in sub.seen
+            if isinstance(item, TaskStatusUpdateEvent) and item.status.state.terminal
+        ]
+        assert [seq for seq, _, last in sub.seen if last] == terminal_at
+        if terminal_at:
+            assert terminal_at == [seqs[-1]], "the terminal event must be the last"
+            assert sub.ended, "the stream must end after the terminal event"
+        else:
+            assert not sub.ended
+            if sub.closed_at is None:
+                assert not stored.task.status.state.terminal
+
+
+async def run_program(steps: list[tuple[Any, ...]]) -> None:
+    run = Run()
+    try:
+        await run.new()
+        for step in steps:
+            await run.step(step)
+            await run.check_terminal_snapshots()
+        await run.settle()
+        await run.check_all()
+        # End every task that is still open: open subscribers must then see it end.
+        for task_id in run.tasks:
+            stored = await run.store.get(task_id)
+            assert stored is not None
+            if not stored.task.status.state.terminal:
+                await run.cancel(task_id)
+        await run.settle()
+        await run.check_all()
+        for sub in list(run.witness.values()) + [s for s in run.subscribers if s.closed_at is None]:
+            assert sub.ended and sub.seen and sub.seen[-1][2]
+    finally:
+        for job in run.background:
+            job.cancel()
+        await run.engine.aclose()
+
+
+task_index = st.integers(0, 3)
+step = st.one_of(
+    st.just(("new",)),
+    st.tuples(st.just("op"), task_index, st.sampled_from(OPS), st.integers(0, 3), st.booleans()),
+    st.tuples(st.just("op"), task_index, st.sampled_from(OPS), st.integers(0, 3), st.booleans()),
+    st.tuples(st.just("cancel"), task_index),
+    st.tuples(st.just("follow"), task_index, st.sampled_from([1, 1, 2])),
+    st.tuples(st.just("sub"), task_index),
+    st.tuples(st.just("unsub"), st.integers(0, 9)),
+    st.tuples(st.just("tick"), st.integers(1, 6)),
+)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=st.lists(step, min_size=5, max_size=40))
+def test_random_interleavings_keep_terminal_tasks_fixed_streams_gapless_and_seq_exact(
+    steps: list[tuple[Any, ...]],
+) -> None:
+    asyncio.run(run_program(steps))
+
+
+# --- a regression found by the property above, pinned as a plain example ---
+
+
+class AsksThenLingers(Agent):
+    """Asks for input, and takes a moment to return after asking."""
+
+    async def run(self, ctx: TaskContext) -> None:
+        if len(ctx.history) == 1:
+            await ctx.require_input("which?")
+            await asyncio.sleep(0.05)
+            return
+        await asyncio.sleep(3600)
+
+
+async def test_two_racing_follow_ups_resume_an_interrupted_task_only_once() -> None:
+    engine = Engine(AsksThenLingers(), MemoryStore())
+    try:
+        task = await engine.send(request("go"))
+        assert isinstance(task, Task)
+        for _ in range(5):
+            await asyncio.sleep(0)
+        stored = await engine.store.get(task.id)
+        assert stored is not None and stored.task.status.state is TaskState.INPUT_REQUIRED
+
+        results = await asyncio.gather(
+            engine.send(request("answer A", task.id)),
+            engine.send(request("answer B", task.id)),
+            return_exceptions=True,
+        )
+        accepted = [r for r in results if isinstance(r, Task)]
+        refused = [r for r in results if isinstance(r, UnsupportedOperationError)]
+        assert len(accepted) == 1 and len(refused) == 1, results
+        stored = await engine.store.get(task.id)
+        assert stored is not None
+        user_answers = [m.text for m in stored.task.history if m.text.startswith("answer")]
+        assert len(user_answers) == 1, user_answers
+        assert stored.seq == 2  # require_input, then the one accepted follow-up
+    finally:
+        await engine.aclose()
