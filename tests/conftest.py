@@ -48,8 +48,12 @@ class Rpc:
         self.ids += 1
         return {"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params}
 
-    async def __call__(self, method: str, params: Any = None, *, v1: bool = False) -> dict[str, Any]:
-        r = await self.client.post(self.path, json=self.body(method, params), headers=V1 if v1 else {})  # type: ignore[misc]
+    async def __call__(
+        self, method: str, params: Any = None, *, v1: bool = False
+    ) -> dict[str, Any]:
+        r = await self.client.post(
+            self.path, json=self.body(method, params), headers=V1 if v1 else {}
+        )  # type: ignore[misc]
         assert r.status_code == 200, r.text
         return r.json()  # type: ignore[no-any-return]
 
@@ -66,7 +70,14 @@ def msg03(text: str, **extra: Any) -> dict[str, Any]:
 def msg10(text: str, **extra: Any) -> dict[str, Any]:
     import uuid
 
-    return {"message": {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": text}], **extra}}
+    return {
+        "message": {
+            "messageId": str(uuid.uuid4()),
+            "role": "ROLE_USER",
+            "parts": [{"text": text}],
+            **extra,
+        }
+    }
 
 
 def free_port() -> int:
@@ -82,7 +93,14 @@ class LiveServer:
         self.app = app
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on", timeout_graceful_shutdown=1)
+        config = uvicorn.Config(
+            app,
+            host="127.0.0.1",
+            port=self.port,
+            log_level="warning",
+            lifespan="on",
+            timeout_graceful_shutdown=1,
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 

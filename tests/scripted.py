@@ -1,16 +1,16 @@
 """A test agent whose behaviour is chosen by the first word of the message text.
 
-    echo <text>      artifact <text>, complete      (anything unknown does this too)
-    input <q>        ask for input; the follow-up's text is echoed, then complete
-    auth             ask for auth
-    reply <text>     answer with a single Message (no task)
-    fail / reject    end that way with a message
-    raise            raise an exception
-    chunks <n>       one artifact streamed in n chunks, then complete
-    parts            one artifact per part kind (text, data, raw file, url file)
-    hang             record when it starts and is cancelled; sleeps forever
-    late             complete, then keep emitting (must be dropped)
-    nothing          return without emitting anything
+echo <text>      artifact <text>, complete      (anything unknown does this too)
+input <q>        ask for input; the follow-up's text is echoed, then complete
+auth             ask for auth
+reply <text>     answer with a single Message (no task)
+fail / reject    end that way with a message
+raise            raise an exception
+chunks <n>       one artifact streamed in n chunks, then complete
+parts            one artifact per part kind (text, data, raw file, url file)
+hang             record when it starts and is cancelled; sleeps forever
+late             complete, then keep emitting (must be dropped)
+nothing          return without emitting anything
 """
 
 from __future__ import annotations
@@ -64,8 +64,18 @@ class ScriptedAgent(Agent):
         elif word == "parts":
             await ctx.artifact("plain text", name="text")
             await ctx.artifact(DataPart({"n": 1, "xs": [1, 2]}), name="data")
-            await ctx.artifact(FilePart(raw=b"\x00\x01bytes", filename="b.bin", media_type="application/octet-stream"), name="raw")
-            await ctx.artifact(FilePart(url="https://example.com/f.pdf", filename="f.pdf", media_type="application/pdf"), name="url")
+            await ctx.artifact(
+                FilePart(
+                    raw=b"\x00\x01bytes", filename="b.bin", media_type="application/octet-stream"
+                ),
+                name="raw",
+            )
+            await ctx.artifact(
+                FilePart(
+                    url="https://example.com/f.pdf", filename="f.pdf", media_type="application/pdf"
+                ),
+                name="url",
+            )
             await ctx.artifact([TextPart("a"), TextPart("b")], name="multi")
             await ctx.complete("done")
         elif word == "hang":
