@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 from collections.abc import Callable
@@ -203,6 +204,8 @@ async def test_store_lists_the_tasks_a_running_app_created_in_a_context() -> Non
         rpc = Rpc(c)
         ids = []
         for text in ("one", "two", "three"):
+            # Timestamps have millisecond precision; within one, ties go by id.
+            await asyncio.sleep(0.002)
             body = await rpc("SendMessage", msg10(text, contextId="shared"), v1=True)
             ids.append(body["result"]["task"]["id"])
         await rpc("SendMessage", msg10("elsewhere"), v1=True)

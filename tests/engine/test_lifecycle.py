@@ -2,7 +2,8 @@
 
 The expected table is written out independently of the implementation:
 
-    submitted, working   -> any status except submitted/unspecified; artifacts
+    submitted, working   -> any status except submitted/unspecified; artifacts;
+                            nothing as a follow-up (resume): another one got there first
     input-/auth-required -> a terminal status; working only for the follow-up (resume)
     completed, failed, canceled, rejected -> nothing
 """
@@ -46,6 +47,8 @@ def allowed(current: TaskState, kind: TaskState | str, resume: bool) -> bool:
     if current in TERMINAL:
         return False
     if current in ACTIVE:
+        if resume:
+            return False
         return kind == ARTIFACT or kind in [S.WORKING, *INTERRUPTED, *TERMINAL]
     assert current in INTERRUPTED
     if kind in TERMINAL:

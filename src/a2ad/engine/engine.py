@@ -96,9 +96,16 @@ class EventStream:
     request's own turn."""
 
     def __init__(
-        self, sub: Subscription | None, first: Delivery, *, after_seq: int, end_on_interrupt: bool
+        self,
+        sub: Subscription | None,
+        first: Delivery,
+        *,
+        after_seq: int,
+        end_on_interrupt: bool,
+        store: TaskStore | None = None,
     ) -> None:
         self._sub = sub
+        self._store = store
         self._first: Delivery | None = first
         self._after = after_seq
         self._end_on_interrupt = end_on_interrupt
@@ -128,7 +135,15 @@ class EventStream:
             return (d.seq, d.snapshot, self._ended)
         assert self._sub is not None
         while True:
-            got = await self._sub.get(timeout)
+            try:
+                got = await self._sub.get(timeout)
+            except TimeoutError:
+                # A quiet stream: make sure its task still exists (it may have been
+                # evicted while waiting for input); if not, end the stream.
+                if self._store is not None and await self._store.get(self._sub.task_id) is None:
+                    got = None
+                else:
+                    raise
             if got is None:
                 self._ended = True
                 return None
@@ -269,7 +284,7 @@ class Engine:
         if isinstance(first.item, A2AError):
             sub.close()
             raise first.item
-        return EventStream(sub, first, after_seq=first.seq, end_on_interrupt=True)
+        return EventStream(sub, first, after_seq=first.seq, end_on_interrupt=True, store=self.store)
 
     async def _start(
         self, request: SendMessageRequest, *, sub_task_id: str, immediately: bool
@@ -334,9 +349,13 @@ class Engine:
         )
         try:
             return await self._apply(task_id, event, user_message=message, resume=True)
-        except (TerminalTaskError, InvalidTransitionError, MissingTaskError) as exc:
+        except (TerminalTaskError, InvalidTransitionError) as exc:
             raise UnsupportedOperationError(
-                f"Task {task_id} can't take a message now: {exc}", metadata={"taskId": task_id}
+                f"Task {task_id} can't take this message: {exc}", metadata={"taskId": task_id}
+            ) from None
+        except MissingTaskError:
+            raise TaskNotFoundError(
+                f"Task not found: {task_id}", metadata={"taskId": task_id}
             ) from None
 
     async def get_task(self, task_id: str, history_length: int | Any = UNSET) -> Task:
@@ -389,7 +408,9 @@ class Engine:
                 metadata={"taskId": task_id, "state": state.word},
             )
         first = Delivery(stored.seq, stored.task, stored.task, False, False)
-        return EventStream(sub, first, after_seq=stored.seq, end_on_interrupt=False)
+        return EventStream(
+            sub, first, after_seq=stored.seq, end_on_interrupt=False, store=self.store
+        )
 
     async def list_tasks(self, request: ListTasksRequest) -> ListTasksResponse:
         state = None

@@ -42,6 +42,9 @@ def check_event(current: TaskState, event: TaskEvent, *, resume: bool = False) -
     to working; nothing else may do that."""
     if current.terminal:
         raise InvalidTransitionError(f"the task is already {current.word}")
+    if resume and not current.interrupted:
+        # Two follow-ups raced and the other one resumed the task first.
+        raise InvalidTransitionError(f"the task is already {current.word}, not waiting for input")
     if not isinstance(event, TaskStatusUpdateEvent):
         if current not in _ACTIVE:
             raise InvalidTransitionError(f"artifacts can't be added while {current.word}")

@@ -24,7 +24,8 @@ class Runner:
         if self._closed:
             work.close()
             raise RuntimeError("the runner is closed; the server is shutting down")
-        if task_id in self._running:
+        previous = self._running.get(task_id)
+        if previous is not None and not previous.done():
             work.close()
             raise RuntimeError(f"task {task_id} already has an invocation running")
         job = asyncio.get_running_loop().create_task(work, name=f"a2ad-task-{task_id}")

@@ -1,0 +1,31 @@
+"""A subscription whose task disappears (evicted while waiting for input) ends."""
+
+from __future__ import annotations
+
+import uuid
+
+from a2ad import MemoryStore, Message, Role, TextPart
+from a2ad.engine import Engine
+from a2ad.protocol.model import SendMessageConfiguration, SendMessageRequest
+
+from ..scripted import ScriptedAgent
+
+
+def request(text: str) -> SendMessageRequest:
+    return SendMessageRequest(
+        message=Message(message_id=str(uuid.uuid4()), role=Role.USER, parts=[TextPart(text)]),
+        configuration=SendMessageConfiguration(),
+    )
+
+
+async def test_subscription_to_an_evicted_task_ends_at_the_next_quiet_tick() -> None:
+    engine = Engine(ScriptedAgent(), MemoryStore(max_tasks=1))
+    waiting = await engine.send(request("input which?"))
+    stream = await engine.subscribe(waiting.id)
+    first = await stream.next(timeout=0.05)
+    assert first is not None and first[1].id == waiting.id  # the current task comes first
+    await engine.send(request("echo pushes the waiting task out"))
+    assert await engine.store.get(waiting.id) is None
+    assert await stream.next(timeout=0.05) is None
+    stream.close()
+    await engine.aclose()
