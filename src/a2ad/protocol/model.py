@@ -151,7 +151,9 @@ def FilePart(
     )
 
 
-Parts = Annotated[list[Part], Meta(min_length=1, max_length=MAX_PARTS)]
+# Requests bound a message to MAX_PARTS parts (protocol/v1.py, v03.py); stored
+# messages and artifacts are not re-checked, so decoding a stored task never fails.
+Parts = Annotated[list[Part], Meta(min_length=1)]
 
 
 class Message(_Wire, frozen=True):
@@ -178,8 +180,7 @@ class TaskStatus(_Wire, frozen=True):
 
 class Artifact(_Wire, frozen=True):
     artifact_id: Id
-    # No upper bound here: streamed chunks grow an artifact; the store bounds it.
-    parts: Annotated[list[Part], Meta(min_length=1)]
+    parts: Parts  # streamed chunks grow an artifact; the store bounds it
     name: str = ""
     description: str = ""
     metadata: Json | UnsetType = UNSET

@@ -6,8 +6,10 @@ from typing import ClassVar
 
 import msgspec
 
+from .errors import InvalidParamsError
 from .jsonrpc import decode_params
 from .model import (
+    MAX_PARTS,
     GetTaskRequest,
     ListTasksRequest,
     ListTasksResponse,
@@ -44,7 +46,14 @@ class V1:
 
     @staticmethod
     def decode_send(raw: msgspec.Raw, method: str) -> SendMessageRequest:
-        return decode_params(raw, SendMessageRequest, method=method)
+        request = decode_params(raw, SendMessageRequest, method=method)
+        if len(request.message.parts) > MAX_PARTS:
+            raise InvalidParamsError(
+                f"Invalid params for {method}: `message.parts` has "
+                f"{len(request.message.parts)} parts; at most {MAX_PARTS} are allowed",
+                field="message.parts",
+            )
+        return request
 
     @staticmethod
     def decode_get(raw: msgspec.Raw, method: str) -> GetTaskRequest:

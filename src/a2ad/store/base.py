@@ -27,7 +27,9 @@ from ..protocol.model import (
 __all__ = [
     "MAX_ARTIFACTS",
     "MAX_ARTIFACT_PARTS",
+    "MAX_EVENTS",
     "MAX_HISTORY",
+    "LoggedEvent",
     "Cursor",
     "EventLimitError",
     "ListPage",
@@ -45,11 +47,17 @@ __all__ = [
 MAX_HISTORY = 1000  # messages kept per task; the oldest go first
 MAX_ARTIFACTS = 1000  # artifacts per task
 MAX_ARTIFACT_PARTS = 10_000  # parts per artifact, chunks included
+MAX_EVENTS = 10_000  # events kept per task for replay; the oldest go first
 
 
 class StoredTask(NamedTuple):
     task: Task
     seq: int
+
+
+class LoggedEvent(NamedTuple):
+    seq: int
+    event: TaskEvent
 
 
 # (status timestamp, task id): the list order key, newest first.
@@ -122,6 +130,18 @@ class TaskStore(abc.ABC):
         at ``expected_seq``; returns the new snapshot at ``expected_seq + 1``.
         Raises MissingTaskError, SequenceConflictError, TerminalTaskError,
         EventLimitError."""
+
+    @abc.abstractmethod
+    async def events(self, task_id: str, after_seq: int) -> builtins.list[LoggedEvent]:
+        """The task's logged events with a sequence number above ``after_seq``, in
+        order (creation, seq 0, is the task itself and not an event). The log keeps
+        the newest MAX_EVENTS; if events after ``after_seq`` were dropped, the
+        first returned has a seq above ``after_seq + 1``. Unknown task: []."""
+
+    @abc.abstractmethod
+    async def delete_terminal(self, updated_before: str, limit: int) -> builtins.list[str]:
+        """Delete up to ``limit`` terminal tasks (and their events) whose status
+        timestamp is before ``updated_before``, oldest first; returns their ids."""
 
     @abc.abstractmethod
     async def list(self, query: ListQuery) -> ListPage:

@@ -9,11 +9,14 @@ remain, ``create`` refuses with StoreFullError and nothing stored is lost.
 from __future__ import annotations
 
 import bisect
-from collections import OrderedDict
+import itertools
+from collections import OrderedDict, deque
 
 from ..protocol.model import Message, Task, TaskEvent, TaskStatusUpdateEvent
 from .base import (
+    MAX_EVENTS,
     Cursor,
+    LoggedEvent,
     ListPage,
     ListQuery,
     MissingTaskError,
@@ -41,6 +44,7 @@ class MemoryStore(TaskStore):
             raise ValueError("max_tasks must be at least 1")
         self.max_tasks = max_tasks
         self._tasks: dict[str, StoredTask] = {}
+        self._events: dict[str, deque[LoggedEvent]] = {}
         self._order: list[Cursor] = []  # ascending; listing walks it backwards
         self._by_context: dict[str, list[Cursor]] = {}
         self._terminal: OrderedDict[str, None] = OrderedDict()  # oldest first
@@ -58,6 +62,7 @@ class MemoryStore(TaskStore):
             )
         record = StoredTask(task, 0)
         self._tasks[task.id] = record
+        self._events[task.id] = deque(maxlen=MAX_EVENTS)
         self._index(task)
         return record
 
@@ -86,7 +91,26 @@ class MemoryStore(TaskStore):
             self._index(new)
         record = StoredTask(new, record.seq + 1)
         self._tasks[task_id] = record
+        self._events[task_id].append(LoggedEvent(record.seq, event))
         return record
+
+    async def events(self, task_id: str, after_seq: int) -> list[LoggedEvent]:
+        log = self._events.get(task_id)
+        if not log or log[-1].seq <= after_seq:
+            return []
+        first = log[0].seq
+        return list(itertools.islice(log, max(0, after_seq + 1 - first), None))
+
+    async def delete_terminal(self, updated_before: str, limit: int) -> list[str]:
+        old = [
+            task_id
+            for task_id in itertools.islice(self._terminal, None)
+            if _key(self._tasks[task_id].task)[0] < updated_before
+        ]
+        old.sort(key=lambda task_id: _key(self._tasks[task_id].task))
+        for task_id in old[:limit]:
+            self._drop(task_id)
+        return old[:limit]
 
     async def list(self, query: ListQuery) -> ListPage:
         keys = self._by_context.get(query.context_id, []) if query.context_id else self._order
@@ -140,11 +164,14 @@ class MemoryStore(TaskStore):
     def _evict_one(self) -> bool:
         for pool in (self._terminal, self._interrupted):
             if pool:
-                task_id = next(iter(pool))
-                record = self._tasks.pop(task_id)
-                self._unindex(record.task)
+                self._drop(next(iter(pool)))
                 return True
         return False
+
+    def _drop(self, task_id: str) -> None:
+        record = self._tasks.pop(task_id)
+        del self._events[task_id]
+        self._unindex(record.task)
 
 
 def _remove(keys: list[Cursor], key: Cursor) -> None:
