@@ -16,9 +16,9 @@ from ..protocol.model import Message, Task, TaskEvent, TaskStatusUpdateEvent
 from .base import (
     MAX_EVENTS,
     Cursor,
-    LoggedEvent,
     ListPage,
     ListQuery,
+    LoggedEvent,
     MissingTaskError,
     SequenceConflictError,
     StoredTask,
