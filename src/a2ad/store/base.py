@@ -33,6 +33,7 @@ __all__ = [
     "EventLimitError",
     "ListPage",
     "ListQuery",
+    "Lease",
     "LoggedEvent",
     "MissingTaskError",
     "SequenceConflictError",
@@ -53,6 +54,14 @@ MAX_EVENTS = 10_000  # events kept per task for replay; the oldest go first
 class StoredTask(NamedTuple):
     task: Task
     seq: int
+
+
+class Lease(NamedTuple):
+    """A server instance runs the task until ``expires_at`` (epoch seconds) unless
+    it renews; a submitted/working task whose lease expired has lost its runner."""
+
+    owner: str
+    expires_at: float
 
 
 class LoggedEvent(NamedTuple):
@@ -110,8 +119,9 @@ class TaskStore(abc.ABC):
     """What every backend implements; the engine is its only writer."""
 
     @abc.abstractmethod
-    async def create(self, task: Task) -> StoredTask:
-        """Store a new task at sequence 0. Raises StoreFullError when full."""
+    async def create(self, task: Task, *, lease: Lease | None = None) -> StoredTask:
+        """Store a new task at sequence 0, leased to ``lease.owner`` if given.
+        Raises StoreFullError when full (evicting first what may be evicted)."""
 
     @abc.abstractmethod
     async def get(self, task_id: str) -> StoredTask | None:
@@ -125,11 +135,12 @@ class TaskStore(abc.ABC):
         event: TaskEvent,
         *,
         user_message: Message | None = None,
+        lease: Lease | None = None,
     ) -> StoredTask:
         """Apply ``event`` (and append ``user_message`` to the history) if the task is
-        at ``expected_seq``; returns the new snapshot at ``expected_seq + 1``.
-        Raises MissingTaskError, SequenceConflictError, TerminalTaskError,
-        EventLimitError."""
+        at ``expected_seq``, log it, and set ``lease`` if given (a resumed task);
+        returns the new snapshot at ``expected_seq + 1``. Raises MissingTaskError,
+        SequenceConflictError, TerminalTaskError, EventLimitError."""
 
     @abc.abstractmethod
     async def events(self, task_id: str, after_seq: int) -> builtins.list[LoggedEvent]:
@@ -137,6 +148,19 @@ class TaskStore(abc.ABC):
         order (creation, seq 0, is the task itself and not an event). The log keeps
         the newest MAX_EVENTS; if events after ``after_seq`` were dropped, the
         first returned has a seq above ``after_seq + 1``. Unknown task: []."""
+
+    @abc.abstractmethod
+    async def renew(self, owner: str, expires_at: float) -> None:
+        """Extend every lease ``owner`` holds to ``expires_at``."""
+
+    @abc.abstractmethod
+    async def release(self, task_id: str, owner: str) -> None:
+        """Drop the task's lease if ``owner`` holds it (its invocation ended)."""
+
+    @abc.abstractmethod
+    async def orphans(self, now: float, limit: int) -> builtins.list[str]:
+        """Up to ``limit`` ids of submitted/working tasks whose lease expired
+        before ``now`` or that have none: nobody is running them."""
 
     @abc.abstractmethod
     async def delete_terminal(self, updated_before: str, limit: int) -> builtins.list[str]:

@@ -12,10 +12,11 @@ import bisect
 import itertools
 from collections import OrderedDict, deque
 
-from ..protocol.model import Message, Task, TaskEvent, TaskStatusUpdateEvent
+from ..protocol.model import Message, Task, TaskEvent, TaskState, TaskStatusUpdateEvent
 from .base import (
     MAX_EVENTS,
     Cursor,
+    Lease,
     ListPage,
     ListQuery,
     LoggedEvent,
@@ -29,6 +30,9 @@ from .base import (
 )
 
 __all__ = ["MemoryStore"]
+
+
+_IN_FLIGHT = (TaskState.SUBMITTED, TaskState.WORKING)
 
 
 def _key(task: Task) -> Cursor:
@@ -45,6 +49,7 @@ class MemoryStore(TaskStore):
         self.max_tasks = max_tasks
         self._tasks: dict[str, StoredTask] = {}
         self._events: dict[str, deque[LoggedEvent]] = {}
+        self._leases: dict[str, Lease] = {}
         self._order: list[Cursor] = []  # ascending; listing walks it backwards
         self._by_context: dict[str, list[Cursor]] = {}
         self._terminal: OrderedDict[str, None] = OrderedDict()  # oldest first
@@ -53,7 +58,7 @@ class MemoryStore(TaskStore):
     def __len__(self) -> int:
         return len(self._tasks)
 
-    async def create(self, task: Task) -> StoredTask:
+    async def create(self, task: Task, *, lease: Lease | None = None) -> StoredTask:
         if task.id in self._tasks:
             raise ValueError(f"task {task.id} already exists")
         if len(self._tasks) >= self.max_tasks and not self._evict_one():
@@ -63,6 +68,8 @@ class MemoryStore(TaskStore):
         record = StoredTask(task, 0)
         self._tasks[task.id] = record
         self._events[task.id] = deque(maxlen=MAX_EVENTS)
+        if lease is not None:
+            self._leases[task.id] = lease
         self._index(task)
         return record
 
@@ -76,6 +83,7 @@ class MemoryStore(TaskStore):
         event: TaskEvent,
         *,
         user_message: Message | None = None,
+        lease: Lease | None = None,
     ) -> StoredTask:
         record = self._tasks.get(task_id)
         if record is None:
@@ -92,7 +100,30 @@ class MemoryStore(TaskStore):
         record = StoredTask(new, record.seq + 1)
         self._tasks[task_id] = record
         self._events[task_id].append(LoggedEvent(record.seq, event))
+        if lease is not None:
+            self._leases[task_id] = lease
         return record
+
+    async def renew(self, owner: str, expires_at: float) -> None:
+        for task_id, lease in self._leases.items():
+            if lease.owner == owner:
+                self._leases[task_id] = Lease(owner, expires_at)
+
+    async def release(self, task_id: str, owner: str) -> None:
+        lease = self._leases.get(task_id)
+        if lease is not None and lease.owner == owner:
+            del self._leases[task_id]
+
+    async def orphans(self, now: float, limit: int) -> list[str]:
+        found: list[str] = []
+        for task_id, record in self._tasks.items():
+            if len(found) >= limit:
+                break
+            if record.task.status.state in _IN_FLIGHT:
+                lease = self._leases.get(task_id)
+                if lease is None or lease.expires_at < now:
+                    found.append(task_id)
+        return found
 
     async def events(self, task_id: str, after_seq: int) -> list[LoggedEvent]:
         log = self._events.get(task_id)
@@ -171,6 +202,7 @@ class MemoryStore(TaskStore):
     def _drop(self, task_id: str) -> None:
         record = self._tasks.pop(task_id)
         del self._events[task_id]
+        self._leases.pop(task_id, None)
         self._unindex(record.task)
 
 
