@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import collections
 import logging
 import uuid
 from datetime import UTC, datetime
@@ -91,14 +92,14 @@ def task_view(
 
 
 class EventStream:
-    """What one SSE stream sends: a Task (or a single Message) first, then events,
-    ending at a terminal state, or also at an interrupted one for the stream of a
-    request's own turn."""
+    """What one SSE stream sends: a backlog (the task, or a single Message, or
+    events replayed from the log), then live events, ending at a terminal state,
+    or also at an interrupted one for the stream of a request's own turn."""
 
     def __init__(
         self,
         sub: Subscription | None,
-        first: Delivery,
+        backlog: list[tuple[int | None, StreamItem]],
         *,
         after_seq: int,
         end_on_interrupt: bool,
@@ -106,7 +107,7 @@ class EventStream:
     ) -> None:
         self._sub = sub
         self._store = store
-        self._first: Delivery | None = first
+        self._backlog = collections.deque(backlog)
         self._after = after_seq
         self._end_on_interrupt = end_on_interrupt
         self._ended = False
@@ -115,8 +116,13 @@ class EventStream:
     def dropped(self) -> asyncio.Event | None:
         return self._sub.dropped if self._sub else None
 
-    def _ends(self, d: Delivery) -> bool:
-        return d.terminal or (d.final and self._end_on_interrupt)
+    def _ends(self, item: StreamItem) -> bool:
+        if isinstance(item, Message):
+            return True
+        if isinstance(item, TaskArtifactUpdateEvent):
+            return False
+        state = item.status.state
+        return state.terminal or (state.interrupted and self._end_on_interrupt)
 
     async def next(
         self, timeout: float | None = None
@@ -125,14 +131,10 @@ class EventStream:
         dropped). Raises TimeoutError after ``timeout`` with nothing to send."""
         if self._ended:
             return None
-        if self._first is not None:
-            d, self._first = self._first, None
-            if isinstance(d.item, Message):
-                self._ended = True
-                return (None, d.item, True)
-            assert d.snapshot is not None
-            self._ended = self._ends(d)
-            return (d.seq, d.snapshot, self._ended)
+        if self._backlog:
+            seq, item = self._backlog.popleft()
+            self._ended = self._ends(item)
+            return (seq, item, self._ended)
         assert self._sub is not None
         while True:
             try:
@@ -151,7 +153,7 @@ class EventStream:
             if d.seq <= self._after or isinstance(d.item, (A2AError, Task, Message)):
                 continue
             self._after = d.seq
-            self._ended = self._ends(d)
+            self._ended = self._ends(d.item)
             return (d.seq, d.item, self._ended)
 
     def close(self) -> None:
@@ -284,7 +286,19 @@ class Engine:
         if isinstance(first.item, A2AError):
             sub.close()
             raise first.item
-        return EventStream(sub, first, after_seq=first.seq, end_on_interrupt=True, store=self.store)
+        head: StreamItem
+        if isinstance(first.item, Message):
+            head = first.item
+        else:
+            assert first.snapshot is not None
+            head = first.snapshot
+        return EventStream(
+            sub,
+            [(first.seq if first.seq >= 0 else None, head)],
+            after_seq=first.seq,
+            end_on_interrupt=True,
+            store=self.store,
+        )
 
     async def _start(
         self, request: SendMessageRequest, *, sub_task_id: str, immediately: bool
@@ -392,24 +406,34 @@ class Engine:
             )
         return stored.task
 
-    async def subscribe(self, task_id: str) -> EventStream:
-        """SubscribeToTask: the current task, then live events until terminal."""
+    async def subscribe(self, task_id: str, *, last_event_id: int | None = None) -> EventStream:
+        """SubscribeToTask: the current task, then live events until terminal.
+        With ``last_event_id`` (SSE ``Last-Event-ID``), instead the logged events
+        after it, then live ones; a finished task's stream then ends after the
+        replay. Should the log no longer reach back that far, the current task
+        is sent first, as without it."""
         sub = self.bus.subscribe(task_id, maxsize=self.stream_buffer)
-        stored = await self.store.get(task_id)
-        if stored is None:
+        try:
+            stored = await self.store.get(task_id)
+            if stored is None:
+                raise TaskNotFoundError(f"Task not found: {task_id}", metadata={"taskId": task_id})
+            backlog: list[tuple[int | None, StreamItem]] = [(stored.seq, stored.task)]
+            if last_event_id is not None and 0 <= last_event_id < stored.seq:
+                logged = await self.store.events(task_id, last_event_id)
+                if logged and logged[0].seq == last_event_id + 1:
+                    backlog = [(e.seq, e.event) for e in logged if e.seq <= stored.seq]
+            elif stored.task.status.state.terminal:
+                state = stored.task.status.state
+                raise UnsupportedOperationError(
+                    f"Task {task_id} is already {state.word}; there are no more events to "
+                    "subscribe to. Read it with GetTask",
+                    metadata={"taskId": task_id, "state": state.word},
+                )
+        except BaseException:
             sub.close()
-            raise TaskNotFoundError(f"Task not found: {task_id}", metadata={"taskId": task_id})
-        state = stored.task.status.state
-        if state.terminal:
-            sub.close()
-            raise UnsupportedOperationError(
-                f"Task {task_id} is already {state.word}; there are no more events to "
-                "subscribe to. Read it with GetTask",
-                metadata={"taskId": task_id, "state": state.word},
-            )
-        first = Delivery(stored.seq, stored.task, stored.task, False, False)
+            raise
         return EventStream(
-            sub, first, after_seq=stored.seq, end_on_interrupt=False, store=self.store
+            sub, backlog, after_seq=stored.seq, end_on_interrupt=False, store=self.store
         )
 
     async def list_tasks(self, request: ListTasksRequest) -> ListTasksResponse:

@@ -187,7 +187,11 @@ class JsonRpcEndpoint:
         if operation == "stream":
             events = await self.engine.stream(dialect.decode_send(params, method))
         else:
-            events = await self.engine.subscribe(dialect.decode_task_id(params, method).id)
+            task_id = dialect.decode_task_id(params, method).id
+            last = header(scope, b"last-event-id").strip()
+            events = await self.engine.subscribe(
+                task_id, last_event_id=int(last) if last.isdigit() else None
+            )
         encode_item = dialect.encode_stream_item
 
         def encode(item: StreamItem, last: bool) -> bytes:
