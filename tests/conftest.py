@@ -91,6 +91,8 @@ class LiveServer:
 
     def __init__(self, app: A2AApp) -> None:
         self.app = app
+        # Tests leave "hang" tasks running; don't wait the default grace for them.
+        app.engine.shutdown_grace = 0
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = uvicorn.Config(

@@ -112,7 +112,7 @@ class Served:
 
 @pytest.fixture
 def served_echo() -> Iterator[Served]:
-    with Served("--max-tasks", "5") as s:
+    with Served("--max-tasks", "5", "--shutdown-grace", "0") as s:
         yield s
 
 

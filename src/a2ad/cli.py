@@ -77,6 +77,13 @@ def serve(
     max_tasks: int = typer.Option(
         10_000, min=1, help="Most tasks the store keeps; the oldest finished go first."
     ),
+    shutdown_grace: str = typer.Option(
+        "10s", help="On Ctrl-C/SIGTERM, how long running tasks may finish before they are failed."
+    ),
+    retention: str = typer.Option(
+        "off",
+        help="Delete finished tasks this long after their last update (e.g. 7d); off keeps them.",
+    ),
     log_level: str = typer.Option("info", help="debug, info, warning or error."),
 ) -> None:
     """Serve an agent over A2A JSON-RPC (1.0 and 0.3) with SSE streaming."""
@@ -89,7 +96,19 @@ def serve(
     except ValueError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
-    application = create_app(the_agent, max_tasks=max_tasks)
+    try:
+        grace = parse_duration(shutdown_grace, "--shutdown-grace")
+        keep = (
+            None
+            if retention.strip().lower() in ("off", "", "0")
+            else parse_duration(retention, "--retention")
+        )
+    except ValueError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    application = create_app(
+        the_agent, max_tasks=max_tasks, shutdown_grace=grace, retention_seconds=keep
+    )
     config = uvicorn.Config(
         application,
         host=host,
@@ -104,6 +123,25 @@ def serve(
     )
     _Server(config, application, banner).run()
     console.print("a2ad stopped.")
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str, flag: str) -> float:
+    """Seconds from ``90``, ``90s``, ``15m``, ``2h`` or ``7d``."""
+    value = text.strip().lower()
+    unit = _UNITS.get(value[-1:], None)
+    number = value[:-1] if unit is not None else value
+    try:
+        seconds = float(number) * (unit or 1)
+    except ValueError:
+        raise ValueError(
+            f"{flag} {text!r}: use a number of seconds or e.g. 30s, 15m, 2h, 7d"
+        ) from None
+    if seconds < 0:
+        raise ValueError(f"{flag} {text!r}: must not be negative")
+    return seconds
 
 
 def main() -> None:

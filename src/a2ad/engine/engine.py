@@ -18,8 +18,11 @@ import asyncio
 import base64
 import binascii
 import collections
+import contextlib
 import logging
+import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -56,6 +59,7 @@ from ..protocol.model import (
 from ..store.base import (
     Cursor,
     EventLimitError,
+    Lease,
     ListQuery,
     MissingTaskError,
     SequenceConflictError,
@@ -171,37 +175,121 @@ class Engine:
         store: TaskStore,
         *,
         stream_buffer: int = 1024,
+        lease_seconds: float = 15.0,
+        shutdown_grace: float = 10.0,
+        retention_seconds: float | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
+        if lease_seconds <= 0:
+            raise ValueError("lease_seconds must be positive")
         self.agent = agent
         self.store = store
         self.bus = Bus()
         self.runner = Runner()
         self.stream_buffer = stream_buffer
+        self.lease_seconds = lease_seconds
+        self.shutdown_grace = shutdown_grace
+        self.retention_seconds = retention_seconds
+        self.clock = clock
+        # This server instance: it holds the leases of the tasks it runs.
+        self.instance = uuid.uuid4().hex
         self._closing = False
         self._store_closed = False
         self._shutdown: asyncio.Future[None] | None = None
+        self._maintenance: asyncio.Task[None] | None = None
 
-    async def shutdown(self) -> None:
-        """Stop taking work: cancel every running agent (its task fails with a
+    def _lease(self) -> Lease:
+        return Lease(self.instance, self.clock() + self.lease_seconds)
+
+    async def start(self) -> None:
+        """Start background upkeep: renew this instance's leases, fail tasks whose
+        runner died (another instance, or this one before a crash), and apply
+        retention. Runs a first round before returning. Idempotent."""
+        if self._maintenance is None and not self._closing:
+            await self.maintain_once()
+            self._maintenance = asyncio.ensure_future(self._maintain())
+
+    async def _maintain(self) -> None:
+        interval = min(1.0, self.lease_seconds / 3)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.maintain_once()
+            except Exception:
+                log.exception("maintenance round failed; retrying")
+
+    async def maintain_once(self) -> None:
+        """One round of upkeep (what the background loop does every second)."""
+        now = self.clock()
+        await self.store.renew(self.instance, now + self.lease_seconds)
+        for task_id in await self.store.orphans(now, 100):
+            if self.runner.is_running(task_id):
+                continue  # ours after all (its lease was just renewed)
+            await self._fail_orphan(task_id)
+        if self.retention_seconds is not None:
+            cutoff = _timestamp(now - self.retention_seconds)
+            deleted = await self.store.delete_terminal(cutoff, 500)
+            if deleted:
+                log.info("retention deleted %d tasks", len(deleted), extra={"count": len(deleted)})
+
+    async def _fail_orphan(self, task_id: str) -> None:
+        stored = await self.store.get(task_id)
+        if stored is None:
+            return
+        event = TaskStatusUpdateEvent(
+            task_id=task_id,
+            context_id=stored.task.context_id,
+            status=TaskStatus(
+                state=TaskState.FAILED,
+                message=_agent_message(
+                    task_id,
+                    stored.task.context_id,
+                    "The server stopped while this task was running; it did not finish. "
+                    "Send the message again to retry.",
+                ),
+                timestamp=now_timestamp(),
+            ),
+        )
+        try:
+            await self._apply(task_id, event)
+        except (TerminalTaskError, InvalidTransitionError, MissingTaskError):
+            return  # someone else settled it first
+        log.warning("orphaned task failed", extra={"task_id": task_id})
+
+    async def shutdown(self, *, graceful: bool = True) -> None:
+        """Stop taking work: give running agents ``shutdown_grace`` seconds to
+        finish (``graceful``), then cancel the rest (their tasks fail with a
         message saying the server shut down) and end every open stream.
         Idempotent, and every caller waits for the same shutdown; the store
         stays open for reads."""
-        await self.begin_shutdown()
+        await self.begin_shutdown(graceful=graceful)
 
-    def begin_shutdown(self) -> asyncio.Future[None]:
+    def begin_shutdown(self, *, graceful: bool = True) -> asyncio.Future[None]:
         """Start ``shutdown`` without waiting (call it on the engine's loop)."""
         if self._shutdown is None:
             self._closing = True
-            self._shutdown = asyncio.ensure_future(self._stop_work())
+            self._shutdown = asyncio.ensure_future(self._stop_work(graceful))
         return self._shutdown
 
-    async def _stop_work(self) -> None:
+    async def _stop_work(self, graceful: bool) -> None:
+        if self._maintenance is not None:
+            self._maintenance.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._maintenance
+        if graceful and len(self.runner) and self.shutdown_grace > 0:
+            log.info(
+                "waiting up to %.0f s for %d running tasks",
+                self.shutdown_grace,
+                len(self.runner),
+                extra={"running": len(self.runner)},
+            )
+            await self.runner.wait_all(timeout=self.shutdown_grace)
         await self.runner.aclose()
         self.bus.close_all()
 
-    async def aclose(self) -> None:
-        """``shutdown``, then close the store. Idempotent."""
-        await self.shutdown()
+    async def aclose(self, *, graceful: bool = False) -> None:
+        """``shutdown`` (at once unless ``graceful``), then close the store. Idempotent."""
+        await self.shutdown(graceful=graceful)
         if not self._store_closed:
             self._store_closed = True
             await self.store.aclose()
@@ -215,6 +303,7 @@ class Engine:
         *,
         user_message: Message | None = None,
         resume: bool = False,
+        lease: Lease | None = None,
     ) -> StoredTask:
         while True:
             current = await self.store.get(task_id)
@@ -226,7 +315,7 @@ class Engine:
             check_event(state, event, resume=resume)
             try:
                 stored = await self.store.append(
-                    task_id, current.seq, event, user_message=user_message
+                    task_id, current.seq, event, user_message=user_message, lease=lease
                 )
             except SequenceConflictError:
                 continue
@@ -305,6 +394,8 @@ class Engine:
     ) -> Task | None:
         """Start the agent on a new task or on a follow-up; with ``immediately``,
         store a new task first and return it."""
+        if self._closing:
+            raise ServerBusyError("The server is shutting down; send the message again later")
         message = request.message
         metadata = request.metadata if request.metadata is not UNSET else {}
         if message.task_id:
@@ -362,7 +453,9 @@ class Engine:
             status=TaskStatus(state=TaskState.WORKING, timestamp=now_timestamp()),
         )
         try:
-            return await self._apply(task_id, event, user_message=message, resume=True)
+            return await self._apply(
+                task_id, event, user_message=message, resume=True, lease=self._lease()
+            )
         except (TerminalTaskError, InvalidTransitionError) as exc:
             raise UnsupportedOperationError(
                 f"Task {task_id} can't take this message: {exc}", metadata={"taskId": task_id}
@@ -615,17 +708,25 @@ class _Invocation:
     async def _finish(self, state: TaskState, text: str) -> None:
         if self.replied or self.create_error is not None:
             return
-        message = Message(
-            message_id=str(uuid.uuid4()),
-            role=Role.AGENT,
-            parts=[TextPart(text)],
-            context_id=self.context_id,
-            task_id=self.task_id,
-        )
         try:
-            await self.status(state, message)
+            await self.status(state, _agent_message(self.task_id, self.context_id, text))
         except ServerBusyError:
             pass
+
+
+def _agent_message(task_id: str, context_id: str, text: str) -> Message:
+    return Message(
+        message_id=str(uuid.uuid4()),
+        role=Role.AGENT,
+        parts=[TextPart(text)],
+        context_id=context_id,
+        task_id=task_id,
+    )
+
+
+def _timestamp(epoch: float) -> str:
+    moment = datetime.fromtimestamp(epoch, UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _check_context_id(context_id: str) -> str:

@@ -53,6 +53,14 @@ class Runner:
         done, _ = await asyncio.wait({job}, timeout=timeout)
         return bool(done)
 
+    async def wait_all(self, *, timeout: float) -> bool:
+        """Wait until no invocation runs, at most ``timeout`` seconds."""
+        jobs = list(self._running.values())
+        if not jobs:
+            return True
+        _, pending = await asyncio.wait(jobs, timeout=timeout)
+        return not pending
+
     async def aclose(self, *, timeout: float = 5.0) -> None:
         """Cancel every invocation and wait for them, at most ``timeout`` seconds."""
         self._closed = True

@@ -36,6 +36,7 @@ class A2AApp:
         self._card_cache: dict[str, tuple[bytes, bytes]] = {}
 
     async def aclose(self) -> None:
+        """Stop the agents at once, end the streams, close the store."""
         await self.engine.aclose()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -79,9 +80,15 @@ class A2AApp:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                try:
+                    await self.engine.start()
+                except Exception as exc:
+                    log.exception("startup failed")
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
-                await self.aclose()
+                await self.engine.aclose(graceful=True)
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
@@ -93,16 +100,25 @@ def create_app(
     max_tasks: int = 10_000,
     max_body_bytes: int = MAX_BODY_BYTES,
     stream_buffer: int = 1024,
+    shutdown_grace: float = 10.0,
+    retention_seconds: float | None = None,
+    lease_seconds: float = 15.0,
 ) -> A2AApp:
     """An ASGI app serving ``agent`` (default: the echo agent) over A2A.
 
     ``store`` defaults to a MemoryStore holding at most ``max_tasks`` tasks;
     ``stream_buffer`` is how many events a slow SSE reader may fall behind
-    before it is dropped."""
+    before it is dropped. At shutdown, running tasks get ``shutdown_grace``
+    seconds to finish before they are failed. ``retention_seconds`` deletes
+    terminal tasks that long after their last update. A task whose server died
+    is failed ``lease_seconds`` after that server's last heartbeat."""
     engine = Engine(
         agent if agent is not None else EchoAgent(),
         store if store is not None else MemoryStore(max_tasks=max_tasks),
         stream_buffer=stream_buffer,
+        shutdown_grace=shutdown_grace,
+        retention_seconds=retention_seconds,
+        lease_seconds=lease_seconds,
     )
     return A2AApp(engine, max_body_bytes=max_body_bytes)
 

@@ -138,8 +138,9 @@ class TaskStore(abc.ABC):
         lease: Lease | None = None,
     ) -> StoredTask:
         """Apply ``event`` (and append ``user_message`` to the history) if the task is
-        at ``expected_seq``, log it, and set ``lease`` if given (a resumed task);
-        returns the new snapshot at ``expected_seq + 1``. Raises MissingTaskError,
+        at ``expected_seq``, log it, and set ``lease`` if given (a resumed task).
+        A task that leaves submitted/working loses its lease. Returns the new
+        snapshot at ``expected_seq + 1``. Raises MissingTaskError,
         SequenceConflictError, TerminalTaskError, EventLimitError."""
 
     @abc.abstractmethod
@@ -152,10 +153,6 @@ class TaskStore(abc.ABC):
     @abc.abstractmethod
     async def renew(self, owner: str, expires_at: float) -> None:
         """Extend every lease ``owner`` holds to ``expires_at``."""
-
-    @abc.abstractmethod
-    async def release(self, task_id: str, owner: str) -> None:
-        """Drop the task's lease if ``owner`` holds it (its invocation ended)."""
 
     @abc.abstractmethod
     async def orphans(self, now: float, limit: int) -> builtins.list[str]:

@@ -100,7 +100,9 @@ class MemoryStore(TaskStore):
         record = StoredTask(new, record.seq + 1)
         self._tasks[task_id] = record
         self._events[task_id].append(LoggedEvent(record.seq, event))
-        if lease is not None:
+        if new.status.state not in _IN_FLIGHT:
+            self._leases.pop(task_id, None)
+        elif lease is not None:
             self._leases[task_id] = lease
         return record
 
@@ -108,11 +110,6 @@ class MemoryStore(TaskStore):
         for task_id, lease in self._leases.items():
             if lease.owner == owner:
                 self._leases[task_id] = Lease(owner, expires_at)
-
-    async def release(self, task_id: str, owner: str) -> None:
-        lease = self._leases.get(task_id)
-        if lease is not None and lease.owner == owner:
-            del self._leases[task_id]
 
     async def orphans(self, now: float, limit: int) -> list[str]:
         found: list[str] = []
