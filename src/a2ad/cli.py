@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import enum
 import os
 import socket
 import sys
@@ -15,6 +14,7 @@ from rich.console import Console
 
 from .logs import configure_logging
 from .server.app import A2AApp, create_app, load_agent
+from .store import DEFAULT_STORE, store_from_url
 
 app = typer.Typer(
     name="a2ad",
@@ -23,10 +23,6 @@ app = typer.Typer(
     add_completion=False,
 )
 console = Console(stderr=True)
-
-
-class StoreKind(enum.StrEnum):
-    memory = "memory"
 
 
 @app.callback()
@@ -72,10 +68,17 @@ class _Server(uvicorn.Server):
 def serve(
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
     port: int = typer.Option(8000, min=0, max=65535, help="Port to listen on (0: any free port)."),
-    store: StoreKind = typer.Option(StoreKind.memory, help="Where tasks are kept."),
+    store: str = typer.Option(
+        DEFAULT_STORE,
+        help="Where tasks are kept: sqlite:///file.db (relative; sqlite:////abs/path.db) "
+        "or memory.",
+    ),
     agent: str = typer.Option("echo", help="'echo' or package.module:attr of your agent."),
-    max_tasks: int = typer.Option(
-        10_000, min=1, help="Most tasks the store keeps; the oldest finished go first."
+    max_tasks: int | None = typer.Option(
+        None,
+        min=1,
+        help="Most tasks the store keeps; the oldest finished go first. "
+        "Default: 10000 in memory, no cap in SQLite.",
     ),
     shutdown_grace: str = typer.Option(
         "10s", help="On Ctrl-C/SIGTERM, how long running tasks may finish before they are failed."
@@ -83,6 +86,9 @@ def serve(
     retention: str = typer.Option(
         "off",
         help="Delete finished tasks this long after their last update (e.g. 7d); off keeps them.",
+    ),
+    task_timeout: str = typer.Option(
+        "off", help="Fail tasks not finished this long after they were created (e.g. 15m)."
     ),
     log_level: str = typer.Option("info", help="debug, info, warning or error."),
 ) -> None:
@@ -98,16 +104,22 @@ def serve(
         raise typer.Exit(2) from None
     try:
         grace = parse_duration(shutdown_grace, "--shutdown-grace")
-        keep = (
-            None
-            if retention.strip().lower() in ("off", "", "0")
-            else parse_duration(retention, "--retention")
-        )
+        keep = parse_optional_duration(retention, "--retention")
+        timeout = parse_optional_duration(task_timeout, "--task-timeout")
+    except ValueError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    try:
+        task_store = store_from_url(store, max_tasks=max_tasks)
     except ValueError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
     application = create_app(
-        the_agent, max_tasks=max_tasks, shutdown_grace=grace, retention_seconds=keep
+        the_agent,
+        store=task_store,
+        shutdown_grace=grace,
+        retention_seconds=keep,
+        task_timeout=timeout,
     )
     config = uvicorn.Config(
         application,
@@ -117,9 +129,10 @@ def serve(
         timeout_graceful_shutdown=3,
         lifespan="on",
     )
+    cap = getattr(task_store, "max_tasks", None)
     banner = (
         f"a2ad serving agent [bold]{the_agent.name}[/bold] "
-        f"({store.value} store, at most {max_tasks} tasks)"
+        f"(store {store}, {f'at most {cap} tasks' if cap else 'no task cap'})"
     )
     _Server(config, application, banner).run()
     console.print("a2ad stopped.")
@@ -142,6 +155,13 @@ def parse_duration(text: str, flag: str) -> float:
     if seconds < 0:
         raise ValueError(f"{flag} {text!r}: must not be negative")
     return seconds
+
+
+def parse_optional_duration(text: str, flag: str) -> float | None:
+    """None for ``off`` (or 0), else as ``parse_duration``."""
+    if text.strip().lower() in ("off", "none", ""):
+        return None
+    return parse_duration(text, flag) or None
 
 
 def main() -> None:

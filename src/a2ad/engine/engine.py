@@ -178,6 +178,7 @@ class Engine:
         lease_seconds: float = 15.0,
         shutdown_grace: float = 10.0,
         retention_seconds: float | None = None,
+        task_timeout: float | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if lease_seconds <= 0:
@@ -190,6 +191,7 @@ class Engine:
         self.lease_seconds = lease_seconds
         self.shutdown_grace = shutdown_grace
         self.retention_seconds = retention_seconds
+        self.task_timeout = task_timeout
         self.clock = clock
         # This server instance: it holds the leases of the tasks it runs.
         self.instance = uuid.uuid4().hex
@@ -206,6 +208,7 @@ class Engine:
         runner died (another instance, or this one before a crash), and apply
         retention. Runs a first round before returning. Idempotent."""
         if self._maintenance is None and not self._closing:
+            await self.store.open()
             await self.maintain_once()
             self._maintenance = asyncio.ensure_future(self._maintain())
 
@@ -225,36 +228,68 @@ class Engine:
         for task_id in await self.store.orphans(now, 100):
             if self.runner.is_running(task_id):
                 continue  # ours after all (its lease was just renewed)
-            await self._fail_orphan(task_id)
+            if await self._fail(
+                task_id,
+                "The server stopped while this task was running; it did not finish. "
+                "Send the message again to retry.",
+            ):
+                log.warning("orphaned task failed", extra={"task_id": task_id})
+        for task_id in await self.store.overdue(_timestamp(now), 100):
+            if await self._fail(task_id, "deadline exceeded"):
+                log.warning("task failed: deadline exceeded", extra={"task_id": task_id})
+            await self.runner.stop(task_id, timeout=CANCEL_WAIT_SECONDS)
         if self.retention_seconds is not None:
             cutoff = _timestamp(now - self.retention_seconds)
             deleted = await self.store.delete_terminal(cutoff, 500)
             if deleted:
                 log.info("retention deleted %d tasks", len(deleted), extra={"count": len(deleted)})
 
-    async def _fail_orphan(self, task_id: str) -> None:
+    async def _fail(self, task_id: str, text: str) -> bool:
+        """Fail a task the engine itself gives up on; False if it ended first."""
         stored = await self.store.get(task_id)
         if stored is None:
-            return
+            return False
         event = TaskStatusUpdateEvent(
             task_id=task_id,
             context_id=stored.task.context_id,
             status=TaskStatus(
                 state=TaskState.FAILED,
-                message=_agent_message(
-                    task_id,
-                    stored.task.context_id,
-                    "The server stopped while this task was running; it did not finish. "
-                    "Send the message again to retry.",
-                ),
+                message=_agent_message(task_id, stored.task.context_id, text),
                 timestamp=now_timestamp(),
             ),
         )
         try:
             await self._apply(task_id, event)
         except (TerminalTaskError, InvalidTransitionError, MissingTaskError):
-            return  # someone else settled it first
-        log.warning("orphaned task failed", extra={"task_id": task_id})
+            return False
+        return True
+
+    def deadline_for(self, message: Message, metadata: dict[str, Any]) -> str | None:
+        """A new task's deadline: ``deadline`` (RFC 3339) or ``timeoutSeconds`` in
+        the message's metadata, else in the request's, else ``task_timeout``."""
+        for source, where in ((message.metadata, "message.metadata"), (metadata, "metadata")):
+            if not isinstance(source, dict):
+                continue
+            if "deadline" in source:
+                value = source["deadline"]
+                field = f"{where}.deadline"
+                if not isinstance(value, str):
+                    raise InvalidParamsError(
+                        f"Invalid {field}: give an RFC 3339 time such as 2026-11-30T10:00:00Z",
+                        field=field,
+                    )
+                return _parse_timestamp(value, field)
+            if "timeoutSeconds" in source:
+                value = source["timeoutSeconds"]
+                field = f"{where}.timeoutSeconds"
+                if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+                    raise InvalidParamsError(
+                        f"Invalid {field}: give a positive number of seconds", field=field
+                    )
+                return _timestamp(self.clock() + min(float(value), 10 * 365 * 86400))
+        if self.task_timeout is not None:
+            return _timestamp(self.clock() + self.task_timeout)
+        return None
 
     async def shutdown(self, *, graceful: bool = True) -> None:
         """Stop taking work: give running agents ``shutdown_grace`` seconds to
@@ -409,6 +444,7 @@ class Engine:
         context_id = _check_context_id(message.context_id) or str(uuid.uuid4())
         message = msgspec.structs.replace(message, task_id=sub_task_id, context_id=context_id)
         invocation = _Invocation(self, sub_task_id, context_id, metadata)
+        invocation.deadline = self.deadline_for(message, metadata)
         invocation.message = message
         invocation.history = [message]
         task = await invocation.create() if immediately else None
@@ -547,6 +583,7 @@ class Engine:
                 state=state,
                 updated_after=after,
                 cursor=cursor,
+                overdue_at=_timestamp(self.clock()) if request.overdue else "",
             )
         )
         return ListTasksResponse(
@@ -574,6 +611,7 @@ class _Invocation:
         self.created = False
         self.replied = False
         self.create_error: A2AError | None = None
+        self.deadline: str | None = None
         self._cancelled = False
 
     @property
@@ -587,6 +625,7 @@ class _Invocation:
             context_id=self.context_id,
             status=TaskStatus(state=TaskState.SUBMITTED, timestamp=now_timestamp()),
             history=[self.message],
+            metadata={"deadline": self.deadline} if self.deadline else UNSET,
         )
         try:
             await self.engine.store.create(task)
@@ -738,14 +777,13 @@ def _check_context_id(context_id: str) -> str:
     return context_id
 
 
-def _parse_timestamp(text: str) -> str:
+def _parse_timestamp(text: str, field: str = "statusTimestampAfter") -> str:
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
         raise InvalidParamsError(
-            f"Invalid statusTimestampAfter {text!r}: use an RFC 3339 time such as "
-            "2026-11-30T10:00:00Z",
-            field="statusTimestampAfter",
+            f"Invalid {field} {text!r}: use an RFC 3339 time such as 2026-11-30T10:00:00Z",
+            field=field,
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)

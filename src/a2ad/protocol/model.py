@@ -269,6 +269,8 @@ class ListTasksRequest(_Wire, frozen=True):
     history_length: HistoryLength | UnsetType = UNSET
     status_timestamp_after: str = ""
     include_artifacts: bool = False
+    # a2ad extension (other servers ignore it): only tasks past their deadline.
+    overdue: bool = False
     tenant: str = ""
 
 

@@ -103,6 +103,7 @@ def create_app(
     shutdown_grace: float = 10.0,
     retention_seconds: float | None = None,
     lease_seconds: float = 15.0,
+    task_timeout: float | None = None,
 ) -> A2AApp:
     """An ASGI app serving ``agent`` (default: the echo agent) over A2A.
 
@@ -111,7 +112,9 @@ def create_app(
     before it is dropped. At shutdown, running tasks get ``shutdown_grace``
     seconds to finish before they are failed. ``retention_seconds`` deletes
     terminal tasks that long after their last update. A task whose server died
-    is failed ``lease_seconds`` after that server's last heartbeat."""
+    is failed ``lease_seconds`` after that server's last heartbeat. A task not
+    finished ``task_timeout`` seconds after it was created (unless its message
+    sets ``metadata.deadline`` or ``metadata.timeoutSeconds``) is failed."""
     engine = Engine(
         agent if agent is not None else EchoAgent(),
         store if store is not None else MemoryStore(max_tasks=max_tasks),
@@ -119,6 +122,7 @@ def create_app(
         shutdown_grace=shutdown_grace,
         retention_seconds=retention_seconds,
         lease_seconds=lease_seconds,
+        task_timeout=task_timeout,
     )
     return A2AApp(engine, max_body_bytes=max_body_bytes)
 

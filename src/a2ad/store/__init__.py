@@ -1,1 +1,39 @@
-"""Task stores: one contract (base.py), several backends."""
+"""Task stores: one contract (base.py), several backends, chosen by URL."""
+
+from __future__ import annotations
+
+from .base import TaskStore
+
+__all__ = ["DEFAULT_STORE", "store_from_url"]
+
+DEFAULT_STORE = "sqlite:///a2ad.db"
+MEMORY_DEFAULT_MAX_TASKS = 10_000
+
+
+def store_from_url(url: str, *, max_tasks: int | None = None) -> TaskStore:
+    """The store a URL names:
+
+    - ``memory``: in this process only, at most ``max_tasks`` (default 10,000);
+    - ``sqlite`` or ``sqlite:///a2ad.db``: ``./a2ad.db``; ``sqlite:///rel/path.db`` is
+      relative to the working directory, ``sqlite:////abs/path.db`` absolute (as in
+      SQLAlchemy); unbounded unless ``max_tasks`` is given.
+
+    Raises ValueError naming what is wrong."""
+    text = url.strip()
+    if text == "memory":
+        from .memory import MemoryStore
+
+        return MemoryStore(max_tasks=max_tasks or MEMORY_DEFAULT_MAX_TASKS)
+    if text == "sqlite":
+        text = DEFAULT_STORE
+    if text.startswith("sqlite:///"):
+        path = text[len("sqlite:///") :]
+        if not path:
+            raise ValueError(f"store {url!r}: name the file, e.g. sqlite:///a2ad.db")
+        from .sqlite import SqliteStore
+
+        return SqliteStore(path, max_tasks=max_tasks)
+    raise ValueError(
+        f"store {url!r}: use 'memory', 'sqlite', 'sqlite:///relative/file.db' "
+        "or 'sqlite:////absolute/file.db'"
+    )

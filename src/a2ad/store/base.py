@@ -43,6 +43,7 @@ __all__ = [
     "TaskStore",
     "TerminalTaskError",
     "apply_event",
+    "deadline_of",
 ]
 
 MAX_HISTORY = 1000  # messages kept per task; the oldest go first
@@ -79,6 +80,7 @@ class ListQuery(NamedTuple):
     state: TaskState | None = None
     updated_after: str = ""  # status timestamp >= this (same text format)
     cursor: Cursor | None = None  # return only keys strictly below it
+    overdue_at: str = ""  # only non-terminal tasks whose deadline is before this
 
 
 class ListPage(NamedTuple):
@@ -117,6 +119,10 @@ class EventLimitError(StoreError):
 
 class TaskStore(abc.ABC):
     """What every backend implements; the engine is its only writer."""
+
+    async def open(self) -> None:  # noqa: B027  (optional for backends with nothing to open)
+        """Connect and check the store (e.g. its schema), so that a broken store
+        fails at startup rather than at the first request. Idempotent."""
 
     @abc.abstractmethod
     async def create(self, task: Task, *, lease: Lease | None = None) -> StoredTask:
@@ -160,6 +166,11 @@ class TaskStore(abc.ABC):
         before ``now`` or that have none: nobody is running them."""
 
     @abc.abstractmethod
+    async def overdue(self, now: str, limit: int) -> builtins.list[str]:
+        """Up to ``limit`` ids of non-terminal tasks whose deadline (see
+        ``deadline_of``) is before ``now`` (timestamp text), earliest first."""
+
+    @abc.abstractmethod
     async def delete_terminal(self, updated_before: str, limit: int) -> builtins.list[str]:
         """Delete up to ``limit`` terminal tasks (and their events) whose status
         timestamp is before ``updated_before``, oldest first; returns their ids."""
@@ -195,6 +206,16 @@ class TaskStore(abc.ABC):
                 break
             cursor = page.next_cursor
         return tasks
+
+
+def deadline_of(task: Task) -> str | None:
+    """The task's deadline (timestamp text), set at creation in ``metadata.deadline``."""
+    metadata = task.metadata
+    if isinstance(metadata, dict):
+        deadline = metadata.get("deadline")
+        if isinstance(deadline, str):
+            return deadline
+    return None
 
 
 def apply_event(task: Task, event: TaskEvent, user_message: Message | None = None) -> Task:

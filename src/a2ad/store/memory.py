@@ -9,6 +9,7 @@ remain, ``create`` refuses with StoreFullError and nothing stored is lost.
 from __future__ import annotations
 
 import bisect
+import heapq
 import itertools
 from collections import OrderedDict, deque
 
@@ -27,6 +28,7 @@ from .base import (
     TaskStore,
     TerminalTaskError,
     apply_event,
+    deadline_of,
 )
 
 __all__ = ["MemoryStore"]
@@ -50,6 +52,7 @@ class MemoryStore(TaskStore):
         self._tasks: dict[str, StoredTask] = {}
         self._events: dict[str, deque[LoggedEvent]] = {}
         self._leases: dict[str, Lease] = {}
+        self._deadlines: list[tuple[str, str]] = []  # heap of (deadline, task id)
         self._order: list[Cursor] = []  # ascending; listing walks it backwards
         self._by_context: dict[str, list[Cursor]] = {}
         self._terminal: OrderedDict[str, None] = OrderedDict()  # oldest first
@@ -70,6 +73,9 @@ class MemoryStore(TaskStore):
         self._events[task.id] = deque(maxlen=MAX_EVENTS)
         if lease is not None:
             self._leases[task.id] = lease
+        deadline = deadline_of(task)
+        if deadline is not None:
+            heapq.heappush(self._deadlines, (deadline, task.id))
         self._index(task)
         return record
 
@@ -129,6 +135,16 @@ class MemoryStore(TaskStore):
         first = log[0].seq
         return list(itertools.islice(log, max(0, after_seq + 1 - first), None))
 
+    async def overdue(self, now: str, limit: int) -> list[str]:
+        found: list[str] = []
+        heap = self._deadlines
+        while heap and heap[0][0] < now and len(found) < limit:
+            _, task_id = heapq.heappop(heap)
+            record = self._tasks.get(task_id)
+            if record is not None and not record.task.status.state.terminal:
+                found.append(task_id)
+        return found
+
     async def delete_terminal(self, updated_before: str, limit: int) -> list[str]:
         old = [
             task_id
@@ -144,10 +160,15 @@ class MemoryStore(TaskStore):
         keys = self._by_context.get(query.context_id, []) if query.context_id else self._order
         low = bisect.bisect_left(keys, (query.updated_after, "")) if query.updated_after else 0
         high = len(keys)
-        if query.state is None:
+        if query.state is None and not query.overdue_at:
             total = high - low
         else:
-            total = sum(1 for k in keys[low:high] if self._state_of(k) is query.state)
+            total = sum(
+                1
+                for k in keys[low:high]
+                if (query.state is None or self._state_of(k) is query.state)
+                and (not query.overdue_at or self._is_overdue(k[1], query.overdue_at))
+            )
         start = bisect.bisect_left(keys, query.cursor) if query.cursor else high
         tasks: list[Task] = []
         next_cursor: Cursor | None = None
@@ -157,6 +178,8 @@ class MemoryStore(TaskStore):
             i -= 1
             if query.state is not None and self._state_of(key) is not query.state:
                 continue
+            if query.overdue_at and not self._is_overdue(key[1], query.overdue_at):
+                continue
             if len(tasks) == query.page_size:
                 next_cursor = _key(tasks[-1])
                 break
@@ -165,6 +188,11 @@ class MemoryStore(TaskStore):
 
     async def aclose(self) -> None:
         return None
+
+    def _is_overdue(self, task_id: str, now: str) -> bool:
+        task = self._tasks[task_id].task
+        deadline = deadline_of(task)
+        return deadline is not None and deadline < now and not task.status.state.terminal
 
     def _state_of(self, key: Cursor) -> object:
         return self._tasks[key[1]].task.status.state
