@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -40,6 +41,11 @@ class Served:
 
     def __init__(self, *args: str) -> None:
         self.port = free_port()
+        self.dir: tempfile.TemporaryDirectory[str] | None = None
+        if not any(a == "--store" or a.startswith("--store=") for a in args):
+            # The default store is ./a2ad.db; keep it out of the project folder.
+            self.dir = tempfile.TemporaryDirectory()
+            args = (*args, "--store", f"sqlite:///{self.dir.name}/a2ad.db")
         self.proc = subprocess.Popen(
             [str(A2AD), "serve", "--port", str(self.port), *args],
             cwd=PROJECT,
@@ -108,6 +114,8 @@ class Served:
         self.reader.join(10)
         assert self.proc.stdout is not None
         self.proc.stdout.close()
+        if self.dir is not None:
+            self.dir.cleanup()
 
 
 @pytest.fixture

@@ -30,6 +30,7 @@ from .protocol.model import (
 from .server.app import A2AApp, create_app, load_agent
 from .store.base import TaskStore
 from .store.memory import MemoryStore
+from .store.sqlite import SqliteStore
 
 __all__ = [
     "A2AApp",
@@ -45,6 +46,7 @@ __all__ = [
     "Message",
     "Part",
     "Role",
+    "SqliteStore",
     "Task",
     "TaskArtifactUpdateEvent",
     "TaskContext",

@@ -1,12 +1,15 @@
-"""MemoryStore's bound: which task goes when it is full, and when it refuses.
+"""A capped store's bound: which task goes when it is full, and when it refuses.
 
-Store-level tests first, then the same through the server (JSON-RPC), where a
-full store of work in flight must answer SERVER_BUSY and lose nothing.
+Store-level tests first, on every backend that takes a cap (memory, SQLite), then
+the same through the server (JSON-RPC), where a full store of work in flight must
+answer SERVER_BUSY and lose nothing.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,7 +26,8 @@ from a2ad import (
     TextPart,
     create_app,
 )
-from a2ad.store.base import ListQuery, StoredTask, StoreFullError
+from a2ad.store.base import ListQuery, StoredTask, StoreFullError, TaskStore
+from a2ad.store.sqlite import SqliteStore
 
 from ..conftest import Rpc, msg03, wait_for
 from ..scripted import ScriptedAgent
@@ -47,7 +51,28 @@ def new_task(task_id: str, context_id: str = "ctx") -> Task:
     )
 
 
-async def move(store: MemoryStore, task_id: str, state: TaskState) -> StoredTask:
+MakeStore = Callable[[int], TaskStore]  # max_tasks -> a new, empty store
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[MakeStore]:
+    made: list[TaskStore] = []
+
+    def make(max_tasks: int) -> TaskStore:
+        store: TaskStore
+        if request.param == "memory":
+            store = MemoryStore(max_tasks=max_tasks)
+        else:
+            store = SqliteStore(tmp_path / f"tasks-{len(made)}.db", max_tasks=max_tasks)
+        made.append(store)
+        return store
+
+    yield make
+    for store in made:
+        await store.aclose()
+
+
+async def move(store: TaskStore, task_id: str, state: TaskState) -> StoredTask:
     current = await store.get(task_id)
     assert current is not None
     event = TaskStatusUpdateEvent(
@@ -58,17 +83,21 @@ async def move(store: MemoryStore, task_id: str, state: TaskState) -> StoredTask
     return await store.append(task_id, current.seq, event)
 
 
-async def stored_ids(store: MemoryStore) -> set[str]:
+async def stored_ids(store: TaskStore) -> set[str]:
     page = await store.list(ListQuery(page_size=100))
     ids = {t.id for t in page.tasks}
-    assert page.total == len(ids) == len(store)
+    assert page.total == len(ids)
+    if isinstance(store, MemoryStore):
+        assert len(store) == len(ids)
     for task_id in ids:
         assert await store.get(task_id) is not None
     return ids
 
 
-async def test_full_store_evicts_the_task_that_became_terminal_first() -> None:
-    store = MemoryStore(max_tasks=4)
+async def test_full_store_evicts_the_task_that_became_terminal_first(
+    make_store: MakeStore,
+) -> None:
+    store = make_store(4)
     for name in ["a", "b", "c", "d"]:
         await store.create(new_task(name))
     # Creation order a, b, c, d; terminal order c, a, b; d stays working.
@@ -86,8 +115,10 @@ async def test_full_store_evicts_the_task_that_became_terminal_first() -> None:
     assert await stored_ids(store) == {"d", "e", "f", "g"}
 
 
-async def test_terminal_tasks_go_before_interrupted_ones_even_when_older() -> None:
-    store = MemoryStore(max_tasks=3)
+async def test_terminal_tasks_go_before_interrupted_ones_even_when_older(
+    make_store: MakeStore,
+) -> None:
+    store = make_store(3)
     for name in ["asks", "done", "busy"]:
         await store.create(new_task(name))
     await move(store, "asks", TaskState.INPUT_REQUIRED)  # interrupted first, and older
@@ -101,8 +132,10 @@ async def test_terminal_tasks_go_before_interrupted_ones_even_when_older() -> No
     assert await stored_ids(store) == {"busy", "new1", "new2"}
 
 
-async def test_interrupted_tasks_go_in_the_order_they_were_interrupted() -> None:
-    store = MemoryStore(max_tasks=3)
+async def test_interrupted_tasks_go_in_the_order_they_were_interrupted(
+    make_store: MakeStore,
+) -> None:
+    store = make_store(3)
     for name in ["first", "second", "third"]:
         await store.create(new_task(name))
     await move(store, "third", TaskState.WORKING)
@@ -113,8 +146,8 @@ async def test_interrupted_tasks_go_in_the_order_they_were_interrupted() -> None
     assert await stored_ids(store) == {"first", "third", "x"}
 
 
-async def test_a_resumed_task_is_no_longer_evictable() -> None:
-    store = MemoryStore(max_tasks=2)
+async def test_a_resumed_task_is_no_longer_evictable(make_store: MakeStore) -> None:
+    store = make_store(2)
     await store.create(new_task("a"))
     await store.create(new_task("b"))
     await move(store, "a", TaskState.INPUT_REQUIRED)
@@ -127,9 +160,9 @@ async def test_a_resumed_task_is_no_longer_evictable() -> None:
 
 @pytest.mark.parametrize("in_flight", [TaskState.SUBMITTED, TaskState.WORKING])
 async def test_store_full_of_in_flight_tasks_refuses_and_keeps_every_task(
-    in_flight: TaskState,
+    make_store: MakeStore, in_flight: TaskState
 ) -> None:
-    store = MemoryStore(max_tasks=3)
+    store = make_store(3)
     for name in ["a", "b", "c"]:
         await store.create(new_task(name))
         if in_flight is TaskState.WORKING:
@@ -146,8 +179,8 @@ async def test_store_full_of_in_flight_tasks_refuses_and_keeps_every_task(
     assert await stored_ids(store) == {"a", "c", "d"}
 
 
-async def test_evicted_tasks_leave_no_trace_in_filtered_listings() -> None:
-    store = MemoryStore(max_tasks=2)
+async def test_evicted_tasks_leave_no_trace_in_filtered_listings(make_store: MakeStore) -> None:
+    store = make_store(2)
     await store.create(new_task("old", context_id="shared"))
     await move(store, "old", TaskState.COMPLETED)
     await store.create(new_task("keep", context_id="shared"))
@@ -165,9 +198,20 @@ async def test_evicted_tasks_leave_no_trace_in_filtered_listings() -> None:
     ] == ["keep"]
 
 
-async def test_a_cap_below_one_is_refused() -> None:
+async def test_an_evicted_task_takes_its_event_log_with_it(make_store: MakeStore) -> None:
+    store = make_store(1)
+    await store.create(new_task("old"))
+    await move(store, "old", TaskState.WORKING)
+    await move(store, "old", TaskState.COMPLETED)
+    assert [e.seq for e in await store.events("old", 0)] == [1, 2]
+    await store.create(new_task("new"))
+    assert await store.get("old") is None
+    assert await store.events("old", 0) == []
+
+
+async def test_a_cap_below_one_is_refused(make_store: MakeStore) -> None:
     with pytest.raises(ValueError, match="max_tasks"):
-        MemoryStore(max_tasks=0)
+        make_store(0)
 
 
 def test_default_cap_is_ten_thousand_tasks() -> None:

@@ -1,7 +1,7 @@
 """The TaskStore contract, run against every backend.
 
-Only MemoryStore exists today; a new backend joins by adding its name to the
-``store`` fixture's params and a branch that builds it.
+A new backend joins by adding its name to the ``store`` fixture's params and a
+branch that builds it.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import msgspec
 import pytest
@@ -25,17 +26,22 @@ from a2ad import (
     TaskStatusUpdateEvent,
     TextPart,
 )
+from a2ad.store import memory as memory_backend
+from a2ad.store import sqlite as sqlite_backend
 from a2ad.store.base import (
     MAX_ARTIFACTS,
     MAX_HISTORY,
     EventLimitError,
+    Lease,
     ListQuery,
+    LoggedEvent,
     MissingTaskError,
     SequenceConflictError,
     StoredTask,
     TaskStore,
     TerminalTaskError,
 )
+from a2ad.store.sqlite import SqliteStore
 
 T0 = "2026-01-01T00:00:00.000Z"
 
@@ -94,10 +100,12 @@ def texts(a: Artifact) -> list[str]:
     return [p.text for p in a.parts]  # type: ignore[misc]
 
 
-@pytest.fixture(params=["memory"])
-async def store(request: pytest.FixtureRequest) -> AsyncIterator[TaskStore]:
+@pytest.fixture(params=["memory", "sqlite"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[TaskStore]:
     if request.param == "memory":
         backend: TaskStore = MemoryStore()
+    elif request.param == "sqlite":
+        backend = SqliteStore(tmp_path / "tasks.db")
     else:  # pragma: no cover - a backend listed in params but not built here
         raise AssertionError(f"unknown store backend {request.param}")
     yield backend
@@ -480,3 +488,194 @@ async def test_list_sees_state_changes_for_the_state_filter(store: TaskStore) ->
     await store.append("x", s.seq, status(s.task, TaskState.COMPLETED, ts(3)))
     assert await ids_of(store, ListQuery(page_size=5, state=TaskState.WORKING)) == []
     assert await ids_of(store, ListQuery(page_size=5, state=TaskState.COMPLETED)) == ["x"]
+
+
+# --- event log ---
+
+
+async def test_events_are_logged_in_order_under_their_sequence_numbers(store: TaskStore) -> None:
+    task = new_task()
+    await store.create(task)
+    assert await store.events(task.id, 0) == []
+    appended = [
+        status(task, TaskState.WORKING, ts(1), "on it"),
+        artifact(task, "doc", "a"),
+        artifact(task, "doc", "b", append=True),
+        status(task, TaskState.COMPLETED, ts(2)),
+    ]
+    for seq, event in enumerate(appended):
+        await store.append(task.id, seq, event)
+    assert await store.events(task.id, 0) == [
+        LoggedEvent(seq, event) for seq, event in enumerate(appended, start=1)
+    ]
+
+
+async def test_events_after_a_sequence_number_are_only_the_later_ones(store: TaskStore) -> None:
+    task = new_task()
+    s = await put(store, task, (TaskState.WORKING, ts(1)), (TaskState.WORKING, ts(2)))
+    s = await store.append(task.id, s.seq, artifact(task, "a", "x"))
+    everything = await store.events(task.id, 0)
+    assert [e.seq for e in everything] == [1, 2, 3]
+    assert await store.events(task.id, 1) == everything[1:]
+    assert await store.events(task.id, 2) == everything[2:]
+    assert await store.events(task.id, 3) == []
+    assert await store.events(task.id, 50) == []
+    assert await store.events(task.id, -1) == everything
+
+
+async def test_events_of_an_unknown_task_are_empty(store: TaskStore) -> None:
+    await put(store, new_task(), (TaskState.WORKING, ts(1)))
+    assert await store.events("no-such-task", 0) == []
+
+
+async def test_a_refused_append_logs_nothing(store: TaskStore) -> None:
+    many = [Artifact(artifact_id=f"a{i}", parts=[TextPart("x")]) for i in range(MAX_ARTIFACTS)]
+    full = new_task(artifacts=many)
+    await store.create(full)
+    with pytest.raises(EventLimitError):
+        await store.append(full.id, 0, artifact(full, "one-too-many", "x"))
+    assert await store.events(full.id, 0) == []
+
+    task = new_task()
+    done = await put(store, task, (TaskState.COMPLETED, ts(1)))
+    with pytest.raises(SequenceConflictError):
+        await store.append(task.id, 0, status(task, TaskState.WORKING, ts(2)))
+    with pytest.raises(TerminalTaskError):
+        await store.append(task.id, done.seq, status(task, TaskState.WORKING, ts(2)))
+    assert [e.seq for e in await store.events(task.id, 0)] == [1]
+
+
+@pytest.fixture
+def max_events(monkeypatch: pytest.MonkeyPatch) -> int:
+    """MAX_EVENTS, shrunk in every backend so that a test goes past it in a few
+    appends (the real 10,000 takes seconds through SQLite)."""
+    for backend in (memory_backend, sqlite_backend):
+        monkeypatch.setattr(backend, "MAX_EVENTS", 5)
+    return 5
+
+
+async def test_the_log_keeps_only_the_newest_max_events(store: TaskStore, max_events: int) -> None:
+    task = new_task()
+    s = await store.create(task)
+    for i in range(max_events + 3):
+        s = await store.append(task.id, s.seq, status(task, TaskState.WORKING, ts(i)))
+    logged = await store.events(task.id, 0)
+    assert len(logged) == max_events
+    # Events 1 to 3 were dropped; the gap shows in the first seq returned.
+    assert logged[0].seq == 4 and logged[-1].seq == s.seq == max_events + 3
+    assert logged == [
+        LoggedEvent(e.seq, status(task, TaskState.WORKING, ts(e.seq - 1))) for e in logged
+    ]
+    assert [e.seq for e in await store.events(task.id, 6)] == [7, 8]
+    assert s.task.status.timestamp == ts(max_events + 2)  # the snapshot kept every event
+
+
+# --- leases and orphans ---
+
+
+async def test_in_flight_tasks_without_a_lease_are_orphans(store: TaskStore) -> None:
+    await store.create(new_task("submitted"))
+    await put(store, new_task("working"), (TaskState.WORKING, ts(1)))
+    await put(store, new_task("asking"), (TaskState.INPUT_REQUIRED, ts(1)))
+    await put(store, new_task("auth"), (TaskState.AUTH_REQUIRED, ts(1)))
+    await put(store, new_task("done"), (TaskState.COMPLETED, ts(1)))
+    assert sorted(await store.orphans(0.0, 10)) == ["submitted", "working"]
+
+
+async def test_a_lease_protects_its_task_until_it_expires(store: TaskStore) -> None:
+    await store.create(new_task("t"), lease=Lease("me", 100.0))
+    assert await store.orphans(99.0, 10) == []
+    assert await store.orphans(100.0, 10) == []  # expired means before now, strictly
+    assert await store.orphans(100.5, 10) == ["t"]
+
+
+async def test_renew_extends_only_the_leases_of_that_owner(store: TaskStore) -> None:
+    await store.create(new_task("mine"), lease=Lease("me", 100.0))
+    await store.create(new_task("theirs"), lease=Lease("other", 100.0))
+    await store.renew("me", 200.0)
+    assert await store.orphans(150.0, 10) == ["theirs"]
+    assert sorted(await store.orphans(250.0, 10)) == ["mine", "theirs"]
+
+
+async def test_append_with_a_lease_leases_the_task(store: TaskStore) -> None:
+    task = new_task("t")
+    await store.create(task)
+    assert await store.orphans(50.0, 10) == ["t"]
+    await store.append("t", 0, status(task, TaskState.WORKING, ts(1)), lease=Lease("me", 100.0))
+    assert await store.orphans(50.0, 10) == []
+    assert await store.orphans(150.0, 10) == ["t"]
+    # An append without a lease keeps the one the task has.
+    await store.append("t", 1, artifact(task, "a", "x"))
+    await store.append("t", 2, status(task, TaskState.WORKING, ts(2)))
+    assert await store.orphans(50.0, 10) == []
+
+
+async def test_a_task_that_leaves_submitted_or_working_loses_its_lease(store: TaskStore) -> None:
+    task = new_task("t")
+    await store.create(task, lease=Lease("me", 100.0))
+    await store.append("t", 0, status(task, TaskState.INPUT_REQUIRED, ts(1)))
+    assert await store.orphans(50.0, 10) == []  # interrupted: nobody should be running it
+    # Resumed without a lease: the old one is gone, so nobody runs it now.
+    await store.append("t", 1, status(task, TaskState.WORKING, ts(2)))
+    assert await store.orphans(50.0, 10) == ["t"]
+    await store.renew("me", 200.0)
+    assert await store.orphans(50.0, 10) == ["t"]
+
+
+async def test_orphans_returns_at_most_limit_ids(store: TaskStore) -> None:
+    names = [f"t{i}" for i in range(5)]
+    for name in names:
+        await store.create(new_task(name))
+    found = await store.orphans(0.0, 3)
+    assert len(found) == 3 and set(found) <= set(names)
+
+
+# --- retention ---
+
+
+async def ids_stored(store: TaskStore) -> set[str]:
+    page = await store.list(ListQuery(page_size=100))
+    assert page.total == len(page.tasks)
+    return {t.id for t in page.tasks}
+
+
+async def test_delete_terminal_deletes_old_terminal_tasks_oldest_first(store: TaskStore) -> None:
+    await put(store, new_task("c", timestamp=ts(1)), (TaskState.COMPLETED, ts(3)))
+    await put(store, new_task("f", timestamp=ts(1)), (TaskState.FAILED, ts(2)))
+    await put(store, new_task("r", timestamp=ts(1)), (TaskState.REJECTED, ts(4)))
+    await put(store, new_task("b", timestamp=ts(1)), (TaskState.CANCELED, ts(4)))
+    await put(store, new_task("recent", timestamp=ts(1)), (TaskState.COMPLETED, ts(9)))
+    await put(store, new_task("working", timestamp=ts(0)), (TaskState.WORKING, ts(1)))
+    await put(store, new_task("asking", timestamp=ts(0)), (TaskState.INPUT_REQUIRED, ts(1)))
+    await store.create(new_task("submitted", timestamp=ts(0)))
+
+    assert await store.delete_terminal(ts(5), 2) == ["f", "c"]
+    assert await store.delete_terminal(ts(5), 10) == ["b", "r"]  # a tie goes by id
+    assert await store.delete_terminal(ts(5), 10) == []
+    assert await ids_stored(store) == {"recent", "working", "asking", "submitted"}
+    for gone in ["c", "f", "r", "b"]:
+        assert await store.get(gone) is None
+        assert await store.events(gone, 0) == []
+
+
+async def test_delete_terminal_keeps_a_task_updated_at_the_cutoff(store: TaskStore) -> None:
+    await put(store, new_task("t", timestamp=ts(1)), (TaskState.COMPLETED, ts(5)))
+    assert await store.delete_terminal(ts(5), 10) == []
+    assert await store.delete_terminal(ts(5, 1), 10) == ["t"]
+
+
+async def test_a_deleted_task_leaves_nothing_for_a_new_task_of_the_same_id(
+    store: TaskStore,
+) -> None:
+    old = await put(
+        store, new_task("t", timestamp=ts(1)), (TaskState.WORKING, ts(2)), (TaskState.FAILED, ts(3))
+    )
+    assert old.seq == 2
+    assert await store.delete_terminal(ts(9), 10) == ["t"]
+    again = new_task("t", timestamp=ts(10))
+    created = await store.create(again)
+    assert created == StoredTask(again, 0)
+    assert await store.events("t", 0) == []
+    s = await store.append("t", 0, status(again, TaskState.WORKING, ts(11)))
+    assert s.seq == 1
+    assert [e.seq for e in await store.events("t", 0)] == [1]

@@ -127,7 +127,9 @@ class TaskStore(abc.ABC):
     @abc.abstractmethod
     async def create(self, task: Task, *, lease: Lease | None = None) -> StoredTask:
         """Store a new task at sequence 0, leased to ``lease.owner`` if given.
-        Raises StoreFullError when full (evicting first what may be evicted)."""
+        Raises StoreFullError when full (evicting first what may be evicted),
+        ValueError if a task with that id exists. Like every write, it completes
+        even if the awaiting caller is cancelled meanwhile."""
 
     @abc.abstractmethod
     async def get(self, task_id: str) -> StoredTask | None:
@@ -168,7 +170,8 @@ class TaskStore(abc.ABC):
     @abc.abstractmethod
     async def overdue(self, now: str, limit: int) -> builtins.list[str]:
         """Up to ``limit`` ids of non-terminal tasks whose deadline (see
-        ``deadline_of``) is before ``now`` (timestamp text), earliest first."""
+        ``deadline_of``) is before ``now`` (timestamp text), earliest first; a
+        task is reported again on every call until it is terminal."""
 
     @abc.abstractmethod
     async def delete_terminal(self, updated_before: str, limit: int) -> builtins.list[str]:

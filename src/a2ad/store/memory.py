@@ -136,14 +136,17 @@ class MemoryStore(TaskStore):
         return list(itertools.islice(log, max(0, after_seq + 1 - first), None))
 
     async def overdue(self, now: str, limit: int) -> list[str]:
-        found: list[str] = []
+        # Like every store: an overdue task is reported until it is terminal.
         heap = self._deadlines
+        found: list[tuple[str, str]] = []
         while heap and heap[0][0] < now and len(found) < limit:
-            _, task_id = heapq.heappop(heap)
-            record = self._tasks.get(task_id)
+            entry = heapq.heappop(heap)
+            record = self._tasks.get(entry[1])
             if record is not None and not record.task.status.state.terminal:
-                found.append(task_id)
-        return found
+                found.append(entry)
+        for entry in found:
+            heapq.heappush(heap, entry)
+        return [task_id for _, task_id in found]
 
     async def delete_terminal(self, updated_before: str, limit: int) -> list[str]:
         old = [

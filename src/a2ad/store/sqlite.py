@@ -1,0 +1,655 @@
+"""A persistent task store in one SQLite file: the embedded default.
+
+Threading: one sqlite3 connection lives on one dedicated worker thread (``_Worker``)
+and every method runs its SQL there, so this process's writes are serialized and
+never meet "database is locked"; another process on the same file is met by WAL
+mode, ``BEGIN IMMEDIATE`` and a busy timeout. The worker commits whatever queued up
+while it was busy in one transaction (group commit), because on small machines a
+commit and a thread round trip each cost more than the SQL itself. A call whose
+caller is cancelled still runs: an append may be stored although its caller never
+saw the result, and a retry then meets it as a SequenceConflictError.
+
+Lifetime: ``async with SqliteStore(path) as store``, or ``await store.open()`` and
+later ``await store.aclose()``. Opening connects and creates or upgrades the schema.
+It is optional, because the first call opens the store (so a store handed to
+``create_app`` works without a startup hook); open it yourself to meet a
+SchemaVersionError at startup rather than at the first request.
+
+Schema: its version is ``PRAGMA user_version``; ``_MIGRATIONS`` lists the steps,
+step *i* taking a file from version *i* to *i + 1*. ``tasks`` has one row per task:
+the snapshot as msgspec JSON (``body``) beside the columns that queries use.
+``events`` is the log (``kind`` says which struct ``body`` decodes to), deleted with
+its task by ON DELETE CASCADE. ``task_count`` is kept by triggers, so that a capped
+``create`` need not count the table.
+
+Eviction (``max_tasks``) follows MemoryStore: ``evict_class`` is 0 for a terminal
+task, 1 for an interrupted one and NULL for one in flight (never evicted), and
+``evict_order`` is when the task entered that class: the task that became terminal
+first goes first, then the one interrupted first. ``deadline`` mirrors
+``deadline_of(task)`` while the task is not terminal, for ``overdue``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import os
+import queue
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from functools import cache
+from types import TracebackType
+from typing import Any, NamedTuple, Self, TypeVar
+
+import msgspec
+
+from ..protocol.model import (
+    Message,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskEvent,
+    TaskState,
+    TaskStatusUpdateEvent,
+)
+from .base import (
+    MAX_EVENTS,
+    Cursor,
+    Lease,
+    ListPage,
+    ListQuery,
+    LoggedEvent,
+    MissingTaskError,
+    SequenceConflictError,
+    StoredTask,
+    StoreError,
+    StoreFullError,
+    TaskStore,
+    TerminalTaskError,
+    apply_event,
+    deadline_of,
+)
+
+__all__ = ["SCHEMA_VERSION", "SchemaVersionError", "SqliteStore"]
+
+T = TypeVar("T")
+
+BUSY_TIMEOUT = 10.0  # seconds to wait for another process's write lock
+_MAX_BATCH = 256  # jobs per transaction, so one batch cannot hold the lock for long
+
+_encode = msgspec.json.Encoder().encode
+_decode_task = msgspec.json.Decoder(Task).decode
+# The two event structs share no tag, so a union of them cannot be decoded; the
+# row's kind column picks the decoder instead.
+_STATUS_EVENT, _ARTIFACT_EVENT = 0, 1
+_decode_event: dict[int, Callable[[bytes], TaskEvent]] = {
+    _STATUS_EVENT: msgspec.json.Decoder(TaskStatusUpdateEvent).decode,
+    _ARTIFACT_EVENT: msgspec.json.Decoder(TaskArtifactUpdateEvent).decode,
+}
+
+_TERMINAL, _INTERRUPTED = 0, 1  # evict_class, in eviction order
+_IN_FLIGHT = (TaskState.SUBMITTED, TaskState.WORKING)
+
+
+class SchemaVersionError(StoreError):
+    """The file was written by a newer a2ad, with a schema this one does not know."""
+
+
+_SCHEMA_V1 = (
+    """CREATE TABLE tasks (
+        id TEXT PRIMARY KEY NOT NULL,
+        context_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        status_ts TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        evict_class INTEGER,
+        evict_order INTEGER,
+        lease_owner TEXT,
+        lease_expires REAL,
+        deadline TEXT,
+        body BLOB NOT NULL
+    )""",
+    "CREATE INDEX tasks_by_time ON tasks (status_ts, id)",
+    "CREATE INDEX tasks_by_context ON tasks (context_id, status_ts, id)",
+    "CREATE INDEX tasks_by_state ON tasks (state, status_ts, id)",
+    "CREATE INDEX tasks_by_lease ON tasks (state, lease_expires)",
+    "CREATE INDEX tasks_by_owner ON tasks (lease_owner) WHERE lease_owner IS NOT NULL",
+    """CREATE INDEX tasks_by_eviction ON tasks (evict_class, evict_order)
+        WHERE evict_class IS NOT NULL""",
+    # Retention walks old terminal tasks only, without sorting every old task.
+    "CREATE INDEX tasks_terminal_by_time ON tasks (status_ts, id) WHERE evict_class = 0",
+    "CREATE INDEX tasks_by_deadline ON tasks (deadline, id) WHERE deadline IS NOT NULL",
+    """CREATE TABLE events (
+        task_id TEXT NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        kind INTEGER NOT NULL,
+        body BLOB NOT NULL,
+        PRIMARY KEY (task_id, seq)
+    ) WITHOUT ROWID""",
+    "CREATE TABLE task_count (n INTEGER NOT NULL)",
+    "INSERT INTO task_count (n) VALUES (0)",
+    """CREATE TRIGGER tasks_count_insert AFTER INSERT ON tasks
+        BEGIN UPDATE task_count SET n = n + 1; END""",
+    """CREATE TRIGGER tasks_count_delete AFTER DELETE ON tasks
+        BEGIN UPDATE task_count SET n = n - 1; END""",
+)
+
+
+def _create_v1(conn: sqlite3.Connection) -> None:
+    for statement in _SCHEMA_V1:
+        conn.execute(statement)
+
+
+# Step i upgrades a file at version i to version i + 1; append, never edit.
+_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_create_v1,)
+SCHEMA_VERSION = len(_MIGRATIONS)
+
+
+def _schema_version(conn: sqlite3.Connection, path: str) -> int:
+    try:
+        (version,) = conn.execute("PRAGMA user_version").fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path} is not an SQLite database ({exc})") from exc
+    if version > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"{path} has task store schema version {version}, but this a2ad supports "
+            f"version {SCHEMA_VERSION} at most; upgrade a2ad to open it"
+        )
+    return int(version)
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    # Autocommit mode: every transaction is an explicit BEGIN, so none is left
+    # open by accident between calls (an open read would pin the WAL).
+    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT, isolation_level=None)
+    try:
+        # Checked before anything else touches the file, so a newer file is left as it was.
+        if _schema_version(conn, path) < SCHEMA_VERSION:
+            _migrate(conn, path)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _migrate(conn: sqlite3.Connection, path: str) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        # Read again under the write lock: another process may have upgraded it meanwhile.
+        version = _schema_version(conn, path)
+        for step in _MIGRATIONS[version:]:
+            step(conn)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _timestamp(task: Task) -> str:
+    timestamp = task.status.timestamp
+    return timestamp if isinstance(timestamp, str) else ""
+
+
+def _evict_class(state: TaskState) -> int | None:
+    if state.terminal:
+        return _TERMINAL
+    if state.interrupted:
+        return _INTERRUPTED
+    return None
+
+
+_clock_lock = threading.Lock()
+_clock_last = 0
+
+
+def _evict_order(evict_class: int | None) -> int | None:
+    """When a task entered its eviction class: wall-clock nanoseconds, so that
+    processes sharing a file agree closely enough, made strictly increasing here."""
+    global _clock_last
+    if evict_class is None:
+        return None
+    with _clock_lock:
+        _clock_last = max(_clock_last + 1, time.time_ns())
+        return _clock_last
+
+
+_INSERT_TASK = """INSERT INTO tasks (id, context_id, state, status_ts, seq, evict_class,
+    evict_order, lease_owner, lease_expires, deadline, body)
+    VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)"""
+_EVICTABLE = """SELECT id FROM tasks WHERE evict_class IS NOT NULL AND id != ?
+    ORDER BY evict_class, evict_order LIMIT ?"""
+_DELETE_TASK = "DELETE FROM tasks WHERE id = ?"
+_SELECT_TASK = "SELECT seq, body FROM tasks WHERE id = ?"
+_SELECT_FOR_APPEND = "SELECT seq, state, lease_owner, lease_expires, body FROM tasks WHERE id = ?"
+_UPDATE_STATUS = """UPDATE tasks SET state = ?, status_ts = ?, seq = ?, evict_class = ?,
+    evict_order = ?, lease_owner = ?, lease_expires = ?, body = ? WHERE id = ?"""
+# A terminal task is overdue no more: its deadline leaves the index.
+_UPDATE_TERMINAL = """UPDATE tasks SET state = ?, status_ts = ?, seq = ?, evict_class = ?,
+    evict_order = ?, lease_owner = ?, lease_expires = ?, deadline = NULL, body = ?
+    WHERE id = ?"""
+# An artifact event leaves the indexed columns alone; so does its statement.
+_UPDATE_BODY = "UPDATE tasks SET seq = ?, body = ? WHERE id = ?"
+_UPDATE_BODY_AND_LEASE = (
+    "UPDATE tasks SET seq = ?, lease_owner = ?, lease_expires = ?, body = ? WHERE id = ?"
+)
+_INSERT_EVENT = "INSERT INTO events (task_id, seq, kind, body) VALUES (?, ?, ?, ?)"
+_TRIM_EVENTS = "DELETE FROM events WHERE task_id = ? AND seq <= ?"
+_SELECT_EVENTS = "SELECT seq, kind, body FROM events WHERE task_id = ? AND seq > ? ORDER BY seq"
+_RENEW = "UPDATE tasks SET lease_expires = ? WHERE lease_owner = ?"
+# Two arms, because "IS NULL OR <" would make SQLite read every leased task.
+_ORPHANS = """SELECT id FROM tasks WHERE state IN (?1, ?2) AND lease_expires IS NULL
+    UNION ALL SELECT id FROM tasks WHERE state IN (?1, ?2) AND lease_expires < ?3
+    LIMIT ?4"""
+# Without statistics the planner would rather sort every old terminal task.
+_OLD_TERMINAL = """SELECT id FROM tasks INDEXED BY tasks_terminal_by_time
+    WHERE evict_class = 0 AND status_ts < ? ORDER BY status_ts, id LIMIT ?"""
+_OVERDUE = "SELECT id FROM tasks WHERE deadline < ? ORDER BY deadline, id LIMIT ?"
+_COUNT_ALL = "SELECT n FROM task_count"
+
+
+@cache
+def _list_sql(
+    context: bool, state: bool, after: bool, overdue: bool, cursor: bool
+) -> tuple[str, str]:
+    """(count, page) statements for one combination of filters; one text per
+    combination, so sqlite3's statement cache keeps each prepared."""
+    terms = []
+    if context:
+        terms.append("context_id = :context")
+    if state:
+        terms.append("state = :state")
+    if after:
+        terms.append("status_ts >= :after")
+    if overdue:
+        terms.append("deadline < :overdue")
+    count = "SELECT count(*) FROM tasks" + "".join(
+        f" {'WHERE' if i == 0 else 'AND'} {term}" for i, term in enumerate(terms)
+    )
+    if cursor:
+        terms.append("(status_ts, id) < (:cursor_ts, :cursor_id)")
+    where = "".join(f" {'WHERE' if i == 0 else 'AND'} {term}" for i, term in enumerate(terms))
+    page = (
+        f"SELECT status_ts, id, body FROM tasks{where}"
+        " ORDER BY status_ts DESC, id DESC LIMIT :limit"
+    )
+    return count, page
+
+
+class _Job(NamedTuple):
+    run: Callable[[sqlite3.Connection], Any] | None  # None: close the connection and stop
+    write: bool
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[Any]
+
+
+class _Outcome(NamedTuple):
+    job: _Job
+    ok: bool
+    value: Any  # the result, or the exception raised
+
+
+class _Worker:
+    """The thread that owns the connection and runs jobs on it in submission order.
+
+    It takes every job queued while it was busy as one batch (group commit): one
+    transaction per batch, each write job in its own savepoint so that a job that
+    raises undoes only itself, and results handed back after the COMMIT in one
+    wake-up of the caller's event loop. Under load, N commits and N thread round
+    trips become one of each; alone, a job is a batch of one.
+    """
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        # A daemon, so that a store nobody closed cannot hang interpreter exit; its
+        # unfinished batch then dies uncommitted, and no caller saw those results.
+        self._thread = threading.Thread(target=self._main, name="a2ad-sqlite", daemon=True)
+
+    def submit(self, run: Callable[[sqlite3.Connection], T], write: bool) -> asyncio.Future[T]:
+        if self._thread.ident is None:
+            self._thread.start()  # the first call opens the store
+        elif not self._thread.is_alive():
+            raise RuntimeError("the SQLite worker thread has ended")
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._jobs.put(_Job(run, write, loop, future))
+        return future
+
+    async def stop(self) -> None:
+        if self._thread.ident is None:
+            return  # never started: no connection, and the file was never touched
+        loop = asyncio.get_running_loop()
+        stopped: asyncio.Future[None] = loop.create_future()
+        # Queued behind every call already made, which so finish first. If this
+        # await is cancelled, the worker still closes the connection and ends.
+        self._jobs.put(_Job(None, False, loop, stopped))
+        await stopped
+        self._thread.join()  # it has only to return
+
+    def _main(self) -> None:
+        conn: sqlite3.Connection | None = None
+        while True:
+            jobs = [self._jobs.get()]
+            while len(jobs) < _MAX_BATCH:
+                try:
+                    jobs.append(self._jobs.get_nowait())
+                except queue.Empty:
+                    break
+            stop = jobs.pop() if jobs[-1].run is None else None  # always the last job
+            outcomes: list[_Outcome] = []
+            if jobs:
+                try:
+                    if conn is None:
+                        conn = _connect(self._path)
+                    outcomes = _run_batch(conn, jobs)
+                except Exception as exc:
+                    outcomes = [_Outcome(job, False, exc) for job in jobs]
+            if stop is not None:
+                if conn is not None:
+                    conn.close()
+                outcomes.append(_Outcome(stop, True, None))
+            _deliver(outcomes)
+            if stop is not None:
+                return
+
+
+def _run_batch(conn: sqlite3.Connection, jobs: list[_Job]) -> list[_Outcome]:
+    # Reads share the transaction too: a list's count and page see one snapshot,
+    # and the batch takes one read lock instead of one per statement.
+    conn.execute("BEGIN IMMEDIATE" if any(job.write for job in jobs) else "BEGIN")
+    outcomes: list[_Outcome] = []
+    try:
+        for job in jobs:
+            assert job.run is not None
+            if job.write:
+                conn.execute("SAVEPOINT job")
+            try:
+                result = job.run(conn)
+            except Exception as exc:
+                if not conn.in_transaction:
+                    raise  # SQLite rolled back the whole batch (disk full, I/O error)
+                if job.write:
+                    conn.execute("ROLLBACK TO job")
+                    conn.execute("RELEASE job")
+                outcomes.append(_Outcome(job, False, exc))
+            else:
+                if job.write:
+                    conn.execute("RELEASE job")
+                outcomes.append(_Outcome(job, True, result))
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return outcomes
+
+
+def _deliver(outcomes: list[_Outcome]) -> None:
+    by_loop: dict[asyncio.AbstractEventLoop, list[_Outcome]] = {}
+    for outcome in outcomes:
+        by_loop.setdefault(outcome.job.loop, []).append(outcome)
+    for loop, settled in by_loop.items():
+        try:
+            loop.call_soon_threadsafe(_settle, settled)
+        except RuntimeError:
+            pass  # that loop is closed: nobody waits for these any more
+
+
+def _settle(outcomes: list[_Outcome]) -> None:
+    for job, ok, value in outcomes:
+        if job.future.cancelled():
+            continue  # its caller left; the job ran all the same
+        if ok:
+            job.future.set_result(value)
+        else:
+            job.future.set_exception(value)
+
+
+def _nothing(conn: sqlite3.Connection) -> None:
+    return None
+
+
+class SqliteStore(TaskStore):
+    """Tasks in one SQLite file, kept across restarts; unbounded unless
+    ``max_tasks`` is set, then evicting like MemoryStore. A file that holds more
+    than the cap (it was opened with a higher one) is brought down to it by the
+    next ``create``, which evicts as many as that takes or refuses. See the module
+    docstring for threading, lifetime and schema."""
+
+    def __init__(self, path: str | os.PathLike[str], *, max_tasks: int | None = None) -> None:
+        if max_tasks is not None and max_tasks < 1:
+            raise ValueError("max_tasks must be at least 1 (or None for no cap)")
+        self.path = os.fspath(path)
+        self.max_tasks = max_tasks
+        self._worker = _Worker(self.path)
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"SqliteStore({self.path!r}, max_tasks={self.max_tasks!r})"
+
+    async def open(self) -> None:
+        """Connect, and create the schema or upgrade it in place. Optional (the first
+        operation opens the store); idempotent. Raises SchemaVersionError for a file
+        written by a newer a2ad, StoreError for a file that is not a database; the
+        store then stays unopened (a later call tries again) until ``aclose``."""
+        await self._run(_nothing)
+
+    async def __aenter__(self) -> Self:
+        try:
+            await self.open()
+        except BaseException:
+            await self.aclose()  # __aexit__ will not run: end the thread here
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Finish the calls already made, close the connection and end the worker
+        thread. Idempotent; the store cannot be reopened."""
+        if self._closed:
+            return
+        self._closed = True
+        await self._worker.stop()
+
+    # --- the TaskStore contract ---
+
+    async def create(self, task: Task, *, lease: Lease | None = None) -> StoredTask:
+        return await self._run(lambda conn: self._create(conn, task, lease), write=True)
+
+    async def get(self, task_id: str) -> StoredTask | None:
+        return await self._run(lambda conn: _get(conn, task_id))
+
+    async def append(
+        self,
+        task_id: str,
+        expected_seq: int,
+        event: TaskEvent,
+        *,
+        user_message: Message | None = None,
+        lease: Lease | None = None,
+    ) -> StoredTask:
+        return await self._run(
+            lambda conn: _append(conn, task_id, expected_seq, event, user_message, lease),
+            write=True,
+        )
+
+    async def events(self, task_id: str, after_seq: int) -> builtins.list[LoggedEvent]:
+        return await self._run(lambda conn: _events(conn, task_id, after_seq))
+
+    async def renew(self, owner: str, expires_at: float) -> None:
+        await self._run(lambda conn: _renew(conn, owner, expires_at), write=True)
+
+    async def orphans(self, now: float, limit: int) -> builtins.list[str]:
+        params = (TaskState.SUBMITTED.value, TaskState.WORKING.value, now, limit)
+        return await self._run(lambda conn: [row[0] for row in conn.execute(_ORPHANS, params)])
+
+    async def delete_terminal(self, updated_before: str, limit: int) -> builtins.list[str]:
+        return await self._run(
+            lambda conn: _delete_terminal(conn, updated_before, limit), write=True
+        )
+
+    async def list(self, query: ListQuery) -> ListPage:
+        return await self._run(lambda conn: _list(conn, query))
+
+    async def overdue(self, now: str, limit: int) -> builtins.list[str]:
+        return await self._run(
+            lambda conn: [row[0] for row in conn.execute(_OVERDUE, (now, limit))]
+        )
+
+    async def _run(self, job: Callable[[sqlite3.Connection], T], *, write: bool = False) -> T:
+        if self._closed:
+            raise RuntimeError(f"{self!r} is closed; open a new one")
+        return await self._worker.submit(job, write)
+
+    def _create(self, conn: sqlite3.Connection, task: Task, lease: Lease | None) -> StoredTask:
+        evict_class = _evict_class(task.status.state)
+        try:
+            conn.execute(
+                _INSERT_TASK,
+                (
+                    task.id,
+                    task.context_id,
+                    task.status.state.value,
+                    _timestamp(task),
+                    evict_class,
+                    _evict_order(evict_class),
+                    lease.owner if lease is not None else None,
+                    lease.expires_at if lease is not None else None,
+                    None if task.status.state.terminal else deadline_of(task),
+                    _encode(task),
+                ),
+            )
+        except sqlite3.IntegrityError:
+            raise ValueError(f"task {task.id} already exists") from None
+        if self.max_tasks is not None:
+            # Inserted first and evicted after, in the same transaction: a refusal
+            # rolls back both, and the new task is never the one evicted.
+            (count,) = conn.execute(_COUNT_ALL).fetchone()
+            excess = count - self.max_tasks
+            if excess > 0:
+                victims = conn.execute(_EVICTABLE, (task.id, excess)).fetchall()
+                if len(victims) < excess:
+                    raise StoreFullError(
+                        f"the store holds {count - 1} tasks (its cap is {self.max_tasks}) "
+                        "and all are in flight"
+                    )
+                conn.executemany(_DELETE_TASK, victims)
+        return StoredTask(task, 0)
+
+
+def _get(conn: sqlite3.Connection, task_id: str) -> StoredTask | None:
+    row = conn.execute(_SELECT_TASK, (task_id,)).fetchone()
+    return None if row is None else StoredTask(_decode_task(row[1]), row[0])
+
+
+def _append(
+    conn: sqlite3.Connection,
+    task_id: str,
+    expected_seq: int,
+    event: TaskEvent,
+    user_message: Message | None,
+    lease: Lease | None,
+) -> StoredTask:
+    row = conn.execute(_SELECT_FOR_APPEND, (task_id,)).fetchone()
+    if row is None:
+        raise MissingTaskError(task_id)
+    seq, state_value, owner, expires, body = row
+    if seq != expected_seq:
+        raise SequenceConflictError(f"task {task_id} is at {seq}, not {expected_seq}")
+    state = TaskState(state_value)
+    if state.terminal:
+        raise TerminalTaskError(task_id, state)
+    new = apply_event(_decode_task(body), event, user_message)  # may raise EventLimitError
+    seq += 1
+    new_state = new.status.state
+    if new_state not in _IN_FLIGHT:
+        owner = expires = None
+    elif lease is not None:
+        owner, expires = lease
+    new_body = _encode(new)
+    if isinstance(event, TaskStatusUpdateEvent):
+        kind = _STATUS_EVENT
+        evict_class = _evict_class(new_state)
+        conn.execute(
+            _UPDATE_TERMINAL if new_state.terminal else _UPDATE_STATUS,
+            (
+                new_state.value,
+                _timestamp(new),
+                seq,
+                evict_class,
+                _evict_order(evict_class),
+                owner,
+                expires,
+                new_body,
+                task_id,
+            ),
+        )
+    else:
+        kind = _ARTIFACT_EVENT
+        if (owner, expires) == (row[2], row[3]):
+            conn.execute(_UPDATE_BODY, (seq, new_body, task_id))
+        else:
+            conn.execute(_UPDATE_BODY_AND_LEASE, (seq, owner, expires, new_body, task_id))
+    conn.execute(_INSERT_EVENT, (task_id, seq, kind, _encode(event)))
+    if seq > MAX_EVENTS:
+        conn.execute(_TRIM_EVENTS, (task_id, seq - MAX_EVENTS))
+    return StoredTask(new, seq)
+
+
+def _events(conn: sqlite3.Connection, task_id: str, after_seq: int) -> list[LoggedEvent]:
+    return [
+        LoggedEvent(seq, _decode_event[kind](body))
+        for seq, kind, body in conn.execute(_SELECT_EVENTS, (task_id, after_seq))
+    ]
+
+
+def _renew(conn: sqlite3.Connection, owner: str, expires_at: float) -> None:
+    conn.execute(_RENEW, (expires_at, owner))
+
+
+def _delete_terminal(conn: sqlite3.Connection, updated_before: str, limit: int) -> list[str]:
+    rows = conn.execute(_OLD_TERMINAL, (updated_before, limit)).fetchall()
+    conn.executemany(_DELETE_TASK, rows)
+    return [row[0] for row in rows]
+
+
+def _list(conn: sqlite3.Connection, query: ListQuery) -> ListPage:
+    count_sql, page_sql = _list_sql(
+        bool(query.context_id),
+        query.state is not None,
+        bool(query.updated_after),
+        bool(query.overdue_at),
+        query.cursor is not None,
+    )
+    params: dict[str, Any] = {
+        "context": query.context_id,
+        "state": query.state.value if query.state is not None else None,
+        "after": query.updated_after,
+        "overdue": query.overdue_at,
+        "limit": query.page_size + 1,
+    }
+    if query.cursor is not None:
+        params["cursor_ts"], params["cursor_id"] = query.cursor
+    if query.context_id or query.state is not None or query.updated_after or query.overdue_at:
+        (total,) = conn.execute(count_sql, params).fetchone()
+    else:
+        (total,) = conn.execute(_COUNT_ALL).fetchone()
+    rows = conn.execute(page_sql, params).fetchall()
+    tasks = [_decode_task(body) for _, _, body in rows[: query.page_size]]
+    next_cursor: Cursor | None = None
+    if len(rows) > query.page_size:
+        last = rows[query.page_size - 1]
+        next_cursor = (last[0], last[1])
+    return ListPage(tasks, next_cursor, total)
