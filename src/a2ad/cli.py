@@ -90,6 +90,11 @@ def serve(
     task_timeout: str = typer.Option(
         "off", help="Fail tasks not finished this long after they were created (e.g. 15m)."
     ),
+    lease_seconds: float = typer.Option(
+        15.0,
+        min=0.5,
+        help="Tasks of a server that died (no heartbeat for this long) are failed.",
+    ),
     log_level: str = typer.Option("info", help="debug, info, warning or error."),
 ) -> None:
     """Serve an agent over A2A JSON-RPC (1.0 and 0.3) with SSE streaming."""
@@ -120,6 +125,7 @@ def serve(
         shutdown_grace=grace,
         retention_seconds=keep,
         task_timeout=timeout,
+        lease_seconds=lease_seconds,
     )
     config = uvicorn.Config(
         application,
