@@ -339,11 +339,16 @@ class Engine:
         user_message: Message | None = None,
         resume: bool = False,
         lease: Lease | None = None,
+        known: StoredTask | None = None,
     ) -> StoredTask:
+        """``known``: the caller's latest snapshot, saving a read; if it is stale
+        the append conflicts and the task is read afresh."""
+        current = known
         while True:
-            current = await self.store.get(task_id)
             if current is None:
-                raise MissingTaskError(task_id)
+                current = await self.store.get(task_id)
+                if current is None:
+                    raise MissingTaskError(task_id)
             state = current.task.status.state
             if state.terminal:
                 raise TerminalTaskError(task_id, state)
@@ -353,6 +358,7 @@ class Engine:
                     task_id, current.seq, event, user_message=user_message, lease=lease
                 )
             except SequenceConflictError:
+                current = None
                 continue
             new_state = stored.task.status.state
             final = isinstance(event, TaskStatusUpdateEvent) and (
@@ -437,6 +443,7 @@ class Engine:
             stored = await self._resume(message)
             invocation = _Invocation(self, stored.task.id, stored.task.context_id, metadata)
             invocation.created = True
+            invocation.current = stored
             invocation.history = stored.task.history
             invocation.message = stored.task.history[-1]
             self.runner.start(stored.task.id, invocation.run())
@@ -612,6 +619,7 @@ class _Invocation:
         self.replied = False
         self.create_error: A2AError | None = None
         self.deadline: str | None = None
+        self.current: StoredTask | None = None  # the latest snapshot this invocation made
         self._cancelled = False
 
     @property
@@ -628,7 +636,7 @@ class _Invocation:
             metadata={"deadline": self.deadline} if self.deadline else UNSET,
         )
         try:
-            await self.engine.store.create(task)
+            self.current = await self.engine.store.create(task, lease=self.engine._lease())
         except StoreFullError as exc:
             raise ServerBusyError(
                 "The server is at its task limit and every stored task is still in flight "
@@ -659,7 +667,7 @@ class _Invocation:
         if not await self._ensure_created():
             return False
         try:
-            await self.engine._apply(self.task_id, event)
+            self.current = await self.engine._apply(self.task_id, event, known=self.current)
         except (
             TerminalTaskError,
             InvalidTransitionError,
@@ -737,8 +745,9 @@ class _Invocation:
             if not self.created:
                 await self.status(TaskState.COMPLETED, None)
                 return
-            stored = await self.engine.store.get(self.task_id)
-            if stored is not None and stored.task.status.state in (
+            # A stale snapshot is harmless: completing a task that ended meanwhile
+            # fails to append and is dropped.
+            if self.current is None or self.current.task.status.state in (
                 TaskState.SUBMITTED,
                 TaskState.WORKING,
             ):
