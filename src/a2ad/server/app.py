@@ -11,7 +11,7 @@ from ..agents.echo import EchoAgent
 from ..engine import Engine
 from ..protocol.errors import A2AError, InvalidRequestError, MethodNotFoundError
 from ..protocol.jsonrpc import encode_error
-from ..store.base import TaskStore
+from ..store.base import StoreError, TaskStore
 from ..store.memory import MemoryStore
 from .card import CARD_PATHS, serve_card
 from .jsonrpc import MAX_BODY_BYTES, JsonRpcEndpoint
@@ -82,6 +82,10 @@ class A2AApp:
             if message["type"] == "lifespan.startup":
                 try:
                     await self.engine.start()
+                except StoreError as exc:  # a user's problem (e.g. the file), not a bug
+                    log.error("startup failed: %s", exc)
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
                 except Exception as exc:
                     log.exception("startup failed")
                     await send({"type": "lifespan.startup.failed", "message": str(exc)})
