@@ -113,6 +113,8 @@ _SCHEMA_V1 = (
     "CREATE INDEX tasks_by_time ON tasks (status_ts, id)",
     "CREATE INDEX tasks_by_context ON tasks (context_id, status_ts, id)",
     "CREATE INDEX tasks_by_state ON tasks (state, status_ts, id)",
+    # contextId + status together: neither index above narrows by both.
+    "CREATE INDEX tasks_by_context_state ON tasks (context_id, state, status_ts, id)",
     "CREATE INDEX tasks_by_lease ON tasks (state, lease_expires)",
     "CREATE INDEX tasks_by_owner ON tasks (lease_owner) WHERE lease_owner IS NOT NULL",
     """CREATE INDEX tasks_by_eviction ON tasks (evict_class, evict_order)
@@ -133,6 +135,21 @@ _SCHEMA_V1 = (
         BEGIN UPDATE task_count SET n = n + 1; END""",
     """CREATE TRIGGER tasks_count_delete AFTER DELETE ON tasks
         BEGIN UPDATE task_count SET n = n - 1; END""",
+    # Per-state counts, so that totalSize of a status-only listing is one lookup
+    # instead of a count over (say) every completed task.
+    "CREATE TABLE state_count (state TEXT PRIMARY KEY NOT NULL, n INTEGER NOT NULL)",
+    """CREATE TRIGGER tasks_state_insert AFTER INSERT ON tasks BEGIN
+        INSERT INTO state_count (state, n) VALUES (new.state, 1)
+            ON CONFLICT (state) DO UPDATE SET n = n + 1;
+    END""",
+    """CREATE TRIGGER tasks_state_delete AFTER DELETE ON tasks
+        BEGIN UPDATE state_count SET n = n - 1 WHERE state = old.state; END""",
+    """CREATE TRIGGER tasks_state_update AFTER UPDATE OF state ON tasks
+        WHEN new.state != old.state BEGIN
+        UPDATE state_count SET n = n - 1 WHERE state = old.state;
+        INSERT INTO state_count (state, n) VALUES (new.state, 1)
+            ON CONFLICT (state) DO UPDATE SET n = n + 1;
+    END""",
 )
 
 
@@ -625,6 +642,9 @@ def _delete_terminal(conn: sqlite3.Connection, updated_before: str, limit: int) 
     return [row[0] for row in rows]
 
 
+_COUNT_STATE = "SELECT n FROM state_count WHERE state = ?"
+
+
 def _list(conn: sqlite3.Connection, query: ListQuery) -> ListPage:
     count_sql, page_sql = _list_sql(
         bool(query.context_id),
@@ -642,8 +662,11 @@ def _list(conn: sqlite3.Connection, query: ListQuery) -> ListPage:
     }
     if query.cursor is not None:
         params["cursor_ts"], params["cursor_id"] = query.cursor
-    if query.context_id or query.state is not None or query.updated_after or query.overdue_at:
+    if query.context_id or query.updated_after or query.overdue_at:
         (total,) = conn.execute(count_sql, params).fetchone()
+    elif query.state is not None:
+        row = conn.execute(_COUNT_STATE, (params["state"],)).fetchone()
+        total = row[0] if row else 0
     else:
         (total,) = conn.execute(_COUNT_ALL).fetchone()
     rows = conn.execute(page_sql, params).fetchall()
