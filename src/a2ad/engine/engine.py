@@ -553,18 +553,20 @@ class Engine:
             stored = await self.store.get(task_id)
             if stored is None:
                 raise TaskNotFoundError(f"Task not found: {task_id}", metadata={"taskId": task_id})
-            backlog: list[tuple[int | None, StreamItem]] = [(stored.seq, stored.task)]
-            if last_event_id is not None and 0 <= last_event_id < stored.seq:
-                logged = await self.store.events(task_id, last_event_id)
-                if logged and logged[0].seq == last_event_id + 1:
-                    backlog = [(e.seq, e.event) for e in logged if e.seq <= stored.seq]
-            elif stored.task.status.state.terminal:
-                state = stored.task.status.state
+            state = stored.task.status.state
+            replay = last_event_id is not None and 0 <= last_event_id <= stored.seq
+            missed = replay and last_event_id is not None and last_event_id < stored.seq
+            if state.terminal and not missed:
                 raise UnsupportedOperationError(
                     f"Task {task_id} is already {state.word}; there are no more events to "
                     "subscribe to. Read it with GetTask",
                     metadata={"taskId": task_id, "state": state.word},
                 )
+            backlog: list[tuple[int | None, StreamItem]] = [(stored.seq, stored.task)]
+            if replay and last_event_id is not None:
+                logged = await self.store.events(task_id, last_event_id)
+                if not logged or logged[0].seq == last_event_id + 1:
+                    backlog = [(e.seq, e.event) for e in logged if e.seq <= stored.seq]
         except BaseException:
             sub.close()
             raise
@@ -789,14 +791,14 @@ def _check_context_id(context_id: str) -> str:
 def _parse_timestamp(text: str, field: str = "statusTimestampAfter") -> str:
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        moment = moment.astimezone(UTC)  # OverflowError past year 9999 or before year 1
+    except (ValueError, OverflowError):
         raise InvalidParamsError(
             f"Invalid {field} {text!r}: use an RFC 3339 time such as 2026-11-30T10:00:00Z",
             field=field,
         ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    moment = moment.astimezone(UTC)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 

@@ -81,6 +81,13 @@ def pick_dialect(version: str, method: str) -> tuple[Dialect, str]:
     raise MethodNotFoundError(f"Method not found: {method}", metadata={"method": method})
 
 
+def _event_id(text: str) -> int | None:
+    """A ``Last-Event-ID`` as we issue them (a sequence number), or None to ignore it."""
+    if 0 < len(text) <= 18 and text.isascii() and text.isdigit():
+        return int(text)
+    return None
+
+
 class JsonRpcEndpoint:
     def __init__(self, engine: Engine, *, max_body_bytes: int = MAX_BODY_BYTES) -> None:
         self.engine = engine
@@ -189,9 +196,7 @@ class JsonRpcEndpoint:
         else:
             task_id = dialect.decode_task_id(params, method).id
             last = header(scope, b"last-event-id").strip()
-            events = await self.engine.subscribe(
-                task_id, last_event_id=int(last) if last.isdigit() else None
-            )
+            events = await self.engine.subscribe(task_id, last_event_id=_event_id(last))
         encode_item = dialect.encode_stream_item
 
         def encode(item: StreamItem, last: bool) -> bytes:
