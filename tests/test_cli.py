@@ -226,3 +226,19 @@ def test_serve_help_lists_its_options() -> None:
     assert done.returncode == 0
     for option in ("--host", "--port", "--store", "--agent", "--max-tasks"):
         assert option in done.stdout, option
+
+
+def test_serve_names_the_folder_when_the_sqlite_file_cannot_be_created(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-folder" / "tasks.db"
+    done = run_a2ad("serve", "--port", str(free_port()), "--store", f"sqlite:///{missing}")
+    said = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "no-such-folder" in said and "exists" in said
+    assert "Traceback" not in said
+
+
+def test_serve_rejects_an_unknown_store_url() -> None:
+    done = run_a2ad("serve", "--port", str(free_port()), "--store", "postgres://nowhere")
+    said = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 2
+    assert "postgres://nowhere" in said and "sqlite:///" in said

@@ -179,7 +179,14 @@ def _schema_version(conn: sqlite3.Connection, path: str) -> int:
 def _connect(path: str) -> sqlite3.Connection:
     # Autocommit mode: every transaction is an explicit BEGIN, so none is left
     # open by accident between calls (an open read would pin the WAL).
-    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT, isolation_level=None)
+    try:
+        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT, isolation_level=None)
+    except sqlite3.Error as exc:
+        folder = os.path.dirname(os.path.abspath(path))
+        raise StoreError(
+            f"can't open the task store {path!r} ({exc}); check that {folder!r} exists "
+            "and is writable"
+        ) from None
     try:
         # Checked before anything else touches the file, so a newer file is left as it was.
         if _schema_version(conn, path) < SCHEMA_VERSION:
