@@ -9,14 +9,13 @@ Once the task is terminal, further calls are dropped (logged) and return False.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 import msgspec
 from msgspec import UNSET
 
-from ..protocol.model import Artifact, Message, Part, Role, TaskState, TextPart
+from ..protocol.model import Artifact, Message, Part, Role, TaskState, TextPart, new_id
 
 __all__ = ["Agent", "AgentSkill", "Emitter", "TaskContext"]
 
@@ -96,7 +95,7 @@ class TaskContext:
         if content is None or isinstance(content, Message):
             return content
         return Message(
-            message_id=str(uuid.uuid4()),
+            message_id=new_id(),
             role=Role.AGENT,
             parts=_parts(content),
             context_id=self.context_id,
@@ -122,7 +121,7 @@ class TaskContext:
         ``artifact_id`` (streamed chunks; mark the last with ``last_chunk``).
         Returns the artifact id."""
         artifact = Artifact(
-            artifact_id=artifact_id or str(uuid.uuid4()),
+            artifact_id=artifact_id or new_id(),
             parts=_parts(content),
             name=name,
             description=description,

@@ -53,6 +53,7 @@ from ..protocol.model import (
     TaskStatus,
     TaskStatusUpdateEvent,
     TextPart,
+    new_id,
     now_timestamp,
     parse_state,
 )
@@ -385,7 +386,7 @@ class Engine:
         immediately = config is not UNSET and config.return_immediately
         history_length = config.history_length if config is not UNSET else UNSET
         message = request.message
-        task_id = message.task_id or str(uuid.uuid4())
+        task_id = message.task_id or new_id()
         with self.bus.subscribe(task_id, maxsize=8, finals_only=True) as sub:
             started = await self._start(request, sub_task_id=task_id, immediately=immediately)
             if immediately and started is not None:
@@ -402,7 +403,7 @@ class Engine:
     async def stream(self, request: SendMessageRequest) -> EventStream:
         """SendStreamingMessage: the stream of this request's turn."""
         message = request.message
-        task_id = message.task_id or str(uuid.uuid4())
+        task_id = message.task_id or new_id()
         sub = self.bus.subscribe(task_id, maxsize=self.stream_buffer)
         try:
             await self._start(request, sub_task_id=task_id, immediately=False)
@@ -448,7 +449,7 @@ class Engine:
             invocation.message = stored.task.history[-1]
             self.runner.start(stored.task.id, invocation.run())
             return stored.task
-        context_id = _check_context_id(message.context_id) or str(uuid.uuid4())
+        context_id = _check_context_id(message.context_id) or new_id()
         message = msgspec.structs.replace(message, task_id=sub_task_id, context_id=context_id)
         invocation = _Invocation(self, sub_task_id, context_id, metadata)
         invocation.deadline = self.deadline_for(message, metadata)
@@ -766,7 +767,7 @@ class _Invocation:
 
 def _agent_message(task_id: str, context_id: str, text: str) -> Message:
     return Message(
-        message_id=str(uuid.uuid4()),
+        message_id=new_id(),
         role=Role.AGENT,
         parts=[TextPart(text)],
         context_id=context_id,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import uuid
 from typing import Annotated, Any, ClassVar
 
 import msgspec
@@ -37,6 +36,7 @@ from .model import (
     TaskState,
     TaskStatus,
     TaskStatusUpdateEvent,
+    new_id,
 )
 
 __all__ = ["V03", "state_to_03"]
@@ -166,7 +166,7 @@ def _message_from_03(m: _MessageIn) -> Message:
             field="message.role",
         )
     return Message(
-        message_id=m.message_id or str(uuid.uuid4()),
+        message_id=m.message_id or new_id(),
         role=role,
         parts=[_part_from_03(p, f"message.parts[{i}]") for i, p in enumerate(m.parts)],
         context_id=m.context_id or "",
