@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
-import itertools
-from collections import OrderedDict, deque
+from collections import deque
 
 from ..protocol.model import Message, Task, TaskEvent, TaskState, TaskStatusUpdateEvent
 from .base import (
@@ -50,13 +49,19 @@ class MemoryStore(TaskStore):
             raise ValueError("max_tasks must be at least 1")
         self.max_tasks = max_tasks
         self._tasks: dict[str, StoredTask] = {}
-        self._events: dict[str, deque[LoggedEvent]] = {}
+        # Each task's logged events in order; the last has the task's seq. A plain
+        # list per task: most tasks log a handful of events, and a deque's first
+        # block alone is several hundred bytes.
+        self._events: dict[str, list[TaskEvent]] = {}
         self._leases: dict[str, Lease] = {}
         self._deadlines: list[tuple[str, str]] = []  # heap of (deadline, task id)
         self._order: list[Cursor] = []  # ascending; listing walks it backwards
         self._by_context: dict[str, list[Cursor]] = {}
-        self._terminal: OrderedDict[str, None] = OrderedDict()  # oldest first
-        self._interrupted: OrderedDict[str, None] = OrderedDict()
+        # Eviction order, oldest first. Entries are checked when taken instead of
+        # removed when they go stale: a terminal task only leaves by being dropped,
+        # an interrupted one is current while it still has the seq it had then.
+        self._terminal: deque[str] = deque()
+        self._interrupted: deque[tuple[str, int]] = deque()
 
     def __len__(self) -> int:
         return len(self._tasks)
@@ -70,13 +75,13 @@ class MemoryStore(TaskStore):
             )
         record = StoredTask(task, 0)
         self._tasks[task.id] = record
-        self._events[task.id] = deque(maxlen=MAX_EVENTS)
+        self._events[task.id] = []
         if lease is not None:
             self._leases[task.id] = lease
         deadline = deadline_of(task)
         if deadline is not None:
             heapq.heappush(self._deadlines, (deadline, task.id))
-        self._index(task)
+        self._index(task, 0)
         return record
 
     async def get(self, task_id: str) -> StoredTask | None:
@@ -100,12 +105,15 @@ class MemoryStore(TaskStore):
         if old.status.state.terminal:
             raise TerminalTaskError(task_id, old.status.state)
         new = apply_event(old, event, user_message)
-        if isinstance(event, TaskStatusUpdateEvent):
-            self._unindex(old)
-            self._index(new)
         record = StoredTask(new, record.seq + 1)
         self._tasks[task_id] = record
-        self._events[task_id].append(LoggedEvent(record.seq, event))
+        if isinstance(event, TaskStatusUpdateEvent):
+            self._unindex(old)
+            self._index(new, record.seq)
+        log = self._events[task_id]
+        log.append(event)
+        if len(log) > MAX_EVENTS + MAX_EVENTS // 8:  # trim in chunks, not every append
+            del log[: len(log) - MAX_EVENTS]
         if new.status.state not in _IN_FLIGHT:
             self._leases.pop(task_id, None)
         elif lease is not None:
@@ -130,10 +138,11 @@ class MemoryStore(TaskStore):
 
     async def events(self, task_id: str, after_seq: int) -> list[LoggedEvent]:
         log = self._events.get(task_id)
-        if not log or log[-1].seq <= after_seq:
+        if not log:
             return []
-        first = log[0].seq
-        return list(itertools.islice(log, max(0, after_seq + 1 - first), None))
+        first = self._tasks[task_id].seq - len(log) + 1
+        start = max(0, after_seq + 1 - first)
+        return [LoggedEvent(first + i, log[i]) for i in range(start, len(log))]
 
     async def overdue(self, now: str, limit: int) -> list[str]:
         # Like every store: an overdue task is reported until it is terminal.
@@ -149,15 +158,16 @@ class MemoryStore(TaskStore):
         return [task_id for _, task_id in found]
 
     async def delete_terminal(self, updated_before: str, limit: int) -> list[str]:
-        old = [
-            task_id
-            for task_id in itertools.islice(self._terminal, None)
-            if _key(self._tasks[task_id].task)[0] < updated_before
-        ]
-        old.sort(key=lambda task_id: _key(self._tasks[task_id].task))
-        for task_id in old[:limit]:
+        # _order is by status timestamp, oldest first: walk the old end only.
+        doomed: list[str] = []
+        for timestamp, task_id in self._order:
+            if timestamp >= updated_before or len(doomed) >= limit:
+                break
+            if self._tasks[task_id].task.status.state.terminal:
+                doomed.append(task_id)
+        for task_id in doomed:
             self._drop(task_id)
-        return old[:limit]
+        return doomed
 
     async def list(self, query: ListQuery) -> ListPage:
         keys = self._by_context.get(query.context_id, []) if query.context_id else self._order
@@ -200,15 +210,15 @@ class MemoryStore(TaskStore):
     def _state_of(self, key: Cursor) -> object:
         return self._tasks[key[1]].task.status.state
 
-    def _index(self, task: Task) -> None:
+    def _index(self, task: Task, seq: int) -> None:
         key = _key(task)
         bisect.insort(self._order, key)
         bisect.insort(self._by_context.setdefault(task.context_id, []), key)
         state = task.status.state
         if state.terminal:
-            self._terminal[task.id] = None
+            self._terminal.append(task.id)
         elif state.interrupted:
-            self._interrupted[task.id] = None
+            self._interrupted.append((task.id, seq))
 
     def _unindex(self, task: Task) -> None:
         key = _key(task)
@@ -217,13 +227,18 @@ class MemoryStore(TaskStore):
         _remove(keys, key)
         if not keys:
             del self._by_context[task.context_id]
-        self._terminal.pop(task.id, None)
-        self._interrupted.pop(task.id, None)
 
     def _evict_one(self) -> bool:
-        for pool in (self._terminal, self._interrupted):
-            if pool:
-                self._drop(next(iter(pool)))
+        while self._terminal:
+            task_id = self._terminal.popleft()
+            if task_id in self._tasks:
+                self._drop(task_id)
+                return True
+        while self._interrupted:
+            task_id, seq = self._interrupted.popleft()
+            record = self._tasks.get(task_id)
+            if record is not None and record.seq == seq:
+                self._drop(task_id)
                 return True
         return False
 
