@@ -54,6 +54,7 @@ class MemoryStore(TaskStore):
         # block alone is several hundred bytes.
         self._events: dict[str, list[TaskEvent]] = {}
         self._leases: dict[str, Lease] = {}
+        self._in_flight: set[str] = set()  # submitted or working
         self._deadlines: list[tuple[str, str]] = []  # heap of (deadline, task id)
         self._order: list[Cursor] = []  # ascending; listing walks it backwards
         self._by_context: dict[str, list[Cursor]] = {}
@@ -126,14 +127,15 @@ class MemoryStore(TaskStore):
                 self._leases[task_id] = Lease(owner, expires_at)
 
     async def orphans(self, now: float, limit: int) -> list[str]:
+        # Only tasks in flight can be orphans: walk those, not the whole store
+        # (this runs every second).
         found: list[str] = []
-        for task_id, record in self._tasks.items():
+        for task_id in self._in_flight:
             if len(found) >= limit:
                 break
-            if record.task.status.state in _IN_FLIGHT:
-                lease = self._leases.get(task_id)
-                if lease is None or lease.expires_at < now:
-                    found.append(task_id)
+            lease = self._leases.get(task_id)
+            if lease is None or lease.expires_at < now:
+                found.append(task_id)
         return found
 
     async def events(self, task_id: str, after_seq: int) -> list[LoggedEvent]:
@@ -215,7 +217,9 @@ class MemoryStore(TaskStore):
         bisect.insort(self._order, key)
         bisect.insort(self._by_context.setdefault(task.context_id, []), key)
         state = task.status.state
-        if state.terminal:
+        if state in _IN_FLIGHT:
+            self._in_flight.add(task.id)
+        elif state.terminal:
             self._terminal.append(task.id)
         elif state.interrupted:
             self._interrupted.append((task.id, seq))
@@ -227,6 +231,7 @@ class MemoryStore(TaskStore):
         _remove(keys, key)
         if not keys:
             del self._by_context[task.context_id]
+        self._in_flight.discard(task.id)
 
     def _evict_one(self) -> bool:
         while self._terminal:
