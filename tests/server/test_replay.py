@@ -14,7 +14,7 @@ import pytest
 
 from a2ad import Agent, TaskContext
 
-from ..conftest import LiveServer, wait_for
+from ..conftest import wait_for
 from .sse_client import Dialect, Frame, body, frames, kind, rpc_body, state
 
 
@@ -64,17 +64,6 @@ class StepAgent(Agent):
 @pytest.fixture
 def agent() -> StepAgent:
     return StepAgent()
-
-
-@pytest.fixture(params=[True, False], ids=["v1.0", "v0.3"])
-def d(request: pytest.FixtureRequest) -> Dialect:
-    return Dialect(request.param)
-
-
-@pytest.fixture
-async def http(live: LiveServer) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=live.url, timeout=10) as c:
-        yield c
 
 
 async def start(http: httpx.AsyncClient, d: Dialect, agent: StepAgent) -> str:

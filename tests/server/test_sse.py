@@ -46,17 +46,6 @@ def agent() -> GatedAgent:
     return GatedAgent()
 
 
-@pytest.fixture(params=[True, False], ids=["v1.0", "v0.3"])
-def d(request: pytest.FixtureRequest) -> Dialect:
-    return Dialect(request.param)
-
-
-@pytest.fixture
-async def http(live: LiveServer) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=live.url, timeout=10) as c:
-        yield c
-
-
 async def call(http: httpx.AsyncClient, d: Dialect, op: str, params: Any) -> dict[str, Any]:
     r = await http.post("/", json=rpc_body(d.method(op), params, 99), headers=d.headers)
     assert r.status_code == 200, r.text
