@@ -460,10 +460,13 @@ class ListTasks(RequestResponse):
 
 
 class Stream(Workload):
-    name = "stream-c32"
     rate_unit = "streams/s"
     lat_label = "whole stream"
     extra_label = "first event"
+
+    def __init__(self, name: str, concurrency: int) -> None:
+        self.name = name
+        self.concurrency = concurrency
 
     async def worker(self, conn: Conn, server: Server, state: State, end: float, w: Window) -> None:
         port = server.port
@@ -843,11 +846,12 @@ async def throughput_phase(args: argparse.Namespace, report: dict[str, Any]) -> 
     if "get" in wanted:
         workloads.append(Get("get-c32", 32))
     if "list" in wanted:
-        workloads.append(ListTasks("list-c32", 32))
+        # c=1 shows a page's own latency; c=32 its cost under load.
+        workloads += [ListTasks("list-c1", 1), ListTasks("list-c32", 32)]
     if "send" in wanted:
         workloads += [Send("send-c1", 1), Send("send-c32", 32)]
     if "stream" in wanted:
-        workloads.append(Stream())
+        workloads += [Stream("stream-c1", 1), Stream("stream-c32", 32)]
     if "cancel" in wanted:
         workloads.append(Cancel())
     if not workloads and "fanout" not in wanted:
