@@ -58,6 +58,7 @@ from ..protocol.model import (
     parse_state,
 )
 from ..store.base import (
+    IN_FLIGHT,
     Cursor,
     EventLimitError,
     Lease,
@@ -463,7 +464,7 @@ class Engine:
         task_id = message.task_id
         current = await self.store.get(task_id)
         if current is None:
-            raise TaskNotFoundError(f"Task not found: {task_id}", metadata={"taskId": task_id})
+            raise _not_found(task_id)
         task = current.task
         if message.context_id and message.context_id != task.context_id:
             raise InvalidParamsError(
@@ -505,21 +506,19 @@ class Engine:
                 f"Task {task_id} can't take this message: {exc}", metadata={"taskId": task_id}
             ) from None
         except MissingTaskError:
-            raise TaskNotFoundError(
-                f"Task not found: {task_id}", metadata={"taskId": task_id}
-            ) from None
+            raise _not_found(task_id) from None
 
     async def get_task(self, task_id: str, history_length: int | Any = UNSET) -> Task:
         stored = await self.store.get(task_id)
         if stored is None:
-            raise TaskNotFoundError(f"Task not found: {task_id}", metadata={"taskId": task_id})
+            raise _not_found(task_id)
         return task_view(stored.task, history_length)
 
     async def cancel(self, task_id: str) -> Task:
         """CancelTask: store CANCELED, stop the agent, return the canceled task."""
         stored = await self.store.get(task_id)
         if stored is None:
-            raise TaskNotFoundError(f"Task not found: {task_id}", metadata={"taskId": task_id})
+            raise _not_found(task_id)
         event = TaskStatusUpdateEvent(
             task_id=task_id,
             context_id=stored.task.context_id,
@@ -533,9 +532,7 @@ class Engine:
                 metadata={"taskId": task_id, "state": exc.state.word},
             ) from None
         except MissingTaskError:
-            raise TaskNotFoundError(
-                f"Task not found: {task_id}", metadata={"taskId": task_id}
-            ) from None
+            raise _not_found(task_id) from None
         if not await self.runner.stop(task_id, timeout=CANCEL_WAIT_SECONDS):
             log.warning(
                 "agent still running after cancel; its events will be dropped",
@@ -553,7 +550,7 @@ class Engine:
         try:
             stored = await self.store.get(task_id)
             if stored is None:
-                raise TaskNotFoundError(f"Task not found: {task_id}", metadata={"taskId": task_id})
+                raise _not_found(task_id)
             state = stored.task.status.state
             replay = last_event_id is not None and 0 <= last_event_id <= stored.seq
             missed = replay and last_event_id is not None and last_event_id < stored.seq
@@ -750,10 +747,7 @@ class _Invocation:
                 return
             # A stale snapshot is harmless: completing a task that ended meanwhile
             # fails to append and is dropped.
-            if self.current is None or self.current.task.status.state in (
-                TaskState.SUBMITTED,
-                TaskState.WORKING,
-            ):
+            if self.current is None or self.current.task.status.state in IN_FLIGHT:
                 await self.status(TaskState.COMPLETED, None)
 
     async def _finish(self, state: TaskState, text: str) -> None:
@@ -763,6 +757,10 @@ class _Invocation:
             await self.status(state, _agent_message(self.task_id, self.context_id, text))
         except ServerBusyError:
             pass
+
+
+def _not_found(task_id: str) -> TaskNotFoundError:
+    return TaskNotFoundError(f"Task not found: {task_id}", metadata={"taskId": task_id})
 
 
 def _agent_message(task_id: str, context_id: str, text: str) -> Message:
@@ -776,7 +774,11 @@ def _agent_message(task_id: str, context_id: str, text: str) -> Message:
 
 
 def _timestamp(epoch: float) -> str:
-    moment = datetime.fromtimestamp(epoch, UTC)
+    return _timestamp_text(datetime.fromtimestamp(epoch, UTC))
+
+
+def _timestamp_text(moment: datetime) -> str:
+    """A UTC datetime as the store's timestamp text (ms precision, ``Z``)."""
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
@@ -800,7 +802,7 @@ def _parse_timestamp(text: str, field: str = "statusTimestampAfter") -> str:
             f"Invalid {field} {text!r}: use an RFC 3339 time such as 2026-11-30T10:00:00Z",
             field=field,
         ) from None
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return _timestamp_text(moment)
 
 
 def _encode_page_token(cursor: Cursor) -> str:

@@ -25,6 +25,7 @@ from ..protocol.model import (
 )
 
 __all__ = [
+    "IN_FLIGHT",
     "MAX_ARTIFACTS",
     "MAX_ARTIFACT_PARTS",
     "MAX_EVENTS",
@@ -44,6 +45,7 @@ __all__ = [
     "TerminalTaskError",
     "apply_event",
     "deadline_of",
+    "status_timestamp",
 ]
 
 MAX_HISTORY = 1000  # messages kept per task; the oldest go first
@@ -209,6 +211,15 @@ class TaskStore(abc.ABC):
                 break
             cursor = page.next_cursor
         return tasks
+
+
+IN_FLIGHT = (TaskState.SUBMITTED, TaskState.WORKING)  # leased, never evicted
+
+
+def status_timestamp(task: Task) -> str:
+    """The task's status timestamp text ("" if unset): the list order key."""
+    timestamp = task.status.timestamp
+    return timestamp if isinstance(timestamp, str) else ""
 
 
 def deadline_of(task: Task) -> str | None:

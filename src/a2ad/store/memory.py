@@ -12,8 +12,9 @@ import bisect
 import heapq
 from collections import deque
 
-from ..protocol.model import Message, Task, TaskEvent, TaskState, TaskStatusUpdateEvent
+from ..protocol.model import Message, Task, TaskEvent, TaskStatusUpdateEvent
 from .base import (
+    IN_FLIGHT,
     MAX_EVENTS,
     Cursor,
     Lease,
@@ -28,17 +29,14 @@ from .base import (
     TerminalTaskError,
     apply_event,
     deadline_of,
+    status_timestamp,
 )
 
 __all__ = ["MemoryStore"]
 
 
-_IN_FLIGHT = (TaskState.SUBMITTED, TaskState.WORKING)
-
-
 def _key(task: Task) -> Cursor:
-    timestamp = task.status.timestamp
-    return (timestamp if isinstance(timestamp, str) else "", task.id)
+    return (status_timestamp(task), task.id)
 
 
 class MemoryStore(TaskStore):
@@ -115,7 +113,7 @@ class MemoryStore(TaskStore):
         log.append(event)
         if len(log) > MAX_EVENTS + MAX_EVENTS // 8:  # trim in chunks, not every append
             del log[: len(log) - MAX_EVENTS]
-        if new.status.state not in _IN_FLIGHT:
+        if new.status.state not in IN_FLIGHT:
             self._leases.pop(task_id, None)
         elif lease is not None:
             self._leases[task_id] = lease
@@ -217,7 +215,7 @@ class MemoryStore(TaskStore):
         bisect.insort(self._order, key)
         bisect.insort(self._by_context.setdefault(task.context_id, []), key)
         state = task.status.state
-        if state in _IN_FLIGHT:
+        if state in IN_FLIGHT:
             self._in_flight.add(task.id)
         elif state.terminal:
             self._terminal.append(task.id)

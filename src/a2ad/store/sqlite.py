@@ -54,6 +54,7 @@ from ..protocol.model import (
     TaskStatusUpdateEvent,
 )
 from .base import (
+    IN_FLIGHT,
     MAX_EVENTS,
     Cursor,
     Lease,
@@ -69,6 +70,7 @@ from .base import (
     TerminalTaskError,
     apply_event,
     deadline_of,
+    status_timestamp,
 )
 
 __all__ = ["SCHEMA_VERSION", "SchemaVersionError", "SqliteStore"]
@@ -89,7 +91,6 @@ _decode_event: dict[int, Callable[[bytes], TaskEvent]] = {
 }
 
 _TERMINAL, _INTERRUPTED = 0, 1  # evict_class, in eviction order
-_IN_FLIGHT = (TaskState.SUBMITTED, TaskState.WORKING)
 
 
 class SchemaVersionError(StoreError):
@@ -212,11 +213,6 @@ def _migrate(conn: sqlite3.Connection, path: str) -> None:
     except BaseException:
         conn.execute("ROLLBACK")
         raise
-
-
-def _timestamp(task: Task) -> str:
-    timestamp = task.status.timestamp
-    return timestamp if isinstance(timestamp, str) else ""
 
 
 def _evict_class(state: TaskState) -> int | None:
@@ -546,7 +542,7 @@ class SqliteStore(TaskStore):
                     task.id,
                     task.context_id,
                     task.status.state.value,
-                    _timestamp(task),
+                    status_timestamp(task),
                     evict_class,
                     _evict_order(evict_class),
                     lease.owner if lease is not None else None,
@@ -598,7 +594,7 @@ def _append(
     new = apply_event(_decode_task(body), event, user_message)  # may raise EventLimitError
     seq += 1
     new_state = new.status.state
-    if new_state not in _IN_FLIGHT:
+    if new_state not in IN_FLIGHT:
         owner = expires = None
     elif lease is not None:
         owner, expires = lease
@@ -610,7 +606,7 @@ def _append(
             _UPDATE_TERMINAL if new_state.terminal else _UPDATE_STATUS,
             (
                 new_state.value,
-                _timestamp(new),
+                status_timestamp(new),
                 seq,
                 evict_class,
                 _evict_order(evict_class),
