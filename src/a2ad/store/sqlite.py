@@ -192,13 +192,31 @@ def _connect(path: str) -> sqlite3.Connection:
         # Checked before anything else touches the file, so a newer file is left as it was.
         if _schema_version(conn, path) < SCHEMA_VERSION:
             _migrate(conn, path)
-        conn.execute("PRAGMA journal_mode = WAL")
+        _use_wal(conn)
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def _use_wal(conn: sqlite3.Connection) -> None:
+    # WAL mode is a property of the file: once set it stays. Setting it again is
+    # not free: it takes a lock without honouring the busy timeout, and fails with
+    # "database is locked" while another connection writes. So only a file not
+    # yet in WAL mode is switched, retrying for as long as the busy timeout.
+    if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal":
+        return
+    deadline = time.monotonic() + BUSY_TIMEOUT
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def _migrate(conn: sqlite3.Connection, path: str) -> None:
