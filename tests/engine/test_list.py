@@ -297,6 +297,7 @@ async def test_token_pointing_at_an_evicted_task_still_continues_the_walk(
     assert ids(first["tasks"]) == [newest]
     token = first["nextPageToken"]
 
+    await asyncio.sleep(0.002)  # strictly newer than `newest` (ties within 1 ms go by id)
     replacement = await echo(rpc, "echo replacement")
     assert (await get(rpc, newest))["error"]["code"] == -32001  # evicted
 

@@ -16,6 +16,8 @@ import pytest
 
 from a2ad import (
     Artifact,
+    DataPart,
+    FilePart,
     MemoryStore,
     Message,
     Role,
@@ -508,6 +510,50 @@ async def test_events_are_logged_in_order_under_their_sequence_numbers(store: Ta
     assert await store.events(task.id, 0) == [
         LoggedEvent(seq, event) for seq, event in enumerate(appended, start=1)
     ]
+
+
+@pytest.mark.parametrize(
+    "end", [TaskState.COMPLETED, TaskState.FAILED, TaskState.CANCELED, TaskState.REJECTED]
+)
+async def test_an_ended_task_reads_back_exactly_with_every_field_of_every_event(
+    store: TaskStore, end: TaskState
+) -> None:
+    # The memory store keeps ended tasks encoded; nothing may change on the way.
+    task = msgspec.structs.replace(new_task(), metadata={"deadline": "2099-01-01T00:00:00Z"})
+    await store.create(task)
+    appended: list[TaskStatusUpdateEvent | TaskArtifactUpdateEvent] = [
+        msgspec.structs.replace(status(task, TaskState.WORKING, ts(1)), metadata={"step": 1}),
+        TaskArtifactUpdateEvent(
+            task_id=task.id,
+            context_id=task.context_id,
+            artifact=Artifact(
+                artifact_id="doc",
+                name="report",
+                parts=[DataPart({"rows": [1, 2]}), FilePart(raw=b"\x00\xff", filename="a.bin")],
+                metadata={"kind": "table"},
+            ),
+            last_chunk=False,
+            metadata={"chunk": 0},
+        ),
+        msgspec.structs.replace(artifact(task, "doc", "tail", append=True), last_chunk=True),
+        status(task, end, ts(2), "done here"),
+    ]
+    s = await store.get(task.id)
+    assert s is not None
+    for event in appended:
+        s = await store.append(task.id, s.seq, event)
+    assert await store.get(task.id) == s
+    assert await store.events(task.id, 0) == [
+        LoggedEvent(seq, event) for seq, event in enumerate(appended, start=1)
+    ]
+    assert await store.events(task.id, 3) == [LoggedEvent(4, appended[3])]
+    page = await store.list(ListQuery(page_size=5, state=end))
+    assert page.tasks == [s.task] and page.total == 1
+    with pytest.raises(TerminalTaskError) as refused:
+        await store.append(task.id, s.seq, status(task, TaskState.WORKING, ts(3)))
+    assert refused.value.state is end
+    with pytest.raises(SequenceConflictError):
+        await store.append(task.id, 1, status(task, TaskState.WORKING, ts(3)))
 
 
 async def test_events_after_a_sequence_number_are_only_the_later_ones(store: TaskStore) -> None:

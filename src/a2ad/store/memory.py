@@ -4,6 +4,10 @@ Eviction when full: the oldest terminal task goes first, then the oldest
 interrupted one (input-required / auth-required, nobody working on it). A task
 that is submitted or working is in flight and never evicted; when only those
 remain, ``create`` refuses with StoreFullError and nothing stored is lost.
+
+A task that ends is frozen: its snapshot and event log become one msgpack blob
+(about a third of the memory of the objects), decoded again when read. Terminal
+tasks never change, and they are most of what a long-running store holds.
 """
 
 from __future__ import annotations
@@ -11,8 +15,22 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections import deque
+from typing import Any
 
-from ..protocol.model import Message, Task, TaskEvent, TaskStatusUpdateEvent
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from ..protocol.model import (
+    Artifact,
+    Json,
+    Message,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskEvent,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
 from .base import (
     IN_FLIGHT,
     MAX_EVENTS,
@@ -39,6 +57,82 @@ def _key(task: Task) -> Cursor:
     return (status_timestamp(task), task.id)
 
 
+# --- frozen tasks ---
+# A frozen task is ``bytes``: one byte giving its (terminal) state, so filters
+# need not decode it, then a msgpack ``_Frozen``. Its events are kept without
+# their task and context ids (the task's own), as positional rows.
+
+
+class _StatusRow(msgspec.Struct, array_like=True, tag=0, frozen=True, gc=False):
+    status: TaskStatus
+    metadata: Json | None = None  # positional rows cannot hold UNSET
+
+
+class _ArtifactRow(msgspec.Struct, array_like=True, tag=1, frozen=True, gc=False):
+    artifact: Artifact
+    append: bool = False
+    last_chunk: bool = False
+    metadata: Json | None = None
+
+
+class _Frozen(msgspec.Struct, array_like=True, frozen=True, gc=False):
+    seq: int
+    task: Task
+    log: msgspec.Raw  # a list of _StatusRow | _ArtifactRow, decoded only for replay
+
+
+_STATES = list(TaskState)
+_STATE_CODE = {state: bytes([i]) for i, state in enumerate(_STATES)}
+_encode = msgspec.msgpack.Encoder().encode
+_decode_frozen = msgspec.msgpack.Decoder(_Frozen).decode
+_decode_rows = msgspec.msgpack.Decoder(list[_StatusRow | _ArtifactRow]).decode
+
+
+def _freeze(record: StoredTask, log: list[TaskEvent]) -> bytes:
+    rows: list[Any] = [
+        _StatusRow(e.status, _or_none(e.metadata))
+        if isinstance(e, TaskStatusUpdateEvent)
+        else _ArtifactRow(e.artifact, e.append, e.last_chunk, _or_none(e.metadata))
+        for e in log
+    ]
+    body = _Frozen(record.seq, record.task, msgspec.Raw(_encode(rows)))
+    return _STATE_CODE[record.task.status.state] + _encode(body)
+
+
+def _or_none(metadata: Json | UnsetType) -> Json | None:
+    return None if metadata is UNSET else metadata
+
+
+def _or_unset(metadata: Json | None) -> Json | UnsetType:
+    return UNSET if metadata is None else metadata
+
+
+def _thaw(blob: bytes) -> _Frozen:
+    return _decode_frozen(memoryview(blob)[1:])
+
+
+def _thaw_log(frozen: _Frozen) -> list[TaskEvent]:
+    task = frozen.task
+    return [
+        TaskStatusUpdateEvent(
+            task_id=task.id,
+            context_id=task.context_id,
+            status=r.status,
+            metadata=_or_unset(r.metadata),
+        )
+        if isinstance(r, _StatusRow)
+        else TaskArtifactUpdateEvent(
+            task_id=task.id,
+            context_id=task.context_id,
+            artifact=r.artifact,
+            append=r.append,
+            last_chunk=r.last_chunk,
+            metadata=_or_unset(r.metadata),
+        )
+        for r in _decode_rows(frozen.log)
+    ]
+
+
 class MemoryStore(TaskStore):
     """Tasks in a dict, plus sorted keys for listing (O(log n) search)."""
 
@@ -46,10 +140,10 @@ class MemoryStore(TaskStore):
         if max_tasks < 1:
             raise ValueError("max_tasks must be at least 1")
         self.max_tasks = max_tasks
-        self._tasks: dict[str, StoredTask] = {}
-        # Each task's logged events in order; the last has the task's seq. A plain
-        # list per task: most tasks log a handful of events, and a deque's first
-        # block alone is several hundred bytes.
+        self._tasks: dict[str, StoredTask | bytes] = {}  # bytes: frozen (terminal)
+        # Each unfrozen task's logged events in order; the last has the task's seq.
+        # A plain list per task: most tasks log a handful of events, and a deque's
+        # first block alone is several hundred bytes.
         self._events: dict[str, list[TaskEvent]] = {}
         self._leases: dict[str, Lease] = {}
         self._in_flight: set[str] = set()  # submitted or working
@@ -84,7 +178,11 @@ class MemoryStore(TaskStore):
         return record
 
     async def get(self, task_id: str) -> StoredTask | None:
-        return self._tasks.get(task_id)
+        record = self._tasks.get(task_id)
+        if isinstance(record, bytes):
+            frozen = _thaw(record)
+            return StoredTask(frozen.task, frozen.seq)
+        return record
 
     async def append(
         self,
@@ -98,6 +196,13 @@ class MemoryStore(TaskStore):
         record = self._tasks.get(task_id)
         if record is None:
             raise MissingTaskError(task_id)
+        if isinstance(record, bytes):  # frozen, so terminal
+            frozen = _thaw(record)
+            if frozen.seq != expected_seq:
+                raise SequenceConflictError(
+                    f"task {task_id} is at {frozen.seq}, not {expected_seq}"
+                )
+            raise TerminalTaskError(task_id, frozen.task.status.state)
         if record.seq != expected_seq:
             raise SequenceConflictError(f"task {task_id} is at {record.seq}, not {expected_seq}")
         old = record.task
@@ -113,6 +218,9 @@ class MemoryStore(TaskStore):
         log.append(event)
         if len(log) > MAX_EVENTS + MAX_EVENTS // 8:  # trim in chunks, not every append
             del log[: len(log) - MAX_EVENTS]
+        if new.status.state.terminal:
+            self._tasks[task_id] = _freeze(record, log)
+            del self._events[task_id]
         if new.status.state not in IN_FLIGHT:
             self._leases.pop(task_id, None)
         elif lease is not None:
@@ -137,10 +245,15 @@ class MemoryStore(TaskStore):
         return found
 
     async def events(self, task_id: str, after_seq: int) -> list[LoggedEvent]:
-        log = self._events.get(task_id)
-        if not log:
+        record = self._tasks.get(task_id)
+        if record is None:
             return []
-        first = self._tasks[task_id].seq - len(log) + 1
+        if isinstance(record, bytes):
+            frozen = _thaw(record)
+            log, seq = _thaw_log(frozen), frozen.seq
+        else:
+            log, seq = self._events[task_id], record.seq
+        first = seq - len(log) + 1
         start = max(0, after_seq + 1 - first)
         return [LoggedEvent(first + i, log[i]) for i in range(start, len(log))]
 
@@ -151,7 +264,7 @@ class MemoryStore(TaskStore):
         while heap and heap[0][0] < now and len(found) < limit:
             entry = heapq.heappop(heap)
             record = self._tasks.get(entry[1])
-            if record is not None and not record.task.status.state.terminal:
+            if record is not None and not _state(record).terminal:
                 found.append(entry)
         for entry in found:
             heapq.heappush(heap, entry)
@@ -163,7 +276,7 @@ class MemoryStore(TaskStore):
         for timestamp, task_id in self._order:
             if timestamp >= updated_before or len(doomed) >= limit:
                 break
-            if self._tasks[task_id].task.status.state.terminal:
+            if _state(self._tasks[task_id]).terminal:
                 doomed.append(task_id)
         for task_id in doomed:
             self._drop(task_id)
@@ -196,19 +309,23 @@ class MemoryStore(TaskStore):
             if len(tasks) == query.page_size:
                 next_cursor = _key(tasks[-1])
                 break
-            tasks.append(self._tasks[key[1]].task)
+            record = self._tasks[key[1]]
+            tasks.append(_thaw(record).task if isinstance(record, bytes) else record.task)
         return ListPage(tasks, next_cursor, total)
 
     async def aclose(self) -> None:
         return None
 
     def _is_overdue(self, task_id: str, now: str) -> bool:
-        task = self._tasks[task_id].task
+        record = self._tasks[task_id]
+        if isinstance(record, bytes):  # terminal
+            return False
+        task = record.task
         deadline = deadline_of(task)
         return deadline is not None and deadline < now and not task.status.state.terminal
 
-    def _state_of(self, key: Cursor) -> object:
-        return self._tasks[key[1]].task.status.state
+    def _state_of(self, key: Cursor) -> TaskState:
+        return _state(self._tasks[key[1]])
 
     def _index(self, task: Task, seq: int) -> None:
         key = _key(task)
@@ -240,16 +357,20 @@ class MemoryStore(TaskStore):
         while self._interrupted:
             task_id, seq = self._interrupted.popleft()
             record = self._tasks.get(task_id)
-            if record is not None and record.seq == seq:
+            if isinstance(record, StoredTask) and record.seq == seq:
                 self._drop(task_id)
                 return True
         return False
 
     def _drop(self, task_id: str) -> None:
         record = self._tasks.pop(task_id)
-        del self._events[task_id]
+        self._events.pop(task_id, None)
         self._leases.pop(task_id, None)
-        self._unindex(record.task)
+        self._unindex(_thaw(record).task if isinstance(record, bytes) else record.task)
+
+
+def _state(record: StoredTask | bytes) -> TaskState:
+    return _STATES[record[0]] if isinstance(record, bytes) else record.task.status.state
 
 
 def _remove(keys: list[Cursor], key: Cursor) -> None:
