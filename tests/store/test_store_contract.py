@@ -135,6 +135,29 @@ async def test_create_stores_the_task_at_sequence_zero(store: TaskStore) -> None
     assert got.seq == 0 and got.task == task
 
 
+async def test_create_with_an_event_stores_both_as_one_step(store: TaskStore) -> None:
+    task = new_task()
+    working = status(task, TaskState.WORKING, ts(1), "on it")
+    created = await store.create(task, lease=Lease("me", 100.0), event=working)
+    assert created.seq == 1
+    assert created.task.status == working.status
+    assert [m.parts for m in created.task.history] == [task.history[0].parts, [TextPart("on it")]]
+    assert await store.get(task.id) == created
+    assert await store.events(task.id, 0) == [LoggedEvent(1, working)]
+    assert await store.orphans(99.0, 10) == []  # the lease came with it
+    assert await store.orphans(101.0, 10) == [task.id]
+
+
+async def test_create_with_a_refused_event_stores_nothing(store: TaskStore) -> None:
+    many = [Artifact(artifact_id=f"a{i}", parts=[TextPart("x")]) for i in range(MAX_ARTIFACTS)]
+    task = new_task(artifacts=many)
+    with pytest.raises(EventLimitError):
+        await store.create(task, event=artifact(task, "one-too-many", "x"))
+    assert await store.get(task.id) is None
+    assert (await store.list(ListQuery(page_size=5))).total == 0
+    assert (await store.create(task)).seq == 0  # the id is free
+
+
 async def test_get_of_an_unknown_id_returns_none(store: TaskStore) -> None:
     await store.create(new_task())
     assert await store.get("no-such-task") is None

@@ -362,20 +362,24 @@ class Engine:
             except SequenceConflictError:
                 current = None
                 continue
-            new_state = stored.task.status.state
-            final = isinstance(event, TaskStatusUpdateEvent) and (
-                new_state.terminal or new_state.interrupted
-            )
-            self.bus.publish(
-                task_id, Delivery(stored.seq, event, stored.task, final, new_state.terminal)
-            )
-            if final:
-                log.info(
-                    "task %s",
-                    new_state.word,
-                    extra={"task_id": task_id, "state": new_state.word, "seq": stored.seq},
-                )
+            self._publish(task_id, event, stored)
             return stored
+
+    def _publish(self, task_id: str, event: TaskEvent, stored: StoredTask) -> None:
+        """Hand a stored event to the task's subscribers."""
+        new_state = stored.task.status.state
+        final = isinstance(event, TaskStatusUpdateEvent) and (
+            new_state.terminal or new_state.interrupted
+        )
+        self.bus.publish(
+            task_id, Delivery(stored.seq, event, stored.task, final, new_state.terminal)
+        )
+        if final:
+            log.info(
+                "task %s",
+                new_state.word,
+                extra={"task_id": task_id, "state": new_state.word, "seq": stored.seq},
+            )
 
     # --- operations ---
 
@@ -626,8 +630,9 @@ class _Invocation:
     def cancelled(self) -> bool:
         return self._cancelled
 
-    async def create(self) -> Task:
-        """Store the task (submitted, the user's message in its history)."""
+    async def create(self, first: TaskEvent | None = None) -> Task:
+        """Store the task (submitted, the user's message in its history), with
+        ``first`` applied in the same write if given (the agent's first act)."""
         task = Task(
             id=self.task_id,
             context_id=self.context_id,
@@ -636,7 +641,9 @@ class _Invocation:
             metadata={"deadline": self.deadline} if self.deadline else UNSET,
         )
         try:
-            self.current = await self.engine.store.create(task, lease=self.engine._lease())
+            self.current = await self.engine.store.create(
+                task, lease=self.engine._lease(), event=first
+            )
         except StoreFullError as exc:
             raise ServerBusyError(
                 "The server is at its task limit and every stored task is still in flight "
@@ -645,14 +652,25 @@ class _Invocation:
         self.created = True
         self.engine.bus.publish(self.task_id, Delivery(0, task, task, False, False))
         log.info("task submitted", extra={"task_id": self.task_id, "context_id": self.context_id})
+        if first is not None:
+            self.engine._publish(self.task_id, first, self.current)
         return task
 
-    async def _ensure_created(self) -> bool:
+    async def _ensure_created(self, first: TaskEvent | None = None) -> bool:
+        """Store the task if it is not yet; True once it is. With ``first``, that
+        event is stored with it when it can be, and then ``self.current`` is past it."""
         if self.created:
             return True
         if self.create_error is not None or self.replied:
             return False
         try:
+            if first is not None:
+                try:
+                    check_event(TaskState.SUBMITTED, first)
+                    await self.create(first)
+                    return True
+                except (InvalidTransitionError, EventLimitError):
+                    pass  # stored alone below; _emit then drops the event and says why
             await self.create()
         except ServerBusyError as exc:
             self.create_error = exc
@@ -664,8 +682,11 @@ class _Invocation:
         if self.replied:
             log.warning("event after a message reply dropped", extra={"task_id": self.task_id})
             return False
-        if not await self._ensure_created():
-            return False
+        if not self.created:
+            if not await self._ensure_created(event):
+                return False
+            if self.current is not None and self.current.seq == 1:
+                return True  # `event` was stored with the task (seq 0 is the task alone)
         try:
             self.current = await self.engine._apply(self.task_id, event, known=self.current)
         except (

@@ -301,12 +301,28 @@ def now_timestamp() -> str:
     return f"{_second[1]}.{millis:03d}Z"
 
 
+_id_clock = [0, 0]  # the millisecond of the last id made here, and its counter
+
+
 def new_id() -> str:
-    """A random (version 4) UUID as text; what ``str(uuid.uuid4())`` gives, faster."""
-    raw = bytearray(os.urandom(16))
-    raw[6] = (raw[6] & 0x0F) | 0x40
-    raw[8] = (raw[8] & 0x3F) | 0x80
-    x = raw.hex()
+    """A fresh id: a version 7 UUID (RFC 9562), as text.
+
+    48 bits of Unix milliseconds, then a 12-bit counter within the millisecond,
+    then 62 random bits. Ids made later by this process sort after earlier ones,
+    so the SQLite store's indexes keyed by task id grow at their end instead of
+    at random pages (which made each write touch about three times the pages).
+    """
+    ms = time.time_ns() // 1_000_000
+    last, counter = _id_clock
+    if ms > last:
+        counter = 0
+    else:  # same millisecond (or the clock stepped back): count on from the last id
+        ms, counter = last, counter + 1
+        if counter > 0xFFF:
+            ms, counter = last + 1, 0
+    _id_clock[0], _id_clock[1] = ms, counter
+    tail = int.from_bytes(os.urandom(8), "big") & 0x3FFF_FFFF_FFFF_FFFF | 0x8000_0000_0000_0000
+    x = f"{ms:012x}7{counter:03x}{tail:016x}"
     return f"{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:]}"
 
 

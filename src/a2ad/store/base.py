@@ -127,11 +127,16 @@ class TaskStore(abc.ABC):
         fails at startup rather than at the first request. Idempotent."""
 
     @abc.abstractmethod
-    async def create(self, task: Task, *, lease: Lease | None = None) -> StoredTask:
-        """Store a new task at sequence 0, leased to ``lease.owner`` if given.
-        Raises StoreFullError when full (evicting first what may be evicted),
-        ValueError if a task with that id exists. Like every write, it completes
-        even if the awaiting caller is cancelled meanwhile."""
+    async def create(
+        self, task: Task, *, lease: Lease | None = None, event: TaskEvent | None = None
+    ) -> StoredTask:
+        """Store a new task at sequence 0, leased to ``lease.owner`` if given, and
+        with ``event`` apply that as sequence 1 in the same step (one write where
+        an agent's first act follows creation at once); returns the snapshot at
+        the last sequence. Raises StoreFullError when full (evicting first what
+        may be evicted), ValueError if a task with that id exists, and what
+        ``append`` raises for the event; then nothing is stored. Like every
+        write, it completes even if the awaiting caller is cancelled meanwhile."""
 
     @abc.abstractmethod
     async def get(self, task_id: str) -> StoredTask | None:

@@ -159,7 +159,9 @@ class MemoryStore(TaskStore):
     def __len__(self) -> int:
         return len(self._tasks)
 
-    async def create(self, task: Task, *, lease: Lease | None = None) -> StoredTask:
+    async def create(
+        self, task: Task, *, lease: Lease | None = None, event: TaskEvent | None = None
+    ) -> StoredTask:
         if task.id in self._tasks:
             raise ValueError(f"task {task.id} already exists")
         if len(self._tasks) >= self.max_tasks and not self._evict_one():
@@ -175,6 +177,12 @@ class MemoryStore(TaskStore):
         if deadline is not None:
             heapq.heappush(self._deadlines, (deadline, task.id))
         self._index(task, 0)
+        if event is not None:
+            try:
+                record = await self.append(task.id, 0, event, lease=lease)
+            except BaseException:
+                self._drop(task.id)
+                raise
         return record
 
     async def get(self, task_id: str) -> StoredTask | None:

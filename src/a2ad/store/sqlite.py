@@ -263,18 +263,8 @@ _EVICTABLE = """SELECT id FROM tasks WHERE evict_class IS NOT NULL AND id != ?
     ORDER BY evict_class, evict_order LIMIT ?"""
 _DELETE_TASK = "DELETE FROM tasks WHERE id = ?"
 _SELECT_TASK = "SELECT seq, body FROM tasks WHERE id = ?"
-_SELECT_FOR_APPEND = "SELECT seq, state, lease_owner, lease_expires, body FROM tasks WHERE id = ?"
-_UPDATE_STATUS = """UPDATE tasks SET state = ?, status_ts = ?, seq = ?, evict_class = ?,
-    evict_order = ?, lease_owner = ?, lease_expires = ?, body = ? WHERE id = ?"""
-# A terminal task is overdue no more: its deadline leaves the index.
-_UPDATE_TERMINAL = """UPDATE tasks SET state = ?, status_ts = ?, seq = ?, evict_class = ?,
-    evict_order = ?, lease_owner = ?, lease_expires = ?, deadline = NULL, body = ?
-    WHERE id = ?"""
-# An artifact event leaves the indexed columns alone; so does its statement.
-_UPDATE_BODY = "UPDATE tasks SET seq = ?, body = ? WHERE id = ?"
-_UPDATE_BODY_AND_LEASE = (
-    "UPDATE tasks SET seq = ?, lease_owner = ?, lease_expires = ?, body = ? WHERE id = ?"
-)
+_SELECT_FOR_APPEND = """SELECT seq, state, evict_class, lease_owner, lease_expires, body
+    FROM tasks WHERE id = ?"""
 _INSERT_EVENT = "INSERT INTO events (task_id, seq, kind, body) VALUES (?, ?, ?, ?)"
 _TRIM_EVENTS = "DELETE FROM events WHERE task_id = ? AND seq <= ?"
 _SELECT_EVENTS = "SELECT seq, kind, body FROM events WHERE task_id = ? AND seq > ? ORDER BY seq"
@@ -503,8 +493,16 @@ class SqliteStore(TaskStore):
 
     # --- the TaskStore contract ---
 
-    async def create(self, task: Task, *, lease: Lease | None = None) -> StoredTask:
-        return await self._run(lambda conn: self._create(conn, task, lease), write=True)
+    async def create(
+        self, task: Task, *, lease: Lease | None = None, event: TaskEvent | None = None
+    ) -> StoredTask:
+        def create(conn: sqlite3.Connection) -> StoredTask:
+            stored = self._create(conn, task, lease)
+            if event is None:
+                return stored
+            return _append(conn, task.id, 0, event, None, lease)
+
+        return await self._run(create, write=True)
 
     async def get(self, task_id: str) -> StoredTask | None:
         return await self._run(lambda conn: _get(conn, task_id))
@@ -603,7 +601,7 @@ def _append(
     row = conn.execute(_SELECT_FOR_APPEND, (task_id,)).fetchone()
     if row is None:
         raise MissingTaskError(task_id)
-    seq, state_value, owner, expires, body = row
+    seq, state_value, old_class, owner, expires, body = row
     if seq != expected_seq:
         raise SequenceConflictError(f"task {task_id} is at {seq}, not {expected_seq}")
     state = TaskState(state_value)
@@ -612,38 +610,37 @@ def _append(
     new = apply_event(_decode_task(body), event, user_message)  # may raise EventLimitError
     seq += 1
     new_state = new.status.state
-    if new_state not in IN_FLIGHT:
-        owner = expires = None
-    elif lease is not None:
-        owner, expires = lease
-    new_body = _encode(new)
+    # Only the columns whose value changes are set: SQLite rewrites the entries of
+    # every index over a column named in SET, changed or not.
+    changes: dict[str, Any] = {"seq": seq, "body": _encode(new)}
+    new_lease = (None, None) if new_state not in IN_FLIGHT else lease or (owner, expires)
+    if new_lease != (owner, expires):
+        changes["lease_owner"], changes["lease_expires"] = new_lease
     if isinstance(event, TaskStatusUpdateEvent):
         kind = _STATUS_EVENT
+        if new_state is not state:
+            changes["state"] = new_state.value
+        changes["status_ts"] = status_timestamp(new)
         evict_class = _evict_class(new_state)
-        conn.execute(
-            _UPDATE_TERMINAL if new_state.terminal else _UPDATE_STATUS,
-            (
-                new_state.value,
-                status_timestamp(new),
-                seq,
-                evict_class,
-                _evict_order(evict_class),
-                owner,
-                expires,
-                new_body,
-                task_id,
-            ),
-        )
+        if evict_class != old_class:
+            changes["evict_class"] = evict_class
+            changes["evict_order"] = _evict_order(evict_class)
+        if new_state.terminal:
+            changes["deadline"] = None  # a terminal task is overdue no more
     else:
         kind = _ARTIFACT_EVENT
-        if (owner, expires) == (row[2], row[3]):
-            conn.execute(_UPDATE_BODY, (seq, new_body, task_id))
-        else:
-            conn.execute(_UPDATE_BODY_AND_LEASE, (seq, owner, expires, new_body, task_id))
+    conn.execute(_update_sql(tuple(changes)), (*changes.values(), task_id))
     conn.execute(_INSERT_EVENT, (task_id, seq, kind, _encode(event)))
     if seq > MAX_EVENTS:
         conn.execute(_TRIM_EVENTS, (task_id, seq - MAX_EVENTS))
     return StoredTask(new, seq)
+
+
+@cache
+def _update_sql(columns: tuple[str, ...]) -> str:
+    """The UPDATE of a task row setting ``columns``; one text per combination,
+    so that sqlite3's statement cache keeps each prepared."""
+    return f"UPDATE tasks SET {', '.join(f'{c} = ?' for c in columns)} WHERE id = ?"
 
 
 def _events(conn: sqlite3.Connection, task_id: str, after_seq: int) -> list[LoggedEvent]:
