@@ -11,6 +11,7 @@ app = create_app(Hello())   # any ASGI server runs it
 
 from .agents.base import Agent, AgentSkill, TaskContext
 from .agents.echo import EchoAgent
+from .client import Client, ClientError, SyncClient
 from .engine import Engine
 from .protocol.errors import A2AError
 from .protocol.model import (
@@ -38,6 +39,8 @@ __all__ = [
     "Agent",
     "AgentSkill",
     "Artifact",
+    "Client",
+    "ClientError",
     "DataPart",
     "EchoAgent",
     "Engine",
@@ -47,6 +50,7 @@ __all__ = [
     "Part",
     "Role",
     "SqliteStore",
+    "SyncClient",
     "Task",
     "TaskArtifactUpdateEvent",
     "TaskContext",

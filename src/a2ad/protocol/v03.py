@@ -37,9 +37,10 @@ from .model import (
     TaskStatus,
     TaskStatusUpdateEvent,
     new_id,
+    parse_state,
 )
 
-__all__ = ["V03", "state_to_03"]
+__all__ = ["V03", "list_from_03", "result_from_03", "send_params_to_03", "state_to_03"]
 
 _encode = msgspec.json.Encoder().encode
 Json = dict[str, Any]
@@ -338,6 +339,167 @@ def task_to_03(t: Task) -> Task03:
         history=[message_to_03(m) for m in t.history] if t.history else UNSET,
         metadata=t.metadata,
     )
+
+
+# --- client side: 0.3 requests out, 0.3 results in (leniently: other servers) ---
+
+
+class _StatusIn(_In):
+    state: str
+    message: _MessageIn | None = None
+    timestamp: str | None = None
+
+
+class _ArtifactIn(_In):
+    artifact_id: str
+    parts: list[_PartIn]
+    name: str | None = None
+    description: str | None = None
+    metadata: Json | None = None
+    extensions: list[str] | None = None
+
+
+class _TaskIn(_In):
+    id: str
+    context_id: str
+    status: _StatusIn
+    artifacts: list[_ArtifactIn] | None = None
+    history: list[_MessageIn] | None = None
+    metadata: Json | None = None
+
+
+class _ResultIn(_In):
+    """Any 0.3 result object; ``kind`` says which (``message``, ``task``,
+    ``status-update``, ``artifact-update``)."""
+
+    kind: str | UnsetType = UNSET
+    # task
+    id: str | UnsetType = UNSET
+    status: _StatusIn | UnsetType = UNSET
+    artifacts: list[_ArtifactIn] | None = None
+    history: list[_MessageIn] | None = None
+    # message
+    role: str | UnsetType = UNSET
+    parts: list[_PartIn] | UnsetType = UNSET
+    message_id: str | None = None
+    # events
+    task_id: str | None = None
+    context_id: str | None = None
+    artifact: _ArtifactIn | UnsetType = UNSET
+    append: bool | None = None
+    last_chunk: bool | None = None
+    metadata: Json | None = None
+
+
+class _ListIn(_In):
+    tasks: list[_TaskIn]
+    next_page_token: str = ""
+    page_size: int = 0
+    total_size: int = 0
+
+
+def _state_from_03(text: str) -> TaskState:
+    try:
+        return parse_state(text)
+    except ValueError:
+        return TaskState.UNSPECIFIED
+
+
+def _status_from_03(s: _StatusIn) -> TaskStatus:
+    return TaskStatus(
+        state=_state_from_03(s.state),
+        message=_message_from_03(s.message) if s.message is not None else UNSET,
+        timestamp=s.timestamp if s.timestamp is not None else UNSET,
+    )
+
+
+def _artifact_from_03(a: _ArtifactIn) -> Artifact:
+    return Artifact(
+        artifact_id=a.artifact_id,
+        parts=[_part_from_03(p, f"artifact.parts[{i}]") for i, p in enumerate(a.parts)],
+        name=a.name or "",
+        description=a.description or "",
+        metadata=a.metadata if a.metadata is not None else UNSET,
+        extensions=a.extensions or [],
+    )
+
+
+def _task_from_03(t: _TaskIn | _ResultIn) -> Task:
+    assert isinstance(t.id, str) and isinstance(t.status, _StatusIn)
+    return Task(
+        id=t.id,
+        context_id=t.context_id or "",
+        status=_status_from_03(t.status),
+        artifacts=[_artifact_from_03(a) for a in t.artifacts or []],
+        history=[_message_from_03(m) for m in t.history or []],
+        metadata=t.metadata if t.metadata is not None else UNSET,
+    )
+
+
+ClientItem = Task | Message | TaskStatusUpdateEvent | TaskArtifactUpdateEvent
+
+
+def result_from_03(raw: bytes | msgspec.Raw) -> ClientItem:
+    """A 0.3 result (of message/send, tasks/get, tasks/cancel, or one stream
+    event) as the 1.0 model. Raises InvalidParamsError or msgspec.ValidationError
+    when it is none of them."""
+    r = msgspec.json.decode(raw, type=_ResultIn)
+    kind = r.kind if r.kind is not UNSET else ("task" if r.status is not UNSET else "message")
+    if kind == "task" and r.id is not UNSET and r.status is not UNSET:
+        return _task_from_03(r)
+    if kind == "message" and r.parts is not UNSET and r.role is not UNSET:
+        m = _MessageIn(
+            role=r.role,
+            parts=r.parts,
+            message_id=r.message_id,
+            context_id=r.context_id,
+            task_id=r.task_id,
+            metadata=r.metadata,
+        )
+        return _message_from_03(m)
+    if kind == "status-update" and r.status is not UNSET:
+        return TaskStatusUpdateEvent(
+            task_id=r.task_id or "",
+            context_id=r.context_id or "",
+            status=_status_from_03(r.status),
+            metadata=r.metadata if r.metadata is not None else UNSET,
+        )
+    if kind == "artifact-update" and r.artifact is not UNSET:
+        return TaskArtifactUpdateEvent(
+            task_id=r.task_id or "",
+            context_id=r.context_id or "",
+            artifact=_artifact_from_03(r.artifact),
+            append=bool(r.append),
+            last_chunk=bool(r.last_chunk),
+            metadata=r.metadata if r.metadata is not None else UNSET,
+        )
+    raise InvalidParamsError(f"not an A2A 0.3 result of kind {kind!r}")
+
+
+def list_from_03(raw: bytes | msgspec.Raw) -> ListTasksResponse:
+    page = msgspec.json.decode(raw, type=_ListIn)
+    return ListTasksResponse(
+        tasks=[_task_from_03(t) for t in page.tasks],
+        next_page_token=page.next_page_token,
+        page_size=page.page_size,
+        total_size=page.total_size,
+    )
+
+
+def send_params_to_03(request: SendMessageRequest) -> dict[str, Any]:
+    """``message/send`` / ``message/stream`` params for a 1.0 request."""
+    params: dict[str, Any] = {"message": msgspec.to_builtins(message_to_03(request.message))}
+    config = request.configuration
+    if config is not UNSET:
+        c: dict[str, Any] = {"blocking": not config.return_immediately}
+        if config.accepted_output_modes:
+            c["acceptedOutputModes"] = config.accepted_output_modes
+        if config.history_length is not UNSET:
+            c["historyLength"] = config.history_length
+        params["configuration"] = c
+    if request.metadata is not UNSET:
+        params["metadata"] = request.metadata
+    return params
 
 
 class V03:

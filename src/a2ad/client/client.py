@@ -1,0 +1,620 @@
+"""An A2A client for any server (a2ad or not), in A2A 1.0 or 0.3.
+
+The version comes from the server's agent card: 1.0 when the card offers a
+JSON-RPC interface of version 1.x, otherwise 0.3. Results are the same typed
+values either way (``Task``, ``Message``, the two update events), so callers
+never see the dialect. Errors the server answers are raised as the A2A error
+classes of ``a2ad.protocol.errors`` (``TaskNotFoundError`` and so on, each with
+its ``code``); a server that cannot be reached, or that answers something that
+is not A2A, raises ``ClientError`` naming the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from typing import Any, Literal, TypeVar
+
+import httpx
+import msgspec
+from httpx_sse import ServerSentEvent, aconnect_sse
+from msgspec import UNSET
+
+from ..protocol.errors import ERRORS_BY_CODE, A2AError, UnsupportedOperationError
+from ..protocol.model import (
+    ListTasksResponse,
+    Message,
+    Part,
+    Role,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    StreamResponse,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TaskStatusUpdateEvent,
+    TextPart,
+    new_id,
+    parse_state,
+)
+from ..protocol.v03 import list_from_03, result_from_03, send_params_to_03
+
+__all__ = [
+    "DEFAULT_URL",
+    "Client",
+    "ClientError",
+    "RemoteError",
+    "StreamEvent",
+    "SyncClient",
+]
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
+
+StreamEvent = Task | Message | TaskStatusUpdateEvent | TaskArtifactUpdateEvent
+Version = Literal["1.0", "0.3"]
+T = TypeVar("T")
+
+_METHODS: dict[str, dict[str, str]] = {
+    "1.0": {
+        "send": "SendMessage",
+        "stream": "SendStreamingMessage",
+        "get": "GetTask",
+        "list": "ListTasks",
+        "cancel": "CancelTask",
+        "subscribe": "SubscribeToTask",
+    },
+    "0.3": {
+        "send": "message/send",
+        "stream": "message/stream",
+        "get": "tasks/get",
+        "list": "tasks/list",
+        "cancel": "tasks/cancel",
+        "subscribe": "tasks/resubscribe",
+    },
+}
+# 1.0 wraps a send result ({task} | {message}) and each stream event the same way.
+_wrapped = msgspec.json.Decoder(StreamResponse)
+_task_result = msgspec.json.Decoder(Task)
+_list_result = msgspec.json.Decoder(ListTasksResponse)
+
+
+class ClientError(Exception):
+    """The server could not be reached, or did not answer as an A2A server does."""
+
+    def __init__(self, message: str, *, url: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.url = url
+
+
+class RemoteError(A2AError):
+    """An A2A error whose code a2ad does not know (another server's own)."""
+
+    def __init__(self, message: str, *, code: int) -> None:
+        super().__init__(message)
+        self.code = code  # type: ignore[misc]  # per instance: the server's code
+
+
+def _error_from(payload: Any, url: str) -> A2AError:
+    if not isinstance(payload, dict) or not isinstance(payload.get("code"), int):
+        return RemoteError(f"{url} answered a malformed JSON-RPC error: {payload!r}", code=-32603)
+    code, message = payload["code"], str(payload.get("message") or "(no message)")
+    metadata: dict[str, str] = {}
+    for detail in payload.get("data") or []:
+        if isinstance(detail, dict) and isinstance(detail.get("metadata"), dict):
+            metadata.update({str(k): str(v) for k, v in detail["metadata"].items()})
+    cls = ERRORS_BY_CODE.get(code)
+    error = cls(message, metadata=metadata) if cls else RemoteError(message, code=code)
+    error.data = payload.get("data")  # type: ignore[attr-defined]
+    return error
+
+
+def _message(
+    content: str | Message | Part | Sequence[Part],
+    *,
+    context_id: str | None,
+    task_id: str | None,
+) -> Message:
+    if isinstance(content, Message):
+        changes: dict[str, str] = {}
+        if context_id:
+            changes["context_id"] = context_id
+        if task_id:
+            changes["task_id"] = task_id
+        return msgspec.structs.replace(content, **changes) if changes else content
+    if isinstance(content, str):
+        parts = [TextPart(content)]
+    elif isinstance(content, Part):
+        parts = [content]
+    else:
+        parts = list(content)
+    return Message(
+        message_id=new_id(),
+        role=Role.USER,
+        parts=parts,
+        context_id=context_id or "",
+        task_id=task_id or "",
+    )
+
+
+def _terminal(item: StreamEvent) -> bool:
+    if isinstance(item, Message):
+        return True
+    if isinstance(item, Task):
+        return item.status.state.terminal
+    if isinstance(item, TaskStatusUpdateEvent):
+        return item.status.state.terminal
+    return False
+
+
+class Client:
+    """Async A2A client. Use as ``async with Client(url) as client: ...``.
+
+    ``url`` is the server's base URL (where its agent card is served).
+    ``token`` is sent as ``Authorization: Bearer``; ``api_key`` in the header
+    ``api_key_header``. ``timeout`` bounds connecting and every answer except a
+    stream's silences (streams wait as long as the task runs; ``stream_timeout``
+    bounds those if set). ``version`` forces "1.0" or "0.3" instead of reading
+    the card.
+    """
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        *,
+        token: str | None = None,
+        api_key: str | None = None,
+        api_key_header: str = "X-API-Key",
+        headers: dict[str, str] | None = None,
+        timeout: float = 30.0,
+        stream_timeout: float | None = None,
+        version: Version | None = None,
+        http: httpx.AsyncClient | None = None,
+    ) -> None:
+        if version not in (None, "1.0", "0.3"):
+            raise ValueError(f"version must be '1.0' or '0.3', not {version!r}")
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+        self.stream_timeout = stream_timeout
+        self._version: Version | None = version
+        self._endpoint: str | None = self.url + "/" if version else None
+        self._card: dict[str, Any] | None = None
+        auth: dict[str, str] = dict(headers or {})
+        if token:
+            auth["Authorization"] = f"Bearer {token}"
+        if api_key:
+            auth[api_key_header] = api_key
+        self._own_http = http is None
+        self._http = http or httpx.AsyncClient(timeout=timeout)
+        self._headers = auth
+        self._ids = 0
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._own_http:
+            await self._http.aclose()
+
+    # --- the card and the version ---
+
+    async def card(self) -> dict[str, Any]:
+        """The server's agent card (fetched once, then kept)."""
+        if self._card is None:
+            last: str = ""
+            for path in CARD_PATHS:
+                response = await self._request("GET", self.url + path)
+                if response.status_code == 200:
+                    try:
+                        card = response.json()
+                    except ValueError:
+                        raise ClientError(
+                            f"{self.url}{path} is not JSON; is {self.url} an A2A server?",
+                            url=self.url,
+                        ) from None
+                    if isinstance(card, dict):
+                        self._card = card
+                        break
+                last = f"HTTP {response.status_code}"
+            else:
+                raise ClientError(
+                    f"{self.url} serves no agent card at {CARD_PATHS[0]} ({last}); "
+                    "is this the base URL of an A2A server?",
+                    url=self.url,
+                )
+        return self._card
+
+    async def version(self) -> Version:
+        """The A2A version this client speaks to the server: "1.0" when its card
+        offers JSON-RPC 1.x, else "0.3"."""
+        if self._version is None:
+            self._version, self._endpoint = _choose(await self.card(), self.url)
+        return self._version
+
+    # --- operations ---
+
+    async def send(
+        self,
+        content: str | Message | Part | Sequence[Part],
+        *,
+        context_id: str | None = None,
+        task_id: str | None = None,
+        wait: bool = True,
+        history_length: int | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Task | Message:
+        """Send a message; with ``wait`` (the default) the answer comes when the
+        task ends or needs input, without it at once (``returnImmediately``)."""
+        request = self._send_request(content, context_id, task_id, wait, history_length, metadata)
+        version = await self.version()
+        raw = await self._call("send", self._send_params(request, version))
+        if version == "0.3":
+            result = self._decode(result_from_03, raw)
+            if not isinstance(result, Task | Message):
+                raise self._bad(f"a {type(result).__name__} where a task or message belongs")
+            return result
+        wrapped = self._decode(_wrapped.decode, raw)
+        if wrapped.task is not UNSET:
+            return wrapped.task
+        if wrapped.message is not UNSET:
+            return wrapped.message
+        raise self._bad("a SendMessage result with neither `task` nor `message`")
+
+    async def stream(
+        self,
+        content: str | Message | Part | Sequence[Part],
+        *,
+        context_id: str | None = None,
+        task_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> AsyncIterator[StreamEvent]:
+        """Send a message and yield what the server streams: the task (or a
+        single message), then status and artifact updates, until the task ends
+        or needs input."""
+        request = self._send_request(content, context_id, task_id, True, None, metadata)
+        version = await self.version()
+        async for _, item in self._sse("stream", self._send_params(request, version)):
+            yield item
+
+    async def get_task(self, task_id: str, *, history_length: int | None = None) -> Task:
+        params: dict[str, Any] = {"id": task_id}
+        if history_length is not None:
+            params["historyLength"] = history_length
+        return await self._task_call("get", params)
+
+    async def cancel_task(self, task_id: str) -> Task:
+        """Cancel a task; returns it as the server holds it afterwards."""
+        return await self._task_call("cancel", {"id": task_id})
+
+    async def list_page(
+        self,
+        *,
+        context_id: str | None = None,
+        state: TaskState | str | None = None,
+        page_size: int = 50,
+        page_token: str = "",
+        status_timestamp_after: str | None = None,
+        history_length: int | None = None,
+        include_artifacts: bool = False,
+    ) -> ListTasksResponse:
+        """One page of ListTasks (newest first), as the server answers it."""
+        params: dict[str, Any] = {"pageSize": page_size}
+        if context_id:
+            params["contextId"] = context_id
+        if state is not None:
+            params["status"] = (parse_state(state) if isinstance(state, str) else state).value
+        if page_token:
+            params["pageToken"] = page_token
+        if status_timestamp_after:
+            params["statusTimestampAfter"] = status_timestamp_after
+        if history_length is not None:
+            params["historyLength"] = history_length
+        if include_artifacts:
+            params["includeArtifacts"] = True
+        version = await self.version()
+        raw = await self._call("list", params)
+        return self._decode(list_from_03 if version == "0.3" else _list_result.decode, raw)
+
+    async def list_tasks(
+        self,
+        *,
+        context_id: str | None = None,
+        state: TaskState | str | None = None,
+        limit: int | None = None,
+        page_size: int = 50,
+        status_timestamp_after: str | None = None,
+        history_length: int | None = None,
+        include_artifacts: bool = False,
+    ) -> AsyncIterator[Task]:
+        """Every matching task, newest first, fetching page after page (at most
+        ``limit`` tasks if given)."""
+        token, seen = "", 0
+        while True:
+            size = page_size if limit is None else max(1, min(page_size, limit - seen))
+            page = await self.list_page(
+                context_id=context_id,
+                state=state,
+                page_size=size,
+                page_token=token,
+                status_timestamp_after=status_timestamp_after,
+                history_length=history_length,
+                include_artifacts=include_artifacts,
+            )
+            for task in page.tasks:
+                if limit is not None and seen >= limit:
+                    return
+                seen += 1
+                yield task
+            token = page.next_page_token
+            if not token or (limit is not None and seen >= limit):
+                return
+
+    async def subscribe(
+        self,
+        task_id: str,
+        *,
+        last_event_id: str | None = None,
+        reconnect: int = 5,
+        backoff: float = 0.5,
+    ) -> AsyncIterator[StreamEvent]:
+        """Follow a task until it ends: its current state, then its updates.
+
+        A stream that breaks, or ends before the task does, is reopened with
+        ``Last-Event-ID``, so a server that keeps an event log (a2ad does) replays
+        what was missed. Up to ``reconnect`` attempts in a row without a new
+        update, waiting ``backoff`` seconds, doubled each time (at most 10 s)."""
+        failures = 0
+        seen_any = False
+        while True:
+            try:
+                async for event_id, item in self._sse(
+                    "subscribe", {"id": task_id}, last_event_id=last_event_id
+                ):
+                    if not isinstance(item, Task):
+                        failures = 0  # an update: progress (a snapshot may be a repeat)
+                    seen_any = True
+                    if event_id:
+                        last_event_id = event_id
+                    yield item
+                    if _terminal(item):
+                        return
+                # Ended before the task did: the server went away or closed it.
+                failure: Exception = ClientError(
+                    f"{self.url} ended the stream of task {task_id} before the task ended",
+                    url=self.url,
+                )
+            except UnsupportedOperationError:
+                if not seen_any:
+                    raise  # the task had already ended when we asked
+                # It ended while we were away: its final state is all there is left.
+                yield await self.get_task(task_id)
+                return
+            except ClientError as exc:
+                failure = exc
+            failures += 1
+            if failures > reconnect:
+                raise failure
+            await asyncio.sleep(min(10.0, backoff * 2 ** (failures - 1)))
+
+    # --- plumbing ---
+
+    def _send_request(
+        self,
+        content: str | Message | Part | Sequence[Part],
+        context_id: str | None,
+        task_id: str | None,
+        wait: bool,
+        history_length: int | None,
+        metadata: dict[str, Any] | None,
+    ) -> SendMessageRequest:
+        config = SendMessageConfiguration(
+            return_immediately=not wait,
+            history_length=history_length if history_length is not None else UNSET,
+        )
+        return SendMessageRequest(
+            message=_message(content, context_id=context_id, task_id=task_id),
+            configuration=config,
+            metadata=metadata if metadata is not None else UNSET,
+        )
+
+    @staticmethod
+    def _send_params(request: SendMessageRequest, version: Version) -> Any:
+        return send_params_to_03(request) if version == "0.3" else msgspec.to_builtins(request)
+
+    async def _task_call(self, op: str, params: dict[str, Any]) -> Task:
+        version = await self.version()
+        raw = await self._call(op, params)
+        if version == "1.0":
+            return self._decode(_task_result.decode, raw)
+        result = self._decode(result_from_03, raw)
+        if not isinstance(result, Task):
+            raise self._bad(f"a {type(result).__name__} where a task belongs")
+        return result
+
+    def _rpc_body(self, op: str, params: Any) -> tuple[bytes, dict[str, str]]:
+        assert self._version is not None
+        self._ids += 1
+        body = {
+            "jsonrpc": "2.0",
+            "id": self._ids,
+            "method": _METHODS[self._version][op],
+            "params": params,
+        }
+        headers = {"Content-Type": "application/json", **self._headers}
+        if self._version == "1.0":
+            headers["A2A-Version"] = "1.0"
+        return msgspec.json.encode(body), headers
+
+    async def _call(self, op: str, params: Any) -> bytes:
+        """One JSON-RPC call; returns the raw JSON of its ``result``."""
+        body, headers = self._rpc_body(op, params)
+        assert self._endpoint is not None
+        response = await self._request("POST", self._endpoint, content=body, headers=headers)
+        return self._result(response.content, response.status_code)
+
+    def _result(self, content: bytes, status: int) -> bytes:
+        try:
+            envelope = msgspec.json.decode(content, type=dict[str, msgspec.Raw])
+        except msgspec.DecodeError:
+            raise self._bad(f"HTTP {status} with a body that is not JSON-RPC") from None
+        if "error" in envelope:
+            raise _error_from(msgspec.json.decode(envelope["error"]), self.url)
+        if "result" not in envelope:
+            raise self._bad(f"HTTP {status}: a JSON-RPC answer with neither result nor error")
+        return bytes(envelope["result"])
+
+    async def _sse(
+        self, op: str, params: Any, *, last_event_id: str | None = None
+    ) -> AsyncIterator[tuple[str, StreamEvent]]:
+        version = await self.version()
+        body, headers = self._rpc_body(op, params)
+        headers["Accept"] = "text/event-stream"
+        if last_event_id:
+            headers["Last-Event-ID"] = last_event_id
+        assert self._endpoint is not None
+        timeout = httpx.Timeout(self.timeout, read=self.stream_timeout)
+        try:
+            async with aconnect_sse(
+                self._http,
+                "POST",
+                self._endpoint,
+                content=body,
+                headers=headers,
+                timeout=timeout,
+            ) as source:
+                kind = source.response.headers.get("content-type", "")
+                if not kind.startswith("text/event-stream"):
+                    # An error comes back as a plain JSON-RPC answer.
+                    await source.response.aread()
+                    self._result(source.response.content, source.response.status_code)
+                    raise self._bad(f"a {kind or 'untyped'} answer where a stream belongs")
+                async for sse in source.aiter_sse():
+                    if not sse.data:
+                        continue
+                    yield sse.id, self._stream_item(sse, version)
+        except httpx.HTTPError as exc:
+            raise self._unreachable(exc) from None
+
+    def _stream_item(self, sse: ServerSentEvent, version: Version) -> StreamEvent:
+        raw = self._result(sse.data.encode(), 200)
+        if version == "0.3":
+            return self._decode(result_from_03, raw)
+        item = self._decode(_wrapped.decode, raw)
+        for value in (item.task, item.message, item.status_update, item.artifact_update):
+            if value is not UNSET:
+                return value
+        raise self._bad("a stream event with none of task, message, statusUpdate, artifactUpdate")
+
+    async def _request(
+        self, method: str, url: str, *, headers: dict[str, str] | None = None, **kwargs: Any
+    ) -> httpx.Response:
+        try:
+            return await self._http.request(method, url, headers=headers or self._headers, **kwargs)
+        except httpx.HTTPError as exc:
+            raise self._unreachable(exc) from None
+
+    def _unreachable(self, exc: httpx.HTTPError) -> ClientError:
+        if isinstance(exc, httpx.TimeoutException):
+            what = f"no answer within {self.timeout:g} s"
+        elif isinstance(exc, httpx.ConnectError):
+            what = "connection refused; is the server running, and is the URL right?"
+        else:
+            what = f"{type(exc).__name__}: {exc}"
+        return ClientError(f"can't reach {self.url}: {what}", url=self.url)
+
+    def _decode(self, decode: Callable[[bytes], T], raw: bytes) -> T:
+        try:
+            return decode(raw)
+        except (msgspec.DecodeError, A2AError, ValueError) as exc:
+            raise self._bad(f"a result that is not valid A2A {self._version}: {exc}") from None
+
+    def _bad(self, what: str) -> ClientError:
+        return ClientError(f"{self.url} answered {what}", url=self.url)
+
+
+def _choose(card: dict[str, Any], base: str) -> tuple[Version, str]:
+    """(version, JSON-RPC endpoint) from an agent card: 1.0 when offered."""
+    interfaces = card.get("supportedInterfaces") or []
+    for entry in interfaces if isinstance(interfaces, list) else []:
+        if (
+            isinstance(entry, dict)
+            and str(entry.get("protocolBinding", "")).upper() == "JSONRPC"
+            and str(entry.get("protocolVersion", "")).startswith("1.")
+            and entry.get("url")
+        ):
+            return "1.0", str(entry["url"])
+    url = card.get("url")
+    if isinstance(url, str) and url:
+        return "0.3", url
+    return "0.3", base + "/"
+
+
+class SyncClient:
+    """The same operations without ``await``, for scripts and tools: each call
+    runs on a private event loop. Not for use inside a running event loop."""
+
+    def __init__(self, url: str = DEFAULT_URL, **options: Any) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._client = Client(url, **options)
+        self.url = self._client.url
+
+    def __enter__(self) -> SyncClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if not self._loop.is_closed():
+            self._loop.run_until_complete(self._client.aclose())
+            self._loop.close()
+
+    def _run(self, coro: Awaitable[T]) -> T:
+        return self._loop.run_until_complete(coro)
+
+    def _iterate(self, agen: AsyncIterator[T]) -> Iterator[T]:
+        try:
+            while True:
+                try:
+                    yield self._run(agen.__anext__())
+                except StopAsyncIteration:
+                    return
+        finally:
+            with contextlib.suppress(RuntimeError):
+                self._run(agen.aclose())  # type: ignore[attr-defined]
+
+    def card(self) -> dict[str, Any]:
+        return self._run(self._client.card())
+
+    def version(self) -> Version:
+        return self._run(self._client.version())
+
+    def send(
+        self, content: str | Message | Part | Sequence[Part], **options: Any
+    ) -> Task | Message:
+        return self._run(self._client.send(content, **options))
+
+    def stream(
+        self, content: str | Message | Part | Sequence[Part], **options: Any
+    ) -> Iterator[StreamEvent]:
+        return self._iterate(self._client.stream(content, **options))
+
+    def get_task(self, task_id: str, *, history_length: int | None = None) -> Task:
+        return self._run(self._client.get_task(task_id, history_length=history_length))
+
+    def cancel_task(self, task_id: str) -> Task:
+        return self._run(self._client.cancel_task(task_id))
+
+    def list_page(self, **options: Any) -> ListTasksResponse:
+        return self._run(self._client.list_page(**options))
+
+    def list_tasks(self, **options: Any) -> Iterator[Task]:
+        return self._iterate(self._client.list_tasks(**options))
+
+    def subscribe(self, task_id: str, **options: Any) -> Iterator[StreamEvent]:
+        return self._iterate(self._client.subscribe(task_id, **options))

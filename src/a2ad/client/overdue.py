@@ -1,0 +1,149 @@
+"""Which active tasks are overdue, on any A2A server, and cancelling them.
+
+A task is *active* while it is submitted, working, input-required or
+auth-required, and *overdue* when it is past its deadline (``metadata.deadline``,
+an RFC 3339 timestamp, as a2ad sets from ``timeoutSeconds``) or when its status
+has not changed for longer than ``stale_after``. Both are read from the tasks
+themselves, so this works against servers that know nothing of deadlines.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
+
+from ..protocol.errors import A2AError
+from ..protocol.model import Task, TaskState
+from .client import Client, ClientError
+
+__all__ = [
+    "ACTIVE_STATES",
+    "CancelOutcome",
+    "Overdue",
+    "cancel_overdue",
+    "find_overdue",
+    "format_duration",
+    "overdue_reason",
+    "parse_duration",
+]
+
+ACTIVE_STATES = (
+    TaskState.SUBMITTED,
+    TaskState.WORKING,
+    TaskState.INPUT_REQUIRED,
+    TaskState.AUTH_REQUIRED,
+)
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)", re.IGNORECASE)
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in ``"90s"``, ``"10m"``, ``"1h30m"``, ``"2d"`` or a bare number of
+    seconds. Raises ValueError naming the accepted forms."""
+    text = text.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        pieces = _DURATION.findall(text)
+        if not pieces or "".join(n + u.lower() for n, u in pieces) != text.replace(" ", "").lower():
+            raise ValueError(
+                f"{text!r} is not a duration; write e.g. 90s, 10m, 1h30m or 2d"
+            ) from None
+        seconds = sum(float(n) * _UNITS[u.lower()] for n, u in pieces)
+    if seconds < 0:
+        raise ValueError(f"{text!r}: a duration can't be negative")
+    return seconds
+
+
+def format_duration(seconds: float) -> str:
+    """``seconds`` as people say it: ``45s``, ``12m``, ``3h5m``, ``2d4h``."""
+    seconds = int(max(0, seconds))
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d{hours}h" if hours else f"{days}d"
+    if hours:
+        return f"{hours}h{minutes}m" if minutes else f"{hours}h"
+    if minutes:
+        return f"{minutes}m{secs}s" if secs and minutes < 10 else f"{minutes}m"
+    return f"{secs}s"
+
+
+def parse_timestamp(text: str) -> datetime | None:
+    """An RFC 3339 timestamp as an aware datetime, or None if it is not one."""
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def overdue_reason(task: Task, *, now: datetime, stale_after: float | None) -> str | None:
+    """Why ``task`` is overdue at ``now``, or None if it is not (or not active)."""
+    if task.status.state not in ACTIVE_STATES:
+        return None
+    metadata = task.metadata if isinstance(task.metadata, dict) else {}
+    deadline = metadata.get("deadline")
+    if isinstance(deadline, str):
+        when = parse_timestamp(deadline)
+        if when is not None and when < now:
+            return f"past its deadline ({format_duration((now - when).total_seconds())} ago)"
+    if stale_after is not None and isinstance(task.status.timestamp, str):
+        changed = parse_timestamp(task.status.timestamp)
+        if changed is not None and now - changed > timedelta(seconds=stale_after):
+            quiet = format_duration((now - changed).total_seconds())
+            return f"no status change for {quiet}"
+    return None
+
+
+class Overdue(NamedTuple):
+    task: Task
+    reason: str
+
+
+async def find_overdue(
+    client: Client,
+    *,
+    stale_after: float | None = 600.0,
+    now: datetime | None = None,
+    states: Sequence[TaskState] = ACTIVE_STATES,
+) -> list[Overdue]:
+    """Every active task on the server that is overdue, oldest change first."""
+    now = now or datetime.now(UTC)
+    found: list[Overdue] = []
+    for state in states:
+        async for task in client.list_tasks(state=state, page_size=100, history_length=0):
+            reason = overdue_reason(task, now=now, stale_after=stale_after)
+            if reason is not None:
+                found.append(Overdue(task, reason))
+    found.sort(key=lambda o: o.task.status.timestamp or "")
+    return found
+
+
+class CancelOutcome(NamedTuple):
+    task_id: str
+    ok: bool
+    state: str  # the task's state after the attempt ("" if unknown)
+    detail: str  # why it was overdue, or why the cancel failed
+
+
+async def cancel_overdue(
+    client: Client,
+    overdue: Sequence[Overdue],
+) -> list[CancelOutcome]:
+    """Cancel each task in ``overdue``; one outcome per task, failures included."""
+    outcomes: list[CancelOutcome] = []
+    for task, reason in overdue:
+        try:
+            after = await client.cancel_task(task.id)
+        except A2AError as exc:
+            outcomes.append(CancelOutcome(task.id, False, "", f"{exc.message} ({exc.code})"))
+        except ClientError as exc:
+            outcomes.append(CancelOutcome(task.id, False, "", exc.message))
+        else:
+            outcomes.append(CancelOutcome(task.id, True, after.status.state.word, reason))
+    return outcomes
