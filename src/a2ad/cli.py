@@ -6,12 +6,14 @@ import asyncio
 import os
 import socket
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import typer
 import uvicorn
 from rich.console import Console
 
+from .durations import parse_duration, parse_optional_duration
 from .logs import configure_logging
 from .server.app import A2AApp, create_app, load_agent
 from .store import DEFAULT_STORE, store_from_url
@@ -23,6 +25,7 @@ app = typer.Typer(
     add_completion=False,
 )
 console = Console(stderr=True)
+T = TypeVar("T")
 
 
 @app.callback()
@@ -108,9 +111,9 @@ def serve(
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
     try:
-        grace = parse_duration(shutdown_grace, "--shutdown-grace")
-        keep = parse_optional_duration(retention, "--retention")
-        timeout = parse_optional_duration(task_timeout, "--task-timeout")
+        grace = _duration(parse_duration, shutdown_grace, "--shutdown-grace")
+        keep = _duration(parse_optional_duration, retention, "--retention")
+        timeout = _duration(parse_optional_duration, task_timeout, "--task-timeout")
     except ValueError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
@@ -144,30 +147,11 @@ def serve(
     console.print("a2ad stopped.")
 
 
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_duration(text: str, flag: str) -> float:
-    """Seconds from ``90``, ``90s``, ``15m``, ``2h`` or ``7d``."""
-    value = text.strip().lower()
-    unit = _UNITS.get(value[-1:], None)
-    number = value[:-1] if unit is not None else value
+def _duration(parse: Callable[[str], T], text: str, flag: str) -> T:
     try:
-        seconds = float(number) * (unit or 1)
-    except ValueError:
-        raise ValueError(
-            f"{flag} {text!r}: use a number of seconds or e.g. 30s, 15m, 2h, 7d"
-        ) from None
-    if seconds < 0:
-        raise ValueError(f"{flag} {text!r}: must not be negative")
-    return seconds
-
-
-def parse_optional_duration(text: str, flag: str) -> float | None:
-    """None for ``off`` (or 0), else as ``parse_duration``."""
-    if text.strip().lower() in ("off", "none", ""):
-        return None
-    return parse_duration(text, flag) or None
+        return parse(text)
+    except ValueError as exc:
+        raise ValueError(f"{flag}: {exc}") from None
 
 
 def main() -> None:

@@ -24,3 +24,4 @@ class Greeter(Agent):
 
 
 greeter = Greeter()
+agent = greeter  # what `--agent tests.agents.sample_agents` loads

@@ -322,6 +322,12 @@ def test_agent_instance_loaded_by_spec_is_returned_as_is() -> None:
     assert load_agent("tests.agents.sample_agents:greeter") is sample_agents.greeter
 
 
+def test_a_bare_module_spec_loads_its_agent_attribute() -> None:
+    from . import sample_agents
+
+    assert load_agent("tests.agents.sample_agents") is sample_agents.agent
+
+
 def test_echo_spec_loads_the_echo_agent() -> None:
     assert isinstance(load_agent("echo"), EchoAgent)
 
@@ -329,7 +335,9 @@ def test_echo_spec_loads_the_echo_agent() -> None:
 @pytest.mark.parametrize(
     ("spec", "says"),
     [
-        ("nope", "package.module:attr"),
+        ("nope", "can't import 'nope'"),
+        ("tests.agents.sample_agents:", "package.module:attr"),
+        ("tests.agents.test_context", "has no attribute 'agent'"),
         ("nope.mod:x", "can't import 'nope.mod'"),
         ("tests.agents.sample_agents:missing", "has no attribute 'missing'"),
         ("tests.agents.sample_agents:NOT_AN_AGENT", "is not an agent"),

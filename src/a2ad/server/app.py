@@ -133,12 +133,18 @@ def create_app(
 
 def load_agent(spec: str) -> Agent:
     """``echo``, or ``package.module:attr`` naming an Agent instance, an Agent
-    class (instantiated with no arguments), or an ``async def run(ctx)``."""
+    class (instantiated with no arguments), or an ``async def run(ctx)``; a bare
+    ``package.module`` means its ``agent`` attribute."""
     if spec == "echo":
         return EchoAgent()
     module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise ValueError(f"--agent {spec!r}: use 'echo' or 'package.module:attr'")
+    if not sep:
+        attr = "agent"
+    if not module_name or not attr:
+        raise ValueError(
+            f"--agent {spec!r}: use 'echo', 'package.module:attr' or 'package.module' "
+            "(with an `agent` attribute)"
+        )
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
