@@ -345,3 +345,18 @@ async def _until(predicate: Any, timeout: float = 5.0) -> None:
             return
         await asyncio.sleep(0.01)
     raise AssertionError("condition not met in time")
+
+
+async def test_sync_client_inside_a_running_loop_says_to_use_client(live: LiveServer) -> None:
+    with pytest.raises(RuntimeError, match=r"a2ad\.Client"):
+        SyncClient(live.url)
+
+
+async def test_subscribe_to_a_server_that_is_down_fails_at_once() -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    async with Client(url, version="1.0") as c:
+        with pytest.raises(ClientError, match="refused"):
+            [item async for item in c.subscribe("some-task", reconnect=5, backoff=1.0)]
+    assert loop.time() - started < 1.0  # no backoff before the first stream ever opened

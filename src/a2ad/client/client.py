@@ -369,7 +369,7 @@ class Client:
         what was missed. Up to ``reconnect`` attempts in a row without a new
         update, waiting ``backoff`` seconds, doubled each time (at most 10 s)."""
         failures = 0
-        seen_any = False
+        seen_any = False  # an event arrived: from then on a broken stream is retried
         while True:
             try:
                 async for event_id, item in self._sse(
@@ -395,6 +395,8 @@ class Client:
                 yield await self.get_task(task_id)
                 return
             except ClientError as exc:
+                if not seen_any:
+                    raise  # never got going: wrong URL, server down, not a stream
                 failure = exc
             failures += 1
             if failures > reconnect:
@@ -519,13 +521,19 @@ class Client:
             raise self._unreachable(exc) from None
 
     def _unreachable(self, exc: httpx.HTTPError) -> ClientError:
-        if isinstance(exc, httpx.TimeoutException):
-            what = f"no answer within {self.timeout:g} s"
+        if isinstance(exc, httpx.ConnectTimeout):
+            what = f"no connection within {self.timeout:g} s; is the URL right?"
+        elif isinstance(exc, httpx.TimeoutException):
+            what = (
+                f"no answer within {self.timeout:g} s (the server took the request; a task "
+                "may still be running: raise the timeout, or send without waiting)"
+            )
         elif isinstance(exc, httpx.ConnectError):
             what = "connection refused; is the server running, and is the URL right?"
         else:
             what = f"{type(exc).__name__}: {exc}"
-        return ClientError(f"can't reach {self.url}: {what}", url=self.url)
+        verb = "can't reach" if not isinstance(exc, httpx.ReadTimeout) else "waited on"
+        return ClientError(f"{verb} {self.url}: {what}", url=self.url)
 
     def _decode(self, decode: Callable[[bytes], T], raw: bytes) -> T:
         try:
@@ -535,6 +543,16 @@ class Client:
 
     def _bad(self, what: str) -> ClientError:
         return ClientError(f"{self.url} answered {what}", url=self.url)
+
+
+def _no_running_loop() -> None:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise RuntimeError(
+        "SyncClient can't run inside a running event loop; use a2ad.Client and await it"
+    )
 
 
 def _choose(card: dict[str, Any], base: str) -> tuple[Version, str]:
@@ -559,6 +577,7 @@ class SyncClient:
     runs on a private event loop. Not for use inside a running event loop."""
 
     def __init__(self, url: str = DEFAULT_URL, **options: Any) -> None:
+        _no_running_loop()
         self._loop = asyncio.new_event_loop()
         self._client = Client(url, **options)
         self.url = self._client.url
@@ -570,34 +589,39 @@ class SyncClient:
         self.close()
 
     def close(self) -> None:
+        _no_running_loop()
         if not self._loop.is_closed():
             self._loop.run_until_complete(self._client.aclose())
             self._loop.close()
 
-    def _run(self, coro: Awaitable[T]) -> T:
-        return self._loop.run_until_complete(coro)
+    def _run(self, make: Callable[[], Awaitable[T]]) -> T:
+        # Checked before the awaitable exists, so none is left never awaited.
+        _no_running_loop()
+        return self._loop.run_until_complete(make())
 
     def _iterate(self, agen: AsyncIterator[T]) -> Iterator[T]:
         try:
             while True:
                 try:
-                    yield self._run(agen.__anext__())
+                    yield self._run(agen.__anext__)
                 except StopAsyncIteration:
                     return
         finally:
-            with contextlib.suppress(RuntimeError):
-                self._run(agen.aclose())  # type: ignore[attr-defined]
+            close = getattr(agen, "aclose", None)
+            if close is not None:
+                with contextlib.suppress(RuntimeError):
+                    self._run(close)
 
     def card(self) -> dict[str, Any]:
-        return self._run(self._client.card())
+        return self._run(self._client.card)
 
     def version(self) -> Version:
-        return self._run(self._client.version())
+        return self._run(self._client.version)
 
     def send(
         self, content: str | Message | Part | Sequence[Part], **options: Any
     ) -> Task | Message:
-        return self._run(self._client.send(content, **options))
+        return self._run(lambda: self._client.send(content, **options))
 
     def stream(
         self, content: str | Message | Part | Sequence[Part], **options: Any
@@ -605,13 +629,13 @@ class SyncClient:
         return self._iterate(self._client.stream(content, **options))
 
     def get_task(self, task_id: str, *, history_length: int | None = None) -> Task:
-        return self._run(self._client.get_task(task_id, history_length=history_length))
+        return self._run(lambda: self._client.get_task(task_id, history_length=history_length))
 
     def cancel_task(self, task_id: str) -> Task:
-        return self._run(self._client.cancel_task(task_id))
+        return self._run(lambda: self._client.cancel_task(task_id))
 
     def list_page(self, **options: Any) -> ListTasksResponse:
-        return self._run(self._client.list_page(**options))
+        return self._run(lambda: self._client.list_page(**options))
 
     def list_tasks(self, **options: Any) -> Iterator[Task]:
         return self._iterate(self._client.list_tasks(**options))

@@ -27,6 +27,7 @@ __all__ = [
     "format_duration",
     "overdue_reason",
     "parse_duration",
+    "parse_timestamp",
 ]
 
 ACTIVE_STATES = (
@@ -75,15 +76,24 @@ async def find_overdue(
     stale_after: float | None = 600.0,
     now: datetime | None = None,
     states: Sequence[TaskState] = ACTIVE_STATES,
+    history_length: int = 0,
+    limit: int | None = None,
 ) -> list[Overdue]:
-    """Every active task on the server that is overdue, oldest change first."""
+    """The active tasks on the server that are overdue, oldest change first; at
+    most ``limit`` of each state when given (each page read is 100 tasks). With
+    ``history_length``, each task keeps that many newest messages."""
     now = now or datetime.now(UTC)
     found: list[Overdue] = []
     for state in states:
-        async for task in client.list_tasks(state=state, page_size=100, history_length=0):
+        tasks = client.list_tasks(state=state, page_size=100, history_length=history_length)
+        matched = 0
+        async for task in tasks:
             reason = overdue_reason(task, now=now, stale_after=stale_after)
             if reason is not None:
                 found.append(Overdue(task, reason))
+                matched += 1
+                if limit is not None and matched >= limit:
+                    break
     found.sort(key=lambda o: o.task.status.timestamp or "")
     return found
 
