@@ -13,6 +13,7 @@ import typer
 import uvicorn
 from rich.console import Console
 
+from .cli_client import register
 from .durations import parse_duration, parse_optional_duration
 from .logs import configure_logging
 from .server.app import A2AApp, create_app, load_agent
@@ -20,9 +21,8 @@ from .store import DEFAULT_STORE, store_from_url
 
 app = typer.Typer(
     name="a2ad",
-    help="a2ad: an A2A task server. `a2ad serve` starts one.",
+    help="a2ad: an A2A task server. `a2ad serve` starts one; send, tasks and card talk to one.",
     no_args_is_help=True,
-    add_completion=False,
 )
 console = Console(stderr=True)
 T = TypeVar("T")
@@ -50,6 +50,8 @@ class _Server(uvicorn.Server):
         if self.started:
             host, port = self.servers[0].sockets[0].getsockname()[:2]
             base = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+            # Tools and agents that talk to "this server" (the task manager) find it here.
+            os.environ.setdefault("A2AD_URL", base)
             console.print(self.banner)
             console.print(f"  JSON-RPC:   {base}/  (also {base}/a2a)")
             console.print(f"  Agent card: {base}/.well-known/agent-card.json")
@@ -99,9 +101,16 @@ def serve(
         help="Tasks of a server that died (no heartbeat for this long) are failed.",
     ),
     log_level: str = typer.Option("info", help="debug, info, warning or error."),
+    model: str | None = typer.Option(
+        None,
+        help="The LLM an LLM-backed agent uses (the task manager's): sets A2AD_MODEL. "
+        "The endpoint comes from OPENAI_BASE_URL and OPENAI_API_KEY.",
+    ),
 ) -> None:
     """Serve an agent over A2A JSON-RPC (1.0 and 0.3) with SSE streaming."""
     configure_logging(log_level)
+    if model:
+        os.environ["A2AD_MODEL"] = model
     # Like `python -m`, find the user's agent module in the current directory.
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
@@ -154,5 +163,31 @@ def _duration(parse: Callable[[str], T], text: str, flag: str) -> T:
         raise ValueError(f"{flag}: {exc}") from None
 
 
+@app.command()
+def mcp(
+    url: str = typer.Option(
+        "http://127.0.0.1:8000", envvar="A2AD_URL", help="The A2A server the tools manage."
+    ),
+    token: str | None = typer.Option(
+        None, envvar="A2AD_TOKEN", help="Bearer token for that server."
+    ),
+) -> None:
+    """Serve the task tools (list, get, cancel, cancel overdue) to an MCP client over stdio."""
+    from .mcp_server import run_stdio
+
+    try:
+        run_stdio(url, token)
+    except RuntimeError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1) from None
+
+
+register(app)
+
+
 def main() -> None:
     app()
+
+
+if __name__ == "__main__":
+    main()

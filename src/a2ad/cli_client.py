@@ -1,0 +1,973 @@
+"""The ``a2ad`` client commands: ``send``, ``tasks …`` and ``card``, against any A2A server.
+
+Each command opens one ``Client`` (A2A 1.0 or 0.3, chosen from the agent card
+unless ``--a2a-version`` says) on an ``asyncio.Runner``, and prints for people
+(rich) or, with ``--json``, for scripts. A failure prints one line on stderr and
+exits 1; a bad flag value exits 2; Ctrl-C exits 130 and leaves tasks running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import os
+import sys
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal, NoReturn, TypeVar
+
+import msgspec
+import typer
+from msgspec import UNSET
+from rich.console import Console
+from rich.status import Status
+from rich.text import Text
+
+from .client import DEFAULT_URL, Client, ClientError, StreamEvent
+from .client.overdue import (
+    ACTIVE_STATES,
+    Overdue,
+    cancel_overdue,
+    find_overdue,
+    overdue_reason,
+    parse_timestamp,
+)
+from .durations import format_duration, parse_duration
+from .protocol.errors import (
+    A2AError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from .protocol.model import (
+    Message,
+    Part,
+    Role,
+    StreamResponse,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TaskStatusUpdateEvent,
+    parse_state,
+)
+
+__all__ = ["register"]
+
+T = TypeVar("T")
+
+# A task that ended this way makes `send` and `tasks watch` exit 1.
+UNSUCCESSFUL = frozenset({TaskState.FAILED, TaskState.REJECTED, TaskState.CANCELED})
+INTERRUPTED_EXIT = 130  # as a shell reports a command stopped by Ctrl-C
+
+_STATE_STYLES = {
+    TaskState.SUBMITTED: "cyan",
+    TaskState.WORKING: "blue",
+    TaskState.INPUT_REQUIRED: "yellow",
+    TaskState.AUTH_REQUIRED: "yellow",
+    TaskState.COMPLETED: "green",
+    TaskState.FAILED: "red",
+    TaskState.REJECTED: "red",
+    TaskState.CANCELED: "bright_black",
+}
+
+
+class A2AVersion(enum.StrEnum):
+    V1 = "1.0"
+    V03 = "0.3"
+
+
+# The options every client command takes (after the command's name).
+UrlOption = Annotated[
+    str, typer.Option("--url", envvar="A2AD_URL", help="Base URL of the A2A server.")
+]
+TokenOption = Annotated[
+    str | None,
+    typer.Option("--token", envvar="A2AD_TOKEN", help="Sent as 'Authorization: Bearer TOKEN'."),
+]
+VersionOption = Annotated[
+    A2AVersion | None,
+    typer.Option(
+        "--a2a-version",
+        envvar="A2AD_A2A_VERSION",
+        help="Speak A2A 1.0 or 0.3. Default: what the agent card offers (1.0 first).",
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+
+
+@dataclass(frozen=True)
+class Target:
+    """Which server to talk to, and how."""
+
+    url: str
+    token: str | None
+    version: A2AVersion | None
+
+    def client(self, timeout: float) -> Client:
+        version: Literal["1.0", "0.3"] | None = None
+        if self.version is not None:
+            version = "1.0" if self.version is A2AVersion.V1 else "0.3"
+        return Client(self.url, token=self.token, version=version, timeout=timeout)
+
+
+# --- output ---
+
+
+def _console(*, stderr: bool = False) -> Console:
+    console = Console(stderr=stderr, highlight=False, markup=False)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = 200  # piped: don't squeeze ids into an imaginary 80 columns
+    return console
+
+
+def _print_json(value: Any) -> None:
+    sys.stdout.write(msgspec.json.format(msgspec.json.encode(value), indent=2).decode() + "\n")
+    sys.stdout.flush()
+
+
+def _print_json_line(item: StreamEvent) -> None:
+    """One stream event as one line: the A2A 1.0 StreamResponse shape."""
+    if isinstance(item, Task):
+        wrapped = StreamResponse(task=item)
+    elif isinstance(item, Message):
+        wrapped = StreamResponse(message=item)
+    elif isinstance(item, TaskStatusUpdateEvent):
+        wrapped = StreamResponse(status_update=item)
+    else:
+        wrapped = StreamResponse(artifact_update=item)
+    sys.stdout.write(msgspec.json.encode(wrapped).decode() + "\n")
+    sys.stdout.flush()
+
+
+@dataclass(frozen=True)
+class Column:
+    title: str
+    optional: bool = False  # left out first when the terminal is too narrow
+
+
+Columns = tuple[list[Column], list[list[Text]]]
+
+
+def _print_table(console: Console, table: Columns) -> None:
+    """Columns two spaces apart, ids never cut: on a narrow terminal the optional
+    columns go first, then the last column is shortened (to 10 at least)."""
+    columns, rows = table
+    widths = [
+        max([len(c.title), *(len(row[i].plain) for row in rows)]) for i, c in enumerate(columns)
+    ]
+    keep = list(range(len(columns)))
+
+    def total() -> int:
+        return sum(widths[i] for i in keep) + 2 * (len(keep) - 1)
+
+    for i, column in enumerate(columns):
+        if column.optional and total() > console.width:
+            keep.remove(i)
+    last = keep[-1]
+    widths[last] = max(10, min(widths[last], console.width - (total() - widths[last])))
+    lines = [[Text(columns[i].title, style="bold") for i in range(len(columns))], *rows]
+    for cells in lines:
+        line = Text()
+        for i in keep:
+            cell = cells[i].copy()
+            cell.truncate(widths[i], overflow="ellipsis", pad=i != last)
+            line.append_text(cell)
+            if i != last:
+                line.append("  ")
+        console.print(line, soft_wrap=True)
+
+
+def _fail(message: str, code: int = 1) -> NoReturn:
+    _console(stderr=True).print(Text.assemble(("error: ", "bold red"), message), soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def _state(state: TaskState) -> Text:
+    return Text(state.word, style=_STATE_STYLES.get(state, ""))
+
+
+def _part_text(part: Part) -> str:
+    if isinstance(part.text, str):
+        return part.text
+    if part.data is not UNSET:
+        return msgspec.json.encode(part.data).decode()
+    name = part.filename or "file"
+    kind = f", {part.media_type}" if part.media_type else ""
+    if isinstance(part.raw, bytes):
+        return f"[{name}{kind}, {len(part.raw)} bytes]"
+    return f"[{name}{kind}: {part.url}]"
+
+
+def _parts_text(parts: Sequence[Part]) -> str:
+    return "\n".join(_part_text(p) for p in parts)
+
+
+def _status_text(task: Task) -> str:
+    message = task.status.message
+    return _parts_text(message.parts) if isinstance(message, Message) else ""
+
+
+def _request_text(task: Task, width: int = 60) -> str:
+    """The first words of the task's first user message."""
+    for message in task.history:
+        if message.role is Role.USER:
+            words = " ".join(_parts_text(message.parts).split())
+            return words if len(words) <= width else words[: width - 1] + "…"
+    return ""
+
+
+def _changed(task: Task) -> datetime | None:
+    stamp = task.status.timestamp
+    return parse_timestamp(stamp) if isinstance(stamp, str) else None
+
+
+def _ago(moment: datetime | None, now: datetime) -> str:
+    if moment is None:
+        return "-"
+    seconds = (now - moment).total_seconds()
+    return "just now" if seconds < 1 else f"{format_duration(seconds)} ago"
+
+
+def _clock(stamp: str | Any = UNSET) -> str:
+    """A status timestamp (else now) as local wall-clock time."""
+    moment = parse_timestamp(stamp) if isinstance(stamp, str) else None
+    return (moment or datetime.now(UTC)).astimezone().strftime("%H:%M:%S")
+
+
+def _indented(text: str, indent: str = "  ") -> str:
+    return "\n".join(indent + line for line in text.splitlines() or [""])
+
+
+# --- running a command against the server ---
+
+
+class Session:
+    """One client on one event loop, for the length of a command."""
+
+    def __init__(self, runner: asyncio.Runner, client: Client) -> None:
+        self.runner = runner
+        self.client = client
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return self.runner.run(coro)
+
+
+@contextlib.contextmanager
+def _session(
+    target: Target,
+    *,
+    task_id: str | None = None,
+    timeout: float = 30.0,
+    interrupted: Callable[[], str] | None = None,
+) -> Iterator[Session]:
+    """A Session whose errors end the command with one line on stderr."""
+    try:
+        with asyncio.Runner() as runner:
+            client = target.client(timeout)
+            try:
+                yield Session(runner, client)
+            finally:
+                runner.run(client.aclose())
+    except ClientError as exc:
+        _fail(exc.message)
+    except TaskNotFoundError:
+        _fail(
+            f"task {task_id} not found on {target.url}; `a2ad tasks list` shows the tasks there"
+            if task_id
+            else f"{target.url} found no such task"
+        )
+    except A2AError as exc:
+        about = f" about task {task_id}" if task_id else ""
+        _fail(f"{target.url} answered{about}: {exc.message} (A2A error {exc.code})")
+    except KeyboardInterrupt:
+        note = interrupted() if interrupted else "interrupted"
+        _console(stderr=True).print(note, soft_wrap=True)
+        raise typer.Exit(INTERRUPTED_EXIT) from None
+
+
+def _duration_flag(text: str, flag: str) -> float:
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        _fail(f"{flag}: {exc}", code=2)
+
+
+def _state_flag(text: str) -> TaskState:
+    try:
+        return parse_state(text)
+    except ValueError as exc:
+        _fail(f"--state: {exc}", code=2)
+
+
+# --- a task's events as a timeline ---
+
+
+class Timeline:
+    """Prints a task's events as they arrive: one line per status change and per
+    artifact (streamed chunks continue their artifact's line), with a spinner on
+    a terminal while nothing arrives. With ``as_json``, one JSON line per event.
+    Either way it remembers the task and its last state."""
+
+    def __init__(self, *, as_json: bool) -> None:
+        self.as_json = as_json
+        self.console = _console()
+        self.open_artifact: str | None = None  # the artifact whose line is still open
+        self.spinner: Status | None = None
+        if self.console.is_terminal and not as_json:
+            self.spinner = self.console.status("waiting…")
+        self.spinning = False
+        self.task_id = ""
+        self.state: TaskState | None = None
+
+    def __enter__(self) -> Timeline:
+        self._spin(True)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._spin(False)
+        self._close_line()
+
+    def show(self, item: StreamEvent) -> None:
+        if isinstance(item, Task | TaskStatusUpdateEvent):
+            self.state = item.status.state
+            self.task_id = item.id if isinstance(item, Task) else item.task_id
+        if self.as_json:
+            _print_json_line(item)
+            return
+        self._spin(False)
+        if isinstance(item, Task):
+            self._task(item)
+        elif isinstance(item, Message):
+            self._line(UNSET, Text("reply: ", style="bold"), _parts_text(item.parts))
+        elif isinstance(item, TaskStatusUpdateEvent):
+            message = item.status.message
+            note = _parts_text(message.parts) if isinstance(message, Message) else ""
+            self._line(
+                item.status.timestamp, _state(item.status.state), f"  {note}" if note else ""
+            )
+        else:
+            self._artifact(item)
+        if self.open_artifact is None:
+            self._spin(True)
+
+    def _task(self, task: Task) -> None:
+        self._line(
+            task.status.timestamp,
+            f"task {task.id} ",
+            _state(task.status.state),
+            Text(f"  (context {task.context_id})", style="dim"),
+        )
+        if note := _status_text(task):
+            self.console.print(_indented(note, " " * 10), soft_wrap=True)
+        for artifact in task.artifacts:
+            name = artifact.name or artifact.artifact_id
+            self._line(UNSET, f"artifact {name}: {_parts_text(artifact.parts)}")
+
+    def _artifact(self, item: TaskArtifactUpdateEvent) -> None:
+        artifact = item.artifact
+        if not (item.append and self.open_artifact == artifact.artifact_id):
+            name = artifact.name or artifact.artifact_id
+            self._line(UNSET, f"artifact {name}: ", end="")
+        self.console.print(_parts_text(artifact.parts), end="", soft_wrap=True)
+        self.open_artifact = artifact.artifact_id
+        if item.last_chunk:
+            self._close_line()
+
+    def _line(self, stamp: str | Any, *pieces: str | Text, end: str = "\n") -> None:
+        self._close_line()
+        line = Text.assemble((_clock(stamp) + "  ", "dim"), *pieces)
+        self.console.print(line, end=end, soft_wrap=True)
+
+    def _close_line(self) -> None:
+        if self.open_artifact is not None:
+            self.console.print()
+            self.open_artifact = None
+
+    def _spin(self, on: bool) -> None:
+        if self.spinner is not None and on != self.spinning:
+            self.spinning = on
+            if on:
+                self.spinner.start()
+            else:
+                self.spinner.stop()
+
+
+async def _follow(events: AsyncIterator[StreamEvent], timeline: Timeline) -> None:
+    async for item in events:
+        timeline.show(item)
+
+
+# --- send ---
+
+
+def send(
+    text: Annotated[str, typer.Argument(help="The message to send.")],
+    context: Annotated[
+        str | None, typer.Option("--context", help="Continue this context (conversation).")
+    ] = None,
+    task: Annotated[
+        str | None, typer.Option("--task", help="Continue this task, e.g. answer its question.")
+    ] = None,
+    stream: Annotated[
+        bool, typer.Option("--stream", help="Show status changes and artifacts as they come.")
+    ] = False,
+    no_wait: Annotated[
+        bool, typer.Option("--no-wait", help="Return the task at once; don't wait for it.")
+    ] = False,
+    timeout: Annotated[
+        str, typer.Option("--timeout", help="How long to wait for the answer (e.g. 90s, 10m).")
+    ] = "10m",
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    a2a_version: VersionOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Send a message to the agent and print its answer."""
+    target = Target(url, token, a2a_version)
+    if stream and no_wait:
+        _fail("--stream and --no-wait don't go together; pick one", code=2)
+    seconds = _duration_flag(timeout, "--timeout")
+    if seconds <= 0:
+        _fail("--timeout must be more than 0", code=2)
+    if stream:
+        timeline = Timeline(as_json=as_json)
+
+        def stopped() -> str:
+            return _left_running(timeline.task_id or task, "stopped streaming")
+
+        with _session(target, task_id=task, timeout=seconds, interrupted=stopped) as s, timeline:
+            s.run(_follow(s.client.stream(text, context_id=context, task_id=task), timeline))
+        raise typer.Exit(_exit_for(timeline.state))
+    with _session(
+        target,
+        task_id=task,
+        timeout=seconds,
+        interrupted=lambda: _left_running(task, "stopped waiting"),
+    ) as s:
+        answer = s.run(s.client.send(text, context_id=context, task_id=task, wait=not no_wait))
+    if as_json:
+        _print_json(msgspec.to_builtins(answer))
+    else:
+        _show_answer(answer)
+    raise typer.Exit(_exit_for(answer.status.state) if isinstance(answer, Task) else 0)
+
+
+def _left_running(task_id: str | None, what: str) -> str:
+    if not task_id:
+        return f"{what}; the task keeps running on the server (`a2ad tasks list` shows it)"
+    return f"{what}; task {task_id} keeps running (`a2ad tasks cancel {task_id}` stops it)"
+
+
+def _show_answer(answer: Task | Message) -> None:
+    out = _console()
+    if isinstance(answer, Message):
+        out.print(_parts_text(answer.parts), soft_wrap=True)
+        return
+    state = answer.status.state
+    out.print(
+        Text.assemble(
+            f"task {answer.id} ",
+            _state(state),
+            (f"  (context {answer.context_id})", "dim"),
+        ),
+        soft_wrap=True,
+    )
+    if note := _status_text(answer):
+        out.print(_indented(note), soft_wrap=True)
+    for artifact in answer.artifacts:
+        out.print(_parts_text(artifact.parts), soft_wrap=True)
+    if state.interrupted:
+        out.print(Text(f'answer with: a2ad send "…" --task {answer.id}', style="dim"))
+    elif not state.terminal:
+        out.print(Text(f"follow it with: a2ad tasks watch {answer.id}", style="dim"))
+
+
+def _exit_for(state: TaskState | None) -> int:
+    return 1 if state in UNSUCCESSFUL else 0
+
+
+# --- tasks list / get / watch / cancel / cancel-overdue ---
+
+tasks_app = typer.Typer(
+    name="tasks",
+    help="List, show, follow and cancel the server's tasks.",
+    no_args_is_help=True,
+)
+
+
+@tasks_app.command("list")
+def list_tasks(
+    state: Annotated[
+        str | None, typer.Option("--state", help="Only tasks in this state, e.g. working.")
+    ] = None,
+    context: Annotated[
+        str | None, typer.Option("--context", help="Only tasks of this context.")
+    ] = None,
+    stale_after: Annotated[
+        str | None,
+        typer.Option(
+            "--stale-after",
+            help="Only active tasks with no status change for this long (e.g. 10m), "
+            "or past their deadline.",
+        ),
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="Show at most this many.")] = 20,
+    every: Annotated[bool, typer.Option("--all", help="Page through every task.")] = False,
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    a2a_version: VersionOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List tasks, newest first (with --stale-after: the longest quiet first)."""
+    target = Target(url, token, a2a_version)
+    wanted = _state_flag(state) if state else None
+    stale = _duration_flag(stale_after, "--stale-after") if stale_after is not None else None
+    if stale is not None and wanted is not None and wanted not in ACTIVE_STATES:
+        active = ", ".join(s.word for s in ACTIVE_STATES)
+        _fail(f"--stale-after goes with an active --state ({active})", code=2)
+    most = None if every else limit
+    now = datetime.now(UTC)
+    with _session(target) as s:
+        if stale is None:
+            found, total = s.run(_collect(s.client, most, state=wanted, context_id=context))
+            rows = [(t, "") for t in found]
+        else:
+            states = [wanted] if wanted else list(ACTIVE_STATES)
+            quiet = s.run(_stale(s.client, states, context, stale, now))
+            rows, total = quiet[:most], len(quiet)
+    if as_json:
+        _print_json([msgspec.to_builtins(t) for t, _ in rows])
+        return
+    out = _console()
+    if not rows:
+        out.print("no tasks" if not (state or context or stale_after) else "no matching tasks")
+        return
+    _print_table(out, _task_table(rows, now, reasons=stale is not None))
+    if total > len(rows):
+        out.print(
+            Text(f"{len(rows)} of {total} tasks; --all shows every one", style="dim"),
+            soft_wrap=True,
+        )
+
+
+async def _collect(
+    client: Client, most: int | None, *, state: TaskState | None, context_id: str | None
+) -> tuple[list[Task], int]:
+    """Up to ``most`` tasks (all if None), and how many the server says match.
+    Full history is asked for: ``historyLength`` keeps the newest messages, and
+    the table shows the first one the user sent."""
+    tasks: list[Task] = []
+    token, total = "", 0
+    while True:
+        size = 100 if most is None else min(100, most - len(tasks))
+        page = await client.list_page(
+            state=state, context_id=context_id, page_size=size, page_token=token
+        )
+        total = total or page.total_size
+        tasks.extend(page.tasks)
+        token = page.next_page_token
+        if not token or (most is not None and len(tasks) >= most):
+            return tasks[:most], max(total, len(tasks))
+
+
+async def _stale(
+    client: Client,
+    states: Sequence[TaskState],
+    context_id: str | None,
+    stale_after: float,
+    now: datetime,
+) -> list[tuple[Task, str]]:
+    """Every task in ``states`` that is overdue, the longest quiet first."""
+    found: list[tuple[Task, str]] = []
+    for state in states:
+        async for task in client.list_tasks(state=state, context_id=context_id, page_size=100):
+            reason = overdue_reason(task, now=now, stale_after=stale_after)
+            if reason is not None:
+                found.append((task, reason))
+    found.sort(key=lambda row: row[0].status.timestamp or "")
+    return found
+
+
+def _task_table(rows: Sequence[tuple[Task, str]], now: datetime, *, reasons: bool) -> Columns:
+    # With reasons the request is the first thing to leave a narrow terminal.
+    columns = [Column("ID"), Column("STATE"), Column("CONTEXT", optional=True), Column("UPDATED")]
+    columns.append(Column("REQUEST", optional=reasons))
+    if reasons:
+        columns.append(Column("REASON"))
+    cells = []
+    for task, reason in rows:
+        row = [
+            Text(task.id),
+            _state(task.status.state),
+            Text(task.context_id),
+            Text(_ago(_changed(task), now)),
+            Text(_request_text(task)),
+        ]
+        cells.append([*row, Text(reason)] if reasons else row)
+    return columns, cells
+
+
+@tasks_app.command("get")
+def get_task(
+    task_id: Annotated[str, typer.Argument(metavar="ID", help="The task's id.")],
+    history: Annotated[
+        int | None,
+        typer.Option("--history", min=0, help="Show only the N newest messages."),
+    ] = None,
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    a2a_version: VersionOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show one task: state, context, time, messages and artifacts."""
+    target = Target(url, token, a2a_version)
+    with _session(target, task_id=task_id) as s:
+        task = s.run(s.client.get_task(task_id, history_length=history))
+    if as_json:
+        _print_json(msgspec.to_builtins(task))
+    else:
+        _show_task(task, datetime.now(UTC))
+
+
+def _show_task(task: Task, now: datetime) -> None:
+    out = _console()
+    facts: list[tuple[str, str | Text]] = [("state", _state(task.status.state))]
+    if note := _status_text(task):
+        facts.append(("status", note))
+    facts.append(("context", task.context_id))
+    changed = _changed(task)
+    if changed is not None:
+        local = changed.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+        facts.append(("updated", f"{local} ({_ago(changed, now)})"))
+    if isinstance(task.metadata, dict) and task.metadata:
+        facts.append(("metadata", msgspec.json.encode(task.metadata).decode()))
+    out.print(Text(f"task {task.id}", style="bold"))
+    for key, value in facts:
+        shown = value if isinstance(value, Text) else Text(_hang(value, 11))
+        out.print(Text.assemble((f"  {key:<9}", "dim"), shown), soft_wrap=True)
+    out.print(Text(f"\nhistory ({_plural(len(task.history), 'message')})", style="bold"))
+    for message in task.history:
+        who = "user " if message.role is Role.USER else "agent"
+        text = _hang(_parts_text(message.parts), 9)
+        out.print(Text.assemble((f"  {who}  ", "dim"), text), soft_wrap=True)
+    out.print(Text(f"\nartifacts ({len(task.artifacts)})", style="bold"))
+    for artifact in task.artifacts:
+        title = artifact.name or artifact.artifact_id
+        out.print(Text.assemble("  ", (title, "bold"), (f"  (id {artifact.artifact_id})", "dim")))
+        out.print(_indented(_parts_text(artifact.parts), "    "), soft_wrap=True)
+
+
+def _hang(text: str, indent: int) -> str:
+    """Lines after the first indented to line up under it."""
+    return text.replace("\n", "\n" + " " * indent)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+@tasks_app.command("watch")
+def watch_task(
+    task_id: Annotated[str, typer.Argument(metavar="ID", help="The task's id.")],
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    a2a_version: VersionOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Follow a task live until it ends. Ctrl-C stops watching, not the task."""
+    target = Target(url, token, a2a_version)
+    timeline = Timeline(as_json=as_json)
+    with (
+        _session(
+            target,
+            task_id=task_id,
+            interrupted=lambda: _left_running(task_id, "stopped watching"),
+        ) as s,
+        timeline,
+    ):
+        s.run(_watch(s.client, task_id, timeline))
+    raise typer.Exit(_exit_for(timeline.state))
+
+
+async def _watch(client: Client, task_id: str, timeline: Timeline) -> None:
+    # Ask once first: an ended task has nothing to follow, and a server that is
+    # down fails here at once (subscribe would retry its first connection).
+    task = await client.get_task(task_id, history_length=0)
+    if task.status.state.terminal:
+        timeline.show(task)
+        return
+    try:
+        await _follow(client.subscribe(task_id), timeline)
+    except UnsupportedOperationError:
+        task = await client.get_task(task_id, history_length=0)
+        if not task.status.state.terminal:
+            raise  # the server can't stream
+        timeline.show(task)  # it ended between the two calls
+
+
+@tasks_app.command("cancel")
+def cancel_tasks(
+    task_ids: Annotated[list[str], typer.Argument(metavar="ID...", help="The tasks' ids.")],
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    a2a_version: VersionOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Cancel tasks; one line per task. Exits 1 if any was not canceled."""
+    target = Target(url, token, a2a_version)
+    with _session(target) as s:
+        results = [s.run(_cancel_one(s.client, task_id)) for task_id in task_ids]
+    if as_json:
+        _print_json(results)
+    else:
+        out = _console()
+        for result in results:
+            if result["ok"]:
+                outcome = Text(result["state"], style=_word_style(result["state"]))
+            else:
+                outcome = Text(result["error"], style="red")
+            out.print(Text.assemble(result["taskId"], "  ", outcome), soft_wrap=True)
+    raise typer.Exit(0 if all(r["ok"] for r in results) else 1)
+
+
+async def _cancel_one(client: Client, task_id: str) -> dict[str, Any]:
+    """{taskId, ok, state, error}: state is the task's state afterwards, if known."""
+    state: str | None = None
+    try:
+        after = await client.cancel_task(task_id)
+    except TaskNotFoundError:
+        error = "not found"
+    except TaskNotCancelableError as exc:
+        state = exc.metadata.get("state") or await _state_word(client, task_id)
+        error = f"already {state}" if state else exc.message
+    except A2AError as exc:
+        error = f"{exc.message} (A2A error {exc.code})"
+    else:
+        return {"taskId": task_id, "ok": True, "state": after.status.state.word, "error": None}
+    return {"taskId": task_id, "ok": False, "state": state, "error": error}
+
+
+async def _state_word(client: Client, task_id: str) -> str | None:
+    try:
+        return (await client.get_task(task_id, history_length=0)).status.state.word
+    except A2AError:
+        return None
+
+
+def _word_style(word: str) -> str:
+    try:
+        return _STATE_STYLES.get(parse_state(word), "")
+    except ValueError:
+        return ""
+
+
+@tasks_app.command("cancel-overdue")
+def cancel_overdue_tasks(
+    stale_after: Annotated[
+        str,
+        typer.Option("--stale-after", help="Overdue after this long with no status change."),
+    ] = "10m",
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Only list the overdue tasks.")
+    ] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Don't ask before cancelling.")] = False,
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    a2a_version: VersionOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Cancel active tasks past their deadline or quiet for longer than --stale-after."""
+    target = Target(url, token, a2a_version)
+    stale = _duration_flag(stale_after, "--stale-after")
+    # Human output goes to stderr with --json, so stdout stays one JSON value.
+    out = _console(stderr=as_json)
+    with _session(target) as s:
+        now = datetime.now(UTC)
+        overdue = s.run(find_overdue(s.client, stale_after=stale, now=now))
+        if not overdue:
+            if as_json:
+                _print_json([])
+            else:
+                out.print(
+                    f"no overdue tasks on {target.url} (none past its deadline or quiet "
+                    f"for more than {format_duration(stale)})",
+                    soft_wrap=True,
+                )
+            return
+        if not as_json:
+            _print_table(out, _overdue_table(overdue, now))
+        if dry_run:
+            if as_json:
+                _print_json([_overdue_json(o) for o in overdue])
+            else:
+                out.print(f"dry run: {_count(overdue)} would be canceled", soft_wrap=True)
+            return
+        if not yes:
+            if not sys.stdin.isatty():
+                _fail(
+                    f"not cancelling {_count(overdue)} without confirmation: stdin is not "
+                    "a terminal; pass --yes to cancel them, or --dry-run to only list them",
+                    code=2,
+                )
+            if as_json:
+                _print_table(out, _overdue_table(overdue, now))
+            if not typer.confirm(f"Cancel {_count(overdue)}?", err=as_json):
+                _fail("nothing canceled")
+        outcomes = s.run(cancel_overdue(s.client, overdue))
+    results = [
+        {
+            "taskId": o.task_id,
+            "ok": o.ok,
+            "state": o.state or None,
+            "error": None if o.ok else o.detail,
+            "reason": found.reason,
+        }
+        for o, found in zip(outcomes, overdue, strict=True)
+    ]
+    if as_json:
+        _print_json(results)
+    else:
+        _print_table(out, _outcome_table(results))
+        failed = sum(not r["ok"] for r in results)
+        done = f"canceled {len(results) - failed} of {_count(overdue)}"
+        out.print(done + (f"; {failed} failed" if failed else ""), soft_wrap=True)
+    raise typer.Exit(1 if any(not r["ok"] for r in results) else 0)
+
+
+def _count(overdue: Sequence[Overdue]) -> str:
+    return _plural(len(overdue), "overdue task")
+
+
+def _overdue_json(found: Overdue) -> dict[str, Any]:
+    task = found.task
+    return {
+        "taskId": task.id,
+        "contextId": task.context_id,
+        "state": task.status.state.word,
+        "updated": task.status.timestamp or None,
+        "reason": found.reason,
+    }
+
+
+def _overdue_table(overdue: Sequence[Overdue], now: datetime) -> Columns:
+    columns = [
+        Column("ID"),
+        Column("STATE"),
+        Column("CONTEXT", optional=True),
+        Column("UPDATED"),
+        Column("REASON"),
+    ]
+    cells = [
+        [
+            Text(task.id),
+            _state(task.status.state),
+            Text(task.context_id),
+            Text(_ago(_changed(task), now)),
+            Text(reason),
+        ]
+        for task, reason in overdue
+    ]
+    return columns, cells
+
+
+def _outcome_table(results: Sequence[dict[str, Any]]) -> Columns:
+    cells = []
+    for r in results:
+        if r["ok"]:
+            result = Text(r["state"] or "canceled", style=_word_style(r["state"] or ""))
+        else:
+            result = Text(f"failed: {r['error']}", style="red")
+        cells.append([Text(r["taskId"]), result, Text(r["reason"])])
+    return [Column("ID"), Column("RESULT"), Column("WHY OVERDUE")], cells
+
+
+# --- card ---
+
+
+def card(
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    a2a_version: VersionOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show the server's agent card: who it is, where, and what it can do."""
+    target = Target(url, token, a2a_version)
+    with _session(target) as s:
+        the_card = s.run(s.client.card())
+        version = s.run(s.client.version())
+    if as_json:
+        _print_json(the_card)
+    else:
+        how = "as --a2a-version says" if a2a_version else "chosen from this card"
+        _show_card(the_card, f"this client speaks A2A {version} to it ({how})")
+
+
+def _show_card(card: dict[str, Any], speaking: str) -> None:
+    out = _console()
+    title = Text(str(card.get("name") or "(no name)"), style="bold")
+    if card.get("version"):
+        title.append(f"  version {card['version']}", style="dim")
+    out.print(title)
+    if card.get("description"):
+        out.print(Text(str(card["description"])), soft_wrap=True)
+    provider = card.get("provider")
+    if isinstance(provider, dict) and provider.get("organization"):
+        out.print(Text(f"by {provider['organization']} {provider.get('url') or ''}".rstrip()))
+    out.print()
+    out.print(Text("interfaces", style="bold"))
+    for entry in _dicts(card.get("supportedInterfaces")):
+        binding = entry.get("protocolBinding", "?")
+        out.print(Text(f"  {binding} {entry.get('protocolVersion', '?')}  {entry.get('url', '')}"))
+    if card.get("url"):
+        transport = card.get("preferredTransport") or "JSONRPC"
+        out.print(
+            Text(f"  {transport} {card.get('protocolVersion', '0.3')}  {card['url']}  (0.3 fields)")
+        )
+    for entry in _dicts(card.get("additionalInterfaces")):
+        out.print(Text(f"  {entry.get('transport', '?')}  {entry.get('url', '')}"))
+    out.print(Text(f"  {speaking}", style="dim"))
+    capabilities = card.get("capabilities")
+    if isinstance(capabilities, dict) and capabilities:
+        out.print()
+        out.print(Text("capabilities", style="bold"))
+        for name, value in capabilities.items():
+            shown = ("yes" if value else "no") if isinstance(value, bool) else str(value)
+            out.print(Text(f"  {name}: {shown}"))
+    modes = [
+        (label, card.get(key))
+        for label, key in (("input", "defaultInputModes"), ("output", "defaultOutputModes"))
+    ]
+    if any(isinstance(v, list) and v for _, v in modes):
+        out.print()
+        for label, value in modes:
+            if isinstance(value, list) and value:
+                out.print(Text.assemble((f"{label}: ", "bold"), ", ".join(map(str, value))))
+    skills = list(_dicts(card.get("skills")))
+    out.print()
+    out.print(Text(f"skills ({len(skills)})", style="bold"))
+    for skill in skills:
+        name = skill.get("name") or skill.get("id") or "?"
+        out.print(Text.assemble("  ", (str(name), "bold"), (f"  ({skill.get('id', '')})", "dim")))
+        if skill.get("description"):
+            out.print(Text(f"    {skill['description']}"), soft_wrap=True)
+        tags = skill.get("tags")
+        if isinstance(tags, list) and tags:
+            out.print(Text(f"    tags: {', '.join(map(str, tags))}", style="dim"))
+        examples = skill.get("examples")
+        for example in examples if isinstance(examples, list) else []:
+            out.print(Text(f"    e.g. {example}"), soft_wrap=True)
+
+
+def _dicts(value: Any) -> Iterator[dict[str, Any]]:
+    for entry in value if isinstance(value, list) else []:
+        if isinstance(entry, dict):
+            yield entry
+
+
+def register(app: typer.Typer) -> None:
+    """Add the client commands to the ``a2ad`` app."""
+    app.command("send")(send)
+    app.add_typer(tasks_app)
+    app.command("card")(card)
