@@ -1,0 +1,226 @@
+"""A small client for OpenAI-compatible chat completions with tool calls.
+
+Any endpoint that speaks ``POST {base}/chat/completions`` works: OpenAI, a
+proxy, vLLM, Ollama, llama.cpp. Failures raise ``LLMError`` with a one-line
+reason naming what to check; the API key never appears in one (a 401's body
+is dropped, since some servers echo the key they refused).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "ENV_API_KEY",
+    "ENV_BASE_URL",
+    "ENV_MODEL",
+    "ChatClient",
+    "ChatReply",
+    "LLMError",
+    "LLMNotConfiguredError",
+    "LLMSettings",
+    "ToolCall",
+]
+
+ENV_BASE_URL = "OPENAI_BASE_URL"
+ENV_API_KEY = "OPENAI_API_KEY"
+ENV_MODEL = "A2AD_MODEL"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+MAX_RESPONSE_BYTES = 4 * 1024 * 1024
+DETAIL_CHARS = 200
+
+
+class LLMError(Exception):
+    """The LLM endpoint failed or answered something unusable; the message is one line."""
+
+
+class LLMNotConfiguredError(LLMError):
+    """No endpoint or no model is configured; the message says what to set."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LLMSettings:
+    base_url: str
+    model: str
+    api_key: str | None = field(default=None, repr=False)
+
+    @classmethod
+    def resolve(
+        cls, *, model: str | None = None, base_url: str | None = None, api_key: str | None = None
+    ) -> LLMSettings:
+        """The arguments, else ``$OPENAI_BASE_URL``, ``$OPENAI_API_KEY`` and
+        ``$A2AD_MODEL``. Raises LLMNotConfiguredError saying what to set when
+        there is neither a key nor a base URL (no endpoint was chosen), or no model."""
+        base_url = base_url or os.environ.get(ENV_BASE_URL) or None
+        api_key = api_key or os.environ.get(ENV_API_KEY) or None
+        model = model or os.environ.get(ENV_MODEL) or None
+        if base_url is None and api_key is None:
+            raise LLMNotConfiguredError(
+                f"no LLM is configured: set {ENV_API_KEY} (for OpenAI), or {ENV_BASE_URL} for "
+                "another OpenAI-compatible endpoint (e.g. http://127.0.0.1:11434/v1 for Ollama), "
+                f"and the model with {ENV_MODEL} (or `a2ad serve --model`)"
+            )
+        if model is None:
+            raise LLMNotConfiguredError(
+                f"no LLM model is configured: set {ENV_MODEL} (or `a2ad serve --model`) to a "
+                "model the endpoint serves, e.g. gpt-4o-mini"
+            )
+        return cls(
+            base_url=(base_url or DEFAULT_BASE_URL).rstrip("/"), model=model, api_key=api_key
+        )
+
+    @property
+    def shown_url(self) -> str:
+        """The base URL without any user:password in it, for messages."""
+        return str(httpx.URL(self.base_url).copy_with(userinfo=b""))
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # JSON text, as the model wrote it
+
+
+@dataclass(frozen=True)
+class ChatReply:
+    content: str
+    tool_calls: list[ToolCall]
+
+    def as_message(self) -> dict[str, Any]:
+        """The assistant message to send back in the next request's history."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.content or None}
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
+                for c in self.tool_calls
+            ]
+        return message
+
+
+class ChatClient:
+    """``async with ChatClient(settings) as llm: reply = await llm.chat(messages, tools)``."""
+
+    def __init__(
+        self,
+        settings: LLMSettings,
+        *,
+        timeout: float = 120.0,
+        http: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.settings = settings
+        self.timeout = timeout
+        self._own_http = http is None
+        self._http = http or httpx.AsyncClient(timeout=timeout)
+
+    async def __aenter__(self) -> ChatClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._own_http:
+            await self._http.aclose()
+
+    async def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatReply:
+        """One completion: the model's text, and the tools it wants called (if any)."""
+        body: dict[str, Any] = {"model": self.settings.model, "messages": messages}
+        if tools:
+            body |= {"tools": tools, "tool_choice": "auto"}
+        headers = {"Content-Type": "application/json"}
+        if self.settings.api_key:
+            headers["Authorization"] = f"Bearer {self.settings.api_key}"
+        status, content = await self._post(json.dumps(body).encode(), headers)
+        if status != 200:
+            raise LLMError(self._http_error(status, content))
+        return self._reply(content)
+
+    async def _post(self, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
+        url = self.settings.base_url + "/chat/completions"
+        where = self.settings.shown_url
+        try:
+            async with self._http.stream("POST", url, content=body, headers=headers) as response:
+                chunks, size = [], 0
+                async for chunk in response.aiter_bytes():
+                    size += len(chunk)
+                    if size > MAX_RESPONSE_BYTES:
+                        raise LLMError(
+                            f"the LLM at {where} answered more than {MAX_RESPONSE_BYTES} bytes"
+                        )
+                    chunks.append(chunk)
+                return response.status_code, b"".join(chunks)
+        except httpx.TimeoutException:
+            raise LLMError(f"the LLM at {where} gave no answer within {self.timeout:g} s") from None
+        except httpx.ConnectError:
+            raise LLMError(
+                f"can't reach the LLM at {where}: connection refused; is {ENV_BASE_URL} right, "
+                "and is the server running?"
+            ) from None
+        except httpx.HTTPError as exc:
+            raise LLMError(f"can't reach the LLM at {where}: {type(exc).__name__}") from None
+
+    def _http_error(self, status: int, content: bytes) -> str:
+        where = self.settings.shown_url
+        if status in (401, 403):
+            return f"the LLM at {where} refused the API key (HTTP {status}); check {ENV_API_KEY}"
+        detail = self._detail(content)
+        if status == 404:
+            return (
+                f"the LLM at {where} answered HTTP 404 for model {self.settings.model!r}{detail}; "
+                f"check {ENV_MODEL} (or --model) and {ENV_BASE_URL}"
+            )
+        if status == 429:
+            return f"the LLM at {where} is rate-limiting or out of quota (HTTP 429){detail}"
+        return f"the LLM at {where} answered HTTP {status}{detail}"
+
+    def _detail(self, content: bytes) -> str:
+        """The error text the endpoint sent, on one line, short, without the key."""
+        try:
+            payload = json.loads(content)
+            error = payload.get("error") if isinstance(payload, dict) else None
+            text = error.get("message") if isinstance(error, dict) else error
+        except ValueError:
+            text = content.decode("utf-8", "replace")
+        if not isinstance(text, str) or not text.strip():
+            return ""
+        if self.settings.api_key:
+            text = text.replace(self.settings.api_key, "***")
+        text = " ".join(text.split())
+        return ": " + (text if len(text) <= DETAIL_CHARS else text[: DETAIL_CHARS - 1] + "…")
+
+    def _reply(self, content: bytes) -> ChatReply:
+        try:
+            message = json.loads(content)["choices"][0]["message"]
+            calls = [
+                ToolCall(
+                    id=str(call.get("id") or f"call_{i}"),
+                    name=str(call["function"]["name"]),
+                    arguments=_arguments_text(call["function"].get("arguments")),
+                )
+                for i, call in enumerate(message.get("tool_calls") or [])
+            ]
+            text = message.get("content")
+            return ChatReply(content=text if isinstance(text, str) else "", tool_calls=calls)
+        except (ValueError, LookupError, TypeError, AttributeError):
+            raise LLMError(
+                f"the LLM at {self.settings.shown_url} answered something that is not a chat "
+                "completion (no choices[0].message); is it OpenAI-compatible?"
+            ) from None
+
+
+def _arguments_text(arguments: Any) -> str:
+    # Some servers send the arguments as an object rather than JSON text.
+    if isinstance(arguments, str):
+        return arguments
+    return json.dumps(arguments if arguments is not None else {})

@@ -1,0 +1,300 @@
+"""The task-manager agent end to end: served by one real a2ad, managing the
+tasks of another, with its LLM a real HTTP server playing planned
+OpenAI-compatible replies. Overdue tasks get canceled, the rest are left alone,
+the history shows each tool call, and LLM trouble fails the task with a
+one-line reason that never holds the API key."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from a2ad import Client, Message, Task, create_app, load_agent
+from a2ad.agents.task_manager import TaskManagerAgent
+
+from ..conftest import LiveServer, free_port
+from ..scripted import ScriptedAgent
+
+KEY = "sk-test-secret-0123456789"
+MODEL = "scripted-model"
+Reply = Callable[[dict[str, Any]], tuple[int, dict[str, Any]]]
+
+
+class ScriptedLLM:
+    """``POST /v1/chat/completions`` answered by ``replies`` in order, each given
+    the request; the requests and their headers are kept."""
+
+    def __init__(self, replies: list[Reply]) -> None:
+        self.replies = list(replies)
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        llm = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                llm.requests.append(body)
+                llm.headers.append(dict(self.headers))
+                if self.path != "/v1/chat/completions" or not llm.replies:
+                    status, answer = 500, {"error": {"message": f"unplanned {self.path}"}}
+                else:
+                    status, answer = llm.replies.pop(0)(body)
+                data = json.dumps(answer).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> ScriptedLLM:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(10)
+
+
+def tool_call(name: str, **arguments: Any) -> Reply:
+    def reply(request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        call = {
+            "id": f"call-{len(request['messages'])}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)},
+        }
+        message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        return 200, {"choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]}
+
+    return reply
+
+
+def answer(text: str) -> Reply:
+    def reply(request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        message = {"role": "assistant", "content": text}
+        return 200, {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+
+    return reply
+
+
+def status(code: int, message: str) -> Reply:
+    return lambda request: (code, {"error": {"message": message, "type": "invalid_request"}})
+
+
+def manager(llm: ScriptedLLM, servers: list[str], **options: Any) -> LiveServer:
+    agent = TaskManagerAgent(model=MODEL, servers=servers, base_url=llm.url, api_key=KEY, **options)
+    return LiveServer(create_app(agent))
+
+
+async def ask(url: str, text: str) -> Task:
+    async with Client(url) as client:
+        task = await client.send(text)
+    assert isinstance(task, Task)
+    return task
+
+
+async def start(url: str, text: str) -> Task:
+    async with Client(url) as client:
+        task = await client.send(text, wait=text.startswith("input"))
+    assert isinstance(task, Task)
+    return task
+
+
+async def state_of(url: str, task_id: str) -> str:
+    async with Client(url) as client:
+        return (await client.get_task(task_id)).status.state.word
+
+
+def texts(task: Task) -> list[str]:
+    return [m.text for m in task.history]
+
+
+def status_text(task: Task) -> str:
+    message = task.status.message
+    assert isinstance(message, Message)
+    return message.text
+
+
+@pytest.fixture
+def tasks() -> Iterator[LiveServer]:
+    with LiveServer(create_app(ScriptedAgent())) as server:
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def no_llm_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "A2AD_MODEL", "A2AD_MANAGED_URLS"):
+        monkeypatch.delenv(name, raising=False)
+
+
+# --- end to end ---------------------------------------------------------------
+
+
+async def test_lists_active_tasks_and_cancels_the_overdue_ones(tasks: LiveServer) -> None:
+    quiet = await start(tasks.url, "hang")
+    asking = await start(tasks.url, "input which one?")
+    done = await start(tasks.url, "echo finished")
+    await asyncio.sleep(2.1)
+    fresh = await start(tasks.url, "hang")
+    final = "Found 3 active tasks; canceled the 2 overdue ones."
+    plan = [
+        tool_call("list_tasks", state="active", stale_after="2s"),
+        tool_call("cancel_overdue_tasks", stale_after="2s"),
+        answer(final),
+    ]
+
+    with ScriptedLLM(plan) as llm, manager(llm, [tasks.url]) as live:
+        task = await ask(live.url, "List all active A2A tasks and cancel any that are overdue")
+
+    assert task.status.state.word == "completed", texts(task)
+    assert [a.parts[0].text for a in task.artifacts] == [final]
+    assert await state_of(tasks.url, quiet.id) == "canceled"
+    assert await state_of(tasks.url, asking.id) == "canceled"
+    assert await state_of(tasks.url, fresh.id) == "working"
+    assert await state_of(tasks.url, done.id) == "completed"
+    assert texts(task)[0] == "List all active A2A tasks and cancel any that are overdue"
+    assert texts(task)[1:] == [
+        'calling list_tasks(state="active", stale_after="2s")',
+        "list_tasks: 3 task(s), 2 overdue",
+        'calling cancel_overdue_tasks(stale_after="2s")',
+        "cancel_overdue_tasks: 2 overdue, 2 canceled, 0 failed",
+    ]
+
+    first, second, third = llm.requests
+    assert first["model"] == MODEL and first["tool_choice"] == "auto"
+    assert [t["function"]["name"] for t in first["tools"]] == [
+        "list_tasks",
+        "get_task",
+        "cancel_task",
+        "cancel_overdue_tasks",
+    ]
+    assert tasks.url in first["messages"][0]["content"]  # the system prompt names the server
+    assert first["messages"][1] == {
+        "role": "user",
+        "content": "List all active A2A tasks and cancel any that are overdue",
+    }
+    assert llm.headers[0]["Authorization"] == f"Bearer {KEY}"
+    # Each next request carries the model's call and the tool's result.
+    call, result = second["messages"][-2:]
+    assert call["tool_calls"][0]["function"]["name"] == "list_tasks"
+    assert result["role"] == "tool" and result["tool_call_id"] == call["tool_calls"][0]["id"]
+    listed = json.loads(result["content"])
+    assert {t["id"] for t in listed["tasks"]} == {quiet.id, asking.id, fresh.id}
+    assert {t["id"] for t in listed["tasks"] if "overdue" in t} == {quiet.id, asking.id}
+    canceled = json.loads(third["messages"][-1]["content"])
+    assert third["messages"][-1]["tool_call_id"] == third["messages"][-2]["tool_calls"][0]["id"]
+    assert {c["id"] for c in canceled["canceled"]} == {quiet.id, asking.id}
+
+
+async def test_a_bad_tool_call_goes_back_to_the_model_as_an_error(tasks: LiveServer) -> None:
+    plan = [
+        tool_call("list_tasks", server_url="http://elsewhere.example"),
+        answer("I may not use that server."),
+    ]
+    with ScriptedLLM(plan) as llm, manager(llm, [tasks.url]) as live:
+        task = await ask(live.url, "List the tasks on http://elsewhere.example")
+
+    assert task.status.state.word == "completed"
+    error = json.loads(llm.requests[1]["messages"][-1]["content"])["error"]
+    assert "'http://elsewhere.example' is not a server this agent manages" in error
+    assert texts(task)[2].startswith("list_tasks: error: server_url")
+
+
+async def test_gives_up_after_the_round_limit(tasks: LiveServer) -> None:
+    plan = [tool_call("list_tasks"), tool_call("list_tasks")]
+    with ScriptedLLM(plan) as llm, manager(llm, [tasks.url], max_rounds=2) as live:
+        task = await ask(live.url, "keep looking")
+
+    assert task.status.state.word == "failed"
+    assert "still wanted tools after 2 rounds" in status_text(task)
+
+
+# --- without an LLM, or with a failing one --------------------------------------
+
+
+async def test_without_an_llm_configured_the_task_fails_saying_what_to_set(
+    tasks: LiveServer,
+) -> None:
+    with LiveServer(create_app(TaskManagerAgent(servers=[tasks.url]))) as live:
+        task = await ask(live.url, "List all active A2A tasks")
+
+    assert task.status.state.word == "failed"
+    reason = status_text(task)
+    assert reason.startswith("no LLM is configured: set OPENAI_API_KEY")
+    assert "OPENAI_BASE_URL" in reason and "A2AD_MODEL" in reason
+
+
+async def test_without_a_model_the_task_fails_saying_what_to_set(
+    tasks: LiveServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+    with LiveServer(create_app(TaskManagerAgent(servers=[tasks.url]))) as live:
+        task = await ask(live.url, "List all active A2A tasks")
+
+    assert task.status.state.word == "failed"
+    assert status_text(task).startswith("no LLM model is configured: set A2AD_MODEL")
+
+
+async def test_a_refused_api_key_fails_the_task_without_showing_the_key(
+    tasks: LiveServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    plan = [status(401, f"Incorrect API key provided: {KEY}")]
+    with ScriptedLLM(plan) as llm, manager(llm, [tasks.url]) as live:
+        task = await ask(live.url, "List all active A2A tasks")
+
+    assert task.status.state.word == "failed"
+    reason = status_text(task)
+    assert reason == f"the LLM at {llm.url} refused the API key (HTTP 401); check OPENAI_API_KEY"
+    assert KEY not in json.dumps([texts(task), reason]) and KEY not in caplog.text
+
+
+async def test_an_unknown_model_fails_the_task_naming_it(tasks: LiveServer) -> None:
+    plan = [status(404, f"The model `{MODEL}` does not exist (key {KEY})")]
+    with ScriptedLLM(plan) as llm, manager(llm, [tasks.url]) as live:
+        task = await ask(live.url, "List all active A2A tasks")
+
+    reason = status_text(task)
+    assert reason.startswith(f"the LLM at {llm.url} answered HTTP 404 for model '{MODEL}'")
+    assert "check A2AD_MODEL" in reason and "(key ***)" in reason and KEY not in reason
+    assert "\n" not in reason
+
+
+async def test_an_unreachable_llm_fails_the_task_with_one_line(tasks: LiveServer) -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    agent = TaskManagerAgent(model=MODEL, servers=[tasks.url], base_url=url, api_key=KEY)
+    with LiveServer(create_app(agent)) as live:
+        task = await ask(live.url, "List all active A2A tasks")
+
+    assert task.status.state.word == "failed"
+    assert status_text(task) == (
+        f"can't reach the LLM at {url}: connection refused; is OPENAI_BASE_URL right, "
+        "and is the server running?"
+    )
+
+
+# --- configuration ------------------------------------------------------------
+
+
+def test_serve_agent_loads_it_by_module_path() -> None:
+    assert isinstance(load_agent("a2ad.agents.task_manager"), TaskManagerAgent)
+
+
+def test_managed_servers_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("A2AD_URL", "http://own:8000/")
+    assert TaskManagerAgent().managed_servers() == ["http://own:8000"]
+    monkeypatch.setenv("A2AD_MANAGED_URLS", " http://a:1/, ,http://b:2 ")
+    assert TaskManagerAgent().managed_servers() == ["http://a:1", "http://b:2"]
+    assert TaskManagerAgent(servers=["http://c:3/"]).managed_servers() == ["http://c:3"]
