@@ -1,0 +1,100 @@
+"""What a store costs per task, without HTTP: the engine and the echo agent over
+MemoryStore and SqliteStore, driven in-process by concurrent senders.
+
+    .venv/bin/python bench/store_writes.py                  # both stores, 32 senders
+    taskset -c 0 .venv/bin/python bench/store_writes.py --stores sqlite --senders 32
+
+For each store: a warm-up of 100 sends per sender, then ``--sends`` per sender,
+timed; prints sends/s, process CPU (user + system) per send and, for SQLite, the
+WAL pages written per send (with automatic checkpoints off while counting, so
+the WAL holds every page written). Pin it to one core (taskset) to compare with
+the load benchmark's pinned servers. The file lives in a temporary folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from a2ad import EchoAgent, Engine, MemoryStore, Message, Role, SqliteStore, TextPart
+from a2ad.protocol.model import SendMessageRequest, new_id
+from a2ad.store.base import TaskStore
+
+
+def request(i: int) -> SendMessageRequest:
+    message = Message(
+        message_id=new_id(), role=Role.USER, parts=[TextPart("hello")], context_id=f"ctx-{i % 100}"
+    )
+    return SendMessageRequest(message=message)
+
+
+def cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def measure(store: TaskStore, senders: int, sends: int) -> dict[str, float]:
+    engine = Engine(EchoAgent(), store)
+
+    async def sender(n: int) -> None:
+        for i in range(n):
+            await engine.send(request(i))
+
+    await asyncio.gather(*(sender(100) for _ in range(senders)))
+    cpu0, t0 = cpu(), time.perf_counter()
+    await asyncio.gather(*(sender(sends) for _ in range(senders)))
+    elapsed, used = time.perf_counter() - t0, cpu() - cpu0
+    total = senders * sends
+    return {"sends_per_s": total / elapsed, "cpu_us_per_send": used / total * 1e6}
+
+
+async def run_store(name: str, senders: int, sends: int, folder: Path) -> dict[str, float]:
+    if name == "memory":
+        return await measure(MemoryStore(max_tasks=10**7), senders, sends)
+    path = folder / "tasks.db"
+    store = SqliteStore(path)
+    await store.open()
+    # Count WAL pages: no checkpoint may empty the WAL while we measure.
+    await store._run(lambda conn: conn.execute("PRAGMA wal_autocheckpoint = 0"))
+    wal = path.with_name(path.name + "-wal")
+    before = wal.stat().st_size if wal.exists() else 0
+    result = await measure(store, senders, sends)
+    pages = (wal.stat().st_size - before) / 4096
+    result["wal_pages_per_send"] = pages / (senders * (sends + 100))
+    await store.aclose()
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stores", default="memory,sqlite", help="comma-separated")
+    parser.add_argument("--senders", type=int, default=32)
+    parser.add_argument("--sends", type=int, default=250, help="timed sends per sender")
+    args = parser.parse_args()
+    results: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="a2ad-store-writes-") as folder:
+        for name in args.stores.split(","):
+            results[name] = asyncio.run(run_store(name, args.senders, args.sends, Path(folder)))
+            figures = ", ".join(f"{k} {v:,.1f}" for k, v in results[name].items())
+            print(f"{name}: {figures}", flush=True)
+    print(
+        json.dumps(
+            {
+                "bench": "store_writes",
+                "pid_cpus": sorted(os.sched_getaffinity(0)),
+                "python": sys.version.split()[0],
+                "results": results,
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
