@@ -135,10 +135,10 @@ async def test_create_stores_the_task_at_sequence_zero(store: TaskStore) -> None
     assert got.seq == 0 and got.task == task
 
 
-async def test_create_with_an_event_stores_both_as_one_step(store: TaskStore) -> None:
+async def test_create_with_events_stores_them_all_as_one_step(store: TaskStore) -> None:
     task = new_task()
     working = status(task, TaskState.WORKING, ts(1), "on it")
-    created = await store.create(task, lease=Lease("me", 100.0), event=working)
+    created = await store.create(task, lease=Lease("me", 100.0), events=[working])
     assert created.seq == 1
     assert created.task.status == working.status
     assert [m.parts for m in created.task.history] == [task.history[0].parts, [TextPart("on it")]]
@@ -148,14 +148,72 @@ async def test_create_with_an_event_stores_both_as_one_step(store: TaskStore) ->
     assert await store.orphans(101.0, 10) == [task.id]
 
 
+async def test_a_task_created_finished_is_listed_and_evictable_as_finished(
+    store: TaskStore,
+) -> None:
+    task = new_task()
+    events = [
+        status(task, TaskState.WORKING, ts(1)),
+        artifact(task, "doc", "a"),
+        status(task, TaskState.COMPLETED, ts(2)),
+    ]
+    done = await store.create(task, lease=Lease("me", 100.0), events=events)
+    assert done.seq == 3 and done.task.status.state is TaskState.COMPLETED
+    assert [e.seq for e in await store.events(task.id, 0)] == [1, 2, 3]
+    assert await store.orphans(1e9, 10) == []  # not in flight: no lease
+    page = await store.list(ListQuery(page_size=5, state=TaskState.COMPLETED))
+    assert page.tasks == [done.task] and page.total == 1
+    assert await store.delete_terminal(ts(3), 10) == [task.id]
+
+
 async def test_create_with_a_refused_event_stores_nothing(store: TaskStore) -> None:
     many = [Artifact(artifact_id=f"a{i}", parts=[TextPart("x")]) for i in range(MAX_ARTIFACTS)]
     task = new_task(artifacts=many)
     with pytest.raises(EventLimitError):
-        await store.create(task, event=artifact(task, "one-too-many", "x"))
+        await store.create(
+            task,
+            events=[status(task, TaskState.WORKING, ts(1)), artifact(task, "one-too-many", "x")],
+        )
     assert await store.get(task.id) is None
     assert (await store.list(ListQuery(page_size=5))).total == 0
     assert (await store.create(task)).seq == 0  # the id is free
+
+
+async def test_append_many_stores_every_event_in_order(store: TaskStore) -> None:
+    task = new_task()
+    s = await store.create(task, events=[status(task, TaskState.WORKING, ts(1))])
+    events = [artifact(task, "doc", "a"), artifact(task, "doc", "b", append=True)]
+    events.append(status(task, TaskState.INPUT_REQUIRED, ts(2), "which?"))
+    after = await store.append_many(task.id, s.seq, events)
+    assert after.seq == 4 and after.task.status.state is TaskState.INPUT_REQUIRED
+    assert texts(after.task.artifacts[0]) == ["a", "b"]
+    assert await store.get(task.id) == after
+    assert await store.events(task.id, 1) == [
+        LoggedEvent(seq, e) for seq, e in enumerate(events, start=2)
+    ]
+    page = await store.list(ListQuery(page_size=5, state=TaskState.INPUT_REQUIRED))
+    assert page.tasks == [after.task]
+
+
+async def test_append_many_is_all_or_nothing(store: TaskStore) -> None:
+    many = [Artifact(artifact_id=f"a{i}", parts=[TextPart("x")]) for i in range(MAX_ARTIFACTS)]
+    task = new_task(artifacts=many)
+    s = await store.create(task)
+    refused = [status(task, TaskState.WORKING, ts(1)), artifact(task, "one-too-many", "x")]
+    with pytest.raises(EventLimitError):
+        await store.append_many(task.id, s.seq, refused)
+    with pytest.raises(TerminalTaskError):  # nothing may follow an end, even in one batch
+        await store.append_many(
+            task.id,
+            s.seq,
+            [status(task, TaskState.COMPLETED, ts(1)), status(task, TaskState.WORKING, ts(2))],
+        )
+    with pytest.raises(SequenceConflictError):
+        await store.append_many(task.id, s.seq + 1, [status(task, TaskState.WORKING, ts(1))])
+    with pytest.raises(MissingTaskError):
+        await store.append_many("nope", 0, [status(task, TaskState.WORKING, ts(1))])
+    assert await store.get(task.id) == s
+    assert await store.events(task.id, 0) == []
 
 
 async def test_get_of_an_unknown_id_returns_none(store: TaskStore) -> None:
@@ -577,6 +635,19 @@ async def test_an_ended_task_reads_back_exactly_with_every_field_of_every_event(
     assert refused.value.state is end
     with pytest.raises(SequenceConflictError):
         await store.append(task.id, 1, status(task, TaskState.WORKING, ts(3)))
+
+
+async def test_an_ended_task_with_a_huge_integer_in_its_metadata_reads_back(
+    store: TaskStore,
+) -> None:
+    # JSON takes integers of any size; the memory store's encoding for ended
+    # tasks (msgpack) stops at 64 bits and must not lose the task over it.
+    task = msgspec.structs.replace(new_task(), metadata={"big": 2**70, "small": -(2**70)})
+    s = await store.create(task, events=[status(task, TaskState.WORKING, ts(1))])
+    done = await store.append(task.id, s.seq, status(task, TaskState.COMPLETED, ts(2)))
+    assert await store.get(task.id) == done
+    assert [e.seq for e in await store.events(task.id, 0)] == [1, 2]
+    assert (await store.list(ListQuery(page_size=5, state=TaskState.COMPLETED))).total == 1
 
 
 async def test_events_after_a_sequence_number_are_only_the_later_ones(store: TaskStore) -> None:

@@ -69,6 +69,7 @@ from ..store.base import (
     StoreFullError,
     TaskStore,
     TerminalTaskError,
+    apply_event,
 )
 from .bus import Bus, Delivery, Subscription
 from .lifecycle import InvalidTransitionError, check_event
@@ -201,6 +202,8 @@ class Engine:
         self._store_closed = False
         self._shutdown: asyncio.Future[None] | None = None
         self._maintenance: asyncio.Task[None] | None = None
+        self._flushes: set[asyncio.Future[bool]] = set()  # agents' queued events being stored
+        self._invocations: dict[str, _Invocation] = {}  # the agent runs of this process
 
     def _lease(self) -> Lease:
         return Lease(self.instance, self.clock() + self.lease_seconds)
@@ -248,6 +251,7 @@ class Engine:
 
     async def _fail(self, task_id: str, text: str) -> bool:
         """Fail a task the engine itself gives up on; False if it ended first."""
+        await self._flush_agent(task_id)
         stored = await self.store.get(task_id)
         if stored is None:
             return False
@@ -365,9 +369,59 @@ class Engine:
             self._publish(task_id, event, stored)
             return stored
 
+    async def _apply_many(
+        self, task_id: str, events: list[TaskEvent], *, known: StoredTask | None
+    ) -> tuple[StoredTask, bool]:
+        """Store an agent's queued events in one write (``_apply`` for each, at
+        once): events the lifecycle forbids are dropped and logged, the rest are
+        stored and then published in order. Returns the new snapshot and whether
+        the last event was stored."""
+        current = known
+        while True:
+            if current is None:
+                current = await self.store.get(task_id)
+                if current is None:
+                    raise MissingTaskError(task_id)
+            state = current.task.status.state
+            if state.terminal:
+                raise TerminalTaskError(task_id, state)
+            valid = _lawful(task_id, state, events)
+            if not valid:
+                return current, False
+            try:
+                stored = await self.store.append_many(task_id, current.seq, valid)
+            except SequenceConflictError:
+                current = None
+                continue
+            self._publish_all(task_id, current, valid, stored)
+            return stored, valid[-1] is events[-1]
+
+    def _publish_all(
+        self, task_id: str, before: StoredTask, events: list[TaskEvent], after: StoredTask
+    ) -> None:
+        """Publish events stored together, each with the snapshot it made."""
+        snapshot = before.task
+        for i, event in enumerate(events, start=1):
+            if i == len(events):
+                snapshot = after.task
+            else:
+                snapshot = apply_event(snapshot, event)
+            self._publish(task_id, event, StoredTask(snapshot, before.seq + i))
+
+    async def _flush_agent(self, task_id: str) -> None:
+        """Store what the task's agent (if it runs here) has emitted so far, so that
+        an ending decided now (cancel, deadline) comes after it, as it came."""
+        invocation = self._invocations.get(task_id)
+        if invocation is not None:
+            await invocation.flush()
+
     def _publish(self, task_id: str, event: TaskEvent, stored: StoredTask) -> None:
         """Hand a stored event to the task's subscribers."""
         new_state = stored.task.status.state
+        if new_state.terminal:
+            invocation = self._invocations.get(task_id)
+            if invocation is not None:
+                invocation.ended()
         final = isinstance(event, TaskStatusUpdateEvent) and (
             new_state.terminal or new_state.interrupted
         )
@@ -520,6 +574,7 @@ class Engine:
 
     async def cancel(self, task_id: str) -> Task:
         """CancelTask: store CANCELED, stop the agent, return the canceled task."""
+        await self._flush_agent(task_id)
         stored = await self.store.get(task_id)
         if stored is None:
             raise _not_found(task_id)
@@ -625,14 +680,20 @@ class _Invocation:
         self.deadline: str | None = None
         self.current: StoredTask | None = None  # the latest snapshot this invocation made
         self._cancelled = False
+        # Events wait here until the agent pauses, ends its turn, or the queue is
+        # long; then they are stored in one write (see _emit).
+        self._queue: list[TaskEvent] = []
+        self._flush_lock = asyncio.Lock()
+        self._flush_soon = False
+        self._dropped = False  # the task ended under the agent: later events are dropped
 
     @property
     def cancelled(self) -> bool:
         return self._cancelled
 
-    async def create(self, first: TaskEvent | None = None) -> Task:
+    async def create(self, events: list[TaskEvent] | None = None) -> Task:
         """Store the task (submitted, the user's message in its history), with
-        ``first`` applied in the same write if given (the agent's first act)."""
+        ``events`` applied in the same write if given (the agent's first acts)."""
         task = Task(
             id=self.task_id,
             context_id=self.context_id,
@@ -640,9 +701,10 @@ class _Invocation:
             history=[self.message],
             metadata={"deadline": self.deadline} if self.deadline else UNSET,
         )
+        events = events or []
         try:
             self.current = await self.engine.store.create(
-                task, lease=self.engine._lease(), event=first
+                task, lease=self.engine._lease(), events=events
             )
         except StoreFullError as exc:
             raise ServerBusyError(
@@ -652,56 +714,117 @@ class _Invocation:
         self.created = True
         self.engine.bus.publish(self.task_id, Delivery(0, task, task, False, False))
         log.info("task submitted", extra={"task_id": self.task_id, "context_id": self.context_id})
-        if first is not None:
-            self.engine._publish(self.task_id, first, self.current)
+        if events:
+            self.engine._publish_all(self.task_id, StoredTask(task, 0), events, self.current)
         return task
 
-    async def _ensure_created(self, first: TaskEvent | None = None) -> bool:
-        """Store the task if it is not yet; True once it is. With ``first``, that
-        event is stored with it when it can be, and then ``self.current`` is past it."""
-        if self.created:
-            return True
-        if self.create_error is not None or self.replied:
-            return False
-        try:
-            if first is not None:
-                try:
-                    check_event(TaskState.SUBMITTED, first)
-                    await self.create(first)
-                    return True
-                except (InvalidTransitionError, EventLimitError):
-                    pass  # stored alone below; _emit then drops the event and says why
-            await self.create()
-        except ServerBusyError as exc:
-            self.create_error = exc
-            self.engine.bus.publish(self.task_id, Delivery(-1, exc, None, True, True))
-            raise
-        return True
-
     async def _emit(self, event: TaskEvent) -> bool:
+        """Queue an agent's event. An event that ends the agent's turn (a terminal
+        or interrupted status) is stored at once with everything queued before
+        it, and the answer says whether it was stored; other events are stored
+        when the agent next waits on something else (or the queue is long), and
+        the answer is True unless the task already ended under the agent. Each
+        event is published only once stored, so nobody sees what was not."""
         if self.replied:
             log.warning("event after a message reply dropped", extra={"task_id": self.task_id})
             return False
-        if not self.created:
-            if not await self._ensure_created(event):
-                return False
-            if self.current is not None and self.current.seq == 1:
-                return True  # `event` was stored with the task (seq 0 is the task alone)
-        try:
-            self.current = await self.engine._apply(self.task_id, event, known=self.current)
-        except (
-            TerminalTaskError,
-            InvalidTransitionError,
-            EventLimitError,
-            MissingTaskError,
-        ) as exc:
+        if self._dropped or self.create_error is not None:
             log.warning(
-                "agent event dropped: %s",
-                exc,
+                "agent event dropped: the task has ended",
                 extra={"task_id": self.task_id, "event": type(event).__name__},
             )
             return False
+        self._queue.append(event)
+        if _ends_turn(event) or len(self._queue) >= MAX_QUEUED_EVENTS:
+            return await self.flush()
+        if not self._flush_soon:
+            self._flush_soon = True
+            asyncio.get_running_loop().call_soon(self._start_flush)
         return True
+
+    def _start_flush(self) -> None:
+        # Runs once the agent yields to the loop; if its turn already ended (and
+        # flushed everything), there is nothing to do.
+        self._flush_soon = False
+        if self._queue:
+            flush = asyncio.ensure_future(self.flush())
+            # The loop keeps only a weak reference to a task; this keeps it alive.
+            self.engine._flushes.add(flush)
+            flush.add_done_callback(self.engine._flushes.discard)
+
+    async def flush(self) -> bool:
+        """Store and publish the queued events; whether the last one was stored."""
+        async with self._flush_lock:
+            events, self._queue = self._queue, []
+            if not events:
+                return not self._dropped
+            if self._dropped or self.create_error is not None:
+                log.warning(
+                    "agent events dropped: the task has ended",
+                    extra={"task_id": self.task_id, "events": len(events)},
+                )
+                return False
+            try:
+                stored = await self._write(events)
+            except ServerBusyError:
+                return False
+            if self.current is not None and self.current.task.status.state.terminal:
+                self._dropped = True  # the agent ended it: nothing more may be added
+            return stored
+
+    async def _write(self, events: list[TaskEvent]) -> bool:
+        if not self.created:
+            state = TaskState.SUBMITTED
+            valid = _lawful(self.task_id, state, events)
+            try:
+                await self.create(valid)
+            except EventLimitError:
+                await self.create()
+                return await self._write_one_by_one(valid)
+            except ServerBusyError as exc:
+                self.create_error = exc
+                self.engine.bus.publish(self.task_id, Delivery(-1, exc, None, True, True))
+                raise
+            return bool(valid) and valid[-1] is events[-1]
+        try:
+            self.current, stored = await self.engine._apply_many(
+                self.task_id, events, known=self.current
+            )
+        except EventLimitError:
+            return await self._write_one_by_one(events)
+        except (TerminalTaskError, MissingTaskError) as exc:
+            self._dropped = True
+            log.warning(
+                "agent events dropped: %s",
+                exc,
+                extra={"task_id": self.task_id, "events": len(events)},
+            )
+            return False
+        return stored
+
+    async def _write_one_by_one(self, events: list[TaskEvent]) -> bool:
+        """The slow path, when a batch broke a size bound: store what fits."""
+        stored = False
+        for event in events:
+            try:
+                self.current = await self.engine._apply(self.task_id, event, known=self.current)
+                stored = True
+            except (
+                TerminalTaskError,
+                InvalidTransitionError,
+                EventLimitError,
+                MissingTaskError,
+            ) as exc:
+                log.warning(
+                    "agent event dropped: %s",
+                    exc,
+                    extra={"task_id": self.task_id, "event": type(event).__name__},
+                )
+                stored = False
+                if isinstance(exc, TerminalTaskError | MissingTaskError):
+                    self._dropped = True
+                    return False
+        return stored
 
     async def status(self, state: TaskState, message: Message | None) -> bool:
         status = TaskStatus(
@@ -725,7 +848,7 @@ class _Invocation:
         )
 
     async def reply(self, message: Message) -> bool:
-        if self.created:
+        if self.created or self._queue:
             return await self.status(TaskState.COMPLETED, message)
         if self.replied or self.create_error is not None:
             return False
@@ -734,7 +857,20 @@ class _Invocation:
         self.engine.bus.publish(self.task_id, Delivery(-1, message, None, True, True))
         return True
 
+    def ended(self) -> None:
+        """The task became terminal (by the agent or not): drop what comes next."""
+        self._dropped = True
+
     async def run(self) -> None:
+        invocations = self.engine._invocations
+        invocations[self.task_id] = self
+        try:
+            await self._run()
+        finally:
+            if invocations.get(self.task_id) is self:
+                del invocations[self.task_id]
+
+    async def _run(self) -> None:
         ctx = TaskContext(
             task_id=self.task_id,
             context_id=self.context_id,
@@ -747,7 +883,7 @@ class _Invocation:
             await self.engine.agent.run(ctx)
         except asyncio.CancelledError:
             self._cancelled = True
-            if self.engine._closing and self.created:
+            if self.engine._closing and (self.created or self._queue):
                 # Shielded: the task must not stay "working" after the server is gone.
                 await asyncio.shield(
                     self._finish(
@@ -761,6 +897,7 @@ class _Invocation:
             log.exception("agent raised", extra={"task_id": self.task_id})
             await self._finish(TaskState.FAILED, f"The agent failed: {type(exc).__name__}")
         else:
+            await self.flush()
             if self.replied or self.create_error is not None:
                 return
             if not self.created:
@@ -778,6 +915,36 @@ class _Invocation:
             await self.status(state, _agent_message(self.task_id, self.context_id, text))
         except ServerBusyError:
             pass
+
+
+MAX_QUEUED_EVENTS = 64  # an agent that never waits is stored this many events at a time
+
+
+def _ends_turn(event: TaskEvent) -> bool:
+    if not isinstance(event, TaskStatusUpdateEvent):
+        return False
+    state = event.status.state
+    return state.terminal or state.interrupted
+
+
+def _lawful(task_id: str, state: TaskState, events: list[TaskEvent]) -> list[TaskEvent]:
+    """The events the lifecycle allows, in order, from ``state``; the others are
+    dropped and logged, as ``_apply`` would refuse them one at a time."""
+    kept: list[TaskEvent] = []
+    for event in events:
+        try:
+            check_event(state, event)
+        except InvalidTransitionError as exc:
+            log.warning(
+                "agent event dropped: %s",
+                exc,
+                extra={"task_id": task_id, "event": type(event).__name__},
+            )
+            continue
+        kept.append(event)
+        if isinstance(event, TaskStatusUpdateEvent):
+            state = event.status.state
+    return kept
 
 
 def _not_found(task_id: str) -> TaskNotFoundError:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import builtins
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import msgspec
@@ -128,15 +129,15 @@ class TaskStore(abc.ABC):
 
     @abc.abstractmethod
     async def create(
-        self, task: Task, *, lease: Lease | None = None, event: TaskEvent | None = None
+        self, task: Task, *, lease: Lease | None = None, events: Sequence[TaskEvent] = ()
     ) -> StoredTask:
         """Store a new task at sequence 0, leased to ``lease.owner`` if given, and
-        with ``event`` apply that as sequence 1 in the same step (one write where
-        an agent's first act follows creation at once); returns the snapshot at
-        the last sequence. Raises StoreFullError when full (evicting first what
-        may be evicted), ValueError if a task with that id exists, and what
-        ``append`` raises for the event; then nothing is stored. Like every
-        write, it completes even if the awaiting caller is cancelled meanwhile."""
+        apply ``events`` as sequences 1, 2, ... in the same step (one write where
+        an agent acts at once); returns the snapshot at the last sequence. Raises
+        StoreFullError when full (evicting first what may be evicted), ValueError
+        if a task with that id exists, and what ``append`` raises for an event;
+        then nothing is stored. Like every write, it completes even if the
+        awaiting caller is cancelled meanwhile."""
 
     @abc.abstractmethod
     async def get(self, task_id: str) -> StoredTask | None:
@@ -157,6 +158,19 @@ class TaskStore(abc.ABC):
         A task that leaves submitted/working loses its lease. Returns the new
         snapshot at ``expected_seq + 1``. Raises MissingTaskError,
         SequenceConflictError, TerminalTaskError, EventLimitError."""
+
+    @abc.abstractmethod
+    async def append_many(
+        self,
+        task_id: str,
+        expected_seq: int,
+        events: Sequence[TaskEvent],
+        *,
+        lease: Lease | None = None,
+    ) -> StoredTask:
+        """``append`` for several events in order, as one step: all are stored or
+        none (the errors are ``append``'s, for the first event that fails);
+        returns the snapshot after the last."""
 
     @abc.abstractmethod
     async def events(self, task_id: str, after_seq: int) -> builtins.list[LoggedEvent]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -160,7 +161,7 @@ class MemoryStore(TaskStore):
         return len(self._tasks)
 
     async def create(
-        self, task: Task, *, lease: Lease | None = None, event: TaskEvent | None = None
+        self, task: Task, *, lease: Lease | None = None, events: Sequence[TaskEvent] = ()
     ) -> StoredTask:
         if task.id in self._tasks:
             raise ValueError(f"task {task.id} already exists")
@@ -177,12 +178,35 @@ class MemoryStore(TaskStore):
         if deadline is not None:
             heapq.heappush(self._deadlines, (deadline, task.id))
         self._index(task, 0)
-        if event is not None:
+        if events:
             try:
-                record = await self.append(task.id, 0, event, lease=lease)
+                record = await self.append_many(task.id, 0, events, lease=lease)
             except BaseException:
                 self._drop(task.id)
                 raise
+        return record
+
+    async def append_many(
+        self,
+        task_id: str,
+        expected_seq: int,
+        events: Sequence[TaskEvent],
+        *,
+        lease: Lease | None = None,
+    ) -> StoredTask:
+        if not events:
+            raise ValueError("append_many needs at least one event")
+        record = self._tasks.get(task_id)
+        if isinstance(record, StoredTask) and record.seq == expected_seq:
+            # All or nothing: every event must apply before any is stored.
+            task = record.task
+            for event in events:
+                if task.status.state.terminal:
+                    raise TerminalTaskError(task_id, task.status.state)
+                task = apply_event(task, event)
+        for i, event in enumerate(events):
+            record = await self.append(task_id, expected_seq + i, event, lease=lease)
+        assert isinstance(record, StoredTask)
         return record
 
     async def get(self, task_id: str) -> StoredTask | None:
@@ -227,8 +251,11 @@ class MemoryStore(TaskStore):
         if len(log) > MAX_EVENTS + MAX_EVENTS // 8:  # trim in chunks, not every append
             del log[: len(log) - MAX_EVENTS]
         if new.status.state.terminal:
-            self._tasks[task_id] = _freeze(record, log)
-            del self._events[task_id]
+            try:
+                self._tasks[task_id] = _freeze(record, log)
+                del self._events[task_id]
+            except OverflowError:
+                pass  # an integer beyond 64 bits (JSON allows it, msgpack not): keep as is
         if new.status.state not in IN_FLIGHT:
             self._leases.pop(task_id, None)
         elif lease is not None:

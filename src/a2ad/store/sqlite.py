@@ -38,7 +38,7 @@ import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cache
 from types import TracebackType
 from typing import Any, NamedTuple, Self, TypeVar
@@ -258,7 +258,7 @@ def _evict_order(evict_class: int | None) -> int | None:
 
 _INSERT_TASK = """INSERT INTO tasks (id, context_id, state, status_ts, seq, evict_class,
     evict_order, lease_owner, lease_expires, deadline, body)
-    VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)"""
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
 _EVICTABLE = """SELECT id FROM tasks WHERE evict_class IS NOT NULL AND id != ?
     ORDER BY evict_class, evict_order LIMIT ?"""
 _DELETE_TASK = "DELETE FROM tasks WHERE id = ?"
@@ -494,15 +494,38 @@ class SqliteStore(TaskStore):
     # --- the TaskStore contract ---
 
     async def create(
-        self, task: Task, *, lease: Lease | None = None, event: TaskEvent | None = None
+        self, task: Task, *, lease: Lease | None = None, events: Sequence[TaskEvent] = ()
     ) -> StoredTask:
+        # The row goes in once, as it stands after the events: one set of index
+        # entries instead of one per event.
+        final = task
+        for event in events:
+            if final.status.state.terminal:
+                raise TerminalTaskError(task.id, final.status.state)
+            final = apply_event(final, event)  # may raise EventLimitError
+        if final.status.state not in IN_FLIGHT:
+            lease = None
+
         def create(conn: sqlite3.Connection) -> StoredTask:
-            stored = self._create(conn, task, lease)
-            if event is None:
-                return stored
-            return _append(conn, task.id, 0, event, None, lease)
+            stored = self._create(conn, final, lease, seq=len(events))
+            _log_events(conn, task.id, 1, events)
+            return stored
 
         return await self._run(create, write=True)
+
+    async def append_many(
+        self,
+        task_id: str,
+        expected_seq: int,
+        events: Sequence[TaskEvent],
+        *,
+        lease: Lease | None = None,
+    ) -> StoredTask:
+        if not events:
+            raise ValueError("append_many needs at least one event")
+        return await self._run(
+            lambda conn: _append(conn, task_id, expected_seq, events, None, lease), write=True
+        )
 
     async def get(self, task_id: str) -> StoredTask | None:
         return await self._run(lambda conn: _get(conn, task_id))
@@ -517,7 +540,7 @@ class SqliteStore(TaskStore):
         lease: Lease | None = None,
     ) -> StoredTask:
         return await self._run(
-            lambda conn: _append(conn, task_id, expected_seq, event, user_message, lease),
+            lambda conn: _append(conn, task_id, expected_seq, [event], user_message, lease),
             write=True,
         )
 
@@ -549,7 +572,9 @@ class SqliteStore(TaskStore):
             raise RuntimeError(f"{self!r} is closed; open a new one")
         return await self._worker.submit(job, write)
 
-    def _create(self, conn: sqlite3.Connection, task: Task, lease: Lease | None) -> StoredTask:
+    def _create(
+        self, conn: sqlite3.Connection, task: Task, lease: Lease | None, *, seq: int = 0
+    ) -> StoredTask:
         evict_class = _evict_class(task.status.state)
         try:
             conn.execute(
@@ -559,6 +584,7 @@ class SqliteStore(TaskStore):
                     task.context_id,
                     task.status.state.value,
                     status_timestamp(task),
+                    seq,
                     evict_class,
                     _evict_order(evict_class),
                     lease.owner if lease is not None else None,
@@ -582,7 +608,7 @@ class SqliteStore(TaskStore):
                         "and all are in flight"
                     )
                 conn.executemany(_DELETE_TASK, victims)
-        return StoredTask(task, 0)
+        return StoredTask(task, seq)
 
 
 def _get(conn: sqlite3.Connection, task_id: str) -> StoredTask | None:
@@ -594,7 +620,7 @@ def _append(
     conn: sqlite3.Connection,
     task_id: str,
     expected_seq: int,
-    event: TaskEvent,
+    events: Sequence[TaskEvent],
     user_message: Message | None,
     lease: Lease | None,
 ) -> StoredTask:
@@ -605,10 +631,13 @@ def _append(
     if seq != expected_seq:
         raise SequenceConflictError(f"task {task_id} is at {seq}, not {expected_seq}")
     state = TaskState(state_value)
-    if state.terminal:
-        raise TerminalTaskError(task_id, state)
-    new = apply_event(_decode_task(body), event, user_message)  # may raise EventLimitError
-    seq += 1
+    new = _decode_task(body)
+    for i, event in enumerate(events):
+        if new.status.state.terminal:
+            raise TerminalTaskError(task_id, new.status.state)
+        # may raise EventLimitError
+        new = apply_event(new, event, user_message if i == 0 else None)
+    seq += len(events)
     new_state = new.status.state
     # Only the columns whose value changes are set: SQLite rewrites the entries of
     # every index over a column named in SET, changed or not.
@@ -616,8 +645,7 @@ def _append(
     new_lease = (None, None) if new_state not in IN_FLIGHT else lease or (owner, expires)
     if new_lease != (owner, expires):
         changes["lease_owner"], changes["lease_expires"] = new_lease
-    if isinstance(event, TaskStatusUpdateEvent):
-        kind = _STATUS_EVENT
+    if any(isinstance(event, TaskStatusUpdateEvent) for event in events):
         if new_state is not state:
             changes["state"] = new_state.value
         changes["status_ts"] = status_timestamp(new)
@@ -627,13 +655,28 @@ def _append(
             changes["evict_order"] = _evict_order(evict_class)
         if new_state.terminal:
             changes["deadline"] = None  # a terminal task is overdue no more
-    else:
-        kind = _ARTIFACT_EVENT
     conn.execute(_update_sql(tuple(changes)), (*changes.values(), task_id))
-    conn.execute(_INSERT_EVENT, (task_id, seq, kind, _encode(event)))
+    _log_events(conn, task_id, expected_seq + 1, events)
     if seq > MAX_EVENTS:
         conn.execute(_TRIM_EVENTS, (task_id, seq - MAX_EVENTS))
     return StoredTask(new, seq)
+
+
+def _log_events(
+    conn: sqlite3.Connection, task_id: str, first_seq: int, events: Sequence[TaskEvent]
+) -> None:
+    conn.executemany(
+        _INSERT_EVENT,
+        [
+            (
+                task_id,
+                first_seq + i,
+                _STATUS_EVENT if isinstance(event, TaskStatusUpdateEvent) else _ARTIFACT_EVENT,
+                _encode(event),
+            )
+            for i, event in enumerate(events)
+        ],
+    )
 
 
 @cache
