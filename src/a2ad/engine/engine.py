@@ -351,13 +351,8 @@ class Engine:
         the append conflicts and the task is read afresh."""
         current = known
         while True:
-            if current is None:
-                current = await self.store.get(task_id)
-                if current is None:
-                    raise MissingTaskError(task_id)
+            current = await self._open_snapshot(task_id, current)
             state = current.task.status.state
-            if state.terminal:
-                raise TerminalTaskError(task_id, state)
             check_event(state, event, resume=resume)
             try:
                 stored = await self.store.append(
@@ -369,6 +364,17 @@ class Engine:
             self._publish(task_id, event, stored)
             return stored
 
+    async def _open_snapshot(self, task_id: str, known: StoredTask | None) -> StoredTask:
+        """``known``, or the stored snapshot if None; raises unless the task exists
+        and is not terminal (it takes events)."""
+        current = known if known is not None else await self.store.get(task_id)
+        if current is None:
+            raise MissingTaskError(task_id)
+        state = current.task.status.state
+        if state.terminal:
+            raise TerminalTaskError(task_id, state)
+        return current
+
     async def _apply_many(
         self, task_id: str, events: list[TaskEvent], *, known: StoredTask | None
     ) -> tuple[StoredTask, bool]:
@@ -378,14 +384,8 @@ class Engine:
         the last event was stored."""
         current = known
         while True:
-            if current is None:
-                current = await self.store.get(task_id)
-                if current is None:
-                    raise MissingTaskError(task_id)
-            state = current.task.status.state
-            if state.terminal:
-                raise TerminalTaskError(task_id, state)
-            valid = _lawful(task_id, state, events)
+            current = await self._open_snapshot(task_id, current)
+            valid = _lawful(task_id, current.task.status.state, events)
             if not valid:
                 return current, False
             try:
