@@ -18,6 +18,9 @@ from types import TracebackType
 import httpx
 import pytest
 
+from a2ad import SyncClient, Task, TaskState
+
+from .agents.test_task_manager import ScriptedLLM, status, status_text
 from .conftest import free_port
 
 A2AD = Path(sys.executable).parent / "a2ad"
@@ -39,7 +42,7 @@ class Served:
     """``a2ad serve …`` in the background; its output (stdout and stderr) read
     line by line on a thread so the test can wait for what it prints."""
 
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.dir: tempfile.TemporaryDirectory[str] | None = None
         if not any(a == "--store" or a.startswith("--store=") for a in args):
@@ -52,7 +55,7 @@ class Served:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
-            env={**os.environ, "COLUMNS": "200"},
+            env={**os.environ, "COLUMNS": "200", **(env or {})},
         )
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.seen: list[str] = []
@@ -210,6 +213,24 @@ def test_serve_loads_a_user_agent_given_as_module_and_attribute() -> None:
         reply = sent.json()["result"]
         assert reply["kind"] == "message"
         assert reply["parts"][0]["text"] == "howdy"
+
+
+def test_serve_hosts_the_task_manager_with_the_model_given_by_flag() -> None:
+    # The LLM answers 404 for any model; the task's failure names the model the
+    # agent asked for, which only --model gave it.
+    plan = [status(404, "no such model")]
+    with ScriptedLLM(plan) as llm:
+        settings = {"OPENAI_BASE_URL": llm.url, "OPENAI_API_KEY": "sk-x", "A2AD_MODEL": ""}
+        with Served(
+            "--agent", "a2ad.agents.task_manager", "--model", "from-the-flag", env=settings
+        ) as s:
+            s.expect(r"JSON-RPC:")
+            with SyncClient(f"http://127.0.0.1:{s.port}") as client:
+                assert client.card()["name"] == "task-manager"
+                task = client.send("List all active A2A tasks")
+    assert isinstance(task, Task) and task.status.state is TaskState.FAILED
+    assert llm.requests[0]["model"] == "from-the-flag"
+    assert "model 'from-the-flag'" in status_text(task)
 
 
 def test_serve_with_unimportable_agent_exits_with_an_error_naming_the_module() -> None:
