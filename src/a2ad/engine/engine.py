@@ -686,6 +686,7 @@ class _Invocation:
         self._flush_lock = asyncio.Lock()
         self._flush_soon = False
         self._dropped = False  # the task ended under the agent: later events are dropped
+        self._write_error: Exception | None = None  # a queued write the store failed
 
     @property
     def cancelled(self) -> bool:
@@ -728,6 +729,11 @@ class _Invocation:
         if self.replied:
             log.warning("event after a message reply dropped", extra={"task_id": self.task_id})
             return False
+        if self._write_error is not None:
+            # The store failed a write of this agent's earlier events: the agent hears
+            # of it here, as it would have from that call, and run() fails the task.
+            error, self._write_error = self._write_error, None
+            raise error
         if self._dropped or self.create_error is not None:
             log.warning(
                 "agent event dropped: the task has ended",
@@ -751,6 +757,7 @@ class _Invocation:
             # The loop keeps only a weak reference to a task; this keeps it alive.
             self.engine._flushes.add(flush)
             flush.add_done_callback(self.engine._flushes.discard)
+            flush.add_done_callback(_settled)
 
     async def flush(self) -> bool:
         """Store and publish the queued events; whether the last one was stored."""
@@ -768,6 +775,14 @@ class _Invocation:
                 stored = await self._write(events)
             except ServerBusyError:
                 return False
+            except Exception as exc:
+                log.error(
+                    "storing the agent's events failed: %s",
+                    exc,
+                    extra={"task_id": self.task_id, "events": len(events)},
+                )
+                self._write_error = exc
+                raise
             if self.current is not None and self.current.task.status.state.terminal:
                 self._dropped = True  # the agent ended it: nothing more may be added
             return stored
@@ -915,6 +930,13 @@ class _Invocation:
             await self.status(state, _agent_message(self.task_id, self.context_id, text))
         except ServerBusyError:
             pass
+
+
+def _settled(flush: asyncio.Future[bool]) -> None:
+    """A background flush ended; its error (logged, and kept for the agent's next
+    call) needs no one else to read it."""
+    if not flush.cancelled():
+        flush.exception()
 
 
 MAX_QUEUED_EVENTS = 64  # an agent that never waits is stored this many events at a time

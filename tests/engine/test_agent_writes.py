@@ -1,0 +1,173 @@
+"""How an agent's events reach the store: per turn, not one write each, and
+never published before they are stored.
+
+The stores here are real stores that count their writes (or fail one), so the
+tests see what a2ad asks of any backend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from a2ad import (
+    Agent,
+    MemoryStore,
+    Message,
+    Role,
+    SqliteStore,
+    Task,
+    TaskContext,
+    TaskState,
+    TextPart,
+)
+from a2ad.engine import Engine
+from a2ad.protocol.model import SendMessageConfiguration, SendMessageRequest, TaskEvent
+from a2ad.store.base import Lease, StoredTask, StoreError, TaskStore
+
+
+def request(text: str, *, wait: bool = True) -> SendMessageRequest:
+    return SendMessageRequest(
+        message=Message(message_id=str(uuid.uuid4()), role=Role.USER, parts=[TextPart(text)]),
+        configuration=SendMessageConfiguration(return_immediately=not wait),
+    )
+
+
+class CountingStore(MemoryStore):
+    """A memory store that counts the writes it is asked for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes = 0
+        self.fail_next = False
+        self._creating = False
+
+    def _count(self) -> None:
+        self.writes += 1
+        if self.fail_next:
+            self.fail_next = False
+            raise StoreError("disk full (simulated by the test's store)")
+
+    async def create(
+        self, task: Task, *, lease: Lease | None = None, events: Sequence[TaskEvent] = ()
+    ) -> StoredTask:
+        self._count()
+        self._creating = True  # MemoryStore.create applies events through append_many
+        try:
+            return await super().create(task, lease=lease, events=events)
+        finally:
+            self._creating = False
+
+    async def append_many(
+        self,
+        task_id: str,
+        expected_seq: int,
+        events: Sequence[TaskEvent],
+        *,
+        lease: Lease | None = None,
+    ) -> StoredTask:
+        if not self._creating:
+            self._count()
+        return await super().append_many(task_id, expected_seq, events, lease=lease)
+
+
+class Echo(Agent):
+    name = "echo"
+
+    async def run(self, ctx: TaskContext) -> None:
+        await ctx.working("on it")
+        await ctx.artifact("one", name="a")
+        await ctx.artifact("two", name="b")
+        await ctx.complete()
+
+
+class Slow(Agent):
+    """Says it is working, then waits for the test to let it finish."""
+
+    name = "slow"
+
+    def __init__(self) -> None:
+        self.go = asyncio.Event()
+        self.results: list[bool] = []
+
+    async def run(self, ctx: TaskContext) -> None:
+        self.results.append(await ctx.working("thinking"))
+        await self.go.wait()
+        await ctx.artifact("late")
+        self.results.append(await ctx.complete())
+
+
+async def test_an_agent_that_answers_at_once_costs_one_write() -> None:
+    store = CountingStore()
+    engine = Engine(Echo(), store)
+    task = await engine.send(request("hi"))
+    assert isinstance(task, Task) and task.status.state is TaskState.COMPLETED
+    assert store.writes == 1
+    logged = await store.events(task.id, 0)
+    assert [e.seq for e in logged] == [1, 2, 3, 4]  # every event kept, in order
+    assert [a.name for a in task.artifacts] == ["a", "b"]
+    await engine.aclose()
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+async def test_progress_is_stored_and_published_while_the_agent_waits(
+    backend: str, tmp_path: Path
+) -> None:
+    store: TaskStore = MemoryStore() if backend == "memory" else SqliteStore(tmp_path / "t.db")
+    agent = Slow()
+    engine = Engine(agent, store)
+    task = await engine.send(request("go", wait=False))
+    stream = await engine.subscribe(task.id)
+    seen = []
+    for _ in range(3):  # the task, then its working status, while the agent waits
+        item = await stream.next(timeout=2.0)
+        assert item is not None
+        seen.append(item)
+        if (
+            getattr(item[1], "status", None) is not None
+            and item[1].status.state is TaskState.WORKING
+        ):
+            break
+    stored = await store.get(task.id)
+    assert stored is not None and stored.task.status.state is TaskState.WORKING
+    assert agent.results == [True]
+    agent.go.set()
+    rest = []
+    while (item := await stream.next(timeout=2.0)) is not None:
+        rest.append(item)
+    assert [type(i[1]).__name__ for i in rest] == [
+        "TaskArtifactUpdateEvent",
+        "TaskStatusUpdateEvent",
+    ]
+    assert agent.results == [True, True]
+    stream.close()
+    await engine.aclose()
+    await store.aclose()
+
+
+async def test_a_store_failure_on_queued_events_fails_the_task_and_reaches_the_agent() -> None:
+    store = CountingStore()
+    agent = Slow()
+    engine = Engine(agent, store)
+    created = await engine.send(request("go", wait=False))  # stored before the agent runs
+    assert store.writes == 1
+    store.fail_next = True  # the write of the queued "working" event fails
+    for _ in range(100):
+        if store.writes == 2:
+            break
+        await asyncio.sleep(0.01)
+    agent.go.set()  # its next call hears of the failure; the task is failed
+    for _ in range(200):
+        stored = await store.get(created.id)
+        assert stored is not None
+        if stored.task.status.state.terminal:
+            break
+        await asyncio.sleep(0.01)
+    assert stored.task.status.state is TaskState.FAILED
+    message = stored.task.status.message
+    assert isinstance(message, Message) and "StoreError" in message.text
+    await engine.aclose()
