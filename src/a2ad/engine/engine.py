@@ -326,6 +326,8 @@ class Engine:
             )
             await self.runner.wait_all(timeout=self.shutdown_grace)
         await self.runner.aclose()
+        if self._flushes:  # agents' events already on their way to the store
+            await asyncio.wait(set(self._flushes), timeout=5.0)
         self.bus.close_all()
 
     async def aclose(self, *, graceful: bool = False) -> None:
