@@ -11,28 +11,41 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
-import os
 import sys
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, NoReturn, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 import typer
-from msgspec import UNSET
-from rich.console import Console
-from rich.status import Status
 from rich.text import Text
 
-from .client import DEFAULT_URL, Client, ClientError, StreamEvent
+from .cli_output import (
+    STATE_STYLES,
+    Column,
+    Columns,
+    Timeline,
+    ago,
+    changed_at,
+    console_for,
+    fail,
+    follow,
+    indented,
+    parts_text,
+    print_json,
+    print_table,
+    request_text,
+    state_text,
+    status_text,
+)
+from .client import DEFAULT_URL, Client, ClientError
 from .client.overdue import (
     ACTIVE_STATES,
     Overdue,
     cancel_overdue,
     find_overdue,
     overdue_reason,
-    parse_timestamp,
 )
 from .durations import format_duration, parse_duration
 from .protocol.errors import (
@@ -43,13 +56,9 @@ from .protocol.errors import (
 )
 from .protocol.model import (
     Message,
-    Part,
     Role,
-    StreamResponse,
     Task,
-    TaskArtifactUpdateEvent,
     TaskState,
-    TaskStatusUpdateEvent,
     parse_state,
 )
 
@@ -60,17 +69,6 @@ T = TypeVar("T")
 # A task that ended this way makes `send` and `tasks watch` exit 1.
 UNSUCCESSFUL = frozenset({TaskState.FAILED, TaskState.REJECTED, TaskState.CANCELED})
 INTERRUPTED_EXIT = 130  # as a shell reports a command stopped by Ctrl-C
-
-_STATE_STYLES = {
-    TaskState.SUBMITTED: "cyan",
-    TaskState.WORKING: "blue",
-    TaskState.INPUT_REQUIRED: "yellow",
-    TaskState.AUTH_REQUIRED: "yellow",
-    TaskState.COMPLETED: "green",
-    TaskState.FAILED: "red",
-    TaskState.REJECTED: "red",
-    TaskState.CANCELED: "bright_black",
-}
 
 
 class A2AVersion(enum.StrEnum):
@@ -112,134 +110,6 @@ class Target:
         return Client(self.url, token=self.token, version=version, timeout=timeout)
 
 
-# --- output ---
-
-
-def _console(*, stderr: bool = False) -> Console:
-    console = Console(stderr=stderr, highlight=False, markup=False)
-    if not console.is_terminal and "COLUMNS" not in os.environ:
-        console.width = 200  # piped: don't squeeze ids into an imaginary 80 columns
-    return console
-
-
-def _print_json(value: Any) -> None:
-    sys.stdout.write(msgspec.json.format(msgspec.json.encode(value), indent=2).decode() + "\n")
-    sys.stdout.flush()
-
-
-def _print_json_line(item: StreamEvent) -> None:
-    """One stream event as one line: the A2A 1.0 StreamResponse shape."""
-    if isinstance(item, Task):
-        wrapped = StreamResponse(task=item)
-    elif isinstance(item, Message):
-        wrapped = StreamResponse(message=item)
-    elif isinstance(item, TaskStatusUpdateEvent):
-        wrapped = StreamResponse(status_update=item)
-    else:
-        wrapped = StreamResponse(artifact_update=item)
-    sys.stdout.write(msgspec.json.encode(wrapped).decode() + "\n")
-    sys.stdout.flush()
-
-
-@dataclass(frozen=True)
-class Column:
-    title: str
-    optional: bool = False  # left out first when the terminal is too narrow
-
-
-Columns = tuple[list[Column], list[list[Text]]]
-
-
-def _print_table(console: Console, table: Columns) -> None:
-    """Columns two spaces apart, ids never cut: on a narrow terminal the optional
-    columns go first, then the last column is shortened (to 10 at least)."""
-    columns, rows = table
-    widths = [
-        max([len(c.title), *(len(row[i].plain) for row in rows)]) for i, c in enumerate(columns)
-    ]
-    keep = list(range(len(columns)))
-
-    def total() -> int:
-        return sum(widths[i] for i in keep) + 2 * (len(keep) - 1)
-
-    for i, column in enumerate(columns):
-        if column.optional and total() > console.width:
-            keep.remove(i)
-    last = keep[-1]
-    widths[last] = max(10, min(widths[last], console.width - (total() - widths[last])))
-    lines = [[Text(columns[i].title, style="bold") for i in range(len(columns))], *rows]
-    for cells in lines:
-        line = Text()
-        for i in keep:
-            cell = cells[i].copy()
-            cell.truncate(widths[i], overflow="ellipsis", pad=i != last)
-            line.append_text(cell)
-            if i != last:
-                line.append("  ")
-        console.print(line, soft_wrap=True)
-
-
-def _fail(message: str, code: int = 1) -> NoReturn:
-    _console(stderr=True).print(Text.assemble(("error: ", "bold red"), message), soft_wrap=True)
-    raise typer.Exit(code)
-
-
-def _state(state: TaskState) -> Text:
-    return Text(state.word, style=_STATE_STYLES.get(state, ""))
-
-
-def _part_text(part: Part) -> str:
-    if isinstance(part.text, str):
-        return part.text
-    if part.data is not UNSET:
-        return msgspec.json.encode(part.data).decode()
-    name = part.filename or "file"
-    kind = f", {part.media_type}" if part.media_type else ""
-    if isinstance(part.raw, bytes):
-        return f"[{name}{kind}, {len(part.raw)} bytes]"
-    return f"[{name}{kind}: {part.url}]"
-
-
-def _parts_text(parts: Sequence[Part]) -> str:
-    return "\n".join(_part_text(p) for p in parts)
-
-
-def _status_text(task: Task) -> str:
-    message = task.status.message
-    return _parts_text(message.parts) if isinstance(message, Message) else ""
-
-
-def _request_text(task: Task, width: int = 60) -> str:
-    """The first words of the task's first user message."""
-    for message in task.history:
-        if message.role is Role.USER:
-            words = " ".join(_parts_text(message.parts).split())
-            return words if len(words) <= width else words[: width - 1] + "…"
-    return ""
-
-
-def _changed(task: Task) -> datetime | None:
-    stamp = task.status.timestamp
-    return parse_timestamp(stamp) if isinstance(stamp, str) else None
-
-
-def _ago(moment: datetime | None, now: datetime) -> str:
-    if moment is None:
-        return "-"
-    seconds = (now - moment).total_seconds()
-    return "just now" if seconds < 1 else f"{format_duration(seconds)} ago"
-
-
-def _clock(stamp: str | Any = UNSET) -> str:
-    """A status timestamp (else now) as local wall-clock time."""
-    moment = parse_timestamp(stamp) if isinstance(stamp, str) else None
-    return (moment or datetime.now(UTC)).astimezone().strftime("%H:%M:%S")
-
-
-def _indented(text: str, indent: str = "  ") -> str:
-    return "\n".join(indent + line for line in text.splitlines() or [""])
-
-
 # --- running a command against the server ---
 
 
@@ -271,19 +141,19 @@ def _session(
             finally:
                 runner.run(client.aclose())
     except ClientError as exc:
-        _fail(exc.message)
+        fail(exc.message)
     except TaskNotFoundError:
-        _fail(
+        fail(
             f"task {task_id} not found on {target.url}; `a2ad tasks list` shows the tasks there"
             if task_id
             else f"{target.url} found no such task"
         )
     except A2AError as exc:
         about = f" about task {task_id}" if task_id else ""
-        _fail(f"{target.url} answered{about}: {exc.message} (A2A error {exc.code})")
+        fail(f"{target.url} answered{about}: {exc.message} (A2A error {exc.code})")
     except KeyboardInterrupt:
         note = interrupted() if interrupted else "interrupted"
-        _console(stderr=True).print(note, soft_wrap=True)
+        console_for(stderr=True).print(note, soft_wrap=True)
         raise typer.Exit(INTERRUPTED_EXIT) from None
 
 
@@ -291,112 +161,14 @@ def _duration_flag(text: str, flag: str) -> float:
     try:
         return parse_duration(text)
     except ValueError as exc:
-        _fail(f"{flag}: {exc}", code=2)
+        fail(f"{flag}: {exc}", code=2)
 
 
 def _state_flag(text: str) -> TaskState:
     try:
         return parse_state(text)
     except ValueError as exc:
-        _fail(f"--state: {exc}", code=2)
-
-
-# --- a task's events as a timeline ---
-
-
-class Timeline:
-    """Prints a task's events as they arrive: one line per status change and per
-    artifact (streamed chunks continue their artifact's line), with a spinner on
-    a terminal while nothing arrives. With ``as_json``, one JSON line per event.
-    Either way it remembers the task and its last state."""
-
-    def __init__(self, *, as_json: bool) -> None:
-        self.as_json = as_json
-        self.console = _console()
-        self.open_artifact: str | None = None  # the artifact whose line is still open
-        self.spinner: Status | None = None
-        if self.console.is_terminal and not as_json:
-            self.spinner = self.console.status("waiting…")
-        self.spinning = False
-        self.task_id = ""
-        self.state: TaskState | None = None
-
-    def __enter__(self) -> Timeline:
-        self._spin(True)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._spin(False)
-        self._close_line()
-
-    def show(self, item: StreamEvent) -> None:
-        if isinstance(item, Task | TaskStatusUpdateEvent):
-            self.state = item.status.state
-            self.task_id = item.id if isinstance(item, Task) else item.task_id
-        if self.as_json:
-            _print_json_line(item)
-            return
-        self._spin(False)
-        if isinstance(item, Task):
-            self._task(item)
-        elif isinstance(item, Message):
-            self._line(UNSET, Text("reply: ", style="bold"), _parts_text(item.parts))
-        elif isinstance(item, TaskStatusUpdateEvent):
-            message = item.status.message
-            note = _parts_text(message.parts) if isinstance(message, Message) else ""
-            self._line(
-                item.status.timestamp, _state(item.status.state), f"  {note}" if note else ""
-            )
-        else:
-            self._artifact(item)
-        if self.open_artifact is None:
-            self._spin(True)
-
-    def _task(self, task: Task) -> None:
-        self._line(
-            task.status.timestamp,
-            f"task {task.id} ",
-            _state(task.status.state),
-            Text(f"  (context {task.context_id})", style="dim"),
-        )
-        if note := _status_text(task):
-            self.console.print(_indented(note, " " * 10), soft_wrap=True)
-        for artifact in task.artifacts:
-            name = artifact.name or artifact.artifact_id
-            self._line(UNSET, f"artifact {name}: {_parts_text(artifact.parts)}")
-
-    def _artifact(self, item: TaskArtifactUpdateEvent) -> None:
-        artifact = item.artifact
-        if not (item.append and self.open_artifact == artifact.artifact_id):
-            name = artifact.name or artifact.artifact_id
-            self._line(UNSET, f"artifact {name}: ", end="")
-        self.console.print(_parts_text(artifact.parts), end="", soft_wrap=True)
-        self.open_artifact = artifact.artifact_id
-        if item.last_chunk:
-            self._close_line()
-
-    def _line(self, stamp: str | Any, *pieces: str | Text, end: str = "\n") -> None:
-        self._close_line()
-        line = Text.assemble((_clock(stamp) + "  ", "dim"), *pieces)
-        self.console.print(line, end=end, soft_wrap=True)
-
-    def _close_line(self) -> None:
-        if self.open_artifact is not None:
-            self.console.print()
-            self.open_artifact = None
-
-    def _spin(self, on: bool) -> None:
-        if self.spinner is not None and on != self.spinning:
-            self.spinning = on
-            if on:
-                self.spinner.start()
-            else:
-                self.spinner.stop()
-
-
-async def _follow(events: AsyncIterator[StreamEvent], timeline: Timeline) -> None:
-    async for item in events:
-        timeline.show(item)
+        fail(f"--state: {exc}", code=2)
 
 
 # --- send ---
@@ -427,10 +199,10 @@ def send(
     """Send a message to the agent and print its answer."""
     target = Target(url, token, a2a_version)
     if stream and no_wait:
-        _fail("--stream and --no-wait don't go together; pick one", code=2)
+        fail("--stream and --no-wait don't go together; pick one", code=2)
     seconds = _duration_flag(timeout, "--timeout")
     if seconds <= 0:
-        _fail("--timeout must be more than 0", code=2)
+        fail("--timeout must be more than 0", code=2)
     if stream:
         timeline = Timeline(as_json=as_json)
 
@@ -438,7 +210,7 @@ def send(
             return _left_running(timeline.task_id or task, "stopped streaming")
 
         with _session(target, task_id=task, timeout=seconds, interrupted=stopped) as s, timeline:
-            s.run(_follow(s.client.stream(text, context_id=context, task_id=task), timeline))
+            s.run(follow(s.client.stream(text, context_id=context, task_id=task), timeline))
         raise typer.Exit(_exit_for(timeline.state))
     with _session(
         target,
@@ -448,7 +220,7 @@ def send(
     ) as s:
         answer = s.run(s.client.send(text, context_id=context, task_id=task, wait=not no_wait))
     if as_json:
-        _print_json(msgspec.to_builtins(answer))
+        print_json(msgspec.to_builtins(answer))
     else:
         _show_answer(answer)
     raise typer.Exit(_exit_for(answer.status.state) if isinstance(answer, Task) else 0)
@@ -461,23 +233,23 @@ def _left_running(task_id: str | None, what: str) -> str:
 
 
 def _show_answer(answer: Task | Message) -> None:
-    out = _console()
+    out = console_for()
     if isinstance(answer, Message):
-        out.print(_parts_text(answer.parts), soft_wrap=True)
+        out.print(parts_text(answer.parts), soft_wrap=True)
         return
     state = answer.status.state
     out.print(
         Text.assemble(
             f"task {answer.id} ",
-            _state(state),
+            state_text(state),
             (f"  (context {answer.context_id})", "dim"),
         ),
         soft_wrap=True,
     )
-    if note := _status_text(answer):
-        out.print(_indented(note), soft_wrap=True)
+    if note := status_text(answer):
+        out.print(indented(note), soft_wrap=True)
     for artifact in answer.artifacts:
-        out.print(_parts_text(artifact.parts), soft_wrap=True)
+        out.print(parts_text(artifact.parts), soft_wrap=True)
     if state.interrupted:
         out.print(Text(f'answer with: a2ad send "…" --task {answer.id}', style="dim"))
     elif not state.terminal:
@@ -526,7 +298,7 @@ def list_tasks(
     stale = _duration_flag(stale_after, "--stale-after") if stale_after is not None else None
     if stale is not None and wanted is not None and wanted not in ACTIVE_STATES:
         active = ", ".join(s.word for s in ACTIVE_STATES)
-        _fail(f"--stale-after goes with an active --state ({active})", code=2)
+        fail(f"--stale-after goes with an active --state ({active})", code=2)
     most = None if every else limit
     now = datetime.now(UTC)
     with _session(target) as s:
@@ -538,13 +310,13 @@ def list_tasks(
             quiet = s.run(_stale(s.client, states, context, stale, now))
             rows, total = quiet[:most], len(quiet)
     if as_json:
-        _print_json([msgspec.to_builtins(t) for t, _ in rows])
+        print_json([msgspec.to_builtins(t) for t, _ in rows])
         return
-    out = _console()
+    out = console_for()
     if not rows:
         out.print("no tasks" if not (state or context or stale_after) else "no matching tasks")
         return
-    _print_table(out, _task_table(rows, now, reasons=stale is not None))
+    print_table(out, _task_table(rows, now, reasons=stale is not None))
     if total > len(rows):
         out.print(
             Text(f"{len(rows)} of {total} tasks; --all shows every one", style="dim"),
@@ -600,10 +372,10 @@ def _task_table(rows: Sequence[tuple[Task, str]], now: datetime, *, reasons: boo
     for task, reason in rows:
         row = [
             Text(task.id),
-            _state(task.status.state),
+            state_text(task.status.state),
             Text(task.context_id),
-            Text(_ago(_changed(task), now)),
-            Text(_request_text(task)),
+            Text(ago(changed_at(task), now)),
+            Text(request_text(task)),
         ]
         cells.append([*row, Text(reason)] if reasons else row)
     return columns, cells
@@ -626,21 +398,21 @@ def get_task(
     with _session(target, task_id=task_id) as s:
         task = s.run(s.client.get_task(task_id, history_length=history))
     if as_json:
-        _print_json(msgspec.to_builtins(task))
+        print_json(msgspec.to_builtins(task))
     else:
         _show_task(task, datetime.now(UTC))
 
 
 def _show_task(task: Task, now: datetime) -> None:
-    out = _console()
-    facts: list[tuple[str, str | Text]] = [("state", _state(task.status.state))]
-    if note := _status_text(task):
+    out = console_for()
+    facts: list[tuple[str, str | Text]] = [("state", state_text(task.status.state))]
+    if note := status_text(task):
         facts.append(("status", note))
     facts.append(("context", task.context_id))
-    changed = _changed(task)
+    changed = changed_at(task)
     if changed is not None:
         local = changed.astimezone().strftime("%Y-%m-%d %H:%M:%S")
-        facts.append(("updated", f"{local} ({_ago(changed, now)})"))
+        facts.append(("updated", f"{local} ({ago(changed, now)})"))
     if isinstance(task.metadata, dict) and task.metadata:
         facts.append(("metadata", msgspec.json.encode(task.metadata).decode()))
     out.print(Text(f"task {task.id}", style="bold"))
@@ -650,13 +422,13 @@ def _show_task(task: Task, now: datetime) -> None:
     out.print(Text(f"\nhistory ({_plural(len(task.history), 'message')})", style="bold"))
     for message in task.history:
         who = "user " if message.role is Role.USER else "agent"
-        text = _hang(_parts_text(message.parts), 9)
+        text = _hang(parts_text(message.parts), 9)
         out.print(Text.assemble((f"  {who}  ", "dim"), text), soft_wrap=True)
     out.print(Text(f"\nartifacts ({len(task.artifacts)})", style="bold"))
     for artifact in task.artifacts:
         title = artifact.name or artifact.artifact_id
         out.print(Text.assemble("  ", (title, "bold"), (f"  (id {artifact.artifact_id})", "dim")))
-        out.print(_indented(_parts_text(artifact.parts), "    "), soft_wrap=True)
+        out.print(indented(parts_text(artifact.parts), "    "), soft_wrap=True)
 
 
 def _hang(text: str, indent: int) -> str:
@@ -699,7 +471,7 @@ async def _watch(client: Client, task_id: str, timeline: Timeline) -> None:
         timeline.show(task)
         return
     try:
-        await _follow(client.subscribe(task_id), timeline)
+        await follow(client.subscribe(task_id), timeline)
     except UnsupportedOperationError:
         task = await client.get_task(task_id, history_length=0)
         if not task.status.state.terminal:
@@ -720,9 +492,9 @@ def cancel_tasks(
     with _session(target) as s:
         results = [s.run(_cancel_one(s.client, task_id)) for task_id in task_ids]
     if as_json:
-        _print_json(results)
+        print_json(results)
     else:
-        out = _console()
+        out = console_for()
         for result in results:
             if result["ok"]:
                 outcome = Text(result["state"], style=_word_style(result["state"]))
@@ -758,7 +530,7 @@ async def _state_word(client: Client, task_id: str) -> str | None:
 
 def _word_style(word: str) -> str:
     try:
-        return _STATE_STYLES.get(parse_state(word), "")
+        return STATE_STYLES.get(parse_state(word), "")
     except ValueError:
         return ""
 
@@ -782,13 +554,13 @@ def cancel_overdue_tasks(
     target = Target(url, token, a2a_version)
     stale = _duration_flag(stale_after, "--stale-after")
     # Human output goes to stderr with --json, so stdout stays one JSON value.
-    out = _console(stderr=as_json)
+    out = console_for(stderr=as_json)
     with _session(target) as s:
         now = datetime.now(UTC)
         overdue = s.run(find_overdue(s.client, stale_after=stale, now=now))
         if not overdue:
             if as_json:
-                _print_json([])
+                print_json([])
             else:
                 out.print(
                     f"no overdue tasks on {target.url} (none past its deadline or quiet "
@@ -797,24 +569,24 @@ def cancel_overdue_tasks(
                 )
             return
         if not as_json:
-            _print_table(out, _overdue_table(overdue, now))
+            print_table(out, _overdue_table(overdue, now))
         if dry_run:
             if as_json:
-                _print_json([_overdue_json(o) for o in overdue])
+                print_json([_overdue_json(o) for o in overdue])
             else:
                 out.print(f"dry run: {_count(overdue)} would be canceled", soft_wrap=True)
             return
         if not yes:
             if not sys.stdin.isatty():
-                _fail(
+                fail(
                     f"not cancelling {_count(overdue)} without confirmation: stdin is not "
                     "a terminal; pass --yes to cancel them, or --dry-run to only list them",
                     code=2,
                 )
             if as_json:
-                _print_table(out, _overdue_table(overdue, now))
+                print_table(out, _overdue_table(overdue, now))
             if not typer.confirm(f"Cancel {_count(overdue)}?", err=as_json):
-                _fail("nothing canceled")
+                fail("nothing canceled")
         outcomes = s.run(cancel_overdue(s.client, overdue))
     results = [
         {
@@ -827,9 +599,9 @@ def cancel_overdue_tasks(
         for o, found in zip(outcomes, overdue, strict=True)
     ]
     if as_json:
-        _print_json(results)
+        print_json(results)
     else:
-        _print_table(out, _outcome_table(results))
+        print_table(out, _outcome_table(results))
         failed = sum(not r["ok"] for r in results)
         done = f"canceled {len(results) - failed} of {_count(overdue)}"
         out.print(done + (f"; {failed} failed" if failed else ""), soft_wrap=True)
@@ -862,9 +634,9 @@ def _overdue_table(overdue: Sequence[Overdue], now: datetime) -> Columns:
     cells = [
         [
             Text(task.id),
-            _state(task.status.state),
+            state_text(task.status.state),
             Text(task.context_id),
-            Text(_ago(_changed(task), now)),
+            Text(ago(changed_at(task), now)),
             Text(reason),
         ]
         for task, reason in overdue
@@ -898,14 +670,14 @@ def card(
         the_card = s.run(s.client.card())
         version = s.run(s.client.version())
     if as_json:
-        _print_json(the_card)
+        print_json(the_card)
     else:
         how = "as --a2a-version says" if a2a_version else "chosen from this card"
         _show_card(the_card, f"this client speaks A2A {version} to it ({how})")
 
 
 def _show_card(card: dict[str, Any], speaking: str) -> None:
-    out = _console()
+    out = console_for()
     title = Text(str(card.get("name") or "(no name)"), style="bold")
     if card.get("version"):
         title.append(f"  version {card['version']}", style="dim")
