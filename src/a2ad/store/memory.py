@@ -196,17 +196,17 @@ class MemoryStore(TaskStore):
     ) -> StoredTask:
         if not events:
             raise ValueError("append_many needs at least one event")
-        record = self._tasks.get(task_id)
-        if isinstance(record, StoredTask) and record.seq == expected_seq:
-            # All or nothing: every event must apply before any is stored.
-            task = record.task
-            for event in events:
-                if task.status.state.terminal:
-                    raise TerminalTaskError(task_id, task.status.state)
-                task = apply_event(task, event)
-        for i, event in enumerate(events):
-            record = await self.append(task_id, expected_seq + i, event, lease=lease)
-        assert isinstance(record, StoredTask)
+        record = self._appendable(task_id, expected_seq)
+        # All or nothing: every event must apply before any is stored.
+        snapshots = []
+        task = record.task
+        for event in events:
+            if task.status.state.terminal:
+                raise TerminalTaskError(task_id, task.status.state)
+            task = apply_event(task, event)
+            snapshots.append(task)
+        for event, new in zip(events, snapshots, strict=True):
+            record = self._commit(record, event, new, lease)
         return record
 
     async def get(self, task_id: str) -> StoredTask | None:
@@ -225,6 +225,11 @@ class MemoryStore(TaskStore):
         user_message: Message | None = None,
         lease: Lease | None = None,
     ) -> StoredTask:
+        record = self._appendable(task_id, expected_seq)
+        return self._commit(record, event, apply_event(record.task, event, user_message), lease)
+
+    def _appendable(self, task_id: str, expected_seq: int) -> StoredTask:
+        """The task's record, if an event may be appended at ``expected_seq``."""
         record = self._tasks.get(task_id)
         if record is None:
             raise MissingTaskError(task_id)
@@ -237,10 +242,15 @@ class MemoryStore(TaskStore):
             raise TerminalTaskError(task_id, frozen.task.status.state)
         if record.seq != expected_seq:
             raise SequenceConflictError(f"task {task_id} is at {record.seq}, not {expected_seq}")
-        old = record.task
-        if old.status.state.terminal:
-            raise TerminalTaskError(task_id, old.status.state)
-        new = apply_event(old, event, user_message)
+        if record.task.status.state.terminal:
+            raise TerminalTaskError(task_id, record.task.status.state)
+        return record
+
+    def _commit(
+        self, record: StoredTask, event: TaskEvent, new: Task, lease: Lease | None
+    ) -> StoredTask:
+        """Store ``new``, the snapshot ``event`` made of ``record``, and log the event."""
+        old, task_id = record.task, record.task.id
         record = StoredTask(new, record.seq + 1)
         self._tasks[task_id] = record
         if isinstance(event, TaskStatusUpdateEvent):
