@@ -18,7 +18,6 @@ from rich.status import Status
 from rich.text import Text
 
 from .client import StreamEvent
-from .client.overdue import parse_timestamp
 from .durations import format_duration
 from .protocol.model import (
     Message,
@@ -29,6 +28,7 @@ from .protocol.model import (
     TaskArtifactUpdateEvent,
     TaskState,
     TaskStatusUpdateEvent,
+    parse_timestamp,
 )
 
 __all__ = [

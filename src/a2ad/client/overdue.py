@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from ..durations import format_duration, parse_duration
 from ..protocol.errors import A2AError
-from ..protocol.model import Task, TaskState
+from ..protocol.model import Task, TaskState, parse_timestamp
 from .client import Client, ClientError
 
 __all__ = [
@@ -27,7 +27,6 @@ __all__ = [
     "format_duration",
     "overdue_reason",
     "parse_duration",
-    "parse_timestamp",
 ]
 
 ACTIVE_STATES = (
@@ -36,15 +35,6 @@ ACTIVE_STATES = (
     TaskState.INPUT_REQUIRED,
     TaskState.AUTH_REQUIRED,
 )
-
-
-def parse_timestamp(text: str) -> datetime | None:
-    """An RFC 3339 timestamp as an aware datetime, or None if it is not one."""
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def overdue_reason(task: Task, *, now: datetime, stale_after: float | None) -> str | None:

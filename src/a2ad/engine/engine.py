@@ -56,6 +56,7 @@ from ..protocol.model import (
     new_id,
     now_timestamp,
     parse_state,
+    parse_timestamp,
 )
 from ..store.base import (
     IN_FLIGHT,
@@ -1004,10 +1005,10 @@ def _check_context_id(context_id: str) -> str:
 
 
 def _parse_timestamp(text: str, field: str = "statusTimestampAfter") -> str:
+    moment = parse_timestamp(text)
     try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
+        if moment is None:
+            raise ValueError(text)
         moment = moment.astimezone(UTC)  # OverflowError past year 9999 or before year 1
     except (ValueError, OverflowError):
         raise InvalidParamsError(

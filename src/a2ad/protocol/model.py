@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 import os
 import time
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import msgspec
@@ -45,6 +46,7 @@ __all__ = [
     "TextPart",
     "new_id",
     "now_timestamp",
+    "parse_timestamp",
 ]
 
 MAX_ID_LENGTH = 256
@@ -302,6 +304,16 @@ def now_timestamp() -> str:
 
 
 _id_clock = [0, 0]  # the millisecond of the last id made here, and its counter
+
+
+def parse_timestamp(text: str) -> datetime | None:
+    """RFC 3339 text (``Z`` or an offset; no zone means UTC) as an aware
+    datetime, or None if it is not one."""
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def new_id() -> str:
