@@ -8,7 +8,6 @@ tests see what a2ad asks of any backend.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,23 +17,16 @@ from a2ad import (
     Agent,
     MemoryStore,
     Message,
-    Role,
     SqliteStore,
     Task,
     TaskContext,
     TaskState,
-    TextPart,
 )
 from a2ad.engine import Engine
-from a2ad.protocol.model import SendMessageConfiguration, SendMessageRequest, TaskEvent
+from a2ad.protocol.model import TaskEvent
 from a2ad.store.base import Lease, StoredTask, StoreError, TaskStore
 
-
-def request(text: str, *, wait: bool = True) -> SendMessageRequest:
-    return SendMessageRequest(
-        message=Message(message_id=str(uuid.uuid4()), role=Role.USER, parts=[TextPart(text)]),
-        configuration=SendMessageConfiguration(return_immediately=not wait),
-    )
+from .requests import request
 
 
 class CountingStore(MemoryStore):
@@ -120,7 +112,7 @@ async def test_progress_is_stored_and_published_while_the_agent_waits(
     store: TaskStore = MemoryStore() if backend == "memory" else SqliteStore(tmp_path / "t.db")
     agent = Slow()
     engine = Engine(agent, store)
-    task = await engine.send(request("go", wait=False))
+    task = await engine.send(request("go", immediately=True))
     stream = await engine.subscribe(task.id)
     seen = []
     for _ in range(3):  # the task, then its working status, while the agent waits
@@ -153,7 +145,7 @@ async def test_a_store_failure_on_queued_events_fails_the_task_and_reaches_the_a
     store = CountingStore()
     agent = Slow()
     engine = Engine(agent, store)
-    created = await engine.send(request("go", wait=False))  # stored before the agent runs
+    created = await engine.send(request("go", immediately=True))  # stored before the agent runs
     assert store.writes == 1
     store.fail_next = True  # the write of the queued "working" event fails
     for _ in range(100):

@@ -35,8 +35,6 @@ from a2ad import (
     Artifact,
     Engine,
     MemoryStore,
-    Message,
-    Role,
     Task,
     TaskArtifactUpdateEvent,
     TaskContext,
@@ -46,7 +44,8 @@ from a2ad import (
 )
 from a2ad.engine.engine import EventStream
 from a2ad.protocol.errors import TaskNotCancelableError, UnsupportedOperationError
-from a2ad.protocol.model import SendMessageConfiguration, SendMessageRequest
+
+from .requests import request
 
 OPS = [
     "working",
@@ -132,15 +131,6 @@ class ControlledAgent(Agent):
         return await ctx.reject("no")
 
 
-def request(text: str, task_id: str = "") -> SendMessageRequest:
-    return SendMessageRequest(
-        message=Message(
-            message_id=str(uuid.uuid4()), role=Role.USER, parts=[TextPart(text)], task_id=task_id
-        ),
-        configuration=SendMessageConfiguration(return_immediately=True),
-    )
-
-
 @dataclass
 class Subscriber:
     task_id: str
@@ -193,7 +183,7 @@ class Run:
         return self.tasks[index % len(self.tasks)]
 
     async def new(self) -> None:
-        task = await self.engine.send(request("go"))
+        task = await self.engine.send(request("go", immediately=True))
         assert isinstance(task, Task)
         self.tasks.append(task.id)
         self.witness[task.id] = await self.subscribe(task.id)
@@ -239,7 +229,7 @@ class Run:
 
     async def follow_up(self, task_id: str) -> None:
         try:
-            await self.engine.send(request("more", task_id))
+            await self.engine.send(request("more", task_id=task_id, immediately=True))
         except UnsupportedOperationError:
             return
         except Exception as exc:
@@ -401,7 +391,7 @@ class AsksThenLingers(Agent):
 async def test_two_racing_follow_ups_resume_an_interrupted_task_only_once() -> None:
     engine = Engine(AsksThenLingers(), MemoryStore())
     try:
-        task = await engine.send(request("go"))
+        task = await engine.send(request("go", immediately=True))
         assert isinstance(task, Task)
         for _ in range(5):
             await asyncio.sleep(0)
@@ -409,8 +399,8 @@ async def test_two_racing_follow_ups_resume_an_interrupted_task_only_once() -> N
         assert stored is not None and stored.task.status.state is TaskState.INPUT_REQUIRED
 
         results = await asyncio.gather(
-            engine.send(request("answer A", task.id)),
-            engine.send(request("answer B", task.id)),
+            engine.send(request("answer A", task_id=task.id, immediately=True)),
+            engine.send(request("answer B", task_id=task.id, immediately=True)),
             return_exceptions=True,
         )
         accepted = [r for r in results if isinstance(r, Task)]

@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-import uuid
-
-from a2ad import MemoryStore, Message, Role, TextPart
+from a2ad import MemoryStore
 from a2ad.engine import Engine
-from a2ad.protocol.model import SendMessageConfiguration, SendMessageRequest
 
 from ..scripted import ScriptedAgent
-
-
-def request(text: str) -> SendMessageRequest:
-    return SendMessageRequest(
-        message=Message(message_id=str(uuid.uuid4()), role=Role.USER, parts=[TextPart(text)]),
-        configuration=SendMessageConfiguration(),
-    )
+from .requests import request
 
 
 async def test_subscription_to_an_evicted_task_ends_at_the_next_quiet_tick() -> None:

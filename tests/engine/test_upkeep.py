@@ -33,11 +33,11 @@ from a2ad import (
     TextPart,
 )
 from a2ad.protocol.errors import InvalidParamsError, TaskNotFoundError
-from a2ad.protocol.model import SendMessageConfiguration, SendMessageRequest
 from a2ad.store.base import Lease
 
 from ..conftest import Rpc, wait_for
 from ..scripted import ScriptedAgent
+from .requests import request
 
 DAY = 86400.0
 T0 = 1_900_000_000.25  # 2030-03-17T17:46:40.250Z
@@ -133,27 +133,6 @@ async def engines() -> AsyncIterator[Callable[..., Engine]]:
     yield make
     for engine in made:
         await engine.shutdown(graceful=False)
-
-
-def request(
-    text: str,
-    *,
-    message_metadata: dict[str, Any] | None = None,
-    metadata: dict[str, Any] | None = None,
-    immediately: bool = False,
-    task_id: str = "",
-) -> SendMessageRequest:
-    return SendMessageRequest(
-        message=Message(
-            message_id=str(uuid.uuid4()),
-            role=Role.USER,
-            parts=[TextPart(text)],
-            task_id=task_id,
-            metadata=message_metadata if message_metadata is not None else UNSET,
-        ),
-        configuration=SendMessageConfiguration(return_immediately=immediately),
-        metadata=metadata if metadata is not None else UNSET,
-    )
 
 
 async def send(engine: Engine, text: str, **options: Any) -> Task:
