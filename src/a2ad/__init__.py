@@ -9,7 +9,7 @@ class Hello(Agent):
 app = create_app(Hello())   # any ASGI server runs it
 """
 
-from .agents.base import Agent, AgentSkill, TaskContext
+from .agent import Agent, AgentSkill, TaskContext
 from .agents.echo import EchoAgent
 from .client import Client, ClientError, SyncClient
 from .engine import Engine

@@ -80,7 +80,7 @@ async def move(store: TaskStore, task_id: str, state: TaskState) -> StoredTask:
         context_id=current.task.context_id,
         status=TaskStatus(state=state, timestamp=tick()),
     )
-    return await store.append(task_id, current.seq, event)
+    return await store.append(task_id, current.seq, [event])
 
 
 async def stored_ids(store: TaskStore) -> set[str]:

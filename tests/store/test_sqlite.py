@@ -180,9 +180,9 @@ async def test_everything_written_is_read_back_identically_after_reopening(path:
         for event in events:
             user = message("the blue one") if event is events[-1] else None
             lease = Lease("me", 100.0) if event is events[-1] else None
-            stored = await store.append("rich", stored.seq, event, user_message=user, lease=lease)
+            stored = await store.append("rich", stored.seq, [event], user_message=user, lease=lease)
         done = await store.create(new_task("done", timestamp=ts(0)), lease=Lease("me", 100.0))
-        done = await store.append("done", 0, status("done", TaskState.COMPLETED, ts(5)))
+        done = await store.append("done", 0, [status("done", TaskState.COMPLETED, ts(5))])
         logged = await store.events("rich", 0)
         page = await store.list(ListQuery(page_size=10))
 
@@ -203,8 +203,8 @@ async def test_everything_written_is_read_back_identically_after_reopening(path:
         assert await store.orphans(150.0, 10) == ["rich"]
         # Writing goes on at the stored sequence number.
         with pytest.raises(SequenceConflictError):
-            await store.append("rich", 0, status("rich", TaskState.FAILED, ts(6)))
-        after = await store.append("rich", stored.seq, status("rich", TaskState.COMPLETED, ts(6)))
+            await store.append("rich", 0, [status("rich", TaskState.FAILED, ts(6))])
+        after = await store.append("rich", stored.seq, [status("rich", TaskState.COMPLETED, ts(6))])
         assert after.seq == len(events) + 1
 
 
@@ -303,7 +303,7 @@ async def test_concurrent_creates_and_appends_lose_nothing(store: SqliteStore) -
             current = await store.get(task_id)
             assert current is not None
             try:
-                await store.append(task_id, current.seq, chunk(task_id, f"a{n}", f"from {n}"))
+                await store.append(task_id, current.seq, [chunk(task_id, f"a{n}", f"from {n}")])
                 return conflicts
             except SequenceConflictError:
                 conflicts += 1
@@ -330,7 +330,7 @@ async def test_concurrent_creates_and_appends_lose_nothing(store: SqliteStore) -
 async def test_of_writers_racing_at_one_seq_exactly_one_wins(store: SqliteStore) -> None:
     await store.create(new_task("t"))
     results = await asyncio.gather(
-        *(store.append("t", 0, chunk("t", f"a{n}", "x")) for n in range(10)),
+        *(store.append("t", 0, [chunk("t", f"a{n}", "x")]) for n in range(10)),
         return_exceptions=True,
     )
     winners = [r for r in results if isinstance(r, StoredTask)]
@@ -344,13 +344,13 @@ async def test_of_writers_racing_at_one_seq_exactly_one_wins(store: SqliteStore)
 async def test_a_refused_call_among_concurrent_ones_undoes_only_itself(path: Path) -> None:
     async with SqliteStore(path, max_tasks=2) as store:
         await store.create(new_task("w"))
-        await store.append("w", 0, status("w", TaskState.WORKING, ts(1)))
+        await store.append("w", 0, [status("w", TaskState.WORKING, ts(1))])
         results = await asyncio.gather(
             store.create(new_task("a")),  # fills the store
             store.create(new_task("a")),  # a duplicate
             store.create(new_task("b")),  # inserted, then refused: all in flight
-            store.append("w", 0, status("w", TaskState.FAILED, ts(2))),  # stale
-            store.append("w", 1, chunk("w", "x", "y")),
+            store.append("w", 0, [status("w", TaskState.FAILED, ts(2))]),  # stale
+            store.append("w", 1, [chunk("w", "x", "y")]),
             return_exceptions=True,
         )
         assert isinstance(results[0], StoredTask)
@@ -362,7 +362,7 @@ async def test_a_refused_call_among_concurrent_ones_undoes_only_itself(path: Pat
         page = await store.list(ListQuery(page_size=10))
         assert sorted(t.id for t in page.tasks) == ["a", "w"] and page.total == 2
         # The refused insert left the count right: one finished task makes room for one.
-        await store.append("a", 0, status("a", TaskState.COMPLETED, ts(3)))
+        await store.append("a", 0, [status("a", TaskState.COMPLETED, ts(3))])
         await store.create(new_task("c"))
         page = await store.list(ListQuery(page_size=10))
         assert sorted(t.id for t in page.tasks) == ["c", "w"] and page.total == 2
@@ -372,11 +372,11 @@ async def test_two_stores_on_one_file_see_each_others_writes(path: Path) -> None
     async with SqliteStore(path) as one, SqliteStore(path) as two:
         created = await one.create(new_task("t"))
         assert await two.get("t") == created
-        moved = await two.append("t", 0, status("t", TaskState.WORKING, ts(1), "on it"))
+        moved = await two.append("t", 0, [status("t", TaskState.WORKING, ts(1), "on it")])
         assert await one.get("t") == moved
         assert [e.seq for e in await one.events("t", 0)] == [1]
         with pytest.raises(SequenceConflictError):
-            await one.append("t", 0, status("t", TaskState.FAILED, ts(2)))
+            await one.append("t", 0, [status("t", TaskState.FAILED, ts(2))])
         # Both write at once: the busy timeout, not an error, settles who goes first.
         await asyncio.gather(
             *(one.create(new_task(f"one-{i}")) for i in range(30)),
@@ -394,8 +394,8 @@ async def test_eviction_order_survives_reopening(path: Path) -> None:
     async with SqliteStore(path, max_tasks=3) as store:
         for name in ["a", "b", "c"]:
             await store.create(new_task(name))
-        await store.append("c", 0, status("c", TaskState.COMPLETED, ts(1)))
-        await store.append("a", 0, status("a", TaskState.COMPLETED, ts(2)))
+        await store.append("c", 0, [status("c", TaskState.COMPLETED, ts(1))])
+        await store.append("a", 0, [status("a", TaskState.COMPLETED, ts(2))])
     async with SqliteStore(path, max_tasks=3) as store:
         await store.create(new_task("d"))
         assert await store.get("c") is None  # the first to finish goes first
@@ -410,7 +410,7 @@ async def test_a_lower_cap_on_reopening_evicts_down_to_it(path: Path) -> None:
     async with SqliteStore(path) as store:
         for i in range(4):
             await store.create(new_task(f"t{i}"))
-            await store.append(f"t{i}", 0, status(f"t{i}", TaskState.COMPLETED, ts(i)))
+            await store.append(f"t{i}", 0, [status(f"t{i}", TaskState.COMPLETED, ts(i))])
     async with SqliteStore(path, max_tasks=2) as store:
         await store.create(new_task("new"))
         page = await store.list(ListQuery(page_size=10))
@@ -420,25 +420,21 @@ async def test_a_lower_cap_on_reopening_evicts_down_to_it(path: Path) -> None:
 # --- deadlines ---
 
 
-def with_deadline(task: Task, deadline: str) -> Task:
-    return msgspec.structs.replace(task, metadata={"deadline": deadline})
-
-
 async def test_overdue_lists_unfinished_tasks_past_their_deadline_earliest_first(
     path: Path,
 ) -> None:
     async with SqliteStore(path) as store:
-        await store.create(with_deadline(new_task("late"), ts(20)))
-        await store.create(with_deadline(new_task("later"), ts(25)))
-        await store.create(with_deadline(new_task("b-tie"), ts(10)))
-        await store.create(with_deadline(new_task("a-tie"), ts(10)))
-        await store.create(with_deadline(new_task("at-now"), ts(30)))
-        await store.create(with_deadline(new_task("future"), ts(40)))
+        await store.create(new_task("late"), deadline=ts(20))
+        await store.create(new_task("later"), deadline=ts(25))
+        await store.create(new_task("b-tie"), deadline=ts(10))
+        await store.create(new_task("a-tie"), deadline=ts(10))
+        await store.create(new_task("at-now"), deadline=ts(30))
+        await store.create(new_task("future"), deadline=ts(40))
         await store.create(new_task("no-deadline"))
-        await store.create(with_deadline(new_task("asking"), ts(5)))
-        await store.append("asking", 0, status("asking", TaskState.INPUT_REQUIRED, ts(1)))
-        await store.create(with_deadline(new_task("finished"), ts(5)))
-        await store.append("finished", 0, status("finished", TaskState.COMPLETED, ts(1)))
+        await store.create(new_task("asking"), deadline=ts(5))
+        await store.append("asking", 0, [status("asking", TaskState.INPUT_REQUIRED, ts(1))])
+        await store.create(new_task("finished"), deadline=ts(5))
+        await store.append("finished", 0, [status("finished", TaskState.COMPLETED, ts(1))])
 
         expected = ["asking", "a-tie", "b-tie", "late", "later"]
         assert await store.overdue(ts(30), 100) == expected  # "at-now" is due, not overdue
@@ -459,9 +455,7 @@ async def test_lists_and_upkeep_queries_answer_as_memory_does(store: SqliteStore
     ids = [f"{prefix}{i}" for i, prefix in enumerate(rng.choices(["a", "é", "Z", "日"], k=60))]
     for task_id in ids:
         task = new_task(task_id, context_id=rng.choice("AB"), timestamp=ts(rng.randrange(30)))
-        if rng.random() < 0.5:
-            deadline = {"deadline": ts(rng.randrange(60))}
-            task = msgspec.structs.replace(task, metadata=deadline)
+        deadline = ts(rng.randrange(60)) if rng.random() < 0.5 else None
         lease = (
             Lease(rng.choice(["x", "y"]), float(rng.randrange(100))) if rng.random() < 0.5 else None
         )
@@ -476,11 +470,11 @@ async def test_lists_and_upkeep_queries_answer_as_memory_does(store: SqliteStore
             ]
         )
         for s in stores:
-            await s.create(task, lease=lease)
+            await s.create(task, lease=lease, deadline=deadline)
         for seq, state in enumerate(states):
             event = status(task_id, state, ts(rng.randrange(60)))
             for s in stores:
-                await s.append(task_id, seq, event)
+                await s.append(task_id, seq, [event])
     await reference.renew("x", 500.0)
     await store.renew("x", 500.0)
 
@@ -547,7 +541,7 @@ async def test_open_is_idempotent_and_async_with_gives_the_store(path: Path) -> 
 
 async def test_a_cancelled_call_still_happens_in_the_store(store: SqliteStore) -> None:
     await store.create(new_task("t"))
-    call = asyncio.ensure_future(store.append("t", 0, status("t", TaskState.WORKING, ts(1))))
+    call = asyncio.ensure_future(store.append("t", 0, [status("t", TaskState.WORKING, ts(1))]))
     await asyncio.sleep(0)  # the append is on its way to the worker
     call.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -556,7 +550,7 @@ async def test_a_cancelled_call_still_happens_in_the_store(store: SqliteStore) -
     assert got is not None and got.seq == 1
     # So a caller that retries at the seq it knew meets a conflict, not a duplicate.
     with pytest.raises(SequenceConflictError):
-        await store.append("t", 0, status("t", TaskState.WORKING, ts(1)))
+        await store.append("t", 0, [status("t", TaskState.WORKING, ts(1))])
 
 
 async def test_creating_an_existing_id_is_refused_and_changes_nothing(store: SqliteStore) -> None:

@@ -118,7 +118,7 @@ async def put(store: TaskStore, task: Task, *states: tuple[TaskState, str]) -> S
     """Create ``task`` and move it through ``states`` (state, timestamp)."""
     stored = await store.create(task)
     for state, when in states:
-        stored = await store.append(task.id, stored.seq, status(task, state, when))
+        stored = await store.append(task.id, stored.seq, [status(task, state, when)])
     return stored
 
 
@@ -184,7 +184,7 @@ async def test_append_many_stores_every_event_in_order(store: TaskStore) -> None
     s = await store.create(task, events=[status(task, TaskState.WORKING, ts(1))])
     events = [artifact(task, "doc", "a"), artifact(task, "doc", "b", append=True)]
     events.append(status(task, TaskState.INPUT_REQUIRED, ts(2), "which?"))
-    after = await store.append_many(task.id, s.seq, events)
+    after = await store.append(task.id, s.seq, events)
     assert after.seq == 4 and after.task.status.state is TaskState.INPUT_REQUIRED
     assert texts(after.task.artifacts[0]) == ["a", "b"]
     assert await store.get(task.id) == after
@@ -201,17 +201,17 @@ async def test_append_many_is_all_or_nothing(store: TaskStore) -> None:
     s = await store.create(task)
     refused = [status(task, TaskState.WORKING, ts(1)), artifact(task, "one-too-many", "x")]
     with pytest.raises(EventLimitError):
-        await store.append_many(task.id, s.seq, refused)
+        await store.append(task.id, s.seq, refused)
     with pytest.raises(TerminalTaskError):  # nothing may follow an end, even in one batch
-        await store.append_many(
+        await store.append(
             task.id,
             s.seq,
             [status(task, TaskState.COMPLETED, ts(1)), status(task, TaskState.WORKING, ts(2))],
         )
     with pytest.raises(SequenceConflictError):
-        await store.append_many(task.id, s.seq + 1, [status(task, TaskState.WORKING, ts(1))])
+        await store.append(task.id, s.seq + 1, [status(task, TaskState.WORKING, ts(1))])
     with pytest.raises(MissingTaskError):
-        await store.append_many("nope", 0, [status(task, TaskState.WORKING, ts(1))])
+        await store.append("nope", 0, [status(task, TaskState.WORKING, ts(1))])
     assert await store.get(task.id) == s
     assert await store.events(task.id, 0) == []
 
@@ -234,13 +234,13 @@ async def test_append_at_the_expected_seq_returns_the_next_seq_and_new_snapshot(
 ) -> None:
     task = new_task()
     await store.create(task)
-    stored = await store.append(task.id, 0, status(task, TaskState.WORKING, ts(1)))
+    stored = await store.append(task.id, 0, [status(task, TaskState.WORKING, ts(1))])
     assert stored.seq == 1
     assert stored.task.status.state is TaskState.WORKING
     assert stored.task.status.timestamp == ts(1)
     got = await store.get(task.id)
     assert got is not None and got.seq == 1 and got.task == stored.task
-    stored = await store.append(task.id, 1, status(task, TaskState.COMPLETED, ts(2)))
+    stored = await store.append(task.id, 1, [status(task, TaskState.COMPLETED, ts(2))])
     assert stored.seq == 2 and stored.task.status.state is TaskState.COMPLETED
 
 
@@ -251,12 +251,12 @@ async def test_append_leaves_the_previous_snapshot_object_unchanged(store: TaskS
     assert before is not None
     frozen = copy.deepcopy(before.task)
     encoded = msgspec.json.encode(before.task)
-    await store.append(task.id, 0, status(task, TaskState.WORKING, ts(1), "thinking"))
-    await store.append(task.id, 1, artifact(task, "a", "x"))
+    await store.append(task.id, 0, [status(task, TaskState.WORKING, ts(1), "thinking")])
+    await store.append(task.id, 1, [artifact(task, "a", "x")])
     await store.append(
         task.id,
         2,
-        status(task, TaskState.INPUT_REQUIRED, ts(2), "which?"),
+        [status(task, TaskState.INPUT_REQUIRED, ts(2), "which?")],
         user_message=message("more"),
     )
     assert before.seq == 0
@@ -273,7 +273,7 @@ async def test_append_with_a_stale_or_future_seq_raises_sequence_conflict_and_ch
     task = new_task()
     await store.create(task)
     with pytest.raises(SequenceConflictError):
-        await store.append(task.id, expected, status(task, TaskState.WORKING, ts(1)))
+        await store.append(task.id, expected, [status(task, TaskState.WORKING, ts(1))])
     got = await store.get(task.id)
     assert got is not None and got.seq == 0 and got.task == task
 
@@ -281,9 +281,9 @@ async def test_append_with_a_stale_or_future_seq_raises_sequence_conflict_and_ch
 async def test_second_writer_with_the_same_seq_loses(store: TaskStore) -> None:
     task = new_task()
     await store.create(task)
-    await store.append(task.id, 0, status(task, TaskState.WORKING, ts(1)))
+    await store.append(task.id, 0, [status(task, TaskState.WORKING, ts(1))])
     with pytest.raises(SequenceConflictError):
-        await store.append(task.id, 0, status(task, TaskState.COMPLETED, ts(2)))
+        await store.append(task.id, 0, [status(task, TaskState.COMPLETED, ts(2))])
     got = await store.get(task.id)
     assert got is not None and got.seq == 1 and got.task.status.state is TaskState.WORKING
 
@@ -291,7 +291,7 @@ async def test_second_writer_with_the_same_seq_loses(store: TaskStore) -> None:
 async def test_append_to_an_unknown_task_raises_missing_task(store: TaskStore) -> None:
     task = new_task()
     with pytest.raises(MissingTaskError):
-        await store.append(task.id, 0, status(task, TaskState.WORKING))
+        await store.append(task.id, 0, [status(task, TaskState.WORKING)])
 
 
 @pytest.mark.parametrize(
@@ -308,7 +308,7 @@ async def test_append_to_a_terminal_task_raises_and_changes_nothing(
         artifact(task, "late", "x"),
     ):
         with pytest.raises(TerminalTaskError) as info:
-            await store.append(task.id, done.seq, event, user_message=message("late"))
+            await store.append(task.id, done.seq, [event], user_message=message("late"))
         assert info.value.state is terminal
     got = await store.get(task.id)
     assert got is not None
@@ -323,9 +323,9 @@ async def test_artifact_with_append_extends_the_parts_of_the_same_artifact(
 ) -> None:
     task = new_task()
     s = await store.create(task)
-    s = await store.append(task.id, s.seq, artifact(task, "doc", "a"))
-    s = await store.append(task.id, s.seq, artifact(task, "doc", "b", "c", append=True))
-    s = await store.append(task.id, s.seq, artifact(task, "doc", "d", append=True))
+    s = await store.append(task.id, s.seq, [artifact(task, "doc", "a")])
+    s = await store.append(task.id, s.seq, [artifact(task, "doc", "b", "c", append=True)])
+    s = await store.append(task.id, s.seq, [artifact(task, "doc", "d", append=True)])
     assert [a.artifact_id for a in s.task.artifacts] == ["doc"]
     assert texts(s.task.artifacts[0]) == ["a", "b", "c", "d"]
 
@@ -335,9 +335,9 @@ async def test_artifact_without_append_replaces_the_same_id_and_adds_new_ids_in_
 ) -> None:
     task = new_task()
     s = await store.create(task)
-    s = await store.append(task.id, s.seq, artifact(task, "one", "1a", "1b"))
-    s = await store.append(task.id, s.seq, artifact(task, "two", "2"))
-    s = await store.append(task.id, s.seq, artifact(task, "one", "1-new"))
+    s = await store.append(task.id, s.seq, [artifact(task, "one", "1a", "1b")])
+    s = await store.append(task.id, s.seq, [artifact(task, "two", "2")])
+    s = await store.append(task.id, s.seq, [artifact(task, "one", "1-new")])
     assert [a.artifact_id for a in s.task.artifacts] == ["one", "two"]
     assert texts(s.task.artifacts[0]) == ["1-new"]
     assert texts(s.task.artifacts[1]) == ["2"]
@@ -346,7 +346,7 @@ async def test_artifact_without_append_replaces_the_same_id_and_adds_new_ids_in_
 async def test_appending_chunks_to_an_unknown_artifact_adds_it(store: TaskStore) -> None:
     task = new_task()
     s = await store.create(task)
-    s = await store.append(task.id, s.seq, artifact(task, "fresh", "x", append=True))
+    s = await store.append(task.id, s.seq, [artifact(task, "fresh", "x", append=True)])
     assert [(a.artifact_id, texts(a)) for a in s.task.artifacts] == [("fresh", ["x"])]
 
 
@@ -354,7 +354,7 @@ async def test_artifact_event_changes_neither_status_nor_history(store: TaskStor
     task = new_task()
     s = await put(store, task, (TaskState.WORKING, ts(1)))
     before = s.task
-    s = await store.append(task.id, s.seq, artifact(task, "a", "x"))
+    s = await store.append(task.id, s.seq, [artifact(task, "a", "x")])
     assert s.task.status == before.status
     assert s.task.history == before.history
 
@@ -366,11 +366,11 @@ async def test_artifact_past_the_artifact_limit_is_refused_and_changes_nothing(
     task = new_task(artifacts=many)
     await store.create(task)
     with pytest.raises(EventLimitError):
-        await store.append(task.id, 0, artifact(task, "one-too-many", "x"))
+        await store.append(task.id, 0, [artifact(task, "one-too-many", "x")])
     got = await store.get(task.id)
     assert got is not None and got.seq == 0 and len(got.task.artifacts) == MAX_ARTIFACTS
     # Replacing or extending an existing artifact is still fine at the limit.
-    s = await store.append(task.id, 0, artifact(task, "a0", "y", append=True))
+    s = await store.append(task.id, 0, [artifact(task, "a0", "y", append=True)])
     assert texts(s.task.artifacts[0]) == ["x", "y"]
 
 
@@ -384,7 +384,7 @@ async def test_user_message_is_appended_to_history_before_the_status_message(
     s = await put(store, task, (TaskState.WORKING, ts(1)), (TaskState.INPUT_REQUIRED, ts(2)))
     answer = message("blue")
     event = status(task, TaskState.WORKING, ts(3), "got it")
-    s = await store.append(task.id, s.seq, event, user_message=answer)
+    s = await store.append(task.id, s.seq, [event], user_message=answer)
     assert [m.text for m in s.task.history] == ["hello", "blue", "got it"]
     assert s.task.history[1] == answer
     assert s.task.history[2] == event.status.message
@@ -394,16 +394,16 @@ async def test_user_message_without_a_status_message_is_still_recorded(store: Ta
     task = new_task()
     s = await store.create(task)
     answer = message("more")
-    s = await store.append(task.id, 0, status(task, TaskState.WORKING, ts(1)), user_message=answer)
+    s = await store.append(task.id, 0, [status(task, TaskState.WORKING, ts(1))], user_message=answer)
     assert s.task.history == [task.history[0], answer]
 
 
 async def test_status_message_is_appended_to_history(store: TaskStore) -> None:
     task = new_task()
     s = await store.create(task)
-    s = await store.append(task.id, 0, status(task, TaskState.WORKING, ts(1), "step 1"))
-    s = await store.append(task.id, 1, status(task, TaskState.WORKING, ts(2)))
-    s = await store.append(task.id, 2, status(task, TaskState.COMPLETED, ts(3), "done"))
+    s = await store.append(task.id, 0, [status(task, TaskState.WORKING, ts(1), "step 1")])
+    s = await store.append(task.id, 1, [status(task, TaskState.WORKING, ts(2))])
+    s = await store.append(task.id, 2, [status(task, TaskState.COMPLETED, ts(3), "done")])
     assert [m.text for m in s.task.history] == ["hello", "step 1", "done"]
     assert s.task.status.message == s.task.history[-1]
 
@@ -412,12 +412,12 @@ async def test_history_keeps_only_the_newest_max_history_messages(store: TaskSto
     history = [message(f"m{i}") for i in range(MAX_HISTORY)]
     task = new_task(history=history)
     s = await store.create(task)
-    s = await store.append(task.id, 0, status(task, TaskState.WORKING, ts(1), "newest"))
+    s = await store.append(task.id, 0, [status(task, TaskState.WORKING, ts(1), "newest")])
     assert len(s.task.history) == MAX_HISTORY
     assert s.task.history[0].text == "m1"
     assert s.task.history[-1].text == "newest"
     s = await store.append(
-        task.id, 1, status(task, TaskState.WORKING, ts(2), "agent"), user_message=message("user")
+        task.id, 1, [status(task, TaskState.WORKING, ts(2), "agent")], user_message=message("user")
     )
     assert len(s.task.history) == MAX_HISTORY
     assert [m.text for m in s.task.history[:2]] == ["m3", "m4"]
@@ -437,7 +437,7 @@ async def test_list_is_newest_status_timestamp_first(store: TaskStore) -> None:
     await put(store, new_task("c", timestamp=ts(2)))
     assert await ids_of(store, ListQuery(page_size=10)) == ["b", "c", "a"]
     # An update moves a task to the front: the order is by the *current* status timestamp.
-    await store.append("a", a.seq, status(a.task, TaskState.WORKING, ts(4)))
+    await store.append("a", a.seq, [status(a.task, TaskState.WORKING, ts(4))])
     assert await ids_of(store, ListQuery(page_size=10)) == ["a", "b", "c"]
 
 
@@ -568,7 +568,7 @@ async def test_filtered_pages_walk_every_match_once(store: TaskStore, query: Lis
 async def test_list_sees_state_changes_for_the_state_filter(store: TaskStore) -> None:
     s = await put(store, new_task("x", timestamp=ts(1)), (TaskState.WORKING, ts(2)))
     assert await ids_of(store, ListQuery(page_size=5, state=TaskState.WORKING)) == ["x"]
-    await store.append("x", s.seq, status(s.task, TaskState.COMPLETED, ts(3)))
+    await store.append("x", s.seq, [status(s.task, TaskState.COMPLETED, ts(3))])
     assert await ids_of(store, ListQuery(page_size=5, state=TaskState.WORKING)) == []
     assert await ids_of(store, ListQuery(page_size=5, state=TaskState.COMPLETED)) == ["x"]
 
@@ -587,7 +587,7 @@ async def test_events_are_logged_in_order_under_their_sequence_numbers(store: Ta
         status(task, TaskState.COMPLETED, ts(2)),
     ]
     for seq, event in enumerate(appended):
-        await store.append(task.id, seq, event)
+        await store.append(task.id, seq, [event])
     assert await store.events(task.id, 0) == [
         LoggedEvent(seq, event) for seq, event in enumerate(appended, start=1)
     ]
@@ -622,7 +622,7 @@ async def test_an_ended_task_reads_back_exactly_with_every_field_of_every_event(
     s = await store.get(task.id)
     assert s is not None
     for event in appended:
-        s = await store.append(task.id, s.seq, event)
+        s = await store.append(task.id, s.seq, [event])
     assert await store.get(task.id) == s
     assert await store.events(task.id, 0) == [
         LoggedEvent(seq, event) for seq, event in enumerate(appended, start=1)
@@ -631,10 +631,10 @@ async def test_an_ended_task_reads_back_exactly_with_every_field_of_every_event(
     page = await store.list(ListQuery(page_size=5, state=end))
     assert page.tasks == [s.task] and page.total == 1
     with pytest.raises(TerminalTaskError) as refused:
-        await store.append(task.id, s.seq, status(task, TaskState.WORKING, ts(3)))
+        await store.append(task.id, s.seq, [status(task, TaskState.WORKING, ts(3))])
     assert refused.value.state is end
     with pytest.raises(SequenceConflictError):
-        await store.append(task.id, 1, status(task, TaskState.WORKING, ts(3)))
+        await store.append(task.id, 1, [status(task, TaskState.WORKING, ts(3))])
 
 
 async def test_an_ended_task_with_a_huge_integer_in_its_metadata_reads_back(
@@ -644,7 +644,7 @@ async def test_an_ended_task_with_a_huge_integer_in_its_metadata_reads_back(
     # tasks (msgpack) stops at 64 bits and must not lose the task over it.
     task = msgspec.structs.replace(new_task(), metadata={"big": 2**70, "small": -(2**70)})
     s = await store.create(task, events=[status(task, TaskState.WORKING, ts(1))])
-    done = await store.append(task.id, s.seq, status(task, TaskState.COMPLETED, ts(2)))
+    done = await store.append(task.id, s.seq, [status(task, TaskState.COMPLETED, ts(2))])
     assert await store.get(task.id) == done
     assert [e.seq for e in await store.events(task.id, 0)] == [1, 2]
     assert (await store.list(ListQuery(page_size=5, state=TaskState.COMPLETED))).total == 1
@@ -653,7 +653,7 @@ async def test_an_ended_task_with_a_huge_integer_in_its_metadata_reads_back(
 async def test_events_after_a_sequence_number_are_only_the_later_ones(store: TaskStore) -> None:
     task = new_task()
     s = await put(store, task, (TaskState.WORKING, ts(1)), (TaskState.WORKING, ts(2)))
-    s = await store.append(task.id, s.seq, artifact(task, "a", "x"))
+    s = await store.append(task.id, s.seq, [artifact(task, "a", "x")])
     everything = await store.events(task.id, 0)
     assert [e.seq for e in everything] == [1, 2, 3]
     assert await store.events(task.id, 1) == everything[1:]
@@ -673,15 +673,15 @@ async def test_a_refused_append_logs_nothing(store: TaskStore) -> None:
     full = new_task(artifacts=many)
     await store.create(full)
     with pytest.raises(EventLimitError):
-        await store.append(full.id, 0, artifact(full, "one-too-many", "x"))
+        await store.append(full.id, 0, [artifact(full, "one-too-many", "x")])
     assert await store.events(full.id, 0) == []
 
     task = new_task()
     done = await put(store, task, (TaskState.COMPLETED, ts(1)))
     with pytest.raises(SequenceConflictError):
-        await store.append(task.id, 0, status(task, TaskState.WORKING, ts(2)))
+        await store.append(task.id, 0, [status(task, TaskState.WORKING, ts(2))])
     with pytest.raises(TerminalTaskError):
-        await store.append(task.id, done.seq, status(task, TaskState.WORKING, ts(2)))
+        await store.append(task.id, done.seq, [status(task, TaskState.WORKING, ts(2))])
     assert [e.seq for e in await store.events(task.id, 0)] == [1]
 
 
@@ -698,7 +698,7 @@ async def test_the_log_keeps_only_the_newest_max_events(store: TaskStore, max_ev
     task = new_task()
     s = await store.create(task)
     for i in range(max_events + 3):
-        s = await store.append(task.id, s.seq, status(task, TaskState.WORKING, ts(i)))
+        s = await store.append(task.id, s.seq, [status(task, TaskState.WORKING, ts(i))])
     logged = await store.events(task.id, 0)
     assert len(logged) == max_events
     # Events 1 to 3 were dropped; the gap shows in the first seq returned.
@@ -741,22 +741,22 @@ async def test_append_with_a_lease_leases_the_task(store: TaskStore) -> None:
     task = new_task("t")
     await store.create(task)
     assert await store.orphans(50.0, 10) == ["t"]
-    await store.append("t", 0, status(task, TaskState.WORKING, ts(1)), lease=Lease("me", 100.0))
+    await store.append("t", 0, [status(task, TaskState.WORKING, ts(1))], lease=Lease("me", 100.0))
     assert await store.orphans(50.0, 10) == []
     assert await store.orphans(150.0, 10) == ["t"]
     # An append without a lease keeps the one the task has.
-    await store.append("t", 1, artifact(task, "a", "x"))
-    await store.append("t", 2, status(task, TaskState.WORKING, ts(2)))
+    await store.append("t", 1, [artifact(task, "a", "x")])
+    await store.append("t", 2, [status(task, TaskState.WORKING, ts(2))])
     assert await store.orphans(50.0, 10) == []
 
 
 async def test_a_task_that_leaves_submitted_or_working_loses_its_lease(store: TaskStore) -> None:
     task = new_task("t")
     await store.create(task, lease=Lease("me", 100.0))
-    await store.append("t", 0, status(task, TaskState.INPUT_REQUIRED, ts(1)))
+    await store.append("t", 0, [status(task, TaskState.INPUT_REQUIRED, ts(1))])
     assert await store.orphans(50.0, 10) == []  # interrupted: nobody should be running it
     # Resumed without a lease: the old one is gone, so nobody runs it now.
-    await store.append("t", 1, status(task, TaskState.WORKING, ts(2)))
+    await store.append("t", 1, [status(task, TaskState.WORKING, ts(2))])
     assert await store.orphans(50.0, 10) == ["t"]
     await store.renew("me", 200.0)
     assert await store.orphans(50.0, 10) == ["t"]
@@ -816,6 +816,6 @@ async def test_a_deleted_task_leaves_nothing_for_a_new_task_of_the_same_id(
     created = await store.create(again)
     assert created == StoredTask(again, 0)
     assert await store.events("t", 0) == []
-    s = await store.append("t", 0, status(again, TaskState.WORKING, ts(11)))
+    s = await store.append("t", 0, [status(again, TaskState.WORKING, ts(11))])
     assert s.seq == 1
     assert [e.seq for e in await store.events("t", 0)] == [1]

@@ -1,1 +1,2 @@
-"""Agents: the user code a2ad runs (base.py) and the built-in ones."""
+"""The agents a2ad ships: the echo agent, and the LLM-backed task manager (a client of
+a2ad servers). What an agent is (Agent, TaskContext) is defined in ``a2ad.agent``."""

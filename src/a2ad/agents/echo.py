@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import re
 
-from .base import Agent, AgentSkill, TaskContext
+from ..agent import Agent, AgentSkill, TaskContext
 
 __all__ = ["EchoAgent"]
 

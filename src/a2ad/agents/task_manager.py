@@ -25,9 +25,9 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from ..agent import Agent, AgentSkill, TaskContext
 from ..tools import ENV_TOKEN, acall_tool, bound_tools
 from ..tools.operations import resolve_url
-from .base import Agent, AgentSkill, TaskContext
 from .llm import ChatClient, LLMError, LLMSettings, ToolCall
 
 __all__ = ["ENV_MANAGED_URLS", "TaskManagerAgent", "agent"]

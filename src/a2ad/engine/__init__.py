@@ -1,14 +1,25 @@
 """The task lifecycle engine.
 
-Concurrency in one paragraph: every change to a task goes through
-``Engine._apply``, which validates the event against the lifecycle, appends it
-to the store with compare-and-set on the task's sequence number, and then
-publishes it on the bus. Each running agent invocation is one asyncio task owned
-by the Runner (cancelled and awaited on cancel or shutdown). Publishing never
-awaits a subscriber: each has a bounded buffer and is dropped when it is full.
-With the memory store nothing on this path awaits I/O.
+Concurrency in one paragraph: there is one writer (``writer.py``), the only code
+that writes tasks to the store and publishes on the bus; it checks each batch of
+events against the lifecycle (``lifecycle.py``), appends it atomically with
+compare-and-set on the task's sequence number, and publishes only what was
+stored, each event with its snapshot. Each agent turn is an ``Invocation``
+(``invocation.py``): a producer (the agent, whose ``TaskContext`` puts events
+on a bounded queue) and a consumer (which drains the queue in batches and hands
+each to the writer) in one task group, owned by the ``Runner`` that cancels and
+awaits it. A turn-ending event waits for its own acknowledgement, so
+``complete()`` says whether it was stored. A request learns its answer from the
+invocation's futures (``head``, ``outcome``), never from the bus. A cancel or a
+deadline is an event like any other: the engine stores it after the agent's
+queued events, then interrupts the agent (here, or through the bus's cancel
+signal wherever it runs); whatever the agent emits afterwards is dropped.
+Publishing never awaits a subscriber: each has a bounded buffer and is dropped
+when it is full (``bus.py``). With the memory store nothing on this path awaits I/O.
 """
 
-from .engine import Engine, EventStream, task_view
+from .bus import Bus, LocalBus
+from .engine import Engine, task_view
+from .streams import EventStream
 
-__all__ = ["Engine", "EventStream", "task_view"]
+__all__ = ["Bus", "Engine", "EventStream", "LocalBus", "task_view"]

@@ -1,45 +1,47 @@
-"""Fan-out of a task's events to its subscribers, without ever waiting on one.
+"""The bus: stored events fanned out to a task's subscribers, and cancel signals.
 
-Each subscriber has its own bounded buffer. ``publish`` appends to every buffer
-and returns; a subscriber whose buffer is full is dropped (its stream ends) so a
-stalled reader never slows the agent, the store or the other subscribers.
+It carries only what the store already holds, each event with its sequence
+number and the snapshot it made, which is exactly what can cross to another
+instance later (a PostgreSQL bus would send the ids and sequence numbers and let
+readers fetch the rest). A request's own answer never travels on it: that is
+the invocation's outcome (see ``invocation.py``).
+
+``LocalBus`` is the in-process default. Each subscriber has its own bounded
+buffer; ``publish`` appends to every buffer and returns, never awaiting anyone.
+A subscriber whose buffer is full is dropped (its stream ends), so a stalled
+reader never slows the agent, the store or the other subscribers.
 """
 
 from __future__ import annotations
 
+import abc
 import asyncio
 from collections import deque
+from collections.abc import Callable
 from typing import NamedTuple
 
-from ..protocol.errors import A2AError
-from ..protocol.model import Message, Task, TaskEvent
+from ..protocol.model import Task, TaskEvent
+from ..protocol.types import Seq, TaskId
 
-__all__ = ["Bus", "Delivery", "Subscription"]
+__all__ = ["Bus", "LocalBus", "Published", "Subscription"]
 
 
-class Delivery(NamedTuple):
-    """One thing that happened to a task.
+class Published(NamedTuple):
+    """One stored event of a task, and the task right after it."""
 
-    ``item`` is the new Task (at creation), an applied event, an agent's quick
-    reply Message (no task is stored then), or the A2AError that stopped the
-    request before its task existed. ``snapshot`` is the task right after it."""
-
-    seq: int
-    item: Task | TaskEvent | Message | A2AError
-    snapshot: Task | None
-    final: bool  # terminal or interrupted: the end of a request's turn
-    terminal: bool
+    seq: Seq
+    event: TaskEvent
+    snapshot: Task
 
 
 class Subscription:
     """A subscriber's bounded buffer; ``get`` returns None once it was dropped."""
 
-    def __init__(self, bus: Bus, task_id: str, maxsize: int, finals_only: bool) -> None:
-        self._bus = bus
+    def __init__(self, task_id: TaskId, maxsize: int, unsubscribe: Callable[[], None]) -> None:
         self.task_id = task_id
-        self.finals_only = finals_only
         self._maxsize = maxsize
-        self._items: deque[Delivery] = deque()
+        self._unsubscribe = unsubscribe
+        self._items: deque[Published] = deque()
         # The reader's wake-up, only while it waits: cheaper than an asyncio.Event
         # on a path every event of every task takes.
         self._waiter: asyncio.Future[None] | None = None
@@ -50,11 +52,12 @@ class Subscription:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    def push(self, delivery: Delivery) -> bool:
+    def push(self, item: Published) -> bool:
+        """Buffer ``item``; False (and the subscriber dropped) if the buffer is full."""
         if len(self._items) >= self._maxsize:
             self.drop()
             return False
-        self._items.append(delivery)
+        self._items.append(item)
         self._wake()
         return True
 
@@ -63,8 +66,8 @@ class Subscription:
         self.dropped.set()
         self._wake()
 
-    async def get(self, timeout: float | None = None) -> Delivery | None:
-        """The next delivery; None if dropped. Raises TimeoutError after ``timeout``."""
+    async def get(self, timeout: float | None = None) -> Published | None:
+        """The next event; None if dropped. Raises TimeoutError after ``timeout``."""
         while not self._items:
             if self.dropped.is_set():
                 return None
@@ -82,7 +85,7 @@ class Subscription:
         return self._items.popleft()
 
     def close(self) -> None:
-        self._bus.unsubscribe(self)
+        self._unsubscribe()
 
     def __enter__(self) -> Subscription:
         return self
@@ -91,40 +94,70 @@ class Subscription:
         self.close()
 
 
-class Bus:
-    def __init__(self) -> None:
-        self._subs: dict[str, set[Subscription]] = {}
+class Bus(abc.ABC):
+    """What the engine needs to fan out stored events and to stop work elsewhere."""
 
-    def subscribe(
-        self, task_id: str, *, maxsize: int = 256, finals_only: bool = False
-    ) -> Subscription:
-        sub = Subscription(self, task_id, maxsize, finals_only)
+    @abc.abstractmethod
+    def publish(self, task_id: TaskId, item: Published) -> None:
+        """Hand a stored event to the task's subscribers, without waiting on any."""
+
+    @abc.abstractmethod
+    def subscribe(self, task_id: TaskId, *, maxsize: int) -> Subscription:
+        """Follow the task's events from now on; close the subscription when done."""
+
+    @abc.abstractmethod
+    def signal_cancel(self, task_id: TaskId) -> None:
+        """Tell whichever instance runs the task's agent to stop it (its cancel is
+        already stored). Reaches this instance's own listeners too."""
+
+    @abc.abstractmethod
+    def on_cancel(self, listener: Callable[[TaskId], None]) -> None:
+        """Call ``listener(task_id)`` for every cancel signal."""
+
+    @abc.abstractmethod
+    def close_all(self) -> None:
+        """End every subscription (their streams close), e.g. at shutdown."""
+
+
+class LocalBus(Bus):
+    """The bus of one process."""
+
+    def __init__(self) -> None:
+        self._subs: dict[TaskId, set[Subscription]] = {}
+        self._cancel_listeners: list[Callable[[TaskId], None]] = []
+
+    def subscribe(self, task_id: TaskId, *, maxsize: int) -> Subscription:
+        def unsubscribe() -> None:
+            self._unsubscribe(sub)
+
+        sub = Subscription(task_id, maxsize, unsubscribe)
         self._subs.setdefault(task_id, set()).add(sub)
         return sub
 
-    def unsubscribe(self, sub: Subscription) -> None:
+    def _unsubscribe(self, sub: Subscription) -> None:
         subs = self._subs.get(sub.task_id)
         if subs is not None:
             subs.discard(sub)
             if not subs:
                 del self._subs[sub.task_id]
 
-    def subscribers(self, task_id: str) -> int:
-        return len(self._subs.get(task_id, ()))
-
-    def close_all(self) -> None:
-        """End every subscription (their streams close), e.g. at shutdown."""
-        subs = [sub for group in self._subs.values() for sub in group]
-        self._subs.clear()
-        for sub in subs:
-            sub.drop()
-
-    def publish(self, task_id: str, delivery: Delivery) -> None:
+    def publish(self, task_id: TaskId, item: Published) -> None:
         subs = self._subs.get(task_id)
         if not subs:
             return
         for sub in list(subs):
-            if sub.finals_only and not delivery.final:
-                continue
-            if not sub.push(delivery):
-                self.unsubscribe(sub)
+            if not sub.push(item):
+                self._unsubscribe(sub)
+
+    def signal_cancel(self, task_id: TaskId) -> None:
+        for listener in self._cancel_listeners:
+            listener(task_id)
+
+    def on_cancel(self, listener: Callable[[TaskId], None]) -> None:
+        self._cancel_listeners.append(listener)
+
+    def close_all(self) -> None:
+        subs = [sub for group in self._subs.values() for sub in group]
+        self._subs.clear()
+        for sub in subs:
+            sub.drop()

@@ -1,71 +1,74 @@
-"""Owns the running agent invocations: at most one per task, all cancelled on close."""
+"""Owns the invocations running in this process: at most one per task, each an
+asyncio task that ``aclose`` cancels and awaits."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
-from typing import Any
+import logging
+
+from ..protocol.types import TaskId
+from .invocation import Invocation
 
 __all__ = ["Runner"]
+
+log = logging.getLogger("a2ad.engine")
 
 
 class Runner:
     def __init__(self) -> None:
-        self._running: dict[str, asyncio.Task[None]] = {}
+        self._running: dict[TaskId, tuple[Invocation, asyncio.Task[None]]] = {}
         self._closed = False
 
     def __len__(self) -> int:
         return len(self._running)
 
-    def is_running(self, task_id: str) -> bool:
-        return task_id in self._running
+    def get(self, task_id: TaskId) -> Invocation | None:
+        entry = self._running.get(task_id)
+        return entry[0] if entry is not None else None
 
-    def start(self, task_id: str, work: Coroutine[Any, Any, None]) -> None:
+    def start(self, invocation: Invocation) -> None:
+        task_id = invocation.task_id
         if self._closed:
-            work.close()
             raise RuntimeError("the runner is closed; the server is shutting down")
-        previous = self._running.get(task_id)
-        if previous is not None and not previous.done():
-            work.close()
+        if task_id in self._running:
             raise RuntimeError(f"task {task_id} already has an invocation running")
-        job = asyncio.get_running_loop().create_task(work, name=f"a2ad-task-{task_id}")
-        self._running[task_id] = job
+        job = asyncio.get_running_loop().create_task(invocation.run(), name=f"a2ad-task-{task_id}")
+        self._running[task_id] = (invocation, job)
         job.add_done_callback(lambda _: self._forget(task_id, job))
 
-    def _forget(self, task_id: str, job: asyncio.Task[None]) -> None:
-        if self._running.get(task_id) is job:
+    def _forget(self, task_id: TaskId, job: asyncio.Task[None]) -> None:
+        entry = self._running.get(task_id)
+        if entry is not None and entry[1] is job:
             del self._running[task_id]
+        if not job.cancelled() and job.exception() is not None:
+            log.error("invocation crashed: %r", job.exception(), extra={"task_id": task_id})
 
-    async def stop(self, task_id: str, *, timeout: float = 2.0) -> bool:
-        """Cancel the task's invocation and wait (bounded) until it has stopped.
-        Returns False if it was still running when the time ran out."""
-        job = self._running.get(task_id)
-        if job is None:
+    async def wait(self, task_id: TaskId, *, timeout: float) -> bool:
+        """Wait (at most ``timeout`` seconds) until the task's invocation, if any,
+        has ended; False if it still runs."""
+        entry = self._running.get(task_id)
+        if entry is None:
             return True
-        job.cancel()
-        done, _ = await asyncio.wait({job}, timeout=timeout)
-        return bool(done)
-
-    async def wait_idle(self, task_id: str, *, timeout: float) -> bool:
-        job = self._running.get(task_id)
-        if job is None:
-            return True
-        done, _ = await asyncio.wait({job}, timeout=timeout)
+        done, _ = await asyncio.wait({entry[1]}, timeout=timeout)
         return bool(done)
 
     async def wait_all(self, *, timeout: float) -> bool:
         """Wait until no invocation runs, at most ``timeout`` seconds."""
-        jobs = list(self._running.values())
+        jobs = [job for _, job in self._running.values()]
         if not jobs:
             return True
         _, pending = await asyncio.wait(jobs, timeout=timeout)
         return not pending
 
     async def aclose(self, *, timeout: float = 5.0) -> None:
-        """Cancel every invocation and wait for them, at most ``timeout`` seconds."""
+        """Stop every agent (each invocation then stores what it must, e.g. that
+        the server shut down), wait at most ``timeout`` seconds, then cancel what
+        is left outright."""
         self._closed = True
-        jobs = list(self._running.values())
-        for job in jobs:
-            job.cancel()
-        if jobs:
+        for invocation, _ in list(self._running.values()):
+            invocation.stop()
+        if not await self.wait_all(timeout=timeout):
+            jobs = [job for _, job in self._running.values()]
+            for job in jobs:
+                job.cancel()
             await asyncio.wait(jobs, timeout=timeout)

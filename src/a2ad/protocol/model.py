@@ -45,7 +45,6 @@ __all__ = [
     "TaskStatusUpdateEvent",
     "TextPart",
     "new_id",
-    "now_timestamp",
     "parse_timestamp",
 ]
 
@@ -288,19 +287,6 @@ class ListTasksResponse(_Wire, frozen=True):
     page_size: int
     # No defaults: the spec requires all four present, nextPageToken "" on the last page.
     total_size: int
-
-
-_second: list[Any] = [-1, ""]  # the last whole second formatted, and its text
-
-
-def now_timestamp() -> str:
-    """Now as ProtoJSON Timestamp text: UTC, millisecond precision, ``Z``."""
-    ms = time.time_ns() // 1_000_000
-    second, millis = divmod(ms, 1000)
-    if second != _second[0]:  # formatting is the slow part; do it once a second
-        _second[0] = second
-        _second[1] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-    return f"{_second[1]}.{millis:03d}Z"
 
 
 _id_clock = [0, 0]  # the millisecond of the last id made here, and its counter

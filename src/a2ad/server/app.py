@@ -6,7 +6,7 @@ import importlib
 import logging
 from typing import Any
 
-from ..agents.base import Agent
+from ..agent import Agent
 from ..agents.echo import EchoAgent
 from ..engine import Engine
 from ..protocol.errors import A2AError, InvalidRequestError, MethodNotFoundError

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from ..agents.base import Agent
+from ..agent import Agent
 from .types import Scope, Send, header, respond
 
 __all__ = ["CARD_PATHS", "agent_card", "serve_card"]

@@ -15,7 +15,6 @@ from urllib.parse import parse_qsl
 import msgspec
 
 from ..engine import Engine
-from ..engine.engine import StreamItem
 from ..protocol.errors import (
     A2AError,
     ExtendedAgentCardNotConfiguredError,
@@ -27,6 +26,8 @@ from ..protocol.errors import (
     VersionNotSupportedError,
 )
 from ..protocol.jsonrpc import RequestId, decode_request, encode_error, encode_result
+from ..protocol.requests import checked_send, task_query
+from ..protocol.types import StreamItem
 from ..protocol.v03 import V03
 from ..protocol.v1 import V1
 from .sse import stream_sse
@@ -154,13 +155,14 @@ class JsonRpcEndpoint:
         engine = self.engine
         if operation == "send":
             return dialect.encode_send_result(
-                await engine.send(dialect.decode_send(params, method))
+                await engine.send(checked_send(dialect.decode_send(params, method)))
             )
         if operation == "get":
             req = dialect.decode_get(params, method)
             return dialect.encode_task(await engine.get_task(req.id, req.history_length))
         if operation == "list":
-            return dialect.encode_list(await engine.list_tasks(dialect.decode_list(params, method)))
+            query = task_query(dialect.decode_list(params, method))
+            return dialect.encode_list(await engine.list_tasks(query))
         if operation == "cancel":
             req_id = dialect.decode_task_id(params, method).id
             return dialect.encode_task(await engine.cancel(req_id))
@@ -192,7 +194,7 @@ class JsonRpcEndpoint:
         request_id: RequestId,
     ) -> None:
         if operation == "stream":
-            events = await self.engine.stream(dialect.decode_send(params, method))
+            events = await self.engine.stream(checked_send(dialect.decode_send(params, method)))
         else:
             task_id = dialect.decode_task_id(params, method).id
             last = header(scope, b"last-event-id").strip()

@@ -13,7 +13,7 @@ import contextlib
 from collections.abc import Callable
 
 from ..engine import EventStream
-from ..engine.engine import StreamItem
+from ..protocol.types import StreamItem
 from .types import Receive, Send
 
 __all__ = ["KEEPALIVE_SECONDS", "stream_sse"]

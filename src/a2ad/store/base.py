@@ -4,6 +4,12 @@ A store holds each task's current snapshot and its sequence number (the count of
 events applied since creation; 0 at creation). ``append`` is the only write after
 ``create`` and is a compare-and-set on that number, so concurrent writers cannot
 interleave, and a terminal task never changes again.
+
+Two interfaces: ``TaskStore`` (create, get, append, events, list: what serving
+requests needs) and ``Upkeep`` (leases, orphans, overdue tasks, retention: what
+the engine's background round needs). The built-in stores implement both; a
+store without ``Upkeep`` still serves, without crash recovery, deadlines or
+retention.
 """
 
 from __future__ import annotations
@@ -24,14 +30,13 @@ from ..protocol.model import (
     TaskState,
     parse_state,
 )
+from ..protocol.types import Cursor, Seq
 
 __all__ = [
-    "IN_FLIGHT",
     "MAX_ARTIFACTS",
     "MAX_ARTIFACT_PARTS",
     "MAX_EVENTS",
     "MAX_HISTORY",
-    "Cursor",
     "EventLimitError",
     "Lease",
     "ListPage",
@@ -44,8 +49,8 @@ __all__ = [
     "StoredTask",
     "TaskStore",
     "TerminalTaskError",
+    "Upkeep",
     "apply_event",
-    "deadline_of",
     "status_timestamp",
 ]
 
@@ -57,7 +62,7 @@ MAX_EVENTS = 10_000  # events kept per task for replay; the oldest go first
 
 class StoredTask(NamedTuple):
     task: Task
-    seq: int
+    seq: Seq
 
 
 class Lease(NamedTuple):
@@ -69,12 +74,8 @@ class Lease(NamedTuple):
 
 
 class LoggedEvent(NamedTuple):
-    seq: int
+    seq: Seq
     event: TaskEvent
-
-
-# (status timestamp, task id): the list order key, newest first.
-Cursor = tuple[str, str]
 
 
 class ListQuery(NamedTuple):
@@ -121,7 +122,7 @@ class EventLimitError(StoreError):
 
 
 class TaskStore(abc.ABC):
-    """What every backend implements; the engine is its only writer."""
+    """What every backend implements; the engine's writer is its only writer."""
 
     async def open(self) -> None:  # noqa: B027  (optional for backends with nothing to open)
         """Connect and check the store (e.g. its schema), so that a broken store
@@ -129,15 +130,21 @@ class TaskStore(abc.ABC):
 
     @abc.abstractmethod
     async def create(
-        self, task: Task, *, lease: Lease | None = None, events: Sequence[TaskEvent] = ()
+        self,
+        task: Task,
+        *,
+        events: Sequence[TaskEvent] = (),
+        lease: Lease | None = None,
+        deadline: str | None = None,
     ) -> StoredTask:
-        """Store a new task at sequence 0, leased to ``lease.owner`` if given, and
-        apply ``events`` as sequences 1, 2, ... in the same step (one write where
-        an agent acts at once); returns the snapshot at the last sequence. Raises
-        StoreFullError when full (evicting first what may be evicted), ValueError
-        if a task with that id exists, and what ``append`` raises for an event;
-        then nothing is stored. Like every write, it completes even if the
-        awaiting caller is cancelled meanwhile."""
+        """Store a new task at sequence 0 and apply ``events`` as sequences 1, 2, ...
+        in the same step (one write where an agent acts at once); returns the
+        snapshot at the last sequence. ``lease``: the instance running it, while it
+        is in flight. ``deadline`` (timestamp text): when it becomes overdue, until
+        it is terminal. Raises StoreFullError when full (evicting first what may be
+        evicted), ValueError if a task with that id exists, and what ``append``
+        raises for an event; then nothing is stored. Like every write, it completes
+        even if the awaiting caller is cancelled meanwhile."""
 
     @abc.abstractmethod
     async def get(self, task_id: str) -> StoredTask | None:
@@ -147,57 +154,26 @@ class TaskStore(abc.ABC):
     async def append(
         self,
         task_id: str,
-        expected_seq: int,
-        event: TaskEvent,
+        expected_seq: Seq,
+        events: Sequence[TaskEvent],
         *,
         user_message: Message | None = None,
         lease: Lease | None = None,
     ) -> StoredTask:
-        """Apply ``event`` (and append ``user_message`` to the history) if the task is
-        at ``expected_seq``, log it, and set ``lease`` if given (a resumed task).
-        A task that leaves submitted/working loses its lease. Returns the new
-        snapshot at ``expected_seq + 1``. Raises MissingTaskError,
-        SequenceConflictError, TerminalTaskError, EventLimitError."""
+        """Apply ``events`` in order (``user_message`` is added to the history before
+        the first) if the task is at ``expected_seq``, log them, and set ``lease`` if
+        given (a resumed task), all in one step: every event is stored or none.
+        A task that leaves submitted/working loses its lease. Returns the snapshot
+        after the last, at ``expected_seq + len(events)``. Raises MissingTaskError,
+        SequenceConflictError, TerminalTaskError, EventLimitError (for the first
+        event that fails), ValueError for no events."""
 
     @abc.abstractmethod
-    async def append_many(
-        self,
-        task_id: str,
-        expected_seq: int,
-        events: Sequence[TaskEvent],
-        *,
-        lease: Lease | None = None,
-    ) -> StoredTask:
-        """``append`` for several events in order, as one step: all are stored or
-        none (the errors are ``append``'s, for the first event that fails);
-        returns the snapshot after the last."""
-
-    @abc.abstractmethod
-    async def events(self, task_id: str, after_seq: int) -> builtins.list[LoggedEvent]:
+    async def events(self, task_id: str, after_seq: Seq) -> builtins.list[LoggedEvent]:
         """The task's logged events with a sequence number above ``after_seq``, in
         order (creation, seq 0, is the task itself and not an event). The log keeps
         the newest MAX_EVENTS; if events after ``after_seq`` were dropped, the
         first returned has a seq above ``after_seq + 1``. Unknown task: []."""
-
-    @abc.abstractmethod
-    async def renew(self, owner: str, expires_at: float) -> None:
-        """Extend every lease ``owner`` holds to ``expires_at``."""
-
-    @abc.abstractmethod
-    async def orphans(self, now: float, limit: int) -> builtins.list[str]:
-        """Up to ``limit`` ids of submitted/working tasks whose lease expired
-        before ``now`` or that have none: nobody is running them."""
-
-    @abc.abstractmethod
-    async def overdue(self, now: str, limit: int) -> builtins.list[str]:
-        """Up to ``limit`` ids of non-terminal tasks whose deadline (see
-        ``deadline_of``) is before ``now`` (timestamp text), earliest first; a
-        task is reported again on every call until it is terminal."""
-
-    @abc.abstractmethod
-    async def delete_terminal(self, updated_before: str, limit: int) -> builtins.list[str]:
-        """Delete up to ``limit`` terminal tasks (and their events) whose status
-        timestamp is before ``updated_before``, oldest first; returns their ids."""
 
     @abc.abstractmethod
     async def list(self, query: ListQuery) -> ListPage:
@@ -232,23 +208,34 @@ class TaskStore(abc.ABC):
         return tasks
 
 
-IN_FLIGHT = (TaskState.SUBMITTED, TaskState.WORKING)  # leased, never evicted
+class Upkeep(abc.ABC):
+    """The background round's view of a store: leases, orphans, deadlines, retention."""
+
+    @abc.abstractmethod
+    async def renew(self, owner: str, expires_at: float) -> None:
+        """Extend every lease ``owner`` holds to ``expires_at``."""
+
+    @abc.abstractmethod
+    async def orphans(self, now: float, limit: int) -> builtins.list[str]:
+        """Up to ``limit`` ids of submitted/working tasks whose lease expired
+        before ``now`` or that have none: nobody is running them."""
+
+    @abc.abstractmethod
+    async def overdue(self, now: str, limit: int) -> builtins.list[str]:
+        """Up to ``limit`` ids of non-terminal tasks whose deadline (given at
+        ``create``) is before ``now`` (timestamp text), earliest first; a task is
+        reported again on every call until it is terminal."""
+
+    @abc.abstractmethod
+    async def delete_terminal(self, updated_before: str, limit: int) -> builtins.list[str]:
+        """Delete up to ``limit`` terminal tasks (and their events) whose status
+        timestamp is before ``updated_before``, oldest first; returns their ids."""
 
 
 def status_timestamp(task: Task) -> str:
     """The task's status timestamp text ("" if unset): the list order key."""
     timestamp = task.status.timestamp
     return timestamp if isinstance(timestamp, str) else ""
-
-
-def deadline_of(task: Task) -> str | None:
-    """The task's deadline (timestamp text), set at creation in ``metadata.deadline``."""
-    metadata = task.metadata
-    if isinstance(metadata, dict):
-        deadline = metadata.get("deadline")
-        if isinstance(deadline, str):
-            return deadline
-    return None
 
 
 def apply_event(task: Task, event: TaskEvent, user_message: Message | None = None) -> Task:

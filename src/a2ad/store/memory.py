@@ -32,10 +32,9 @@ from ..protocol.model import (
     TaskStatus,
     TaskStatusUpdateEvent,
 )
+from ..protocol.types import IN_FLIGHT, Cursor, Seq
 from .base import (
-    IN_FLIGHT,
     MAX_EVENTS,
-    Cursor,
     Lease,
     ListPage,
     ListQuery,
@@ -46,8 +45,8 @@ from .base import (
     StoreFullError,
     TaskStore,
     TerminalTaskError,
+    Upkeep,
     apply_event,
-    deadline_of,
     status_timestamp,
 )
 
@@ -134,7 +133,7 @@ def _thaw_log(frozen: _Frozen) -> list[TaskEvent]:
     ]
 
 
-class MemoryStore(TaskStore):
+class MemoryStore(TaskStore, Upkeep):
     """Tasks in a dict, plus sorted keys for listing (O(log n) search)."""
 
     def __init__(self, *, max_tasks: int = 10_000) -> None:
@@ -148,7 +147,8 @@ class MemoryStore(TaskStore):
         self._events: dict[str, list[TaskEvent]] = {}
         self._leases: dict[str, Lease] = {}
         self._in_flight: set[str] = set()  # submitted or working
-        self._deadlines: list[tuple[str, str]] = []  # heap of (deadline, task id)
+        self._deadline_heap: list[tuple[str, str]] = []  # (deadline, task id)
+        self._deadlines: dict[str, str] = {}  # task id -> deadline, while not terminal
         self._order: list[Cursor] = []  # ascending; listing walks it backwards
         self._by_context: dict[str, list[Cursor]] = {}
         # Eviction order, oldest first. Entries are checked when taken instead of
@@ -161,7 +161,12 @@ class MemoryStore(TaskStore):
         return len(self._tasks)
 
     async def create(
-        self, task: Task, *, lease: Lease | None = None, events: Sequence[TaskEvent] = ()
+        self,
+        task: Task,
+        *,
+        events: Sequence[TaskEvent] = (),
+        lease: Lease | None = None,
+        deadline: str | None = None,
     ) -> StoredTask:
         if task.id in self._tasks:
             raise ValueError(f"task {task.id} already exists")
@@ -174,36 +179,37 @@ class MemoryStore(TaskStore):
         self._events[task.id] = []
         if lease is not None:
             self._leases[task.id] = lease
-        deadline = deadline_of(task)
         if deadline is not None:
-            heapq.heappush(self._deadlines, (deadline, task.id))
+            self._deadlines[task.id] = deadline
+            heapq.heappush(self._deadline_heap, (deadline, task.id))
         self._index(task, 0)
         if events:
             try:
-                record = await self.append_many(task.id, 0, events, lease=lease)
+                record = await self.append(task.id, 0, events, lease=lease)
             except BaseException:
                 self._drop(task.id)
                 raise
         return record
 
-    async def append_many(
+    async def append(
         self,
         task_id: str,
-        expected_seq: int,
+        expected_seq: Seq,
         events: Sequence[TaskEvent],
         *,
+        user_message: Message | None = None,
         lease: Lease | None = None,
     ) -> StoredTask:
         if not events:
-            raise ValueError("append_many needs at least one event")
+            raise ValueError("append needs at least one event")
         record = self._appendable(task_id, expected_seq)
         # All or nothing: every event must apply before any is stored.
         snapshots = []
         task = record.task
-        for event in events:
+        for i, event in enumerate(events):
             if task.status.state.terminal:
                 raise TerminalTaskError(task_id, task.status.state)
-            task = apply_event(task, event)
+            task = apply_event(task, event, user_message if i == 0 else None)
             snapshots.append(task)
         for event, new in zip(events, snapshots, strict=True):
             record = self._commit(record, event, new, lease)
@@ -216,19 +222,7 @@ class MemoryStore(TaskStore):
             return StoredTask(frozen.task, frozen.seq)
         return record
 
-    async def append(
-        self,
-        task_id: str,
-        expected_seq: int,
-        event: TaskEvent,
-        *,
-        user_message: Message | None = None,
-        lease: Lease | None = None,
-    ) -> StoredTask:
-        record = self._appendable(task_id, expected_seq)
-        return self._commit(record, event, apply_event(record.task, event, user_message), lease)
-
-    def _appendable(self, task_id: str, expected_seq: int) -> StoredTask:
+    def _appendable(self, task_id: str, expected_seq: Seq) -> StoredTask:
         """The task's record, if an event may be appended at ``expected_seq``."""
         record = self._tasks.get(task_id)
         if record is None:
@@ -261,6 +255,7 @@ class MemoryStore(TaskStore):
         if len(log) > MAX_EVENTS + MAX_EVENTS // 8:  # trim in chunks, not every append
             del log[: len(log) - MAX_EVENTS]
         if new.status.state.terminal:
+            self._deadlines.pop(task_id, None)
             try:
                 self._tasks[task_id] = _freeze(record, log)
                 del self._events[task_id]
@@ -289,7 +284,7 @@ class MemoryStore(TaskStore):
                 found.append(task_id)
         return found
 
-    async def events(self, task_id: str, after_seq: int) -> list[LoggedEvent]:
+    async def events(self, task_id: str, after_seq: Seq) -> list[LoggedEvent]:
         record = self._tasks.get(task_id)
         if record is None:
             return []
@@ -304,12 +299,11 @@ class MemoryStore(TaskStore):
 
     async def overdue(self, now: str, limit: int) -> list[str]:
         # Like every store: an overdue task is reported until it is terminal.
-        heap = self._deadlines
+        heap = self._deadline_heap
         found: list[tuple[str, str]] = []
         while heap and heap[0][0] < now and len(found) < limit:
             entry = heapq.heappop(heap)
-            record = self._tasks.get(entry[1])
-            if record is not None and not _state(record).terminal:
+            if self._deadlines.get(entry[1]) == entry[0]:  # else gone or terminal
                 found.append(entry)
         for entry in found:
             heapq.heappush(heap, entry)
@@ -362,12 +356,8 @@ class MemoryStore(TaskStore):
         return None
 
     def _is_overdue(self, task_id: str, now: str) -> bool:
-        record = self._tasks[task_id]
-        if isinstance(record, bytes):  # terminal
-            return False
-        task = record.task
-        deadline = deadline_of(task)
-        return deadline is not None and deadline < now and not task.status.state.terminal
+        deadline = self._deadlines.get(task_id)  # none once terminal
+        return deadline is not None and deadline < now
 
     def _state_of(self, key: Cursor) -> TaskState:
         return _state(self._tasks[key[1]])
@@ -411,6 +401,7 @@ class MemoryStore(TaskStore):
         record = self._tasks.pop(task_id)
         self._events.pop(task_id, None)
         self._leases.pop(task_id, None)
+        self._deadlines.pop(task_id, None)
         self._unindex(_thaw(record).task if isinstance(record, bytes) else record.task)
 
 

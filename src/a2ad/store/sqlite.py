@@ -25,8 +25,8 @@ its task by ON DELETE CASCADE. ``task_count`` is kept by triggers, so that a cap
 Eviction (``max_tasks``) follows MemoryStore: ``evict_class`` is 0 for a terminal
 task, 1 for an interrupted one and NULL for one in flight (never evicted), and
 ``evict_order`` is when the task entered that class: the task that became terminal
-first goes first, then the one interrupted first. ``deadline`` mirrors
-``deadline_of(task)`` while the task is not terminal, for ``overdue``.
+first goes first, then the one interrupted first. ``deadline`` is the one given to
+``create``, kept while the task is not terminal, for ``overdue``.
 """
 
 from __future__ import annotations
@@ -53,10 +53,9 @@ from ..protocol.model import (
     TaskState,
     TaskStatusUpdateEvent,
 )
+from ..protocol.types import IN_FLIGHT, Cursor, Seq
 from .base import (
-    IN_FLIGHT,
     MAX_EVENTS,
-    Cursor,
     Lease,
     ListPage,
     ListQuery,
@@ -68,8 +67,8 @@ from .base import (
     StoreFullError,
     TaskStore,
     TerminalTaskError,
+    Upkeep,
     apply_event,
-    deadline_of,
     status_timestamp,
 )
 
@@ -442,7 +441,7 @@ def _nothing(conn: sqlite3.Connection) -> None:
     return None
 
 
-class SqliteStore(TaskStore):
+class SqliteStore(TaskStore, Upkeep):
     """Tasks in one SQLite file, kept across restarts; unbounded unless
     ``max_tasks`` is set, then evicting like MemoryStore. A file that holds more
     than the cap (it was opened with a higher one) is brought down to it by the
@@ -494,7 +493,12 @@ class SqliteStore(TaskStore):
     # --- the TaskStore contract ---
 
     async def create(
-        self, task: Task, *, lease: Lease | None = None, events: Sequence[TaskEvent] = ()
+        self,
+        task: Task,
+        *,
+        events: Sequence[TaskEvent] = (),
+        lease: Lease | None = None,
+        deadline: str | None = None,
     ) -> StoredTask:
         # The row goes in once, as it stands after the events: one set of index
         # entries instead of one per event.
@@ -507,25 +511,11 @@ class SqliteStore(TaskStore):
             lease = None
 
         def create(conn: sqlite3.Connection) -> StoredTask:
-            stored = self._create(conn, final, lease, seq=len(events))
+            stored = self._create(conn, final, lease, deadline, seq=len(events))
             _log_events(conn, task.id, 1, events)
             return stored
 
         return await self._run(create, write=True)
-
-    async def append_many(
-        self,
-        task_id: str,
-        expected_seq: int,
-        events: Sequence[TaskEvent],
-        *,
-        lease: Lease | None = None,
-    ) -> StoredTask:
-        if not events:
-            raise ValueError("append_many needs at least one event")
-        return await self._run(
-            lambda conn: _append(conn, task_id, expected_seq, events, None, lease), write=True
-        )
 
     async def get(self, task_id: str) -> StoredTask | None:
         return await self._run(lambda conn: _get(conn, task_id))
@@ -533,18 +523,20 @@ class SqliteStore(TaskStore):
     async def append(
         self,
         task_id: str,
-        expected_seq: int,
-        event: TaskEvent,
+        expected_seq: Seq,
+        events: Sequence[TaskEvent],
         *,
         user_message: Message | None = None,
         lease: Lease | None = None,
     ) -> StoredTask:
+        if not events:
+            raise ValueError("append needs at least one event")
         return await self._run(
-            lambda conn: _append(conn, task_id, expected_seq, [event], user_message, lease),
+            lambda conn: _append(conn, task_id, expected_seq, events, user_message, lease),
             write=True,
         )
 
-    async def events(self, task_id: str, after_seq: int) -> builtins.list[LoggedEvent]:
+    async def events(self, task_id: str, after_seq: Seq) -> builtins.list[LoggedEvent]:
         return await self._run(lambda conn: _events(conn, task_id, after_seq))
 
     async def renew(self, owner: str, expires_at: float) -> None:
@@ -573,7 +565,13 @@ class SqliteStore(TaskStore):
         return await self._worker.submit(job, write)
 
     def _create(
-        self, conn: sqlite3.Connection, task: Task, lease: Lease | None, *, seq: int = 0
+        self,
+        conn: sqlite3.Connection,
+        task: Task,
+        lease: Lease | None,
+        deadline: str | None,
+        *,
+        seq: Seq = 0,
     ) -> StoredTask:
         evict_class = _evict_class(task.status.state)
         try:
@@ -589,7 +587,7 @@ class SqliteStore(TaskStore):
                     _evict_order(evict_class),
                     lease.owner if lease is not None else None,
                     lease.expires_at if lease is not None else None,
-                    None if task.status.state.terminal else deadline_of(task),
+                    None if task.status.state.terminal else deadline,
                     _encode(task),
                 ),
             )

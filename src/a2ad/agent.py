@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import msgspec
 from msgspec import UNSET
 
-from ..protocol.model import Artifact, Message, Part, Role, TaskState, TextPart, new_id
+from .protocol.model import Artifact, Message, Part, Role, TaskState, TextPart, new_id
 
 __all__ = ["Agent", "AgentSkill", "Emitter", "TaskContext"]
 

@@ -1,0 +1,76 @@
+"""The engine's background round: renew this instance's leases, fail the tasks
+whose runner died (another instance, or this one before a crash) and those past
+their deadline, and delete finished tasks past the retention period."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from ..protocol.types import Clock, TaskId, format_timestamp
+from ..store.base import Upkeep
+
+__all__ = ["ORPHANED", "OVERDUE", "Maintenance"]
+
+log = logging.getLogger("a2ad.engine")
+
+ORPHANED = (
+    "The server stopped while this task was running; it did not finish. "
+    "Send the message again to retry."
+)
+OVERDUE = "deadline exceeded"
+BATCH = 100  # tasks failed per kind and round
+RETENTION_BATCH = 500  # tasks deleted per round
+
+
+class Maintenance:
+    """``fail(task_id, text)`` ends a task (False if it ended first);
+    ``runs_here(task_id)`` says whether this process runs its agent."""
+
+    def __init__(
+        self,
+        upkeep: Upkeep,
+        *,
+        instance: str,
+        clock: Clock,
+        lease_seconds: float,
+        retention_seconds: float | None,
+        fail: Callable[[TaskId, str], Awaitable[bool]],
+        runs_here: Callable[[TaskId], bool],
+    ) -> None:
+        self._upkeep = upkeep
+        self._instance = instance
+        self._clock = clock
+        self._lease_seconds = lease_seconds
+        self._retention_seconds = retention_seconds
+        self._fail = fail
+        self._runs_here = runs_here
+
+    async def run(self) -> None:
+        """Rounds about every second (a third of the lease, if shorter), until cancelled."""
+        interval = min(1.0, self._lease_seconds / 3)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.round()
+            except Exception:
+                log.exception("maintenance round failed; retrying")
+
+    async def round(self) -> None:
+        now = self._clock()
+        upkeep = self._upkeep
+        await upkeep.renew(self._instance, now + self._lease_seconds)
+        for task_id in await upkeep.orphans(now, BATCH):
+            if self._runs_here(task_id):
+                continue  # ours after all (its lease was just renewed)
+            if await self._fail(task_id, ORPHANED):
+                log.warning("orphaned task failed", extra={"task_id": task_id})
+        for task_id in await upkeep.overdue(format_timestamp(now), BATCH):
+            if await self._fail(task_id, OVERDUE):
+                log.warning("task failed: deadline exceeded", extra={"task_id": task_id})
+        if self._retention_seconds is not None:
+            cutoff = format_timestamp(now - self._retention_seconds)
+            deleted = await upkeep.delete_terminal(cutoff, RETENTION_BATCH)
+            if deleted:
+                log.info("retention deleted %d tasks", len(deleted), extra={"count": len(deleted)})

@@ -1,0 +1,199 @@
+"""The one writer: the only code that writes tasks to the store and publishes them.
+
+Every change to a task passes here: it is checked against the lifecycle, appended
+with compare-and-set on the task's sequence number (re-read and retried when
+another writer got there first), and only then published on the bus, each event
+with the snapshot it made. Nothing is published that was not stored.
+
+Two kinds of callers: the engine's own decisions (a cancel, a deadline, a
+follow-up) are ``apply``'d one event at a time and a refusal is raised to them;
+an agent's events come in batches (``create`` with its first acts, then
+``apply_batch``), where an event the lifecycle refuses is dropped and logged and
+the rest are stored, as if each had been applied on its own.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from ..protocol.model import Message, Task, TaskEvent
+from ..protocol.types import TaskId, ends_turn
+from ..store.base import (
+    EventLimitError,
+    Lease,
+    MissingTaskError,
+    SequenceConflictError,
+    StoredTask,
+    TaskStore,
+    TerminalTaskError,
+    apply_event,
+)
+from .bus import Bus, Published
+from .lifecycle import InvalidTransitionError, check_event, lawful
+
+__all__ = ["Batch", "Writer"]
+
+log = logging.getLogger("a2ad.engine")
+
+
+class Batch(NamedTuple):
+    """What became of an agent's batch of events."""
+
+    current: StoredTask | None  # the task after it (None: the task is gone)
+    stored: list[bool]  # per event, in order
+    ended: bool  # the task is terminal or gone: nothing more may be added
+
+
+class Writer:
+    def __init__(self, store: TaskStore, bus: Bus) -> None:
+        self.store = store
+        self.bus = bus
+
+    async def create(
+        self,
+        task: Task,
+        *,
+        events: Sequence[TaskEvent] = (),
+        lease: Lease | None = None,
+        deadline: str | None = None,
+    ) -> Batch:
+        """Store a new task, with an agent's first ``events`` in the same write when
+        they fit. Raises StoreFullError (and nothing is stored)."""
+        kept = self._lawful(task, events)
+        try:
+            stored = await self.store.create(task, events=kept, lease=lease, deadline=deadline)
+        except EventLimitError:  # the batch broke a size bound: store what fits
+            stored = await self.store.create(task, lease=lease, deadline=deadline)
+            return await self._one_by_one(StoredTask(task, 0), events)
+        self._publish(StoredTask(task, 0), kept, stored)
+        return Batch(stored, _marks(events, kept), stored.task.status.state.terminal)
+
+    async def apply_batch(
+        self, task_id: TaskId, events: Sequence[TaskEvent], *, known: StoredTask | None
+    ) -> Batch:
+        """Store an agent's events in one write; ``known`` is the caller's latest
+        snapshot (saving a read; if it is stale the append conflicts and the task
+        is read afresh)."""
+        current = known
+        while True:
+            if current is None:
+                current = await self.store.get(task_id)
+                if current is None:
+                    log.warning("agent events dropped: the task is gone", extra=_about(task_id))
+                    return Batch(None, [False] * len(events), True)
+            if current.task.status.state.terminal:
+                _dropped(task_id, len(events), f"the task is already {_word(current)}")
+                return Batch(current, [False] * len(events), True)
+            kept = self._lawful(current.task, events)
+            if not kept:
+                return Batch(current, [False] * len(events), False)
+            try:
+                stored = await self.store.append(task_id, current.seq, kept)
+            except SequenceConflictError:
+                current = None
+                continue
+            except (TerminalTaskError, MissingTaskError):
+                current = None  # read it again: the checks above say what happened
+                continue
+            except EventLimitError:
+                return await self._one_by_one(current, events)
+            self._publish(current, kept, stored)
+            return Batch(stored, _marks(events, kept), stored.task.status.state.terminal)
+
+    async def apply(
+        self,
+        task_id: TaskId,
+        event: TaskEvent,
+        *,
+        known: StoredTask | None = None,
+        user_message: Message | None = None,
+        resume: bool = False,
+        lease: Lease | None = None,
+    ) -> StoredTask:
+        """Store one event the engine decided on. Raises MissingTaskError,
+        TerminalTaskError (the task already ended), InvalidTransitionError."""
+        current = known
+        while True:
+            if current is None:
+                current = await self.store.get(task_id)
+                if current is None:
+                    raise MissingTaskError(task_id)
+            state = current.task.status.state
+            if state.terminal:
+                raise TerminalTaskError(task_id, state)
+            check_event(state, event, resume=resume)
+            try:
+                stored = await self.store.append(
+                    task_id, current.seq, [event], user_message=user_message, lease=lease
+                )
+            except SequenceConflictError:
+                current = None
+                continue
+            self._announce(task_id, Published(stored.seq, event, stored.task))
+            return stored
+
+    async def _one_by_one(self, current: StoredTask, events: Sequence[TaskEvent]) -> Batch:
+        """The slow path, when a batch broke a size bound: store what fits."""
+        task_id = current.task.id
+        marks: list[bool] = []
+        for i, event in enumerate(events):
+            try:
+                current = await self.apply(task_id, event, known=current)
+            except (InvalidTransitionError, EventLimitError) as exc:
+                _dropped(task_id, 1, str(exc))
+                marks.append(False)
+                continue
+            except (TerminalTaskError, MissingTaskError) as exc:
+                _dropped(task_id, len(events) - i, str(exc))
+                marks.extend([False] * (len(events) - i))
+                return Batch(current, marks, True)
+            marks.append(True)
+        return Batch(current, marks, current.task.status.state.terminal)
+
+    def _lawful(self, task: Task, events: Sequence[TaskEvent]) -> list[TaskEvent]:
+        kept, refused = lawful(task.status.state, events)
+        for event, why in refused:
+            log.warning(
+                "agent event dropped: %s",
+                why,
+                extra={"task_id": task.id, "event": type(event).__name__},
+            )
+        return kept
+
+    def _publish(self, before: StoredTask, events: list[TaskEvent], after: StoredTask) -> None:
+        """Publish events stored together, each with the snapshot it made."""
+        task_id = before.task.id
+        snapshot = before.task
+        last = len(events)
+        for i, event in enumerate(events, start=1):
+            snapshot = after.task if i == last else apply_event(snapshot, event)
+            self._announce(task_id, Published(before.seq + i, event, snapshot))
+
+    def _announce(self, task_id: TaskId, item: Published) -> None:
+        self.bus.publish(task_id, item)
+        if ends_turn(item.event):
+            state = item.snapshot.status.state
+            log.info(
+                "task %s",
+                state.word,
+                extra={"task_id": task_id, "state": state.word, "seq": item.seq},
+            )
+
+
+def _marks(events: Sequence[TaskEvent], kept: list[TaskEvent]) -> list[bool]:
+    ids = {id(event) for event in kept}
+    return [id(event) in ids for event in events]
+
+
+def _dropped(task_id: TaskId, count: int, why: str) -> None:
+    log.warning("agent events dropped: %s", why, extra={"task_id": task_id, "events": count})
+
+
+def _about(task_id: TaskId) -> dict[str, str]:
+    return {"task_id": task_id}
+
+
+def _word(stored: StoredTask) -> str:
+    return stored.task.status.state.word
