@@ -195,8 +195,9 @@ class Engine:
             head = invocation.head.result()
             assert isinstance(head, StoredTask)
             return task_view(head.task, history_length)
-        # Shielded: a caller that goes away must not cancel the outcome itself.
-        result = await asyncio.shield(invocation.outcome)
+        # The outcome is this request's alone: if the request goes away, the future is
+        # cancelled with it, and the invocation ignores a cancelled future.
+        result = await invocation.outcome
         return result if isinstance(result, Message) else task_view(result, history_length)
 
     async def stream(self, request: SendMessageRequest) -> EventStream:
@@ -205,7 +206,7 @@ class Engine:
         sub = self.bus.subscribe(task_id, maxsize=self.stream_buffer)
         try:
             invocation = await self._start(request, immediately=False, task_id=task_id)
-            head = await asyncio.shield(invocation.head)
+            head = await invocation.head  # this request's alone, as in send
         except BaseException:
             sub.close()
             raise

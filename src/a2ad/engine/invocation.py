@@ -49,7 +49,6 @@ from ..protocol.model import (
 )
 from ..protocol.types import IN_FLIGHT, Clock, TaskId, ends_turn, format_timestamp
 from ..store.base import Lease, StoredTask, StoreFullError
-from .lifecycle import InvalidTransitionError, check_event
 from .writer import Batch, Writer
 
 __all__ = ["MAX_QUEUED_EVENTS", "Invocation", "agent_message"]
@@ -67,50 +66,34 @@ _Entry = tuple[TaskEvent | _Barrier, "asyncio.Future[bool] | None"]
 
 
 class _Queue:
-    """The agent's events on their way to the consumer; ``take`` gets them all."""
+    """The agent's events (and barriers) waiting to be written, in order."""
 
     def __init__(self) -> None:
         self._entries: deque[_Entry] = deque()
-        self._waiter: asyncio.Future[None] | None = None
-        self.closed = False
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def put(self, entry: _Entry) -> None:
         self._entries.append(entry)
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
-
-    def close(self) -> None:
-        self.closed = True
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
 
     def drain(self) -> list[_Entry]:
         entries = list(self._entries)
         self._entries.clear()
         return entries
 
-    async def take(self) -> list[_Entry] | None:
-        """Everything queued (waiting for something); None once closed and empty."""
-        while not self._entries:
-            if self.closed:
-                return None
-            self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                await self._waiter
-            finally:
-                self._waiter = None
-        return self.drain()
-
 
 def _future() -> asyncio.Future[Any]:
     future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    future.add_done_callback(_retrieve)
+    return future
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
     # Read its error once done, so an outcome nobody awaited (a request that went
     # away) is not reported as "exception never retrieved".
-    future.add_done_callback(lambda f: f.cancelled() or f.exception())
-    return future
+    if not future.cancelled():
+        future.exception()
 
 
 class Invocation:
@@ -152,28 +135,36 @@ class Invocation:
         if created is not None:
             self.head.set_result(created)
         self._queue = _Queue()
-        self._producer: asyncio.Task[None] | None = None
-        self._consumer: asyncio.Task[None] | None = None
+        self._task: asyncio.Task[Any] | None = None  # the one running run()
+        self._group: asyncio.TaskGroup | None = None  # while run() is in it
+        self._consumer: asyncio.Task[None] | None = None  # a background drain
+        self._kicked = False  # a background drain is about to start
+        self._closed = False  # the agent's run is over: nothing more is queued
         self._ended = False  # the task is terminal (or gone): later events are dropped
         self._replied = False  # answered with a Message: there is no task
         self._failed: A2AError | None = None  # the task could not be created
         self._write_error: BaseException | None = None  # for the agent's next call
         self._cancelled = False
-        self._writing = False  # the consumer is storing a batch
-        # The state the agent's events lead to once written (the lifecycle applied
-        # to what it emitted): whether returning completes the task is decided
-        # from it, without waiting for the queue to be written first.
-        self._projected = created.task.status.state if created is not None else TaskState.SUBMITTED
+        self._writing = False  # a drain is under way (only one at a time)
 
     # --- running ---
 
     async def run(self) -> None:
+        """The turn: the agent runs in this task (the producer); background drains
+        (the consumer) run beside it in one task group, which the turn does not
+        leave before everything the agent emitted is written. Cancelling this
+        task (``stop``) stops the agent."""
+        self._task = asyncio.current_task()
         try:
+            if self._cancelled:  # stopped before it began
+                return
             async with asyncio.TaskGroup() as group:
-                self._producer = group.create_task(self._produce())
-                # Also when cancelled before it ever ran, so the consumer ends.
-                self._producer.add_done_callback(lambda _: self._queue.close())
-                self._consumer = group.create_task(self._consume())
+                self._group = group
+                try:
+                    await self._produce()
+                finally:
+                    self._closed = True  # from here on, events are dropped
+                await self.flush()
         except* Exception as failed:  # e.g. the store failed the turn's last write
             log.error(
                 "the agent's turn ended in an error: %r",
@@ -181,8 +172,8 @@ class Invocation:
                 extra={"task_id": self.task_id},
             )
         finally:
-            self._queue.close()
-            for _, ack in self._queue.drain():  # only if the consumer was cancelled
+            self._group = None
+            for _, ack in self._queue.drain():  # left only if a drain was cancelled
                 if ack is not None and not ack.done():
                     ack.set_result(False)
             await self._settle()
@@ -196,19 +187,27 @@ class Invocation:
         self.stop()
 
     def stop(self) -> None:
-        """Cancel the agent's run (the consumer still writes what it queued)."""
+        """Cancel the agent's run; what it queued before is still written."""
         self._cancelled = True
-        if self._producer is not None:
-            self._producer.cancel()
+        if self._task is not None and self._group is not None:
+            self._task.cancel()
+
+    def abandon(self) -> None:
+        """The turn was cancelled before it could answer (it never ran): tell
+        whoever waits."""
+        error = ServerBusyError("The server is shutting down; send the message again later")
+        for future in (self.head, self.outcome):
+            if not future.done():
+                future.set_exception(error)
 
     async def flush(self) -> None:
         """Wait until everything the agent emitted so far is written."""
-        if self._consumer is None or self._consumer.done():
-            return  # nothing was queued yet, or all of it is written
-        if not self._queue and not self._writing:
-            return
+        if self._group is None or (not self._queue and not self._writing):
+            return  # not running (nothing queued), or nothing left to write
         ack: asyncio.Future[bool] = _future()
         self._queue.put((_Barrier(), ack))
+        if not self._writing:
+            self._start_consumer()
         await asyncio.shield(ack)
 
     async def _produce(self) -> None:
@@ -236,11 +235,12 @@ class Invocation:
             log.exception("agent raised", extra={"task_id": self.task_id})
             await self._finish(TaskState.FAILED, f"The agent failed: {type(exc).__name__}")
         else:
+            await self.flush()  # no wait unless something is still queued
             if self._replied or self._failed is not None or self._ended:
                 return
-            # Returning completes a task the agent left submitted or working. Should
-            # the task end meanwhile (a cancel), the writer drops the completion.
-            if self._projected in IN_FLIGHT:
+            # Returning completes a task the agent left submitted or working. A stale
+            # snapshot is harmless: a completion after the task ended is dropped.
+            if self.current is None or self.current.task.status.state in IN_FLIGHT:
                 await self.status(TaskState.COMPLETED, None)
 
     async def _finish(self, state: TaskState, text: str) -> None:
@@ -248,38 +248,71 @@ class Invocation:
             return
         await self.status(state, agent_message(self.task_id, self.context_id, text))
 
-    async def _consume(self) -> None:
-        while (entries := await self._queue.take()) is not None:
-            events = [e for e, _ in entries if not isinstance(e, _Barrier)]
-            self._writing = True
-            try:
-                marks = iter(await self._write(events))
-            except Exception as exc:
-                log.error(
-                    "storing the agent's events failed: %s",
-                    exc,
-                    extra={"task_id": self.task_id, "events": len(events)},
-                )
-                # The agent hears of it where it waits for a write, else at its next call;
-                # a barrier (a cancel waiting for the queue) only needs to know it is over.
-                told = False
-                for entry, waiter in entries:
-                    if waiter is None or waiter.done():
-                        continue
-                    if isinstance(entry, _Barrier):
-                        waiter.set_result(False)
-                    else:
-                        waiter.set_exception(exc)
-                        told = True
-                if not told:
-                    self._write_error = exc
-                continue
-            finally:
-                self._writing = False
-            for entry, ack in entries:
-                stored = isinstance(entry, _Barrier) or next(marks)
-                if ack is not None and not ack.done():
-                    ack.set_result(stored)
+    # --- draining the queue to the writer ---
+    # One drain at a time takes everything queued and writes it as one batch,
+    # then the next, until the queue is empty. A turn-ending event drains in the
+    # agent's own task when no drain is under way (most turns: one write and no
+    # task switch); other events are drained by a background consumer started
+    # once the agent yields, so progress is stored while the agent waits.
+
+    def _kick(self) -> None:
+        if not self._kicked:
+            self._kicked = True
+            asyncio.get_running_loop().call_soon(self._start_consumer)
+
+    def _start_consumer(self) -> None:
+        self._kicked = False
+        if (
+            self._queue
+            and not self._writing
+            and self._group is not None
+            and (self._consumer is None or self._consumer.done())
+        ):
+            self._consumer = self._group.create_task(self._drain())
+
+    async def _drain(self) -> None:
+        self._writing = True
+        try:
+            while entries := self._queue.drain():
+                await self._write_entries(entries)
+        finally:
+            self._writing = False
+            if self._queue:  # this drain was cancelled: let another take over
+                self._kick()
+
+    async def _write_entries(self, entries: list[_Entry]) -> None:
+        events = [e for e, _ in entries if not isinstance(e, _Barrier)]
+        try:
+            marks = iter(await self._write(events))
+        except Exception as exc:
+            log.error(
+                "storing the agent's events failed: %s",
+                exc,
+                extra={"task_id": self.task_id, "events": len(events)},
+            )
+            # The agent hears of it where it waits for a write, else at its next call;
+            # a barrier (a cancel waiting for the queue) only needs to know it is over.
+            told = False
+            for entry, waiter in entries:
+                if waiter is None or waiter.done():
+                    continue
+                if isinstance(entry, _Barrier):
+                    waiter.set_result(False)
+                else:
+                    waiter.set_exception(exc)
+                    told = True
+            if not told:
+                self._write_error = exc
+            return
+        except BaseException:  # cancelled: the write itself still completes in the store
+            for _, waiter in entries:
+                if waiter is not None and not waiter.done():
+                    waiter.set_result(False)
+            raise
+        for entry, ack in entries:
+            stored = isinstance(entry, _Barrier) or next(marks)
+            if ack is not None and not ack.done():
+                ack.set_result(stored)
 
     async def _write(self, events: list[TaskEvent]) -> list[bool]:
         if not events:
@@ -298,15 +331,11 @@ class Invocation:
             self.current = batch.current
         if batch.ended:
             self._ended = True
-        if (
-            not self.outcome.done()
-            and self.current is not None
-            and any(
-                stored and ends_turn(event)
-                for event, stored in zip(events, batch.stored, strict=True)
-            )
-        ):
-            self.outcome.set_result(self.current.task)
+        if not self.outcome.done() and self.current is not None:
+            # The turn began in flight; a stored terminal or interrupted state ends it.
+            state = self.current.task.status.state
+            if state.terminal or state.interrupted:
+                self.outcome.set_result(self.current.task)
         return batch.stored
 
     async def create_now(self) -> None:
@@ -422,23 +451,22 @@ class Invocation:
             # of it here, as it would have from that call, and run() fails the task.
             error, self._write_error = self._write_error, None
             raise error
-        if self._ended or self._failed is not None:
+        if self._ended or self._failed is not None or self._closed:
             log.warning(
-                "agent event dropped: the task has ended",
+                "agent event dropped: the task has ended"
+                if not self._closed or self._ended
+                else "agent event dropped: the agent's turn is over",
                 extra={"task_id": self.task_id, "event": type(event).__name__},
             )
             return False
-        if isinstance(event, TaskStatusUpdateEvent):
-            try:
-                check_event(self._projected, event)
-                self._projected = event.status.state
-            except InvalidTransitionError:
-                pass  # the writer drops it, and logs why
         if ends_turn(event) or len(self._queue) + 1 >= MAX_QUEUED_EVENTS:
             ack: asyncio.Future[bool] = _future()
             self._queue.put((event, ack))
-            return await ack
+            if not self._writing:
+                await self._drain()
+            return await ack  # done already, unless another drain was under way
         self._queue.put((event, None))
+        self._kick()
         return True
 
     def _now(self) -> str:

@@ -38,9 +38,12 @@ class Runner:
 
     def _forget(self, task_id: TaskId, job: asyncio.Task[None]) -> None:
         entry = self._running.get(task_id)
-        if entry is not None and entry[1] is job:
-            del self._running[task_id]
-        if not job.cancelled() and job.exception() is not None:
+        if entry is None or entry[1] is not job:
+            return
+        del self._running[task_id]
+        if job.cancelled():
+            entry[0].abandon()  # cancelled before it ran: its futures may still wait
+        elif job.exception() is not None:
             log.error("invocation crashed: %r", job.exception(), extra={"task_id": task_id})
 
     async def wait(self, task_id: TaskId, *, timeout: float) -> bool:

@@ -18,8 +18,8 @@ import logging
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from ..protocol.model import Message, Task, TaskEvent
-from ..protocol.types import TaskId, ends_turn
+from ..protocol.model import Message, Task, TaskEvent, TaskStatusUpdateEvent
+from ..protocol.types import TaskId
 from ..store.base import (
     EventLimitError,
     Lease,
@@ -173,8 +173,8 @@ class Writer:
 
     def _announce(self, task_id: TaskId, item: Published) -> None:
         self.bus.publish(task_id, item)
-        if ends_turn(item.event):
-            state = item.snapshot.status.state
+        state = item.snapshot.status.state
+        if (state.terminal or state.interrupted) and isinstance(item.event, TaskStatusUpdateEvent):
             log.info(
                 "task %s",
                 state.word,
@@ -183,6 +183,8 @@ class Writer:
 
 
 def _marks(events: Sequence[TaskEvent], kept: list[TaskEvent]) -> list[bool]:
+    if len(kept) == len(events):
+        return [True] * len(events)
     ids = {id(event) for event in kept}
     return [id(event) in ids for event in events]
 
