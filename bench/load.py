@@ -58,7 +58,15 @@ perf = time.perf_counter
 RUN = uuid.uuid4().hex[:8]
 
 TERMINAL = (b"TASK_STATE_COMPLETED", b"TASK_STATE_CANCELED", b"TASK_STATE_FAILED")
-SERVER_NAMES = ("a2ad", "a2ad-sqlite", "sdk", "bare", "sdk-nootel")
+SERVER_NAMES = (
+    "a2ad",
+    "a2ad-sqlite",
+    "sdk",
+    "bare",
+    "sdk-nootel",
+    "a2ad-before",
+    "a2ad-sqlite-before",
+)
 DEFAULT_SERVERS = SERVER_NAMES[:4]
 
 
@@ -159,6 +167,7 @@ class Server:
 
 
 def server_argv(name: str, port: int, db: Path) -> list[str]:
+    name = name.removesuffix("-before")  # the same server, from the --before commit
     if name == "a2ad":
         store = ["--store", "memory", "--max-tasks", "1000000"]  # never evicts here
     elif name == "a2ad-sqlite":
@@ -189,16 +198,17 @@ def remove_db(db: Path) -> None:
             os.unlink(f"{db}{suffix}")
 
 
-async def start_servers(names: list[str], a2ad_src: Path | None) -> list[Server]:
+async def start_servers(names: list[str], args: argparse.Namespace) -> list[Server]:
     servers = []
     for name in names:
         env = dict(os.environ)
-        if name.startswith("a2ad") and a2ad_src is not None:
-            env["PYTHONPATH"] = f"{a2ad_src}{os.pathsep}{env.get('PYTHONPATH', '')}"
+        src = args.before_src if name.endswith("-before") else args.a2ad_src
+        if name.startswith("a2ad") and src is not None:
+            env["PYTHONPATH"] = f"{src}{os.pathsep}{env.get('PYTHONPATH', '')}"
         if name == "sdk-nootel":  # the SDK with its (no-op by default) OpenTelemetry spans off
             env["OTEL_INSTRUMENTATION_A2A_SDK_ENABLED"] = "false"
-        db = Path(tempfile.gettempdir()) / f"a2ad-load-{RUN}.db"
-        if name == "a2ad-sqlite":
+        db = Path(tempfile.gettempdir()) / f"a2ad-load-{RUN}-{name}.db"
+        if name.startswith("a2ad-sqlite"):
             remove_db(db)
         port = free_port()
         server = Server(name, server_argv(name, port, db), port, env)
@@ -856,7 +866,7 @@ async def throughput_phase(args: argparse.Namespace, report: dict[str, Any]) -> 
         workloads.append(Cancel())
     if not workloads and "fanout" not in wanted:
         return
-    servers = await start_servers(names, args.a2ad_src)
+    servers = await start_servers(names, args)
     try:
         print(f"servers up: {', '.join(f'{s.name} (pid {s.pid})' for s in servers)}")
         states = {}
@@ -1037,7 +1047,7 @@ async def memory_phase(args: argparse.Namespace, report: dict[str, Any]) -> None
     table = []
     print(f"\n### memory: RSS growth over {', '.join(f'{n:,}' for n in sizes)} tasks\n")
     for name in args.servers:
-        servers = await start_servers([name], args.a2ad_src)
+        servers = await start_servers([name], args)
         s = servers[0]
         try:
 
@@ -1159,6 +1169,11 @@ def parse_args() -> argparse.Namespace:
         "--a2ad-commit",
         help="run a2ad from this commit (git archive into a temp dir), not the working tree",
     )
+    p.add_argument(
+        "--before",
+        metavar="REF",
+        help="also run a2ad-before and a2ad-sqlite-before from this commit, in the same windows",
+    )
     args = p.parse_args()
     quick = args.quick
     defaults = {
@@ -1176,13 +1191,27 @@ def parse_args() -> argparse.Namespace:
         if getattr(args, key) is None:
             setattr(args, key, value)
     args.servers = [s for s in args.servers.split(",") if s]
+    if args.before:
+        args.servers += [f"{s}-before" for s in ("a2ad", "a2ad-sqlite") if s in args.servers]
     args.workloads = [w for w in args.workloads.split(",") if w]
     args.memory_sizes = sorted(int(n) for n in str(args.memory_sizes).split(","))
     for name in args.servers:
         if name not in SERVER_NAMES:
             p.error(f"unknown server {name!r}; pick from {', '.join(SERVER_NAMES)}")
     args.a2ad_from = "working tree (editable install)"
+    args.before_src = None
     return args
+
+
+def extract_src(ref: str, into: Path) -> tuple[Path, str]:
+    """``ref``'s src/ (git archive) under ``into``; returns it and the short sha."""
+    sha = git("rev-parse", "--short", ref)
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", ref, "src"], capture_output=True, check=True
+    ).stdout
+    into.mkdir(parents=True)
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into / "src", sha
 
 
 def run() -> None:
@@ -1191,19 +1220,15 @@ def run() -> None:
         os.sched_setaffinity(0, {1})
     tmp = None
     try:
+        tmp = Path(tempfile.mkdtemp(prefix="a2ad-load-src-"))
         if args.a2ad_commit:
-            tmp = Path(tempfile.mkdtemp(prefix="a2ad-load-src-"))
-            sha = git("rev-parse", "--short", args.a2ad_commit)
-            archive = subprocess.run(
-                ["git", "-C", str(ROOT), "archive", args.a2ad_commit, "src"],
-                capture_output=True,
-                check=True,
-            ).stdout
-            subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive, check=True)
-            args.a2ad_src = tmp / "src"
+            args.a2ad_src, sha = extract_src(args.a2ad_commit, tmp / "a2ad")
             args.a2ad_from = f"commit {sha} (git archive)"
         elif args.a2ad_src:
             args.a2ad_from = f"{args.a2ad_src}"
+        if args.before:
+            args.before_src, sha = extract_src(args.before, tmp / "before")
+            args.a2ad_from += f"; *-before from commit {sha} (git archive)"
         uvloop.run(main(args))
     except KeyboardInterrupt:
         sys.exit(130)
