@@ -1,76 +1,21 @@
-"""A2A 1.0 on the wire (A2A-Version: 1.0): every result is parsed strictly into the
-official protobuf types (see oracles.parse_v1)."""
+"""A2A 1.0 only (A2A-Version: 1.0): version negotiation, the 1.0 part shapes,
+timestamps and the ListTasks parameters. Every result is parsed strictly into the
+official protobuf types (see oracles.parse_v1); what 0.3 shares is in test_wire.py."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import json
 import uuid
 from typing import Any
 
 import httpx
 import pytest
-from a2a.types import ListTasksResponse, SendMessageResponse, Task, TaskState
+from a2a.types import SendMessageResponse, Task
 
 from ..conftest import V1, Rpc, msg10
+from .dialects import V10, result_of
 from .oracles import assert_error, parse_v1
-
-TERMINAL = {
-    "TASK_STATE_COMPLETED",
-    "TASK_STATE_CANCELED",
-    "TASK_STATE_FAILED",
-    "TASK_STATE_REJECTED",
-}
-
-
-def result_of(body: dict[str, Any]) -> Any:
-    assert "error" not in body, f"unexpected error: {json.dumps(body)[:800]}"
-    assert body.get("jsonrpc") == "2.0"
-    return body["result"]
-
-
-def message(text: str, **extra: Any) -> dict[str, Any]:
-    return msg10(text, **extra)["message"]  # type: ignore[no-any-return]
-
-
-async def send(
-    rpc: Rpc, text: str | None = None, *, msg: dict[str, Any] | None = None, **params: Any
-) -> dict[str, Any]:
-    """SendMessage; returns the SendMessageResponse JSON after a strict parse."""
-    p = {"message": msg if msg is not None else message(text or "echo")}
-    p.update(params)
-    result = result_of(await rpc("SendMessage", p, v1=True))
-    parse_v1(result, SendMessageResponse)
-    return result  # type: ignore[no-any-return]
-
-
-async def send_task(rpc: Rpc, text: str | None = None, **kw: Any) -> dict[str, Any]:
-    result = await send(rpc, text, **kw)
-    assert set(result) == {"task"}, result
-    return result["task"]  # type: ignore[no-any-return]
-
-
-async def get(rpc: Rpc, task_id: str, **params: Any) -> dict[str, Any]:
-    task = result_of(await rpc("GetTask", {"id": task_id, **params}, v1=True))
-    parse_v1(task, Task)
-    return task  # type: ignore[no-any-return]
-
-
-async def cancel(rpc: Rpc, task_id: str) -> dict[str, Any]:
-    task = result_of(await rpc("CancelTask", {"id": task_id}, v1=True))
-    parse_v1(task, Task)
-    return task  # type: ignore[no-any-return]
-
-
-async def list_tasks(rpc: Rpc, **params: Any) -> dict[str, Any]:
-    page = result_of(await rpc("ListTasks", params, v1=True))
-    parse_v1(page, ListTasksResponse)
-    return page  # type: ignore[no-any-return]
-
-
-def texts(msg: dict[str, Any]) -> list[str]:
-    return [p["text"] for p in msg["parts"] if "text" in p]
 
 
 async def post(
@@ -85,78 +30,6 @@ async def post(
     r = await client.post(path, json=body, headers=headers or {})
     assert r.status_code == 200, r.text
     return r.json()  # type: ignore[no-any-return]
-
-
-# --- SendMessage, GetTask, CancelTask ---
-
-
-async def test_send_message_returns_completed_task_with_artifact_and_history(rpc: Rpc) -> None:
-    sent = message("echo hello world")
-    result = await send(rpc, msg=sent)
-    proto = parse_v1(result, SendMessageResponse)
-    assert proto.WhichOneof("payload") == "task"
-    task = result["task"]
-    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
-    assert proto.task.status.state == TaskState.TASK_STATE_COMPLETED
-    assert [p for a in task["artifacts"] for p in a["parts"]] == [{"text": "hello world"}]
-    first = task["history"][0]
-    assert first["messageId"] == sent["messageId"]
-    assert first["role"] == "ROLE_USER"
-    assert first["parts"] == [{"text": "echo hello world"}]
-    assert first["taskId"] == task["id"] and first["contextId"] == task["contextId"]
-
-
-async def test_get_task_returns_the_state_of_a_sent_task(rpc: Rpc) -> None:
-    task = await send_task(rpc, "echo x")
-    got = await get(rpc, task["id"])
-    assert got["id"] == task["id"] and got["contextId"] == task["contextId"]
-    assert got["status"]["state"] == "TASK_STATE_COMPLETED"
-
-
-async def test_cancel_on_completed_task_is_refused_and_keeps_it_completed(rpc: Rpc) -> None:
-    task = await send_task(rpc, "echo x")
-    error = assert_error(
-        await rpc("CancelTask", {"id": task["id"]}, v1=True), -32002, reason="TASK_NOT_CANCELABLE"
-    )
-    assert error["message"] == "Task not cancelable: already completed"
-    assert (await get(rpc, task["id"]))["status"]["state"] == "TASK_STATE_COMPLETED"
-
-
-async def test_get_unknown_task_is_task_not_found_naming_the_id(rpc: Rpc) -> None:
-    missing = str(uuid.uuid4())
-    error = assert_error(
-        await rpc("GetTask", {"id": missing}, v1=True), -32001, reason="TASK_NOT_FOUND"
-    )
-    assert error["message"] == f"Task not found: {missing}"
-
-
-async def test_cancel_unknown_task_is_task_not_found(rpc: Rpc) -> None:
-    missing = str(uuid.uuid4())
-    error = assert_error(await rpc("CancelTask", {"id": missing}, v1=True), -32001)
-    assert missing in error["message"]
-
-
-async def test_return_immediately_gives_a_non_terminal_task_that_can_be_canceled(rpc: Rpc) -> None:
-    result = await asyncio.wait_for(
-        send(rpc, "hang x", configuration={"returnImmediately": True}), timeout=5
-    )
-    task = result["task"]
-    assert task["status"]["state"] in {"TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"}
-    canceled = await cancel(rpc, task["id"])
-    assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
-    assert (await get(rpc, task["id"]))["status"]["state"] == "TASK_STATE_CANCELED"
-
-
-async def test_reply_returns_a_message_and_stores_no_task(rpc: Rpc) -> None:
-    await send_task(rpc, "echo before")
-    before = (await list_tasks(rpc))["totalSize"]
-    result = await send(rpc, "reply hi")
-    assert set(result) == {"message"}, result
-    msg = result["message"]
-    assert msg["role"] == "ROLE_AGENT"
-    assert msg["parts"] == [{"text": "hi"}]
-    assert "taskId" not in msg
-    assert (await list_tasks(rpc))["totalSize"] == before
 
 
 # --- version negotiation ---
@@ -201,118 +74,7 @@ async def test_0_3_method_under_1_0_header_is_version_not_supported(
     assert_error(body, -32009, reason="VERSION_NOT_SUPPORTED")
 
 
-async def test_unknown_method_under_1_0_is_method_not_found(rpc: Rpc) -> None:
-    assert_error(await rpc("FrobnicateTask", {}, v1=True), -32601)
-
-
-# --- follow-ups ---
-
-
-async def test_follow_up_with_task_id_continues_an_input_required_task(rpc: Rpc) -> None:
-    first = await send_task(rpc, "input which colour?")
-    assert first["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
-    assert texts(first["status"]["message"]) == ["which colour?"]
-    follow = await send_task(
-        rpc, msg=message("blue", taskId=first["id"], contextId=first["contextId"])
-    )
-    assert follow["id"] == first["id"]
-    assert follow["status"]["state"] == "TASK_STATE_COMPLETED"
-    assert [texts(m) for m in follow["history"] if m["role"] == "ROLE_USER"] == [
-        ["input which colour?"],
-        ["blue"],
-    ]
-
-
-async def test_follow_up_with_only_task_id_infers_the_context_id(rpc: Rpc) -> None:
-    first = await send_task(rpc, "input q?")
-    follow = await send_task(rpc, msg=message("a", taskId=first["id"]))
-    assert follow["contextId"] == first["contextId"]
-    assert follow["history"][-1]["contextId"] == first["contextId"]
-
-
-async def test_follow_up_with_mismatched_context_id_is_invalid_params(rpc: Rpc) -> None:
-    first = await send_task(rpc, "input q?")
-    body = await rpc(
-        "SendMessage", {"message": message("a", taskId=first["id"], contextId="other")}, v1=True
-    )
-    assert_error(body, -32602)
-    assert (await get(rpc, first["id"]))["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
-
-
-async def test_message_to_a_terminal_task_is_unsupported_operation(rpc: Rpc) -> None:
-    done = await send_task(rpc, "echo x")
-    body = await rpc("SendMessage", {"message": message("more", taskId=done["id"])}, v1=True)
-    assert_error(body, -32004, reason="UNSUPPORTED_OPERATION")
-    assert (await get(rpc, done["id"]))["history"] == done["history"]
-
-
-async def test_message_to_an_unknown_task_is_task_not_found(rpc: Rpc) -> None:
-    missing = str(uuid.uuid4())
-    body = await rpc("SendMessage", {"message": message("more", taskId=missing)}, v1=True)
-    error = assert_error(body, -32001)
-    assert missing in error["message"]
-
-
-async def test_messages_sharing_a_context_id_make_tasks_listed_together(rpc: Rpc) -> None:
-    context = f"ctx-{uuid.uuid4()}"
-    a = await send_task(rpc, msg=message("echo a", contextId=context))
-    b = await send_task(rpc, msg=message("echo b", contextId=context))
-    await send_task(rpc, "echo elsewhere")
-    assert a["id"] != b["id"] and a["contextId"] == b["contextId"] == context
-    page = await list_tasks(rpc, contextId=context)
-    assert sorted(t["id"] for t in page["tasks"]) == sorted([a["id"], b["id"]])
-    assert page["totalSize"] == 2
-
-
-# --- historyLength ---
-
-
-async def _two_turn_task(rpc: Rpc) -> dict[str, Any]:
-    first = await send_task(rpc, "input q?")
-    await send_task(rpc, msg=message("answer", taskId=first["id"]))
-    full = await get(rpc, first["id"])
-    assert len(full["history"]) >= 3
-    return full
-
-
-async def test_history_length_zero_on_send_omits_history(rpc: Rpc) -> None:
-    task = await send_task(rpc, "echo x", configuration={"historyLength": 0})
-    assert "history" not in task
-
-
-async def test_history_length_n_on_send_returns_the_n_newest(rpc: Rpc) -> None:
-    first = await send_task(rpc, "input q?")
-    follow = await send_task(
-        rpc, msg=message("answer", taskId=first["id"]), configuration={"historyLength": 2}
-    )
-    full = await get(rpc, first["id"])
-    assert follow["history"] == full["history"][-2:]
-
-
-async def test_history_length_on_get(rpc: Rpc) -> None:
-    full = await _two_turn_task(rpc)
-    assert "history" not in await get(rpc, full["id"], historyLength=0)
-    assert (await get(rpc, full["id"], historyLength=1))["history"] == full["history"][-1:]
-    assert (await get(rpc, full["id"], historyLength=3))["history"] == full["history"][-3:]
-
-
-async def test_history_length_on_list(rpc: Rpc) -> None:
-    full = await _two_turn_task(rpc)
-    page = await list_tasks(rpc, contextId=full["contextId"], historyLength=0)
-    assert "history" not in page["tasks"][0]
-    page = await list_tasks(rpc, contextId=full["contextId"], historyLength=2)
-    assert page["tasks"][0]["history"] == full["history"][-2:]
-
-
-async def test_negative_history_length_is_invalid_params(rpc: Rpc) -> None:
-    task = await send_task(rpc, "echo x")
-    error = assert_error(
-        await rpc("GetTask", {"id": task["id"], "historyLength": -1}, v1=True), -32602
-    )
-    assert "historyLength" in error["message"]
-
-
-# --- parts and states ---
+# --- parts and timestamps ---
 
 
 async def test_parts_of_every_kind_round_trip_into_history_exactly(rpc: Rpc) -> None:
@@ -332,15 +94,15 @@ async def test_parts_of_every_kind_round_trip_into_history_exactly(rpc: Rpc) -> 
         {"data": [1, 2, 3]},
         {"text": "with metadata", "metadata": {"source": "test"}},
     ]
-    task = await send_task(
-        rpc, msg={"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": parts}
+    task = await V10.send_task(
+        rpc, {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": parts}
     )
     assert task["history"][0]["parts"] == parts
-    assert (await get(rpc, task["id"]))["history"][0]["parts"] == parts
+    assert (await V10.get(rpc, task["id"]))["history"][0]["parts"] == parts
 
 
 async def test_agent_output_of_every_part_kind_parses_as_1_0(rpc: Rpc) -> None:
-    task = await send_task(rpc, "parts")
+    task = await V10.send_task(rpc, "parts")
     by_name = {a["name"]: a["parts"] for a in task["artifacts"]}
     assert by_name["text"] == [{"text": "plain text"}]
     assert by_name["data"] == [{"data": {"n": 1, "xs": [1, 2]}}]
@@ -360,25 +122,8 @@ async def test_agent_output_of_every_part_kind_parses_as_1_0(rpc: Rpc) -> None:
     assert raw_part.raw == b"\x00\x01bytes"
 
 
-@pytest.mark.parametrize(
-    ("text", "state"),
-    [
-        ("input which?", "TASK_STATE_INPUT_REQUIRED"),
-        ("auth", "TASK_STATE_AUTH_REQUIRED"),
-        ("fail", "TASK_STATE_FAILED"),
-        ("reject", "TASK_STATE_REJECTED"),
-        ("raise", "TASK_STATE_FAILED"),
-    ],
-)
-async def test_states_use_1_0_enum_names(rpc: Rpc, text: str, state: str) -> None:
-    task = await send_task(rpc, text)
-    assert task["status"]["state"] == state
-    assert task["status"]["message"]["role"] == "ROLE_AGENT"
-    assert (await get(rpc, task["id"]))["status"]["state"] == state
-
-
 async def test_status_timestamps_are_utc_with_milliseconds(rpc: Rpc) -> None:
-    task = await send_task(rpc, "echo x")
+    task = await V10.send_task(rpc, "echo x")
     stamp = task["status"]["timestamp"]
     assert len(stamp) == len("2026-11-30T10:00:00.123Z") and stamp.endswith("Z"), stamp
 
@@ -387,8 +132,8 @@ async def test_status_timestamps_are_utc_with_milliseconds(rpc: Rpc) -> None:
 
 
 async def test_list_tasks_page_size_defaults_to_50(rpc: Rpc) -> None:
-    await send_task(rpc, "echo x")
-    page = await list_tasks(rpc)
+    await V10.send_task(rpc, "echo x")
+    page = await V10.list_tasks(rpc)
     assert page["pageSize"] == 50
     assert page["totalSize"] == 1 and len(page["tasks"]) == 1
     assert page["nextPageToken"] == ""
@@ -403,48 +148,26 @@ async def test_list_tasks_page_size_out_of_range_is_invalid_params_naming_it(
 
 
 async def test_list_tasks_omits_artifacts_unless_asked(rpc: Rpc) -> None:
-    task = await send_task(rpc, "echo has an artifact")
+    task = await V10.send_task(rpc, "echo has an artifact")
     assert task["artifacts"]
-    page = await list_tasks(rpc)
+    page = await V10.list_tasks(rpc)
     assert all("artifacts" not in t for t in page["tasks"]), page
-    page = await list_tasks(rpc, includeArtifacts=False)
+    page = await V10.list_tasks(rpc, includeArtifacts=False)
     assert all("artifacts" not in t for t in page["tasks"]), page
-    page = await list_tasks(rpc, includeArtifacts=True)
+    page = await V10.list_tasks(rpc, includeArtifacts=True)
     assert page["tasks"][0]["artifacts"] == task["artifacts"]
 
 
-async def test_list_tasks_pages_with_cursor_and_empty_token_on_last_page(rpc: Rpc) -> None:
-    ids = [(await send_task(rpc, f"echo {i}"))["id"] for i in range(5)]
-    seen: list[str] = []
-    token = ""
-    pages = 0
-    while True:
-        params: dict[str, Any] = {"pageSize": 2}
-        if token:
-            params["pageToken"] = token
-        page = await list_tasks(rpc, **params)
-        pages += 1
-        assert page["pageSize"] == 2 and page["totalSize"] == 5
-        assert len(page["tasks"]) <= 2
-        seen += [t["id"] for t in page["tasks"]]
-        token = page["nextPageToken"]
-        if not token:
-            break
-        assert pages < 10
-    assert pages == 3
-    assert sorted(seen) == sorted(ids) and len(seen) == len(set(seen))
-
-
 async def test_list_tasks_newest_status_first(rpc: Rpc) -> None:
-    older = await send_task(rpc, "echo old")
+    older = await V10.send_task(rpc, "echo old")
     await asyncio.sleep(0.01)
-    newer = await send_task(rpc, "echo new")
-    page = await list_tasks(rpc)
+    newer = await V10.send_task(rpc, "echo new")
+    page = await V10.list_tasks(rpc)
     assert [t["id"] for t in page["tasks"]] == [newer["id"], older["id"]]
 
 
 async def test_list_tasks_bad_page_token_is_invalid_params(rpc: Rpc) -> None:
-    await send_task(rpc, "echo x")
+    await V10.send_task(rpc, "echo x")
     error = assert_error(await rpc("ListTasks", {"pageToken": "not-a-token!"}, v1=True), -32602)
     assert "pageToken" in error["message"]
 
@@ -460,16 +183,16 @@ async def test_list_tasks_bad_page_token_is_invalid_params(rpc: Rpc) -> None:
     ],
 )
 async def test_list_tasks_filters_by_status(rpc: Rpc, spelling: str, wanted: str) -> None:
-    done = await send_task(rpc, "echo x")
-    asking = await send_task(rpc, "input q?")
-    hanging = (await send(rpc, "hang", configuration={"returnImmediately": True}))["task"]
-    await cancel(rpc, hanging["id"])
+    done = await V10.send_task(rpc, "echo x")
+    asking = await V10.send_task(rpc, "input q?")
+    hanging = await V10.send_task(rpc, "hang", configuration={"returnImmediately": True})
+    await V10.cancel(rpc, hanging["id"])
     expected = {
         "TASK_STATE_COMPLETED": done,
         "TASK_STATE_CANCELED": hanging,
         "TASK_STATE_INPUT_REQUIRED": asking,
     }[wanted]
-    page = await list_tasks(rpc, status=spelling)
+    page = await V10.list_tasks(rpc, status=spelling)
     assert [t["id"] for t in page["tasks"]] == [expected["id"]]
     assert [t["status"]["state"] for t in page["tasks"]] == [wanted]
     assert page["totalSize"] == 1
@@ -481,17 +204,17 @@ async def test_list_tasks_unknown_status_is_invalid_params(rpc: Rpc) -> None:
 
 
 async def test_list_tasks_status_timestamp_after_is_inclusive_lower_bound(rpc: Rpc) -> None:
-    older = await send_task(rpc, "echo old")
+    older = await V10.send_task(rpc, "echo old")
     await asyncio.sleep(0.02)
-    newer = await send_task(rpc, "echo new")
+    newer = await V10.send_task(rpc, "echo new")
     cut = newer["status"]["timestamp"]
     assert older["status"]["timestamp"] < cut
-    page = await list_tasks(rpc, statusTimestampAfter=cut)
+    page = await V10.list_tasks(rpc, statusTimestampAfter=cut)
     assert [t["id"] for t in page["tasks"]] == [newer["id"]]
     assert page["totalSize"] == 1
-    page = await list_tasks(rpc, statusTimestampAfter="2000-01-01T00:00:00Z")
+    page = await V10.list_tasks(rpc, statusTimestampAfter="2000-01-01T00:00:00Z")
     assert {t["id"] for t in page["tasks"]} == {older["id"], newer["id"]}
-    page = await list_tasks(rpc, statusTimestampAfter="2999-01-01T00:00:00Z")
+    page = await V10.list_tasks(rpc, statusTimestampAfter="2999-01-01T00:00:00Z")
     assert page["tasks"] == [] and page["totalSize"] == 0 and page["nextPageToken"] == ""
 
 
@@ -503,23 +226,6 @@ async def test_list_tasks_bad_status_timestamp_is_invalid_params(rpc: Rpc) -> No
 
 
 # --- unsupported features ---
-
-
-@pytest.mark.parametrize(
-    ("method", "params"),
-    [
-        ("CreateTaskPushNotificationConfig", {"taskId": "t1", "url": "https://example.com/hook"}),
-        ("GetTaskPushNotificationConfig", {"taskId": "t1", "id": "c1"}),
-        ("ListTaskPushNotificationConfigs", {"taskId": "t1"}),
-        ("DeleteTaskPushNotificationConfig", {"taskId": "t1", "id": "c1"}),
-    ],
-)
-async def test_push_notification_config_methods_are_not_supported(
-    rpc: Rpc, method: str, params: dict[str, Any]
-) -> None:
-    assert_error(
-        await rpc(method, params, v1=True), -32003, reason="PUSH_NOTIFICATION_NOT_SUPPORTED"
-    )
 
 
 async def test_get_extended_agent_card_is_unsupported_operation(rpc: Rpc) -> None:
