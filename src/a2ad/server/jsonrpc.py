@@ -1,9 +1,7 @@
 """The JSON-RPC endpoint: pick the protocol version, decode, call the engine, answer.
 
-Version selection (A2A 1.0 §3.6, and docs/protocol.md): the ``A2A-Version`` header
-or query parameter; missing or empty means 0.3; ``1.0``/``1.0.x`` means 1.0. A
-method of the other version gets VersionNotSupported naming the header to send;
-a name in neither version is MethodNotFound.
+The version is the ``A2A-Version`` header, or else the query parameter of that
+name; ``protocol.dialect`` turns it and the method into a dialect and an operation.
 """
 
 from __future__ import annotations
@@ -16,6 +14,7 @@ import msgspec
 
 from ..engine import Engine
 from ..engine.engine import StreamItem
+from ..protocol.dialect import Dialect, Operation, requested_version, resolve
 from ..protocol.errors import (
     A2AError,
     ExtendedAgentCardNotConfiguredError,
@@ -24,11 +23,9 @@ from ..protocol.errors import (
     MethodNotFoundError,
     PushNotificationNotSupportedError,
     UnsupportedOperationError,
-    VersionNotSupportedError,
 )
 from ..protocol.jsonrpc import RequestId, decode_request, encode_error, encode_result
 from ..protocol.v03 import V03
-from ..protocol.v1 import V1
 from .sse import stream_sse
 from .types import Receive, Scope, Send, header, respond
 
@@ -37,48 +34,14 @@ __all__ = ["MAX_BODY_BYTES", "JsonRpcEndpoint"]
 log = logging.getLogger("a2ad.server")
 
 MAX_BODY_BYTES = 10 * 1024 * 1024
-Dialect = type[V1] | type[V03]
-_DIALECTS: dict[str, Dialect] = {"1.0": V1, "0.3": V03}
 
 
-def requested_version(scope: Scope) -> str:
+def _version_text(scope: Scope) -> str:
     value = header(scope, b"a2a-version").strip()
     if not value and scope.get("query_string"):
         query = dict(parse_qsl(scope["query_string"].decode("latin-1")))
-        value = query.get("A2A-Version", "").strip()
-    if not value:
-        return "0.3"
-    return ".".join(value.split(".")[:2])
-
-
-def pick_dialect(version: str, method: str) -> tuple[Dialect, str]:
-    dialect = _DIALECTS.get(version)
-    if dialect is None:
-        raise VersionNotSupportedError(
-            f"A2A-Version {version} is not supported; this server speaks 1.0 "
-            "(send the header A2A-Version: 1.0) and 0.3 (send no A2A-Version header)",
-            metadata={"requestedVersion": version, "supportedVersions": "1.0,0.3"},
-        )
-    operation = dialect.methods.get(method)
-    if operation is not None:
-        return dialect, operation
-    for other in _DIALECTS.values():
-        if method in other.methods:
-            how = (
-                "send the header A2A-Version: 1.0"
-                if other is V1
-                else "send it without an A2A-Version header (or with A2A-Version: 0.3)"
-            )
-            raise VersionNotSupportedError(
-                f"{method} is an A2A {other.version} method but the request asked for "
-                f"A2A {version}; {how}",
-                metadata={
-                    "method": method,
-                    "methodVersion": other.version,
-                    "requestedVersion": version,
-                },
-            )
-    raise MethodNotFoundError(f"Method not found: {method}", metadata={"method": method})
+        value = query.get("A2A-Version", "")
+    return value
 
 
 def _event_id(text: str) -> int | None:
@@ -105,8 +68,9 @@ class JsonRpcEndpoint:
         try:
             request = decode_request(body)
             request_id = request.id  # type: ignore[assignment]
-            dialect, operation = pick_dialect(requested_version(scope), request.method)
-            if operation in ("stream", "subscribe"):
+            version = requested_version(_version_text(scope))
+            dialect, operation = resolve(version, request.method)
+            if operation.streaming:
                 await self._stream(
                     scope,
                     receive,
@@ -149,27 +113,27 @@ class JsonRpcEndpoint:
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     async def _call(
-        self, dialect: Dialect, operation: str, method: str, params: msgspec.Raw
+        self, dialect: Dialect, operation: Operation, method: str, params: msgspec.Raw
     ) -> bytes:
         engine = self.engine
-        if operation == "send":
+        if operation is Operation.SEND:
             return dialect.encode_send_result(
                 await engine.send(dialect.decode_send(params, method))
             )
-        if operation == "get":
+        if operation is Operation.GET:
             req = dialect.decode_get(params, method)
             return dialect.encode_task(await engine.get_task(req.id, req.history_length))
-        if operation == "list":
-            return dialect.encode_list(await engine.list_tasks(dialect.decode_list(params, method)))
-        if operation == "cancel":
+        if operation is Operation.LIST:
+            return dialect.encode_page(await engine.list_tasks(dialect.decode_list(params, method)))
+        if operation is Operation.CANCEL:
             req_id = dialect.decode_task_id(params, method).id
             return dialect.encode_task(await engine.cancel(req_id))
-        if operation == "push_config":
+        if operation.push_config:
             raise PushNotificationNotSupportedError(
                 f"{method}: push notifications are not supported by this server "
                 "(its agent card says capabilities.pushNotifications: false)"
             )
-        if operation == "extended_card":
+        if operation is Operation.EXTENDED_CARD:
             if dialect is V03:
                 raise ExtendedAgentCardNotConfiguredError(
                     f"{method}: this agent has no authenticated extended card"
@@ -186,12 +150,12 @@ class JsonRpcEndpoint:
         receive: Receive,
         send: Send,
         dialect: Dialect,
-        operation: str,
+        operation: Operation,
         method: str,
         params: msgspec.Raw,
         request_id: RequestId,
     ) -> None:
-        if operation == "stream":
+        if operation is Operation.STREAM:
             events = await self.engine.stream(dialect.decode_send(params, method))
         else:
             task_id = dialect.decode_task_id(params, method).id
