@@ -14,31 +14,33 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import httpx
 import msgspec
-from httpx_sse import ServerSentEvent, aconnect_sse
+from httpx_sse import aconnect_sse
 from msgspec import UNSET
 
+from ..protocol.dialect import DIALECTS, Dialect, Operation, Version, method_name
 from ..protocol.errors import ERRORS_BY_CODE, A2AError, UnsupportedOperationError
 from ..protocol.model import (
+    GetTaskRequest,
+    ListTasksRequest,
     ListTasksResponse,
     Message,
     Part,
     Role,
     SendMessageConfiguration,
     SendMessageRequest,
-    StreamResponse,
     Task,
     TaskArtifactUpdateEvent,
+    TaskIdRequest,
     TaskState,
     TaskStatusUpdateEvent,
     TextPart,
     new_id,
     parse_state,
 )
-from ..protocol.v03 import list_from_03, result_from_03, send_params_to_03
 
 __all__ = [
     "DEFAULT_URL",
@@ -53,31 +55,7 @@ DEFAULT_URL = "http://127.0.0.1:8000"
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 
 StreamEvent = Task | Message | TaskStatusUpdateEvent | TaskArtifactUpdateEvent
-Version = Literal["1.0", "0.3"]
 T = TypeVar("T")
-
-_METHODS: dict[str, dict[str, str]] = {
-    "1.0": {
-        "send": "SendMessage",
-        "stream": "SendStreamingMessage",
-        "get": "GetTask",
-        "list": "ListTasks",
-        "cancel": "CancelTask",
-        "subscribe": "SubscribeToTask",
-    },
-    "0.3": {
-        "send": "message/send",
-        "stream": "message/stream",
-        "get": "tasks/get",
-        "list": "tasks/list",
-        "cancel": "tasks/cancel",
-        "subscribe": "tasks/resubscribe",
-    },
-}
-# 1.0 wraps a send result ({task} | {message}) and each stream event the same way.
-_wrapped = msgspec.json.Decoder(StreamResponse)
-_task_result = msgspec.json.Decoder(Task)
-_list_result = msgspec.json.Decoder(ListTasksResponse)
 
 
 class ClientError(Exception):
@@ -178,7 +156,7 @@ class Client:
         self.url = url.rstrip("/")
         self.timeout = timeout
         self.stream_timeout = stream_timeout
-        self._version: Version | None = version
+        self._dialect: Dialect | None = DIALECTS[version] if version else None
         self._endpoint: str | None = self.url + "/" if version else None
         self._card: dict[str, Any] | None = None
         auth: dict[str, str] = dict(headers or {})
@@ -232,9 +210,13 @@ class Client:
     async def version(self) -> Version:
         """The A2A version this client speaks to the server: "1.0" when its card
         offers JSON-RPC 1.x, else "0.3"."""
-        if self._version is None:
-            self._version, self._endpoint = _choose(await self.card(), self.url)
-        return self._version
+        return (await self._speaking()).version
+
+    async def _speaking(self) -> Dialect:
+        if self._dialect is None:
+            version, self._endpoint = _choose(await self.card(), self.url)
+            self._dialect = DIALECTS[version]
+        return self._dialect
 
     # --- operations ---
 
@@ -251,19 +233,9 @@ class Client:
         """Send a message; with ``wait`` (the default) the answer comes when the
         task ends or needs input, without it at once (``returnImmediately``)."""
         request = self._send_request(content, context_id, task_id, wait, history_length, metadata)
-        version = await self.version()
-        raw = await self._call("send", self._send_params(request, version))
-        if version == "0.3":
-            result = self._decode(result_from_03, raw)
-            if not isinstance(result, Task | Message):
-                raise self._bad(f"a {type(result).__name__} where a task or message belongs")
-            return result
-        wrapped = self._decode(_wrapped.decode, raw)
-        if wrapped.task is not UNSET:
-            return wrapped.task
-        if wrapped.message is not UNSET:
-            return wrapped.message
-        raise self._bad("a SendMessage result with neither `task` nor `message`")
+        dialect = await self._speaking()
+        raw = await self._call(Operation.SEND, dialect.encode_send(request))
+        return self._decode(dialect.decode_send_result, raw)
 
     async def stream(
         self,
@@ -277,19 +249,23 @@ class Client:
         single message), then status and artifact updates, until the task ends
         or needs input."""
         request = self._send_request(content, context_id, task_id, True, None, metadata)
-        version = await self.version()
-        async for _, item in self._sse("stream", self._send_params(request, version)):
+        dialect = await self._speaking()
+        async for _, item in self._sse(Operation.STREAM, dialect.encode_send(request)):
             yield item
 
     async def get_task(self, task_id: str, *, history_length: int | None = None) -> Task:
-        params: dict[str, Any] = {"id": task_id}
-        if history_length is not None:
-            params["historyLength"] = history_length
-        return await self._task_call("get", params)
+        dialect = await self._speaking()
+        request = GetTaskRequest(
+            id=task_id, history_length=history_length if history_length is not None else UNSET
+        )
+        raw = await self._call(Operation.GET, dialect.encode_get(request))
+        return self._decode(dialect.decode_task, raw)
 
     async def cancel_task(self, task_id: str) -> Task:
         """Cancel a task; returns it as the server holds it afterwards."""
-        return await self._task_call("cancel", {"id": task_id})
+        dialect = await self._speaking()
+        raw = await self._call(Operation.CANCEL, dialect.encode_task_id(TaskIdRequest(id=task_id)))
+        return self._decode(dialect.decode_task, raw)
 
     async def list_page(
         self,
@@ -303,22 +279,20 @@ class Client:
         include_artifacts: bool = False,
     ) -> ListTasksResponse:
         """One page of ListTasks (newest first), as the server answers it."""
-        params: dict[str, Any] = {"pageSize": page_size}
-        if context_id:
-            params["contextId"] = context_id
-        if state is not None:
-            params["status"] = (parse_state(state) if isinstance(state, str) else state).value
-        if page_token:
-            params["pageToken"] = page_token
-        if status_timestamp_after:
-            params["statusTimestampAfter"] = status_timestamp_after
-        if history_length is not None:
-            params["historyLength"] = history_length
-        if include_artifacts:
-            params["includeArtifacts"] = True
-        version = await self.version()
-        raw = await self._call("list", params)
-        return self._decode(list_from_03 if version == "0.3" else _list_result.decode, raw)
+        if isinstance(state, str):
+            state = parse_state(state)
+        request = ListTasksRequest(
+            context_id=context_id or "",
+            status=state.value if state is not None else "",
+            page_size=page_size,
+            page_token=page_token,
+            status_timestamp_after=status_timestamp_after or "",
+            history_length=history_length if history_length is not None else UNSET,
+            include_artifacts=include_artifacts,
+        )
+        dialect = await self._speaking()
+        raw = await self._call(Operation.LIST, dialect.encode_list(request))
+        return self._decode(dialect.decode_page, raw)
 
     async def list_tasks(
         self,
@@ -368,12 +342,13 @@ class Client:
         ``Last-Event-ID``, so a server that keeps an event log (a2ad does) replays
         what was missed. Up to ``reconnect`` attempts in a row without a new
         update, waiting ``backoff`` seconds, doubled each time (at most 10 s)."""
+        params = (await self._speaking()).encode_task_id(TaskIdRequest(id=task_id))
         failures = 0
         seen_any = False  # an event arrived: from then on a broken stream is retried
         while True:
             try:
                 async for event_id, item in self._sse(
-                    "subscribe", {"id": task_id}, last_event_id=last_event_id
+                    Operation.SUBSCRIBE, params, last_event_id=last_event_id
                 ):
                     if not isinstance(item, Task):
                         failures = 0  # an update: progress (a snapshot may be a repeat)
@@ -424,35 +399,19 @@ class Client:
             metadata=metadata if metadata is not None else UNSET,
         )
 
-    @staticmethod
-    def _send_params(request: SendMessageRequest, version: Version) -> Any:
-        return send_params_to_03(request) if version == "0.3" else msgspec.to_builtins(request)
-
-    async def _task_call(self, op: str, params: dict[str, Any]) -> Task:
-        version = await self.version()
-        raw = await self._call(op, params)
-        if version == "1.0":
-            return self._decode(_task_result.decode, raw)
-        result = self._decode(result_from_03, raw)
-        if not isinstance(result, Task):
-            raise self._bad(f"a {type(result).__name__} where a task belongs")
-        return result
-
-    def _rpc_body(self, op: str, params: Any) -> tuple[bytes, dict[str, str]]:
-        assert self._version is not None
+    def _rpc_body(self, op: Operation, params: bytes) -> tuple[bytes, dict[str, str]]:
+        assert self._dialect is not None
         self._ids += 1
         body = {
             "jsonrpc": "2.0",
             "id": self._ids,
-            "method": _METHODS[self._version][op],
-            "params": params,
+            "method": method_name(self._dialect, op),
+            "params": msgspec.Raw(params),
         }
-        headers = {"Content-Type": "application/json", **self._headers}
-        if self._version == "1.0":
-            headers["A2A-Version"] = "1.0"
+        headers = {"Content-Type": "application/json", **self._headers, **self._dialect.headers}
         return msgspec.json.encode(body), headers
 
-    async def _call(self, op: str, params: Any) -> bytes:
+    async def _call(self, op: Operation, params: bytes) -> bytes:
         """One JSON-RPC call; returns the raw JSON of its ``result``."""
         body, headers = self._rpc_body(op, params)
         assert self._endpoint is not None
@@ -471,9 +430,9 @@ class Client:
         return bytes(envelope["result"])
 
     async def _sse(
-        self, op: str, params: Any, *, last_event_id: str | None = None
+        self, op: Operation, params: bytes, *, last_event_id: str | None = None
     ) -> AsyncIterator[tuple[str, StreamEvent]]:
-        version = await self.version()
+        dialect = await self._speaking()
         body, headers = self._rpc_body(op, params)
         headers["Accept"] = "text/event-stream"
         if last_event_id:
@@ -498,19 +457,10 @@ class Client:
                 async for sse in source.aiter_sse():
                     if not sse.data:
                         continue
-                    yield sse.id, self._stream_item(sse, version)
+                    raw = self._result(sse.data.encode(), 200)
+                    yield sse.id, self._decode(dialect.decode_stream_item, raw)
         except httpx.HTTPError as exc:
             raise self._unreachable(exc) from None
-
-    def _stream_item(self, sse: ServerSentEvent, version: Version) -> StreamEvent:
-        raw = self._result(sse.data.encode(), 200)
-        if version == "0.3":
-            return self._decode(result_from_03, raw)
-        item = self._decode(_wrapped.decode, raw)
-        for value in (item.task, item.message, item.status_update, item.artifact_update):
-            if value is not UNSET:
-                return value
-        raise self._bad("a stream event with none of task, message, statusUpdate, artifactUpdate")
 
     async def _request(
         self, method: str, url: str, *, headers: dict[str, str] | None = None, **kwargs: Any
@@ -539,7 +489,10 @@ class Client:
         try:
             return decode(raw)
         except (msgspec.DecodeError, A2AError, ValueError) as exc:
-            raise self._bad(f"a result that is not valid A2A {self._version}: {exc}") from None
+            assert self._dialect is not None  # chosen before any call
+            raise self._bad(
+                f"a result that is not valid A2A {self._dialect.version}: {exc}"
+            ) from None
 
     def _bad(self, what: str) -> ClientError:
         return ClientError(f"{self.url} answered {what}", url=self.url)

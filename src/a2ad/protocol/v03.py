@@ -10,12 +10,19 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Annotated, Any, ClassVar
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Annotated, Any, ClassVar, Literal
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType, field
 
-from .errors import InvalidParamsError
+from .errors import (
+    A2AError,
+    ExtendedAgentCardNotConfiguredError,
+    InvalidParamsError,
+    UnsupportedOperationError,
+)
 from .jsonrpc import decode_params
 from .model import (
     MAX_ID_LENGTH,
@@ -39,8 +46,10 @@ from .model import (
     new_id,
     parse_state,
 )
+from .requests import TaskQuery, checked_send
+from .v1 import V1
 
-__all__ = ["V03", "list_from_03", "result_from_03", "send_params_to_03", "state_to_03"]
+__all__ = ["V03", "state_to_03"]
 
 _encode = msgspec.json.Encoder().encode
 Json = dict[str, Any]
@@ -344,6 +353,16 @@ def task_to_03(t: Task) -> Task03:
 # --- client side: 0.3 requests out, 0.3 results in (leniently: other servers) ---
 
 
+class TaskQueryParams03(_Out):
+    id: str
+    history_length: int | UnsetType = UNSET
+
+
+class TaskIdParams03(_Out):
+    id: str
+    metadata: Json | UnsetType = UNSET
+
+
 class _StatusIn(_In):
     state: str
     message: _MessageIn | None = None
@@ -439,7 +458,7 @@ def _task_from_03(t: _TaskIn | _ResultIn) -> Task:
 ClientItem = Task | Message | TaskStatusUpdateEvent | TaskArtifactUpdateEvent
 
 
-def result_from_03(raw: bytes | msgspec.Raw) -> ClientItem:
+def _result_from_03(raw: bytes) -> ClientItem:
     """A 0.3 result (of message/send, tasks/get, tasks/cancel, or one stream
     event) as the 1.0 model. Raises InvalidParamsError or msgspec.ValidationError
     when it is none of them."""
@@ -476,7 +495,7 @@ def result_from_03(raw: bytes | msgspec.Raw) -> ClientItem:
     raise InvalidParamsError(f"not an A2A 0.3 result of kind {kind!r}")
 
 
-def list_from_03(raw: bytes | msgspec.Raw) -> ListTasksResponse:
+def _list_from_03(raw: bytes) -> ListTasksResponse:
     page = msgspec.json.decode(raw, type=_ListIn)
     return ListTasksResponse(
         tasks=[_task_from_03(t) for t in page.tasks],
@@ -486,7 +505,7 @@ def list_from_03(raw: bytes | msgspec.Raw) -> ListTasksResponse:
     )
 
 
-def send_params_to_03(request: SendMessageRequest) -> dict[str, Any]:
+def _send_params_to_03(request: SendMessageRequest) -> dict[str, Any]:
     """``message/send`` / ``message/stream`` params for a 1.0 request."""
     params: dict[str, Any] = {"message": msgspec.to_builtins(message_to_03(request.message))}
     config = request.configuration
@@ -503,22 +522,22 @@ def send_params_to_03(request: SendMessageRequest) -> dict[str, Any]:
 
 
 class V03:
-    """Codec for A2A 0.3 JSON-RPC (slash methods, ``kind`` fields)."""
+    """Codec for A2A 0.3 JSON-RPC (slash methods, ``kind`` fields); a ``Dialect``."""
 
-    version = "0.3"
-    methods: ClassVar[dict[str, str]] = {
-        "message/send": "send",
-        "message/stream": "stream",
-        "tasks/get": "get",
-        "tasks/list": "list",
-        "tasks/cancel": "cancel",
-        "tasks/resubscribe": "subscribe",
-        "tasks/pushNotificationConfig/set": "push_config",
-        "tasks/pushNotificationConfig/get": "push_config",
-        "tasks/pushNotificationConfig/list": "push_config",
-        "tasks/pushNotificationConfig/delete": "push_config",
-        "agent/getAuthenticatedExtendedCard": "extended_card",
-    }
+    version: ClassVar[Literal["0.3"]] = "0.3"
+    # 0.3 is what a request without an A2A-Version header speaks.
+    headers: ClassVar[Mapping[str, str]] = MappingProxyType({})
+
+    @staticmethod
+    def wire_error(error: A2AError, method: str) -> A2AError:
+        # 0.3 has no "not declared" answer for the extended card: only -32007.
+        if method == "agent/getAuthenticatedExtendedCard" and isinstance(
+            error, UnsupportedOperationError
+        ):
+            return ExtendedAgentCardNotConfiguredError(
+                f"{method}: this agent has no authenticated extended card"
+            )
+        return error
 
     @staticmethod
     def decode_send(raw: msgspec.Raw, method: str) -> SendMessageRequest:
@@ -534,11 +553,17 @@ class V03:
                     c.push_notification_config if c.push_notification_config is not None else UNSET
                 ),
             )
-        return SendMessageRequest(
-            message=_message_from_03(p.message),
-            configuration=config,
-            metadata=p.metadata if p.metadata is not None else UNSET,
+        return checked_send(
+            SendMessageRequest(
+                message=_message_from_03(p.message),
+                configuration=config,
+                metadata=p.metadata if p.metadata is not None else UNSET,
+            )
         )
+
+    @staticmethod
+    def encode_send(request: SendMessageRequest) -> bytes:
+        return _encode(_send_params_to_03(request))
 
     @staticmethod
     def decode_get(raw: msgspec.Raw, method: str) -> GetTaskRequest:
@@ -548,8 +573,17 @@ class V03:
         )
 
     @staticmethod
-    def decode_list(raw: msgspec.Raw, method: str) -> ListTasksRequest:
-        return decode_params(raw, ListTasksRequest, method=method)
+    def encode_get(request: GetTaskRequest) -> bytes:
+        return _encode(TaskQueryParams03(id=request.id, history_length=request.history_length))
+
+    # 0.3 has no list method; a2ad's tasks/list takes the 1.0 ListTasks params.
+    @staticmethod
+    def decode_list(raw: msgspec.Raw, method: str) -> TaskQuery:
+        return V1.decode_list(raw, method)
+
+    @staticmethod
+    def encode_list(request: ListTasksRequest) -> bytes:
+        return V1.encode_list(request)
 
     @staticmethod
     def decode_task_id(raw: msgspec.Raw, method: str) -> TaskIdRequest:
@@ -557,8 +591,8 @@ class V03:
         return TaskIdRequest(id=p.id, metadata=p.metadata if p.metadata is not None else UNSET)
 
     @staticmethod
-    def encode_task(task: Task) -> bytes:
-        return _encode(task_to_03(task))
+    def encode_task_id(request: TaskIdRequest) -> bytes:
+        return _encode(TaskIdParams03(id=request.id, metadata=request.metadata))
 
     @staticmethod
     def encode_send_result(result: Task | Message) -> bytes:
@@ -567,7 +601,25 @@ class V03:
         return _encode(message_to_03(result))
 
     @staticmethod
-    def encode_list(page: ListTasksResponse) -> bytes:
+    def decode_send_result(raw: bytes) -> Task | Message:
+        result = _result_from_03(raw)
+        if not isinstance(result, Task | Message):
+            raise ValueError(f"a {type(result).__name__} where a task or message belongs")
+        return result
+
+    @staticmethod
+    def encode_task(task: Task) -> bytes:
+        return _encode(task_to_03(task))
+
+    @staticmethod
+    def decode_task(raw: bytes) -> Task:
+        result = _result_from_03(raw)
+        if not isinstance(result, Task):
+            raise ValueError(f"a {type(result).__name__} where a task belongs")
+        return result
+
+    @staticmethod
+    def encode_page(page: ListTasksResponse) -> bytes:
         return _encode(
             ListTasks03(
                 tasks=[task_to_03(t) for t in page.tasks],
@@ -576,6 +628,10 @@ class V03:
                 total_size=page.total_size,
             )
         )
+
+    @staticmethod
+    def decode_page(raw: bytes) -> ListTasksResponse:
+        return _list_from_03(raw)
 
     @staticmethod
     def encode_stream_item(
@@ -604,3 +660,7 @@ class V03:
                 metadata=item.metadata,
             )
         return _encode(out)
+
+    @staticmethod
+    def decode_stream_item(raw: bytes) -> ClientItem:
+        return _result_from_03(raw)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import ClassVar, Literal
 
 import msgspec
+from msgspec import UNSET
 
-from .errors import InvalidParamsError
+from .errors import A2AError, InvalidParamsError
 from .jsonrpc import decode_params
 from .model import (
     MAX_PARTS,
@@ -15,34 +18,33 @@ from .model import (
     ListTasksResponse,
     Message,
     SendMessageRequest,
+    SendMessageResponse,
+    StreamResponse,
     Task,
     TaskArtifactUpdateEvent,
     TaskIdRequest,
     TaskStatusUpdateEvent,
 )
+from .requests import TaskQuery, checked_send, task_query
 
 __all__ = ["V1"]
 
 _encode = msgspec.json.Encoder().encode
+_send_result = msgspec.json.Decoder(SendMessageResponse).decode
+_stream_item = msgspec.json.Decoder(StreamResponse).decode
+_task = msgspec.json.Decoder(Task).decode
+_page = msgspec.json.Decoder(ListTasksResponse).decode
 
 
 class V1:
-    """Codec for A2A 1.0 JSON-RPC (PascalCase methods, ProtoJSON)."""
+    """Codec for A2A 1.0 JSON-RPC (PascalCase methods, ProtoJSON); a ``Dialect``."""
 
-    version = "1.0"
-    methods: ClassVar[dict[str, str]] = {
-        "SendMessage": "send",
-        "SendStreamingMessage": "stream",
-        "GetTask": "get",
-        "ListTasks": "list",
-        "CancelTask": "cancel",
-        "SubscribeToTask": "subscribe",
-        "CreateTaskPushNotificationConfig": "push_config",
-        "GetTaskPushNotificationConfig": "push_config",
-        "ListTaskPushNotificationConfigs": "push_config",
-        "DeleteTaskPushNotificationConfig": "push_config",
-        "GetExtendedAgentCard": "extended_card",
-    }
+    version: ClassVar[Literal["1.0"]] = "1.0"
+    headers: ClassVar[Mapping[str, str]] = MappingProxyType({"A2A-Version": "1.0"})
+
+    @staticmethod
+    def wire_error(error: A2AError, method: str) -> A2AError:
+        return error
 
     @staticmethod
     def decode_send(raw: msgspec.Raw, method: str) -> SendMessageRequest:
@@ -53,23 +55,38 @@ class V1:
                 f"{len(request.message.parts)} parts; at most {MAX_PARTS} are allowed",
                 field="message.parts",
             )
-        return request
+        return checked_send(request)
+
+    @staticmethod
+    def encode_send(request: SendMessageRequest) -> bytes:
+        return _encode(request)
 
     @staticmethod
     def decode_get(raw: msgspec.Raw, method: str) -> GetTaskRequest:
         return decode_params(raw, GetTaskRequest, method=method)
 
     @staticmethod
-    def decode_list(raw: msgspec.Raw, method: str) -> ListTasksRequest:
-        return decode_params(raw, ListTasksRequest, method=method)
+    def encode_get(request: GetTaskRequest) -> bytes:
+        return _encode(request)
+
+    @staticmethod
+    def decode_list(raw: msgspec.Raw, method: str) -> TaskQuery:
+        return task_query(decode_params(raw, ListTasksRequest, method=method))
+
+    @staticmethod
+    def encode_list(request: ListTasksRequest) -> bytes:
+        # pageSize goes out even at its default: another server's default may differ.
+        params = msgspec.to_builtins(request)
+        params["pageSize"] = request.page_size
+        return _encode(params)
 
     @staticmethod
     def decode_task_id(raw: msgspec.Raw, method: str) -> TaskIdRequest:
         return decode_params(raw, TaskIdRequest, method=method)
 
     @staticmethod
-    def encode_task(task: Task) -> bytes:
-        return _encode(task)
+    def encode_task_id(request: TaskIdRequest) -> bytes:
+        return _encode(request)
 
     @staticmethod
     def encode_send_result(result: Task | Message) -> bytes:
@@ -77,8 +94,29 @@ class V1:
         return b'{"%s":%s}' % (key, _encode(result))
 
     @staticmethod
-    def encode_list(page: ListTasksResponse) -> bytes:
+    def decode_send_result(raw: bytes) -> Task | Message:
+        result = _send_result(raw)
+        if result.task is not UNSET:
+            return result.task
+        if result.message is not UNSET:
+            return result.message
+        raise ValueError("a SendMessage result with neither `task` nor `message`")
+
+    @staticmethod
+    def encode_task(task: Task) -> bytes:
+        return _encode(task)
+
+    @staticmethod
+    def decode_task(raw: bytes) -> Task:
+        return _task(raw)
+
+    @staticmethod
+    def encode_page(page: ListTasksResponse) -> bytes:
         return _encode(page)
+
+    @staticmethod
+    def decode_page(raw: bytes) -> ListTasksResponse:
+        return _page(raw)
 
     @staticmethod
     def encode_stream_item(
@@ -94,3 +132,13 @@ class V1:
         else:
             key = b"artifactUpdate"
         return b'{"%s":%s}' % (key, _encode(item))
+
+    @staticmethod
+    def decode_stream_item(
+        raw: bytes,
+    ) -> Task | Message | TaskStatusUpdateEvent | TaskArtifactUpdateEvent:
+        item = _stream_item(raw)
+        for value in (item.task, item.message, item.status_update, item.artifact_update):
+            if value is not UNSET:
+                return value
+        raise ValueError("a stream event with none of task, message, statusUpdate, artifactUpdate")

@@ -14,7 +14,9 @@ from ..protocol.jsonrpc import encode_error
 from ..store.base import StoreError, TaskStore
 from ..store.memory import MemoryStore
 from .card import CARD_PATHS, serve_card
+from .handler import RequestHandler
 from .jsonrpc import MAX_BODY_BYTES, JsonRpcEndpoint
+from .sse import KEEPALIVE_SECONDS
 from .types import Receive, Scope, Send, respond
 
 __all__ = ["A2AApp", "create_app", "load_agent"]
@@ -28,11 +30,21 @@ class A2AApp:
     """The a2ad ASGI app. ``engine`` is open from construction; the ASGI lifespan
     (or ``aclose``) stops running agents and closes the store."""
 
-    def __init__(self, engine: Engine, *, max_body_bytes: int = MAX_BODY_BYTES) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        keepalive_seconds: float = KEEPALIVE_SECONDS,
+    ) -> None:
         self.engine = engine
         self.agent = engine.agent
         self.store = engine.store
-        self._jsonrpc = JsonRpcEndpoint(engine, max_body_bytes=max_body_bytes)
+        self._jsonrpc = JsonRpcEndpoint(
+            RequestHandler(engine),
+            max_body_bytes=max_body_bytes,
+            keepalive_seconds=keepalive_seconds,
+        )
         self._card_cache: dict[str, tuple[bytes, bytes]] = {}
 
     async def aclose(self) -> None:

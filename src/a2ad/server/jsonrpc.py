@@ -1,9 +1,11 @@
-"""The JSON-RPC endpoint: pick the protocol version, decode, call the engine, answer.
+"""The JSON-RPC binding: a thin adapter over the request handler.
 
-Version selection (A2A 1.0 §3.6, and docs/protocol.md): the ``A2A-Version`` header
-or query parameter; missing or empty means 0.3; ``1.0``/``1.0.x`` means 1.0. A
-method of the other version gets VersionNotSupported naming the header to send;
-a name in neither version is MethodNotFound.
+Read the body, decode the envelope, look up (dialect, operation) from the
+method and the ``A2A-Version`` header (or query parameter of that name), decode
+the params with the dialect, call the handler, encode the answer: one JSON
+result, or an SSE stream for the streaming operations. Every A2AError becomes a
+JSON-RPC error in the dialect's terms; anything else is logged with an incident
+id and answered -32603 with that id, never a traceback.
 """
 
 from __future__ import annotations
@@ -14,23 +16,13 @@ from urllib.parse import parse_qsl
 
 import msgspec
 
-from ..engine import Engine
-from ..protocol.errors import (
-    A2AError,
-    ExtendedAgentCardNotConfiguredError,
-    InternalError,
-    InvalidRequestError,
-    MethodNotFoundError,
-    PushNotificationNotSupportedError,
-    UnsupportedOperationError,
-    VersionNotSupportedError,
-)
+from ..engine import EventStream
+from ..protocol.dialect import Dialect, Operation, requested_version, resolve
+from ..protocol.errors import A2AError, InternalError, InvalidRequestError
 from ..protocol.jsonrpc import RequestId, decode_request, encode_error, encode_result
-from ..protocol.requests import checked_send, task_query
 from ..protocol.types import StreamItem
-from ..protocol.v03 import V03
-from ..protocol.v1 import V1
-from .sse import stream_sse
+from .handler import RequestHandler
+from .sse import KEEPALIVE_SECONDS, stream_sse
 from .types import Receive, Scope, Send, header, respond
 
 __all__ = ["MAX_BODY_BYTES", "JsonRpcEndpoint"]
@@ -38,48 +30,14 @@ __all__ = ["MAX_BODY_BYTES", "JsonRpcEndpoint"]
 log = logging.getLogger("a2ad.server")
 
 MAX_BODY_BYTES = 10 * 1024 * 1024
-Dialect = type[V1] | type[V03]
-_DIALECTS: dict[str, Dialect] = {"1.0": V1, "0.3": V03}
 
 
-def requested_version(scope: Scope) -> str:
+def _version_text(scope: Scope) -> str:
     value = header(scope, b"a2a-version").strip()
     if not value and scope.get("query_string"):
         query = dict(parse_qsl(scope["query_string"].decode("latin-1")))
-        value = query.get("A2A-Version", "").strip()
-    if not value:
-        return "0.3"
-    return ".".join(value.split(".")[:2])
-
-
-def pick_dialect(version: str, method: str) -> tuple[Dialect, str]:
-    dialect = _DIALECTS.get(version)
-    if dialect is None:
-        raise VersionNotSupportedError(
-            f"A2A-Version {version} is not supported; this server speaks 1.0 "
-            "(send the header A2A-Version: 1.0) and 0.3 (send no A2A-Version header)",
-            metadata={"requestedVersion": version, "supportedVersions": "1.0,0.3"},
-        )
-    operation = dialect.methods.get(method)
-    if operation is not None:
-        return dialect, operation
-    for other in _DIALECTS.values():
-        if method in other.methods:
-            how = (
-                "send the header A2A-Version: 1.0"
-                if other is V1
-                else "send it without an A2A-Version header (or with A2A-Version: 0.3)"
-            )
-            raise VersionNotSupportedError(
-                f"{method} is an A2A {other.version} method but the request asked for "
-                f"A2A {version}; {how}",
-                metadata={
-                    "method": method,
-                    "methodVersion": other.version,
-                    "requestedVersion": version,
-                },
-            )
-    raise MethodNotFoundError(f"Method not found: {method}", metadata={"method": method})
+        value = query.get("A2A-Version", "")
+    return value
 
 
 def _event_id(text: str) -> int | None:
@@ -90,9 +48,16 @@ def _event_id(text: str) -> int | None:
 
 
 class JsonRpcEndpoint:
-    def __init__(self, engine: Engine, *, max_body_bytes: int = MAX_BODY_BYTES) -> None:
-        self.engine = engine
+    def __init__(
+        self,
+        handler: RequestHandler,
+        *,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        keepalive_seconds: float = KEEPALIVE_SECONDS,
+    ) -> None:
+        self.handler = handler
         self.max_body_bytes = max_body_bytes
+        self.keepalive_seconds = keepalive_seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         body = await self._read_body(receive)
@@ -103,25 +68,19 @@ class JsonRpcEndpoint:
             await respond(send, 413, encode_error(None, error))
             return
         request_id: RequestId = None
+        dialect: Dialect | None = None
+        method = ""
         try:
             request = decode_request(body)
-            request_id = request.id  # type: ignore[assignment]
-            dialect, operation = pick_dialect(requested_version(scope), request.method)
-            if operation in ("stream", "subscribe"):
-                await self._stream(
-                    scope,
-                    receive,
-                    send,
-                    dialect,
-                    operation,
-                    request.method,
-                    request.params,
-                    request_id,
-                )
-                return
-            result = await self._call(dialect, operation, request.method, request.params)
+            request_id, method = request.id, request.method  # type: ignore[assignment]
+            dialect, operation = resolve(requested_version(_version_text(scope)), method)
+            if operation.streaming:
+                events = await self._open_stream(scope, dialect, operation, method, request.params)
+            else:
+                result = await self._call(dialect, operation, method, request.params)
         except A2AError as exc:
-            await respond(send, 200, encode_error(request_id, exc))
+            wire = dialect.wire_error(exc, method) if dialect is not None else exc
+            await respond(send, 200, encode_error(request_id, wire))
             return
         except Exception:
             incident = uuid.uuid4().hex[:12]
@@ -131,7 +90,15 @@ class JsonRpcEndpoint:
             )
             await respond(send, 200, encode_error(request_id, internal))
             return
-        await respond(send, 200, encode_result(request_id, result))
+        if not operation.streaming:
+            await respond(send, 200, encode_result(request_id, result))
+            return
+        encode_item = dialect.encode_stream_item
+
+        def encode(item: StreamItem, last: bool) -> bytes:
+            return encode_result(request_id, encode_item(item, last))
+
+        await stream_sse(send, receive, events, encode, keepalive=self.keepalive_seconds)
 
     async def _read_body(self, receive: Receive) -> bytes | None:
         chunks: list[bytes] = []
@@ -150,58 +117,40 @@ class JsonRpcEndpoint:
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     async def _call(
-        self, dialect: Dialect, operation: str, method: str, params: msgspec.Raw
+        self, dialect: Dialect, operation: Operation, method: str, params: msgspec.Raw
     ) -> bytes:
-        engine = self.engine
-        if operation == "send":
-            return dialect.encode_send_result(
-                await engine.send(checked_send(dialect.decode_send(params, method)))
-            )
-        if operation == "get":
-            req = dialect.decode_get(params, method)
-            return dialect.encode_task(await engine.get_task(req.id, req.history_length))
-        if operation == "list":
-            query = task_query(dialect.decode_list(params, method))
-            return dialect.encode_list(await engine.list_tasks(query))
-        if operation == "cancel":
-            req_id = dialect.decode_task_id(params, method).id
-            return dialect.encode_task(await engine.cancel(req_id))
-        if operation == "push_config":
-            raise PushNotificationNotSupportedError(
-                f"{method}: push notifications are not supported by this server "
-                "(its agent card says capabilities.pushNotifications: false)"
-            )
-        if operation == "extended_card":
-            if dialect is V03:
-                raise ExtendedAgentCardNotConfiguredError(
-                    f"{method}: this agent has no authenticated extended card"
-                )
-            raise UnsupportedOperationError(
-                f"{method}: this agent has no extended agent card "
-                "(its agent card does not set capabilities.extendedAgentCard)"
-            )
-        raise MethodNotFoundError(f"Method not found: {method}")
+        handler = self.handler
+        match operation:
+            case Operation.SEND:
+                request = dialect.decode_send(params, method)
+                return dialect.encode_send_result(await handler.send_message(request))
+            case Operation.GET:
+                task = await handler.get_task(dialect.decode_get(params, method))
+                return dialect.encode_task(task)
+            case Operation.LIST:
+                page = await handler.list_tasks(dialect.decode_list(params, method))
+                return dialect.encode_page(page)
+            case Operation.CANCEL:
+                task = await handler.cancel_task(dialect.decode_task_id(params, method))
+                return dialect.encode_task(task)
+            case Operation.EXTENDED_CARD:
+                await handler.get_extended_agent_card(method)
+        assert operation.push_config, operation
+        await handler.push_config(method)
 
-    async def _stream(
+    async def _open_stream(
         self,
         scope: Scope,
-        receive: Receive,
-        send: Send,
         dialect: Dialect,
-        operation: str,
+        operation: Operation,
         method: str,
         params: msgspec.Raw,
-        request_id: RequestId,
-    ) -> None:
-        if operation == "stream":
-            events = await self.engine.stream(checked_send(dialect.decode_send(params, method)))
-        else:
-            task_id = dialect.decode_task_id(params, method).id
-            last = header(scope, b"last-event-id").strip()
-            events = await self.engine.subscribe(task_id, last_event_id=_event_id(last))
-        encode_item = dialect.encode_stream_item
-
-        def encode(item: StreamItem, last: bool) -> bytes:
-            return encode_result(request_id, encode_item(item, last))
-
-        await stream_sse(send, receive, events, encode)
+    ) -> EventStream:
+        """The stream's events, or an A2AError before anything is sent (then the
+        answer is an ordinary JSON-RPC error, not a stream)."""
+        if operation is Operation.STREAM:
+            return await self.handler.send_streaming_message(dialect.decode_send(params, method))
+        last = header(scope, b"last-event-id").strip()
+        return await self.handler.subscribe_to_task(
+            dialect.decode_task_id(params, method), last_event_id=_event_id(last)
+        )
