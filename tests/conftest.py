@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import socket
 import threading
 import time
@@ -127,8 +128,15 @@ def live(app: A2AApp) -> Iterator[LiveServer]:
 
 
 async def wait_for(predicate: Any, timeout: float = 5.0) -> None:
+    """Poll ``predicate`` (a plain or an async function, such as one that reads a
+    task back) until it is true; fail the test after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
-    while not predicate():
+    while True:
+        met = predicate()
+        if inspect.isawaitable(met):
+            met = await met
+        if met:
+            return
         if time.monotonic() > deadline:
             raise AssertionError("condition not met in time")
         await asyncio.sleep(0.005)

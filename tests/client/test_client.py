@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -34,7 +35,7 @@ from a2ad.protocol.errors import (
     UnsupportedOperationError,
 )
 
-from ..conftest import LiveServer, free_port
+from ..conftest import LiveServer, free_port, wait_for
 from ..scripted import ScriptedAgent
 
 
@@ -207,18 +208,18 @@ async def test_invalid_params_name_the_field(client: Client) -> None:
 async def test_subscribe_follows_a_task_to_its_end(client: Client, agent: ScriptedAgent) -> None:
     task = await client.send("input which?", wait=False)
     assert isinstance(task, Task)
-    for _ in range(100):
-        if (await client.get_task(task.id)).status.state is TaskState.INPUT_REQUIRED:
-            break
-        await asyncio.sleep(0.01)
 
-    async def follow() -> list[Any]:
-        return [item async for item in client.subscribe(task.id)]
+    async def asking() -> bool:
+        return (await client.get_task(task.id)).status.state is TaskState.INPUT_REQUIRED
 
-    following = asyncio.create_task(follow())
-    await asyncio.sleep(0.2)
-    await client.send("red", task_id=task.id)
-    items = await asyncio.wait_for(following, 5)
+    await wait_for(asking)
+    async with asyncio.timeout(5):
+        following = client.subscribe(task.id)
+        # The server sends the task only once the subscription is in place, so the
+        # answer below cannot slip past it.
+        items = [await anext(following)]
+        await client.send("red", task_id=task.id)
+        items += [item async for item in following]
     assert words(items)[0] == "task:input-required"
     assert words(items)[-1] == "status:completed"
 
@@ -252,7 +253,7 @@ async def test_subscribe_reconnects_and_resumes_after_the_last_event(
                 seen.append(item)
 
         following = asyncio.create_task(follow())
-        await _until(lambda: len(seen) >= 1)
+        await wait_for(lambda: len(seen) >= 1)
         first.stop()  # the stream breaks; subscribe keeps retrying
         second = _Server(create_app(agent, store=store), port)
         second.start()
@@ -331,20 +332,16 @@ class _Server:
 
     def start(self) -> None:
         self.thread.start()
+        deadline = time.monotonic() + 10
         while not self.server.started:
-            threading.Event().wait(0.01)
+            # uvicorn offers a flag, not an event; a thread that ended will never set it.
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"uvicorn did not start on {self.url}")
+            time.sleep(0.01)
 
     def stop(self) -> None:
         self.server.should_exit = True
         self.thread.join(10)
-
-
-async def _until(predicate: Any, timeout: float = 5.0) -> None:
-    for _ in range(int(timeout / 0.01)):
-        if predicate():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("condition not met in time")
 
 
 async def test_sync_client_inside_a_running_loop_says_to_use_client(live: LiveServer) -> None:

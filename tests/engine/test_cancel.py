@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 import httpx
 import pytest
 
-from a2ad import Agent, TaskContext, TaskState, create_app
+from a2ad import Agent, EchoAgent, TaskContext, TaskState, create_app
 from a2ad.protocol.errors import TaskNotCancelableError
 
 from ..conftest import LiveServer, Rpc, wait_for
 from ..scripted import ScriptedAgent
 from ..server.sse_client import Dialect, body, frames, kind, rpc_body, state
+
+T = TypeVar("T")
 
 
 @pytest.fixture(params=[True, False], ids=["v1.0", "v0.3"])
@@ -141,30 +144,48 @@ async def test_concurrent_double_cancels_of_many_tasks_each_cancel_exactly_once(
 
 
 class RacingAgent(Agent):
-    """Works, then completes as soon as the test releases it."""
+    """Works, then completes as soon as the test releases it; says when its run ended."""
 
     name = "racing"
 
     def __init__(self) -> None:
         self.release: dict[str, asyncio.Event] = {}
         self.completed: dict[str, bool] = {}
+        self.ended: dict[str, asyncio.Event] = {}
+
+    def ended_event(self, task_id: str) -> asyncio.Event:
+        return self.ended.setdefault(task_id, asyncio.Event())
 
     async def run(self, ctx: TaskContext) -> None:
         release = self.release.setdefault(ctx.task_id, asyncio.Event())
-        await ctx.working()
-        await release.wait()
-        self.completed[ctx.task_id] = await ctx.complete("done")
+        try:
+            await ctx.working()
+            await release.wait()
+            self.completed[ctx.task_id] = await ctx.complete("done")
+        finally:
+            self.ended_event(ctx.task_id).set()
 
 
-async def _yield(times: int) -> None:
-    for _ in range(times):
+async def _turns(count: int) -> None:
+    # Staggers the two sides of a race by whole loop turns. Nothing is expected to
+    # have happened after them: each turn only shifts where the race is met.
+    for _ in range(count):
         await asyncio.sleep(0)
+
+
+CANCEL_FIRST = (-1, 0)  # cancel returns before the agent is released
+COMPLETE_FIRST = (0, -1)  # the agent's run has ended before cancel is asked
+# (turns before the cancel, turns before the release). Today the release wins from
+# about two turns ahead; the cancel side reaches further so that a few more awaits on
+# either path still leave races that go each way.
+RACES = [(c, r) for c in range(8) for r in range(4)]
 
 
 async def test_cancel_racing_completion_has_exactly_one_winner_and_the_state_holds() -> None:
     agent = RacingAgent()
     app = create_app(agent)
     engine = app.engine
+    schedules = [CANCEL_FIRST, COMPLETE_FIRST, *RACES]
     try:
         async with httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url="http://a2ad.test"
@@ -172,31 +193,48 @@ async def test_cancel_racing_completion_has_exactly_one_winner_and_the_state_hol
             rpc = Rpc(client)
             d = Dialect(True)
             ids = []
-            for _ in range(32):
+            for _ in schedules:
                 r = await call(rpc, d, "send", d.message("go", immediately=True))
                 ids.append(r["result"]["task"]["id"])
-            for task_id in ids:
-                while (await engine.get_task(task_id)).status.state is not TaskState.WORKING:
-                    await asyncio.sleep(0.005)
 
-            async def cancel(task_id: str, delay: int) -> TaskState | None:
-                await _yield(delay)
+            async def all_working() -> bool:
+                tasks = [await engine.get_task(task_id) for task_id in ids]
+                return all(t.status.state is TaskState.WORKING for t in tasks)
+
+            await wait_for(all_working)
+
+            async def cancel(task_id: str) -> TaskState | None:
                 try:
                     return (await engine.cancel(task_id)).status.state
                 except TaskNotCancelableError as exc:
                     assert str(exc) == "Task not cancelable: already completed"
                     return None
 
-            async def complete(task_id: str, delay: int) -> None:
-                await _yield(delay)
+            async def release(task_id: str) -> None:
                 agent.release[task_id].set()
-                await wait_for(lambda: not engine.runner.is_running(task_id), timeout=3.0)
+                async with asyncio.timeout(3):
+                    await agent.ended_event(task_id).wait()
+
+            async def later(turns: int, step: Coroutine[Any, Any, T]) -> T:
+                await _turns(turns)
+                return await step
 
             outcomes: dict[str, TaskState] = {}
-            for n, task_id in enumerate(ids):
-                canceled, _ = await asyncio.gather(
-                    cancel(task_id, n % 4), complete(task_id, (n // 4) % 4)
-                )
+            for task_id, schedule in zip(ids, schedules, strict=True):
+                if schedule == CANCEL_FIRST:
+                    canceled = await cancel(task_id)
+                    await release(task_id)
+                    assert canceled is TaskState.CANCELED
+                elif schedule == COMPLETE_FIRST:
+                    await release(task_id)
+                    canceled = await cancel(task_id)
+                    assert canceled is None
+                else:
+                    cancel_turns, release_turns = schedule
+                    canceled, _ = await asyncio.gather(
+                        later(cancel_turns, cancel(task_id)),
+                        later(release_turns, release(task_id)),
+                    )
                 now = (await engine.get_task(task_id)).status.state
                 if canceled is TaskState.CANCELED:
                     assert now is TaskState.CANCELED
@@ -207,17 +245,38 @@ async def test_cancel_racing_completion_has_exactly_one_winner_and_the_state_hol
                     assert agent.completed[task_id] is True
                 outcomes[task_id] = now
 
-            await asyncio.sleep(0.05)
+            # Shutdown returns once nothing the engine runs for these tasks is left,
+            # so a late write from either side would have landed by then.
+            await engine.shutdown()
             for task_id, final in outcomes.items():
                 assert (await engine.get_task(task_id)).status.state is final
-            # Both orders happened, so the race was really run both ways.
+            # Both winners were met (the two ordered schedules see to it), so both
+            # branches of the checks above ran.
             assert set(outcomes.values()) == {TaskState.CANCELED, TaskState.COMPLETED}
     finally:
         await app.aclose()
 
 
+class WatchedEcho(EchoAgent):
+    """The echo agent, recording which runs started and how each ended."""
+
+    def __init__(self) -> None:
+        self.started: set[str] = set()
+        self.ended: dict[str, str] = {}
+
+    async def run(self, ctx: TaskContext) -> None:
+        self.started.add(ctx.task_id)
+        try:
+            await super().run(ctx)
+        except asyncio.CancelledError:
+            self.ended[ctx.task_id] = "cancelled"
+            raise
+        self.ended[ctx.task_id] = "returned"
+
+
 async def test_echo_sleep_is_stopped_by_the_time_cancel_returns() -> None:
-    app = create_app()
+    agent = WatchedEcho()
+    app = create_app(agent)
     try:
         async with httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url="http://a2ad.test"
@@ -231,17 +290,18 @@ async def test_echo_sleep_is_stopped_by_the_time_cancel_returns() -> None:
                 },
             )
             task_id = r["result"]["id"]
-            for _ in range(1000):
+
+            async def working() -> bool:
                 got = await rpc("tasks/get", {"id": task_id})
-                if got["result"]["status"]["state"] == "working":
-                    break
-                await asyncio.sleep(0.005)
-            assert app.engine.runner.is_running(task_id)
+                return bool(got["result"]["status"]["state"] == "working")
+
+            await wait_for(working)
+            assert task_id in agent.started and task_id not in agent.ended
 
             asked = time.monotonic()
             c = await rpc("tasks/cancel", {"id": task_id})
             took = time.monotonic() - asked
-            assert not app.engine.runner.is_running(task_id)
+            assert agent.ended.get(task_id) == "cancelled"
             assert c["result"]["status"]["state"] == "canceled"
             assert took < 0.1
             got = await rpc("tasks/get", {"id": task_id})

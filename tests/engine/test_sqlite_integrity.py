@@ -10,6 +10,7 @@ import asyncio
 import json
 import logging
 import random
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,6 @@ from a2ad import (
     TaskStatusUpdateEvent,
     create_app,
 )
-from a2ad.engine.engine import StreamItem
 from a2ad.store.base import LoggedEvent
 
 from ..conftest import Rpc, wait_for
@@ -74,7 +74,7 @@ class GatedAgent(ScriptedAgent):
         await ctx.complete("done")
 
 
-def seen_event(seq: int, event: StreamItem) -> Seen:
+def seen_event(seq: int, event: object) -> Seen:
     if isinstance(event, TaskArtifactUpdateEvent):
         return (seq, "artifact", "".join(str(p.text) for p in event.artifact.parts))
     assert isinstance(event, TaskStatusUpdateEvent), event
@@ -97,11 +97,37 @@ def logged(events: list[LoggedEvent]) -> list[Seen]:
     return [seen_event(e.seq, e.event) for e in events]
 
 
+class FirstBodyWatch:
+    """The app as served, telling the test when a response marked with an
+    ``x-watch`` header has sent its first body bytes. httpx's ASGITransport hands
+    a body over only once the response has ended, too late to learn that a
+    stream that runs until the test lets it end has begun."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.first_body: dict[bytes, asyncio.Event] = {}
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        key = dict(scope.get("headers", ())).get(b"x-watch")
+        if key is None:
+            await self.app(scope, receive, send)
+            return
+        sent = self.first_body[key]
+
+        async def watched(message: Any) -> None:
+            await send(message)
+            if message["type"] == "http.response.body" and message.get("body"):
+                sent.set()
+
+        await self.app(scope, receive, watched)
+
+
 class Load:
     """The JSON-RPC client side of the load, recording every response."""
 
-    def __init__(self, client: httpx.AsyncClient) -> None:
+    def __init__(self, client: httpx.AsyncClient, watch: FirstBodyWatch) -> None:
         self.client = client
+        self.watch = watch
         self.rpc = Rpc(client)
         self.responses: list[Json] = []
 
@@ -114,8 +140,15 @@ class Load:
         r = await self.call(d.method("send"), d.message(text, **options), v1=d.v1)
         return r
 
-    async def sse(self, d: Dialect, task_id: str, last_event_id: str | None) -> list[Frame]:
+    async def sse(
+        self, d: Dialect, task_id: str, last_event_id: str | None, attached: asyncio.Event
+    ) -> list[Frame]:
+        """Subscribe and read to the end; ``attached`` is set once the server has
+        sent the first event."""
         headers = dict(d.headers)
+        key = uuid.uuid4().hex
+        self.watch.first_body[key.encode()] = attached
+        headers["x-watch"] = key
         if last_event_id is not None:
             headers["Last-Event-ID"] = last_event_id
         async with self.client.stream(
@@ -149,7 +182,8 @@ async def test_concurrent_load_on_one_sqlite_file_keeps_every_task_consistent(
     agent = GatedAgent()
     app = create_app(agent, store=SqliteStore(path), shutdown_grace=0)
     engine = app.engine
-    transport = httpx.ASGITransport(app=app)
+    watch = FirstBodyWatch(app)
+    transport = httpx.ASGITransport(app=watch)
     terminal: dict[str, str] = {}  # task id -> terminal state word, as first reported
 
     def finished(d: Dialect, task: Json) -> None:
@@ -227,11 +261,12 @@ async def test_concurrent_load_on_one_sqlite_file_keeps_every_task_consistent(
 
     watched: dict[str, list[list[Seen]]] = {}  # task id -> what each subscriber saw
 
-    async def engine_subscriber(task_id: str) -> list[Seen]:
+    async def engine_subscriber(task_id: str, attached: asyncio.Event) -> list[Seen]:
         stream = await engine.subscribe(task_id)
         out: list[Seen] = []
         try:
             first = await stream.next()
+            attached.set()
             assert first is not None and isinstance(first[1], Task), first
             assert first[0] is not None
             start = first[0]
@@ -244,8 +279,10 @@ async def test_concurrent_load_on_one_sqlite_file_keeps_every_task_consistent(
         assert [s[0] for s in out] == list(range(start + 1, start + 1 + len(out))), out
         return out
 
-    async def sse_subscriber(d: Dialect, task_id: str, last_event_id: str | None) -> list[Seen]:
-        got = await load.sse(d, task_id, last_event_id)
+    async def sse_subscriber(
+        d: Dialect, task_id: str, last_event_id: str | None, attached: asyncio.Event
+    ) -> list[Seen]:
+        got = await load.sse(d, task_id, last_event_id, attached)
         if last_event_id is None:
             head, got = got[0], got[1:]
             assert kind(head.result, d.v1) == "task", head
@@ -263,12 +300,19 @@ async def test_concurrent_load_on_one_sqlite_file_keeps_every_task_consistent(
     async def watched_task(i: int) -> None:
         d = dialect(i)
         task_id = task_of(d, await load.send(d, f"gated {GATED_STEPS}", immediately=True))["id"]
+        attached = [asyncio.Event() for _ in range(3)]
         subscribers = [
-            asyncio.ensure_future(engine_subscriber(task_id)),
-            asyncio.ensure_future(sse_subscriber(d, task_id, None)),
-            asyncio.ensure_future(sse_subscriber(dialect(i + 1), task_id, "0")),
+            asyncio.ensure_future(engine_subscriber(task_id, attached[0])),
+            asyncio.ensure_future(sse_subscriber(d, task_id, None, attached[1])),
+            asyncio.ensure_future(sse_subscriber(dialect(i + 1), task_id, "0", attached[2])),
         ]
-        await wait_for(lambda: engine.bus.subscribers(task_id) >= 3, timeout=20)
+        # A stream's first event (the task, or the replayed or live "working" update,
+        # which comes before the gate opens) is sent only once its subscription is in
+        # place. A subscriber that failed before it ends the wait too; gather reports it.
+        await wait_for(
+            lambda: all(a.is_set() for a in attached) or any(s.done() for s in subscribers),
+            timeout=20,
+        )
         await asyncio.sleep(rng.random() * 0.05)
         agent.gate(task_id).set()
         seen = await asyncio.gather(*subscribers)
@@ -292,7 +336,7 @@ async def test_concurrent_load_on_one_sqlite_file_keeps_every_task_consistent(
         return rounds
 
     async with httpx.AsyncClient(transport=transport, base_url="http://a2ad.test") as client:
-        load = Load(client)
+        load = Load(client, watch)
         async with asyncio.timeout(30):
             upkeep = asyncio.ensure_future(other_instance())
             try:

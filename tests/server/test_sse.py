@@ -358,6 +358,20 @@ def stalled_subscriber(port: int, task_id: str) -> socket.socket:
     return sock
 
 
+def read_first_event(sock: socket.socket, timeout: float) -> bytes:
+    """The response head and the stream's first event; what follows stays unread."""
+    sock.settimeout(timeout)
+    data = bytearray()
+    while True:
+        _, blank, stream = data.partition(b"\r\n\r\n")
+        if blank and b"\n\n" in stream:
+            return bytes(data)
+        chunk = sock.recv(4096)
+        if not chunk:
+            raise AssertionError(f"the stream ended before its first event: {bytes(data)!r}")
+        data += chunk
+
+
 def drain_until_closed(sock: socket.socket, timeout: float) -> bytes:
     sock.settimeout(timeout)
     data = bytearray()
@@ -386,8 +400,10 @@ async def test_stalled_subscriber_is_dropped_without_slowing_agent_or_other_read
                 async with http.stream("POST", "/", json=subscribe, headers=v1) as r:
                     it = frames(r)
                     first = await anext(it)
-                    # Both subscribers are attached before the agent starts streaming.
-                    await wait_for(lambda: app.engine.bus.subscribers(task_id) == 2)
+                    # A stream's first event is sent only once its subscription is in
+                    # place, so with one read from each, both are attached before the
+                    # agent starts streaming.
+                    head = await asyncio.to_thread(read_first_event, stalled, 5.0)
                     go = time.monotonic()
                     agent.go.set()
                     rest = [f async for f in it]
@@ -410,7 +426,7 @@ async def test_stalled_subscriber_is_dropped_without_slowing_agent_or_other_read
 
                 # The stalled connection was cut short: once drained, it is closed
                 # without ever carrying the completion.
-                data = await asyncio.to_thread(drain_until_closed, stalled, 5.0)
+                data = head + await asyncio.to_thread(drain_until_closed, stalled, 5.0)
                 assert data.startswith(b"HTTP/1.1 200")
                 assert data.count(b"artifact-update") < FLOOD_CHUNKS
                 assert b'"completed"' not in data

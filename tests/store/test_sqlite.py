@@ -46,6 +46,8 @@ from a2ad.store.base import (
 )
 from a2ad.store.sqlite import SCHEMA_VERSION, SchemaVersionError, SqliteStore
 
+from ..conftest import wait_for
+
 
 def ts(second: int) -> str:
     return f"2026-01-01T{second // 3600:02d}:{second // 60 % 60:02d}:{second % 60:02d}.000Z"
@@ -515,10 +517,21 @@ async def test_a_store_never_used_touches_no_file_and_starts_no_thread(path: Pat
 async def test_aclose_finishes_calls_already_made_then_ends_the_thread(path: Path) -> None:
     before = worker_threads()
     store = SqliteStore(path)
-    pending = [asyncio.ensure_future(store.create(new_task(f"t{i}"))) for i in range(50)]
-    await asyncio.sleep(0)  # each has made its call; none has its answer yet
-    assert worker_threads() == before + 1
-    assert not any(p.done() for p in pending)
+    made: list[str] = []
+
+    async def create(task_id: str) -> StoredTask:
+        made.append(task_id)
+        return await store.create(new_task(task_id))
+
+    with raw(path) as other:
+        # Another connection's write lock keeps the worker from answering, so every
+        # call below is still waiting for its answer when aclose is called.
+        other.execute("BEGIN IMMEDIATE")
+        pending = [asyncio.ensure_future(create(f"t{i}")) for i in range(50)]
+        await wait_for(lambda: len(made) == 50)
+        assert worker_threads() == before + 1
+        assert not any(p.done() for p in pending)
+        other.execute("ROLLBACK")
     await store.aclose()
     assert all(p.done() and not p.cancelled() and p.exception() is None for p in pending)
     assert worker_threads() == before
@@ -541,11 +554,22 @@ async def test_open_is_idempotent_and_async_with_gives_the_store(path: Path) -> 
 
 async def test_a_cancelled_call_still_happens_in_the_store(store: SqliteStore) -> None:
     await store.create(new_task("t"))
-    call = asyncio.ensure_future(store.append("t", 0, [status("t", TaskState.WORKING, ts(1))]))
-    await asyncio.sleep(0)  # the append is on its way to the worker
-    call.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await call
+    made = asyncio.Event()
+
+    async def append() -> StoredTask:
+        made.set()
+        return await store.append("t", 0, [status("t", TaskState.WORKING, ts(1))])
+
+    with raw(Path(store.path)) as other:
+        # Another connection's write lock keeps the append unanswered until after
+        # its caller is cancelled.
+        other.execute("BEGIN IMMEDIATE")
+        call = asyncio.ensure_future(append())
+        await asyncio.wait_for(made.wait(), 5)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        other.execute("ROLLBACK")
     got = await store.get("t")
     assert got is not None and got.seq == 1
     # So a caller that retries at the seq it knew meets a conflict, not a duplicate.

@@ -394,7 +394,9 @@ async def test_user_message_without_a_status_message_is_still_recorded(store: Ta
     task = new_task()
     s = await store.create(task)
     answer = message("more")
-    s = await store.append(task.id, 0, [status(task, TaskState.WORKING, ts(1))], user_message=answer)
+    s = await store.append(
+        task.id, 0, [status(task, TaskState.WORKING, ts(1))], user_message=answer
+    )
     assert s.task.history == [task.history[0], answer]
 
 
