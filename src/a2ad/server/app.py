@@ -15,6 +15,7 @@ from ..store.base import StoreError, TaskStore
 from ..store.memory import MemoryStore
 from .card import CARD_PATHS, serve_card
 from .jsonrpc import MAX_BODY_BYTES, JsonRpcEndpoint
+from .sse import KEEPALIVE_SECONDS
 from .types import Receive, Scope, Send, respond
 
 __all__ = ["A2AApp", "create_app", "load_agent"]
@@ -28,11 +29,19 @@ class A2AApp:
     """The a2ad ASGI app. ``engine`` is open from construction; the ASGI lifespan
     (or ``aclose``) stops running agents and closes the store."""
 
-    def __init__(self, engine: Engine, *, max_body_bytes: int = MAX_BODY_BYTES) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        keepalive_seconds: float = KEEPALIVE_SECONDS,
+    ) -> None:
         self.engine = engine
         self.agent = engine.agent
         self.store = engine.store
-        self._jsonrpc = JsonRpcEndpoint(engine, max_body_bytes=max_body_bytes)
+        self._jsonrpc = JsonRpcEndpoint(
+            engine, max_body_bytes=max_body_bytes, keepalive_seconds=keepalive_seconds
+        )
         self._card_cache: dict[str, tuple[bytes, bytes]] = {}
 
     async def aclose(self) -> None:
@@ -108,6 +117,7 @@ def create_app(
     retention_seconds: float | None = None,
     lease_seconds: float = 15.0,
     task_timeout: float | None = None,
+    keepalive_seconds: float = KEEPALIVE_SECONDS,
 ) -> A2AApp:
     """An ASGI app serving ``agent`` (default: the echo agent) over A2A.
 
@@ -118,7 +128,9 @@ def create_app(
     terminal tasks that long after their last update. A task whose server died
     is failed ``lease_seconds`` after that server's last heartbeat. A task not
     finished ``task_timeout`` seconds after it was created (unless its message
-    sets ``metadata.deadline`` or ``metadata.timeoutSeconds``) is failed."""
+    sets ``metadata.deadline`` or ``metadata.timeoutSeconds``) is failed. An SSE
+    stream with nothing to send for ``keepalive_seconds`` gets a ``: keep-alive``
+    comment, so that proxies and clients do not take it for dead."""
     engine = Engine(
         agent if agent is not None else EchoAgent(),
         store if store is not None else MemoryStore(max_tasks=max_tasks),
@@ -128,7 +140,7 @@ def create_app(
         lease_seconds=lease_seconds,
         task_timeout=task_timeout,
     )
-    return A2AApp(engine, max_body_bytes=max_body_bytes)
+    return A2AApp(engine, max_body_bytes=max_body_bytes, keepalive_seconds=keepalive_seconds)
 
 
 def load_agent(spec: str) -> Agent:

@@ -29,7 +29,7 @@ from ..protocol.errors import (
 from ..protocol.jsonrpc import RequestId, decode_request, encode_error, encode_result
 from ..protocol.v03 import V03
 from ..protocol.v1 import V1
-from .sse import stream_sse
+from .sse import KEEPALIVE_SECONDS, stream_sse
 from .types import Receive, Scope, Send, header, respond
 
 __all__ = ["MAX_BODY_BYTES", "JsonRpcEndpoint"]
@@ -89,9 +89,18 @@ def _event_id(text: str) -> int | None:
 
 
 class JsonRpcEndpoint:
-    def __init__(self, engine: Engine, *, max_body_bytes: int = MAX_BODY_BYTES) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        keepalive_seconds: float = KEEPALIVE_SECONDS,
+    ) -> None:
+        if not keepalive_seconds > 0:
+            raise ValueError(f"keepalive_seconds must be positive, not {keepalive_seconds!r}")
         self.engine = engine
         self.max_body_bytes = max_body_bytes
+        self.keepalive_seconds = keepalive_seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         body = await self._read_body(receive)
@@ -202,4 +211,4 @@ class JsonRpcEndpoint:
         def encode(item: StreamItem, last: bool) -> bytes:
             return encode_result(request_id, encode_item(item, last))
 
-        await stream_sse(send, receive, events, encode)
+        await stream_sse(send, receive, events, encode, keepalive=self.keepalive_seconds)
