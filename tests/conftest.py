@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 import socket
 import threading
 import time
@@ -11,12 +12,25 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
+from hypothesis import HealthCheck, settings
 
 from a2ad import A2AApp, create_app
 
 from .scripted import ScriptedAgent
 
 V1 = {"A2A-Version": "1.0"}
+
+# Hypothesis profiles; HYPOTHESIS_PROFILE picks one, "ci" by default (docs/testing.md).
+# "ci" runs the same examples on every run and every machine (derandomized, no example
+# database), so a red run can be rerun as it was. "deep" (scripts/hypothesis-deep) runs
+# many more, freshly random each time, and keeps what fails in .hypothesis/ to replay it
+# first on the next run.
+_PROFILE_BASE = settings(
+    deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile("ci", _PROFILE_BASE, max_examples=100, derandomize=True, database=None)
+settings.register_profile("deep", _PROFILE_BASE, max_examples=3000, derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture

@@ -610,7 +610,7 @@ def test_random_params_never_break_the_server() -> None:
         )
 
         @settings(
-            max_examples=500,
+            max_examples=max(500, settings.default.max_examples),  # more when "deep"
             deadline=None,
             database=None,
             suppress_health_check=[HealthCheck.too_slow],

@@ -64,7 +64,7 @@ class CountingStore(MemoryStore):
     ) -> StoredTask:
         if not self._creating:
             self._count()
-        return await super().append_many(task_id, expected_seq, events, lease=lease)
+        return await super().append(task_id, expected_seq, events, lease=lease)
 
 
 class Echo(Agent):

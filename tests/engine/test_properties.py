@@ -366,7 +366,8 @@ step = st.one_of(
 )
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# As many examples as the Hypothesis profile says (tests/conftest.py).
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=st.lists(step, min_size=5, max_size=40))
 def test_random_interleavings_keep_terminal_tasks_fixed_streams_gapless_and_seq_exact(
     steps: list[tuple[Any, ...]],

@@ -140,6 +140,7 @@ class Invocation:
         self._consumer: asyncio.Task[None] | None = None  # a background drain
         self._kicked = False  # a background drain is about to start
         self._closed = False  # the agent's run is over: nothing more is queued
+        self._turn_error: Exception | None = None  # what ended the turn, if not the agent
         self._ended = False  # the task is terminal (or gone): later events are dropped
         self._replied = False  # answered with a Message: there is no task
         self._failed: A2AError | None = None  # the task could not be created
@@ -166,6 +167,7 @@ class Invocation:
                     self._closed = True  # from here on, events are dropped
                 await self.flush()
         except* Exception as failed:  # e.g. the store failed the turn's last write
+            self._turn_error = failed.exceptions[0]
             log.error(
                 "the agent's turn ended in an error: %r",
                 failed.exceptions[0],
@@ -377,12 +379,13 @@ class Invocation:
         """The turn is over: answer whoever still waits for it."""
         if self.head.done() and self.outcome.done():
             return
-        error: A2AError | None = None
+        # A store failure reaches the request as itself: the server answers -32603
+        # with an incident id and logs it with its traceback.
+        error: Exception | None = self._turn_error
         try:
             stored = await self._writer.store.get(self.task_id) if self.current else None
-        except Exception as exc:  # the store failed: the request hears of it
-            log.error("reading the task failed: %s", exc, extra={"task_id": self.task_id})
-            stored, error = None, InternalError(f"Task {self.task_id}: the store failed")
+        except Exception as exc:
+            stored, error = None, exc
         if stored is None and error is None:
             error = (
                 ServerBusyError("The server is shutting down; send the message again later")

@@ -120,6 +120,7 @@ def create_app(
     retention_seconds: float | None = None,
     lease_seconds: float = 15.0,
     task_timeout: float | None = None,
+    keepalive_seconds: float = KEEPALIVE_SECONDS,
 ) -> A2AApp:
     """An ASGI app serving ``agent`` (default: the echo agent) over A2A.
 
@@ -130,7 +131,9 @@ def create_app(
     terminal tasks that long after their last update. A task whose server died
     is failed ``lease_seconds`` after that server's last heartbeat. A task not
     finished ``task_timeout`` seconds after it was created (unless its message
-    sets ``metadata.deadline`` or ``metadata.timeoutSeconds``) is failed."""
+    sets ``metadata.deadline`` or ``metadata.timeoutSeconds``) is failed. An SSE
+    stream with nothing to send for ``keepalive_seconds`` gets a ``: keep-alive``
+    comment, so that proxies and clients do not take it for dead."""
     engine = Engine(
         agent if agent is not None else EchoAgent(),
         store if store is not None else MemoryStore(max_tasks=max_tasks),
@@ -140,7 +143,7 @@ def create_app(
         lease_seconds=lease_seconds,
         task_timeout=task_timeout,
     )
-    return A2AApp(engine, max_body_bytes=max_body_bytes)
+    return A2AApp(engine, max_body_bytes=max_body_bytes, keepalive_seconds=keepalive_seconds)
 
 
 def load_agent(spec: str) -> Agent:

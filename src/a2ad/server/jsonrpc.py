@@ -55,6 +55,8 @@ class JsonRpcEndpoint:
         max_body_bytes: int = MAX_BODY_BYTES,
         keepalive_seconds: float = KEEPALIVE_SECONDS,
     ) -> None:
+        if not keepalive_seconds > 0:
+            raise ValueError(f"keepalive_seconds must be positive, not {keepalive_seconds!r}")
         self.handler = handler
         self.max_body_bytes = max_body_bytes
         self.keepalive_seconds = keepalive_seconds
