@@ -33,7 +33,6 @@ from ..protocol.model import (
     SendMessageConfiguration,
     SendMessageRequest,
     Task,
-    TaskArtifactUpdateEvent,
     TaskIdRequest,
     TaskState,
     TaskStatusUpdateEvent,
@@ -41,6 +40,7 @@ from ..protocol.model import (
     new_id,
     parse_state,
 )
+from ..protocol.types import StreamItem
 
 __all__ = [
     "DEFAULT_URL",
@@ -54,7 +54,7 @@ __all__ = [
 DEFAULT_URL = "http://127.0.0.1:8000"
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 
-StreamEvent = Task | Message | TaskStatusUpdateEvent | TaskArtifactUpdateEvent
+StreamEvent = StreamItem  # what streams yield: a Task or Message, then update events
 T = TypeVar("T")
 
 

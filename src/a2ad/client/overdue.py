@@ -16,6 +16,7 @@ from typing import NamedTuple
 from ..durations import format_duration, parse_duration
 from ..protocol.errors import A2AError
 from ..protocol.model import Task, TaskState, parse_timestamp
+from ..protocol.types import ACTIVE_STATES
 from .client import Client, ClientError
 
 __all__ = [
@@ -28,13 +29,6 @@ __all__ = [
     "overdue_reason",
     "parse_duration",
 ]
-
-ACTIVE_STATES = (
-    TaskState.SUBMITTED,
-    TaskState.WORKING,
-    TaskState.INPUT_REQUIRED,
-    TaskState.AUTH_REQUIRED,
-)
 
 
 def overdue_reason(task: Task, *, now: datetime, stale_after: float | None) -> str | None:

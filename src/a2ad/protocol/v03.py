@@ -47,6 +47,7 @@ from .model import (
     parse_state,
 )
 from .requests import TaskQuery, checked_send
+from .types import StreamItem
 from .v1 import V1
 
 __all__ = ["V03", "state_to_03"]
@@ -455,10 +456,7 @@ def _task_from_03(t: _TaskIn | _ResultIn) -> Task:
     )
 
 
-ClientItem = Task | Message | TaskStatusUpdateEvent | TaskArtifactUpdateEvent
-
-
-def _result_from_03(raw: bytes) -> ClientItem:
+def _result_from_03(raw: bytes) -> StreamItem:
     """A 0.3 result (of message/send, tasks/get, tasks/cancel, or one stream
     event) as the 1.0 model. Raises InvalidParamsError or msgspec.ValidationError
     when it is none of them."""
@@ -662,5 +660,5 @@ class V03:
         return _encode(out)
 
     @staticmethod
-    def decode_stream_item(raw: bytes) -> ClientItem:
+    def decode_stream_item(raw: bytes) -> StreamItem:
         return _result_from_03(raw)
