@@ -632,9 +632,7 @@ class V03:
         return _list_from_03(raw)
 
     @staticmethod
-    def encode_stream_item(
-        item: Task | Message | TaskStatusUpdateEvent | TaskArtifactUpdateEvent, final: bool
-    ) -> bytes:
+    def encode_stream_item(item: StreamItem, final: bool) -> bytes:
         out: Any
         if isinstance(item, Task):
             out = task_to_03(item)

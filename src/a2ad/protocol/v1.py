@@ -21,11 +21,11 @@ from .model import (
     SendMessageResponse,
     StreamResponse,
     Task,
-    TaskArtifactUpdateEvent,
     TaskIdRequest,
     TaskStatusUpdateEvent,
 )
 from .requests import TaskQuery, checked_send, task_query
+from .types import StreamItem
 
 __all__ = ["V1"]
 
@@ -119,9 +119,7 @@ class V1:
         return _page(raw)
 
     @staticmethod
-    def encode_stream_item(
-        item: Task | Message | TaskStatusUpdateEvent | TaskArtifactUpdateEvent, final: bool
-    ) -> bytes:
+    def encode_stream_item(item: StreamItem, final: bool) -> bytes:
         # 1.0 has no `final` flag: the end of the stream says it.
         if isinstance(item, Task):
             key = b"task"
@@ -136,7 +134,7 @@ class V1:
     @staticmethod
     def decode_stream_item(
         raw: bytes,
-    ) -> Task | Message | TaskStatusUpdateEvent | TaskArtifactUpdateEvent:
+    ) -> StreamItem:
         item = _stream_item(raw)
         for value in (item.task, item.message, item.status_update, item.artifact_update):
             if value is not UNSET:
