@@ -35,7 +35,7 @@ from ..protocol.model import (
     TaskStatusUpdateEvent,
     new_id,
 )
-from ..protocol.requests import TaskQuery, encode_page_token, normalized_time
+from ..protocol.requests import TaskQuery, encode_page_token
 from ..protocol.types import Clock, StreamItem, TaskId, format_timestamp, system_clock
 from ..store.base import (
     Lease,
@@ -47,6 +47,7 @@ from ..store.base import (
     Upkeep,
 )
 from .bus import Bus, LocalBus
+from .deadlines import deadline_for
 from .invocation import Invocation, agent_message
 from .lifecycle import InvalidTransitionError
 from .runner import Runner
@@ -60,7 +61,6 @@ log = logging.getLogger("a2ad.engine")
 
 FOLLOW_UP_WAIT_SECONDS = 5.0  # a follow-up waits this long for the previous turn to end
 CANCEL_WAIT_SECONDS = 2.0  # a cancel waits this long for the agent to stop
-MAX_TIMEOUT_SECONDS = 10 * 365 * 86400  # metadata.timeoutSeconds is capped here
 SHUTDOWN_FAILED = "The server shut down while the agent was working."
 
 
@@ -316,7 +316,9 @@ class Engine:
             context_id = message.context_id or new_id()
             message = msgspec.structs.replace(message, task_id=task_id, context_id=context_id)
             history = [message]
-            deadline = self.deadline_for(message, metadata)
+            deadline = deadline_for(
+                message, metadata, now=self.clock(), task_timeout=self.task_timeout
+            )
         invocation = Invocation(
             agent=self.agent,
             writer=self._writer,
@@ -383,33 +385,6 @@ class Engine:
             ) from None
         except MissingTaskError:
             raise _not_found(task_id) from None
-
-    def deadline_for(self, message: Message, metadata: dict[str, Any]) -> str | None:
-        """A new task's deadline: ``deadline`` (RFC 3339) or ``timeoutSeconds`` in
-        the message's metadata, else in the request's, else ``task_timeout``."""
-        for source, where in ((message.metadata, "message.metadata"), (metadata, "metadata")):
-            if not isinstance(source, dict):
-                continue
-            if "deadline" in source:
-                value = source["deadline"]
-                field = f"{where}.deadline"
-                if not isinstance(value, str):
-                    raise InvalidParamsError(
-                        f"Invalid {field}: give an RFC 3339 time such as 2026-11-30T10:00:00Z",
-                        field=field,
-                    )
-                return normalized_time(value, field)
-            if "timeoutSeconds" in source:
-                value = source["timeoutSeconds"]
-                field = f"{where}.timeoutSeconds"
-                if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-                    raise InvalidParamsError(
-                        f"Invalid {field}: give a positive number of seconds", field=field
-                    )
-                return format_timestamp(self.clock() + min(float(value), MAX_TIMEOUT_SECONDS))
-        if self.task_timeout is not None:
-            return format_timestamp(self.clock() + self.task_timeout)
-        return None
 
     # --- ending a task from outside the agent ---
 

@@ -70,11 +70,11 @@ class TaskState(enum.Enum):
 
     @property
     def terminal(self) -> bool:
-        return self in TERMINAL_STATES
+        return self._terminal  # type: ignore[attr-defined, no-any-return]
 
     @property
     def interrupted(self) -> bool:
-        return self in INTERRUPTED_STATES
+        return self._interrupted  # type: ignore[attr-defined, no-any-return]
 
     @property
     def word(self) -> str:
@@ -86,6 +86,11 @@ TERMINAL_STATES = frozenset(
     {TaskState.COMPLETED, TaskState.FAILED, TaskState.CANCELED, TaskState.REJECTED}
 )
 INTERRUPTED_STATES = frozenset({TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED})
+# Kept on each member: a set lookup hashes the member in Python (enum's __hash__),
+# and these are asked several times for every event of every task.
+for _state in TaskState:
+    _state._terminal = _state in TERMINAL_STATES  # type: ignore[attr-defined]
+    _state._interrupted = _state in INTERRUPTED_STATES  # type: ignore[attr-defined]
 
 
 class Role(enum.Enum):
