@@ -1,12 +1,12 @@
 """One turn of the agent on one task: a producer and a consumer in one task group.
 
-The producer runs ``agent.run(ctx)``; every ``ctx`` call becomes an event put on
-a bounded queue. The consumer drains the queue in batches and hands each batch
-to the writer, so the events an agent emits between two awaits are stored in one
-write (group commit). A turn-ending event (a terminal or interrupted status)
-waits for its own acknowledgement, so ``ctx.complete()`` can say whether it was
-stored; other calls return at once. A failed write is raised into the agent at
-that acknowledgement, or at its next call when nobody was waiting.
+The producer runs ``agent.run(ctx)``; every ``ctx`` call becomes an event put in
+the turn's bounded outbox (``outbox.py``), whose drains (the consumer) hand the
+events to the writer in batches, inside the turn's task group. A turn-ending
+event (a terminal or interrupted status) waits for its own acknowledgement, so
+``ctx.complete()`` can say whether it was stored; other calls return at once. A
+failed write is raised into the agent at that acknowledgement, or at its next
+call when nobody was waiting.
 
 What the request learns comes from two futures, never from the event stream:
 ``head`` (the task as first stored, or the agent's single reply Message: what a
@@ -16,16 +16,15 @@ the request asked to have it at once), so an agent may answer with a single
 Message and nothing is stored.
 
 Stopping: ``interrupt`` cancels the producer (the task's end was already stored
-by whoever decided it); the consumer still drains what is queued, which the
-writer then drops as the task is terminal. At shutdown the producer itself
-stores the failure after what it had queued.
+by whoever decided it, after flushing the outbox); what the agent emits after
+that is dropped. At shutdown the producer itself stores the failure after what
+it had queued.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -49,52 +48,12 @@ from ..protocol.model import (
 )
 from ..protocol.types import IN_FLIGHT, Clock, TaskId, ends_turn, format_timestamp
 from ..store.base import Lease, StoredTask, StoreFullError
+from .outbox import Outbox, retrieved_future
 from .writer import Batch, Writer
 
-__all__ = ["MAX_QUEUED_EVENTS", "Invocation", "agent_message"]
+__all__ = ["Invocation", "agent_message"]
 
 log = logging.getLogger("a2ad.engine")
-
-MAX_QUEUED_EVENTS = 64  # an agent that never waits is stored this many events at a time
-
-
-class _Barrier:
-    """A queue entry that is acknowledged once everything before it is written."""
-
-
-_Entry = tuple[TaskEvent | _Barrier, "asyncio.Future[bool] | None"]
-
-
-class _Queue:
-    """The agent's events (and barriers) waiting to be written, in order."""
-
-    def __init__(self) -> None:
-        self._entries: deque[_Entry] = deque()
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def put(self, entry: _Entry) -> None:
-        self._entries.append(entry)
-
-    def drain(self) -> list[_Entry]:
-        entries = list(self._entries)
-        self._entries.clear()
-        return entries
-
-
-def _future() -> asyncio.Future[Any]:
-    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-    future.add_done_callback(_retrieve)
-    return future
-
-
-def _retrieve(future: asyncio.Future[Any]) -> None:
-    # Read its error once done, so an outcome nobody awaited (a request that went
-    # away) is not reported as "exception never retrieved".
-    if not future.cancelled():
-        future.exception()
-
 
 class Invocation:
     """One turn of ``agent`` on a task. ``created``: the task as stored already (a
@@ -130,23 +89,19 @@ class Invocation:
         self._closing = closing
         self._clock = clock
         self.current = created  # the latest snapshot this invocation knows
-        self.head: asyncio.Future[StoredTask | Message] = _future()
-        self.outcome: asyncio.Future[Task | Message] = _future()
+        self.head: asyncio.Future[StoredTask | Message] = retrieved_future()
+        self.outcome: asyncio.Future[Task | Message] = retrieved_future()
         if created is not None:
             self.head.set_result(created)
-        self._queue = _Queue()
+        self._outbox = Outbox(task_id, self._write)
         self._task: asyncio.Task[Any] | None = None  # the one running run()
-        self._group: asyncio.TaskGroup | None = None  # while run() is in it
-        self._consumer: asyncio.Task[None] | None = None  # a background drain
-        self._kicked = False  # a background drain is about to start
+        self._running = False  # run() is inside its task group
         self._closed = False  # the agent's run is over: nothing more is queued
         self._turn_error: Exception | None = None  # what ended the turn, if not the agent
         self._ended = False  # the task is terminal (or gone): later events are dropped
         self._replied = False  # answered with a Message: there is no task
         self._failed: A2AError | None = None  # the task could not be created
-        self._write_error: BaseException | None = None  # for the agent's next call
         self._cancelled = False
-        self._writing = False  # a drain is under way (only one at a time)
 
     # --- running ---
 
@@ -160,12 +115,13 @@ class Invocation:
             if self._cancelled:  # stopped before it began
                 return
             async with asyncio.TaskGroup() as group:
-                self._group = group
+                self._outbox.open(group)
+                self._running = True
                 try:
                     await self._produce()
                 finally:
                     self._closed = True  # from here on, events are dropped
-                await self.flush()
+                await self._outbox.flush()
         except* Exception as failed:  # e.g. the store failed the turn's last write
             self._turn_error = failed.exceptions[0]
             log.error(
@@ -174,10 +130,9 @@ class Invocation:
                 extra={"task_id": self.task_id},
             )
         finally:
-            self._group = None
-            for _, ack in self._queue.drain():  # left only if a drain was cancelled
-                if ack is not None and not ack.done():
-                    ack.set_result(False)
+            self._running = False
+            self._outbox.open(None)
+            self._outbox.discard()  # left only if a drain was cancelled
             await self._settle()
 
     def interrupt(self, task: Task | None = None) -> None:
@@ -191,7 +146,7 @@ class Invocation:
     def stop(self) -> None:
         """Cancel the agent's run; what it queued before is still written."""
         self._cancelled = True
-        if self._task is not None and self._group is not None:
+        if self._task is not None and self._running:
             self._task.cancel()
 
     def abandon(self) -> None:
@@ -204,13 +159,7 @@ class Invocation:
 
     async def flush(self) -> None:
         """Wait until everything the agent emitted so far is written."""
-        if self._group is None or (not self._queue and not self._writing):
-            return  # not running (nothing queued), or nothing left to write
-        ack: asyncio.Future[bool] = _future()
-        self._queue.put((_Barrier(), ack))
-        if not self._writing:
-            self._start_consumer()
-        await asyncio.shield(ack)
+        await self._outbox.flush()
 
     async def _produce(self) -> None:
         ctx = TaskContext(
@@ -225,7 +174,7 @@ class Invocation:
             await self._agent.run(ctx)
         except asyncio.CancelledError:
             self._cancelled = True
-            if self._closing() and not self._ended and (self.current is not None or self._queue):
+            if self._closing() and not self._ended and (self.current is not None or self._outbox):
                 # Shielded: the task must not stay "working" after the server is gone.
                 await asyncio.shield(
                     self._finish(
@@ -250,75 +199,8 @@ class Invocation:
             return
         await self.status(state, agent_message(self.task_id, self.context_id, text))
 
-    # --- draining the queue to the writer ---
-    # One drain at a time takes everything queued and writes it as one batch,
-    # then the next, until the queue is empty. A turn-ending event drains in the
-    # agent's own task when no drain is under way (most turns: one write and no
-    # task switch); other events are drained by a background consumer started
-    # once the agent yields, so progress is stored while the agent waits.
-
-    def _kick(self) -> None:
-        if not self._kicked:
-            self._kicked = True
-            asyncio.get_running_loop().call_soon(self._start_consumer)
-
-    def _start_consumer(self) -> None:
-        self._kicked = False
-        if (
-            self._queue
-            and not self._writing
-            and self._group is not None
-            and (self._consumer is None or self._consumer.done())
-        ):
-            self._consumer = self._group.create_task(self._drain())
-
-    async def _drain(self) -> None:
-        self._writing = True
-        try:
-            while entries := self._queue.drain():
-                await self._write_entries(entries)
-        finally:
-            self._writing = False
-            if self._queue:  # this drain was cancelled: let another take over
-                self._kick()
-
-    async def _write_entries(self, entries: list[_Entry]) -> None:
-        events = [e for e, _ in entries if not isinstance(e, _Barrier)]
-        try:
-            marks = iter(await self._write(events))
-        except Exception as exc:
-            log.error(
-                "storing the agent's events failed: %s",
-                exc,
-                extra={"task_id": self.task_id, "events": len(events)},
-            )
-            # The agent hears of it where it waits for a write, else at its next call;
-            # a barrier (a cancel waiting for the queue) only needs to know it is over.
-            told = False
-            for entry, waiter in entries:
-                if waiter is None or waiter.done():
-                    continue
-                if isinstance(entry, _Barrier):
-                    waiter.set_result(False)
-                else:
-                    waiter.set_exception(exc)
-                    told = True
-            if not told:
-                self._write_error = exc
-            return
-        except BaseException:  # cancelled: the write itself still completes in the store
-            for _, waiter in entries:
-                if waiter is not None and not waiter.done():
-                    waiter.set_result(False)
-            raise
-        for entry, ack in entries:
-            stored = isinstance(entry, _Barrier) or next(marks)
-            if ack is not None and not ack.done():
-                ack.set_result(stored)
-
     async def _write(self, events: list[TaskEvent]) -> list[bool]:
-        if not events:
-            return []
+        """The outbox's writer: create the task with the first batch, then append."""
         if self._failed is not None or self._ended:
             log.warning(
                 "agent events dropped: the task has ended",
@@ -431,7 +313,7 @@ class Invocation:
         )
 
     async def reply(self, message: Message) -> bool:
-        if self.current is not None or self._queue:
+        if self.current is not None or self._outbox:
             return await self.status(TaskState.COMPLETED, message)
         if self._replied or self._failed is not None:
             return False
@@ -449,10 +331,10 @@ class Invocation:
         if self._replied:
             log.warning("event after a message reply dropped", extra={"task_id": self.task_id})
             return False
-        if self._write_error is not None:
+        error = self._outbox.take_error()
+        if error is not None:
             # The store failed a write of this agent's earlier events: the agent hears
             # of it here, as it would have from that call, and run() fails the task.
-            error, self._write_error = self._write_error, None
             raise error
         if self._ended or self._failed is not None or self._closed:
             log.warning(
@@ -462,14 +344,9 @@ class Invocation:
                 extra={"task_id": self.task_id, "event": type(event).__name__},
             )
             return False
-        if ends_turn(event) or len(self._queue) + 1 >= MAX_QUEUED_EVENTS:
-            ack: asyncio.Future[bool] = _future()
-            self._queue.put((event, ack))
-            if not self._writing:
-                await self._drain()
-            return await ack  # done already, unless another drain was under way
-        self._queue.put((event, None))
-        self._kick()
+        if ends_turn(event) or self._outbox.full():
+            return await self._outbox.put_and_wait(event)
+        self._outbox.put(event)
         return True
 
     def _now(self) -> str:

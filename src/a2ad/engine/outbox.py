@@ -1,0 +1,168 @@
+"""An agent's outbox: its events queued on their way to the writer, group-committed.
+
+One drain at a time takes everything queued and hands it to ``write`` as one
+batch, then the next, until the outbox is empty; so the events an agent emits
+between two awaits are stored in one write, in order. An event someone waits for
+(a turn-ending one, or one that fills the outbox) is drained in the waiter's own
+task when no drain is under way: most turns cost one write and no task switch
+(a separate consumer task per turn cost about a quarter more CPU per echo send,
+measured in-process). Other events are drained by a background consumer, started
+in the owner's task group once the emitting task yields, so progress is stored
+while the agent waits on something else.
+
+A failed write is raised where someone waits for it, else kept for ``take_error``
+(the agent's next call). A barrier (``flush``) only learns that what came before
+it is over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from ..protocol.model import TaskEvent
+from ..protocol.types import TaskId
+
+__all__ = ["MAX_QUEUED_EVENTS", "Outbox", "retrieved_future"]
+
+log = logging.getLogger("a2ad.engine")
+
+MAX_QUEUED_EVENTS = 64  # an agent that never waits is stored this many events at a time
+
+
+class _Barrier:
+    """An entry acknowledged once everything before it is written."""
+
+
+_Entry = tuple[TaskEvent | _Barrier, "asyncio.Future[bool] | None"]
+
+
+def retrieved_future() -> asyncio.Future[Any]:
+    """A future whose error counts as read once it is set, so one nobody awaits
+    any more (a request that went away) is not reported as never retrieved."""
+    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    future.add_done_callback(_retrieve)
+    return future
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
+class Outbox:
+    """``write(events)`` stores a batch and says, per event, whether it was stored."""
+
+    def __init__(self, task_id: TaskId, write: Callable[[list[TaskEvent]], Awaitable[list[bool]]]):
+        self._task_id = task_id
+        self._write = write
+        self._entries: deque[_Entry] = deque()
+        self._group: asyncio.TaskGroup | None = None  # where background drains run
+        self._consumer: asyncio.Task[None] | None = None
+        self._kicked = False  # a background drain is about to start
+        self._writing = False  # a drain is under way (only one at a time)
+        self._error: Exception | None = None  # a failed write nobody waited for
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def open(self, group: asyncio.TaskGroup | None) -> None:
+        """Run background drains in ``group`` (None: the owner is done with them)."""
+        self._group = group
+
+    def take_error(self) -> Exception | None:
+        error, self._error = self._error, None
+        return error
+
+    def put(self, event: TaskEvent) -> None:
+        """Queue ``event``; it is written once the caller yields."""
+        self._entries.append((event, None))
+        if not self._kicked:
+            self._kicked = True
+            asyncio.get_running_loop().call_soon(self._start_consumer)
+
+    async def put_and_wait(self, event: TaskEvent) -> bool:
+        """Queue ``event`` and wait until it is written: whether it was stored."""
+        ack: asyncio.Future[bool] = retrieved_future()
+        self._entries.append((event, ack))
+        if not self._writing:
+            await self._drain()
+        return await ack  # done already, unless another drain was under way
+
+    def full(self) -> bool:
+        return len(self._entries) + 1 >= MAX_QUEUED_EVENTS
+
+    async def flush(self) -> None:
+        """Wait until everything queued so far is written."""
+        if self._group is None or (not self._entries and not self._writing):
+            return  # nothing queued, or nothing left to write
+        ack: asyncio.Future[bool] = retrieved_future()
+        self._entries.append((_Barrier(), ack))
+        if not self._writing:
+            self._start_consumer()
+        await asyncio.shield(ack)
+
+    def discard(self) -> None:
+        """Answer whatever is still queued as not stored (its drain was cancelled)."""
+        while self._entries:
+            _, ack = self._entries.popleft()
+            if ack is not None and not ack.done():
+                ack.set_result(False)
+
+    def _start_consumer(self) -> None:
+        self._kicked = False
+        if (
+            self._entries
+            and not self._writing
+            and self._group is not None
+            and (self._consumer is None or self._consumer.done())
+        ):
+            self._consumer = self._group.create_task(self._drain())
+
+    async def _drain(self) -> None:
+        self._writing = True
+        try:
+            while self._entries:
+                entries = list(self._entries)
+                self._entries.clear()
+                await self._write_entries(entries)
+        finally:
+            self._writing = False
+            if self._entries:  # this drain was cancelled: let another take over
+                self._kicked = True
+                asyncio.get_running_loop().call_soon(self._start_consumer)
+
+    async def _write_entries(self, entries: list[_Entry]) -> None:
+        events = [e for e, _ in entries if not isinstance(e, _Barrier)]
+        try:
+            marks = iter(await self._write(events) if events else [])
+        except Exception as exc:
+            log.error(
+                "storing the agent's events failed: %s",
+                exc,
+                extra={"task_id": self._task_id, "events": len(events)},
+            )
+            told = False
+            for entry, waiter in entries:
+                if waiter is None or waiter.done():
+                    continue
+                if isinstance(entry, _Barrier):
+                    waiter.set_result(False)
+                else:
+                    waiter.set_exception(exc)
+                    told = True
+            if not told:
+                self._error = exc
+            return
+        except BaseException:  # cancelled: the write itself still completes in the store
+            for _, waiter in entries:
+                if waiter is not None and not waiter.done():
+                    waiter.set_result(False)
+            raise
+        for entry, ack in entries:
+            stored = isinstance(entry, _Barrier) or next(marks)
+            if ack is not None and not ack.done():
+                ack.set_result(stored)
