@@ -91,6 +91,7 @@ class Slow(Agent):
             self.begin.set()
         self.waiting = asyncio.Event()  # it said it is working, and waits for go
         self.go = asyncio.Event()
+        self.finished = asyncio.Event()  # it heard back from its last call
         self.results: list[bool] = []
 
     async def run(self, ctx: TaskContext) -> None:
@@ -100,6 +101,7 @@ class Slow(Agent):
         await self.go.wait()
         await ctx.artifact("late")
         self.results.append(await ctx.complete())
+        self.finished.set()
 
 
 async def test_an_agent_that_answers_at_once_costs_one_write() -> None:
@@ -145,6 +147,7 @@ async def test_progress_is_stored_and_published_while_the_agent_waits(
         "TaskArtifactUpdateEvent",
         "TaskStatusUpdateEvent",
     ]
+    await asyncio.wait_for(agent.finished.wait(), 5.0)
     assert agent.results == [True, True]
     stream.close()
     await engine.aclose()
