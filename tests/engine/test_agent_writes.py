@@ -36,12 +36,14 @@ class CountingStore(MemoryStore):
         super().__init__()
         self.writes = 0
         self.fail_next = False
+        self.failed = asyncio.Event()  # set once the write asked to fail has failed
         self._creating = False
 
     def _count(self) -> None:
         self.writes += 1
         if self.fail_next:
             self.fail_next = False
+            self.failed.set()
             raise StoreError("disk full (simulated by the test's store)")
 
     async def create(
@@ -78,19 +80,28 @@ class Echo(Agent):
 
 
 class Slow(Agent):
-    """Says it is working, then waits for the test to let it finish."""
+    """Says it is working, then waits for the test to let it finish; ``gated``, it
+    also waits for the test to let it begin."""
 
     name = "slow"
 
-    def __init__(self) -> None:
+    def __init__(self, *, gated: bool = False) -> None:
+        self.begin = asyncio.Event()
+        if not gated:
+            self.begin.set()
+        self.waiting = asyncio.Event()  # it said it is working, and waits for go
         self.go = asyncio.Event()
+        self.finished = asyncio.Event()  # it heard back from its last call
         self.results: list[bool] = []
 
     async def run(self, ctx: TaskContext) -> None:
+        await self.begin.wait()
         self.results.append(await ctx.working("thinking"))
+        self.waiting.set()
         await self.go.wait()
         await ctx.artifact("late")
         self.results.append(await ctx.complete())
+        self.finished.set()
 
 
 async def test_an_agent_that_answers_at_once_costs_one_write() -> None:
@@ -126,6 +137,7 @@ async def test_progress_is_stored_and_published_while_the_agent_waits(
             break
     stored = await store.get(task.id)
     assert stored is not None and stored.task.status.state is TaskState.WORKING
+    await asyncio.wait_for(agent.waiting.wait(), 5.0)
     assert agent.results == [True]
     agent.go.set()
     rest = []
@@ -135,6 +147,7 @@ async def test_progress_is_stored_and_published_while_the_agent_waits(
         "TaskArtifactUpdateEvent",
         "TaskStatusUpdateEvent",
     ]
+    await asyncio.wait_for(agent.finished.wait(), 5.0)
     assert agent.results == [True, True]
     stream.close()
     await engine.aclose()
@@ -143,23 +156,27 @@ async def test_progress_is_stored_and_published_while_the_agent_waits(
 
 async def test_a_store_failure_on_queued_events_fails_the_task_and_reaches_the_agent() -> None:
     store = CountingStore()
-    agent = Slow()
+    agent = Slow(gated=True)
     engine = Engine(agent, store)
-    created = await engine.send(request("go", immediately=True))  # stored before the agent runs
-    assert store.writes == 1
-    store.fail_next = True  # the write of the queued "working" event fails
-    for _ in range(100):
-        if store.writes == 2:
-            break
-        await asyncio.sleep(0.01)
-    agent.go.set()  # its next call hears of the failure; the task is failed
-    for _ in range(200):
+    try:
+        created = await engine.send(request("go", immediately=True))  # stored before the agent
+        assert store.writes == 1
+        stream = await engine.subscribe(created.id)
+        store.fail_next = True  # the write of the queued "working" event fails
+        agent.begin.set()
+        await asyncio.wait_for(store.failed.wait(), 5.0)
+        agent.go.set()  # its next call hears of the failure; the task is failed
+        seen = []
+        while (item := await stream.next(timeout=5.0)) is not None:
+            seen.append(item[1])
+        stream.close()
+        # Nothing of the failed write was published: the task, then its failure.
+        assert [type(i).__name__ for i in seen] == ["Task", "TaskStatusUpdateEvent"]
         stored = await store.get(created.id)
         assert stored is not None
-        if stored.task.status.state.terminal:
-            break
-        await asyncio.sleep(0.01)
-    assert stored.task.status.state is TaskState.FAILED
-    message = stored.task.status.message
-    assert isinstance(message, Message) and "StoreError" in message.text
-    await engine.aclose()
+        assert stored.task.status.state is TaskState.FAILED
+        message = stored.task.status.message
+        assert isinstance(message, Message) and "StoreError" in message.text
+        assert agent.results == [True]  # the late artifact call raised; complete never ran
+    finally:
+        await engine.aclose()

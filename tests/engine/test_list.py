@@ -265,22 +265,58 @@ async def test_artifacts_are_omitted_unless_include_artifacts(lister: Lister, rp
 
 
 @pytest.mark.parametrize(
-    "params",
+    ("params", "field"),
     [
-        {"pageSize": 0},
-        {"pageSize": 101},
-        {"historyLength": -1},
-        {"pageToken": "not a token!"},
-        {"status": "sleepy"},
+        ({"pageSize": 0}, "pageSize"),
+        ({"pageSize": 101}, "pageSize"),
+        ({"historyLength": -1}, "historyLength"),
+        ({"pageToken": "not a token!"}, "pageToken"),
+        ({"status": "sleepy"}, "status"),
+        ({"statusTimestampAfter": "yesterday"}, "statusTimestampAfter"),
+        ({"statusTimestampAfter": "2030-13-45T00:00:00Z"}, "statusTimestampAfter"),
+        # Well-formed, but it cannot be converted to UTC.
+        ({"statusTimestampAfter": "9999-12-31T23:59:59-01:00"}, "statusTimestampAfter"),
     ],
-    ids=["pageSize-0", "pageSize-101", "historyLength-negative", "garbage-token", "unknown-status"],
+    ids=[
+        "pageSize-0",
+        "pageSize-101",
+        "historyLength-negative",
+        "garbage-token",
+        "unknown-status",
+        "timestamp-not-a-time",
+        "timestamp-impossible-date",
+        "timestamp-out-of-range",
+    ],
 )
-async def test_invalid_list_params_are_invalid_params(
-    lister: Lister, rpc: Rpc, params: Json
+async def test_invalid_list_params_are_invalid_params_naming_the_field(
+    lister: Lister, rpc: Rpc, params: Json, field: str
 ) -> None:
     await echo(rpc)
     r = await lister.call(**params)
     assert r["error"]["code"] == -32602, r
+    assert field in r["error"]["message"]
+    violations = [v["field"] for d in r["error"]["data"] for v in d.get("fieldViolations", [])]
+    assert violations == [field], r
+
+
+@pytest.mark.parametrize(
+    "context_id", ["x" * 257, "two\nlines", "nul\x00"], ids=["too-long", "newline", "nul"]
+)
+async def test_send_with_an_invalid_context_id_is_invalid_params_and_stores_nothing(
+    lister: Lister, rpc: Rpc, context_id: str
+) -> None:
+    method = "SendMessage" if lister.v1 else "message/send"
+    message = {
+        "messageId": str(uuid.uuid4()),
+        "role": "ROLE_USER" if lister.v1 else "user",
+        "parts": [{"text": "echo hi"}],
+        "contextId": context_id,
+    }
+    r = await rpc(method, {"message": message}, v1=lister.v1)
+    assert r["error"]["code"] == -32602, r
+    violations = [v["field"] for d in r["error"]["data"] for v in d.get("fieldViolations", [])]
+    assert violations == ["message.contextId"], r
+    assert (await lister.page())["tasks"] == []
 
 
 # --- paging while the store changes ---

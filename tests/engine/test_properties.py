@@ -16,14 +16,22 @@ Checked:
   (c) the stored seq equals the number of events that were applied: agent
       actions that reported success (and the completion or failure the engine
       adds when the agent returns or raises), successful cancels and follow-ups.
+
+No check counts on work being done within some number of scheduler ticks: each
+waits, bounded, for the event it expects on the task's stream. For (c) every
+agent action carries a tag (``#n``) in its text, so each stored event is
+matched to the action, cancel, follow-up or engine ending that made it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import count
 from typing import Any
 
 import msgspec
@@ -32,17 +40,16 @@ from hypothesis import strategies as st
 
 from a2ad import (
     Agent,
-    Artifact,
     Engine,
     MemoryStore,
+    Message,
     Task,
     TaskArtifactUpdateEvent,
     TaskContext,
     TaskState,
     TaskStatusUpdateEvent,
-    TextPart,
 )
-from a2ad.engine.engine import EventStream
+from a2ad.engine import EventStream
 from a2ad.protocol.errors import TaskNotCancelableError, UnsupportedOperationError
 
 from .requests import request
@@ -62,6 +69,10 @@ OPS = [
 INTERRUPTS = {"require_input", "require_auth"}
 TERMINATES = {"complete", "fail", "reject"}
 ACTIVE = {TaskState.SUBMITTED, TaskState.WORKING}
+WAIT = 5.0  # seconds a check waits for an event it expects
+TAG = re.compile(r"#(\d+)$")
+
+_numbers = count(1)
 
 
 @dataclass
@@ -69,7 +80,12 @@ class Command:
     op: str
     linger: int  # scheduler ticks the agent stays alive after ending its turn
     stay: bool  # after complete/fail/reject, keep taking commands (they must be dropped)
-    done: asyncio.Future[bool]  # True once the command's event was applied
+    # What the agent learned once it acted: whether the event was stored (None for an
+    # artifact, whose call returns its id); for return/raise, whether the task was
+    # still one the engine ends for the agent (returning completes a submitted or
+    # working task, raising fails any task not yet terminal).
+    done: asyncio.Future[bool | None]
+    tag: str = field(default_factory=lambda: f"#{next(_numbers)}")
 
 
 class ControlledAgent(Agent):
@@ -90,9 +106,6 @@ class ControlledAgent(Agent):
         while True:
             cmd = await queue.get()
             if cmd.op in ("return", "raise"):
-                # Documented: returning completes a submitted/working task, raising
-                # fails any task not yet terminal. Nothing yields between this read
-                # and the engine's event, so the outcome is known here.
                 stored = await self.store.get(ctx.task_id)
                 assert stored is not None
                 state = stored.task.status.state
@@ -100,7 +113,7 @@ class ControlledAgent(Agent):
                 if cmd.op == "raise":
                     raise RuntimeError("the agent gave up")
                 return
-            ok = await self.perform(ctx, cmd.op)
+            ok = await self.perform(ctx, cmd)
             cmd.done.set_result(ok)
             if cmd.op in INTERRUPTS or (cmd.op in TERMINATES and not cmd.stay):
                 for _ in range(cmd.linger):
@@ -108,27 +121,37 @@ class ControlledAgent(Agent):
                 return
 
     @staticmethod
-    async def perform(ctx: TaskContext, op: str) -> bool:
+    async def perform(ctx: TaskContext, cmd: Command) -> bool | None:
+        op, text = cmd.op, f"{cmd.op} {cmd.tag}"
         if op == "working":
-            return await ctx.working("step")
+            return await ctx.working(text)
         if op in ("artifact", "chunk"):
-            # TaskContext.artifact returns the artifact id, not whether it was
-            # stored; the emitter it wraps says that, so use it directly.
-            artifact = Artifact(
-                artifact_id="stream" if op == "chunk" else str(uuid.uuid4()),
-                parts=[TextPart(op)],
+            chunk = op == "chunk"
+            await ctx.artifact(
+                text, artifact_id="stream" if chunk else str(uuid.uuid4()), append=chunk
             )
-            return await ctx._emit.artifact(artifact, append=op == "chunk", last_chunk=False)
+            return None
         if op == "require_input":
-            return await ctx.require_input("which?")
+            return await ctx.require_input(text)
         if op == "require_auth":
-            return await ctx.require_auth("sign in")
+            return await ctx.require_auth(text)
         if op == "complete":
-            return await ctx.complete("done")
+            return await ctx.complete(text)
         if op == "fail":
-            return await ctx.fail("broke")
+            return await ctx.fail(text)
         assert op == "reject"
-        return await ctx.reject("no")
+        return await ctx.reject(text)
+
+
+def tag_of(item: object) -> str | None:
+    """The tag of the agent action that made a stored event, if an action did."""
+    text = ""
+    if isinstance(item, TaskStatusUpdateEvent) and isinstance(item.status.message, Message):
+        text = item.status.message.text
+    elif isinstance(item, TaskArtifactUpdateEvent):
+        text = "".join(p.text for p in item.artifact.parts if isinstance(p.text, str))
+    found = TAG.search(text)
+    return found.group(0) if found else None
 
 
 @dataclass
@@ -138,31 +161,50 @@ class Subscriber:
     start_seq: int
     seen: list[tuple[int, Any, bool]] = field(default_factory=list)
     ended: bool = False  # the stream said it is over
-    closed_at: int | None = None  # stored seq when the test closed it
+    closed_at: int | None = None  # the last seq it had read when the test closed it
+
+    @property
+    def last_seq(self) -> int:
+        return self.seen[-1][0] if self.seen else self.start_seq
+
+    async def read(self) -> None:
+        """Read one more item; fail if none comes within WAIT."""
+        try:
+            got = await self.stream.next(timeout=WAIT)
+        except TimeoutError:
+            raise AssertionError(
+                f"subscriber of {self.task_id} at seq {self.last_seq} got nothing more"
+            ) from None
+        if got is None:
+            self.ended = True
+            return
+        seq, item, last = got
+        assert seq is not None
+        self.seen.append((seq, item, last))
 
     async def catch_up(self, store: MemoryStore) -> None:
         """Read everything published so far: up to the stored seq (events are
-        published as they are stored), then the end of the stream if it ended.
-        Buffered events come back without yielding, so nothing moves meanwhile."""
+        published as they are stored), then the end of the stream if it ended."""
         while self.closed_at is None and not self.ended:
             stored = await store.get(self.task_id)
             assert stored is not None
-            last_seq = self.seen[-1][0] if self.seen else self.start_seq
-            if last_seq >= stored.seq and not (self.seen and self.seen[-1][2]):
+            if self.last_seq >= stored.seq and not (self.seen and self.seen[-1][2]):
                 return
-            try:
-                got = await self.stream.next(timeout=2.0)
-            except TimeoutError:
-                raise AssertionError(
-                    f"subscriber of {self.task_id} at seq {last_seq} never got seq {last_seq + 1} "
-                    f"(stored seq {stored.seq})"
-                ) from None
-            if got is None:
-                self.ended = True
-                return
-            seq, item, last = got
-            assert seq is not None
-            self.seen.append((seq, item, last))
+            await self.read()
+
+    async def read_until(self, condition: Callable[[], bool], what: str) -> None:
+        while not condition():
+            assert not self.ended, f"the stream of {self.task_id} ended before {what}"
+            await self.read()
+
+    def tags(self) -> list[str | None]:
+        return [tag_of(item) for _, item, _ in self.seen]
+
+    def ended_terminal(self) -> bool:
+        return any(
+            isinstance(item, TaskStatusUpdateEvent) and item.status.state.terminal
+            for _, item, _ in self.seen
+        )
 
 
 class Run:
@@ -172,7 +214,8 @@ class Run:
         self.engine = Engine(self.agent, self.store)
         self.tasks: list[str] = []
         self.commands: dict[str, list[Command]] = defaultdict(list)
-        self.applied: dict[str, int] = defaultdict(int)  # cancels and follow-ups that succeeded
+        self.canceled: dict[str, int] = defaultdict(int)  # cancels that succeeded
+        self.resumed: dict[str, int] = defaultdict(int)  # follow-ups that succeeded
         self.background: list[asyncio.Task[None]] = []
         self.witness: dict[str, Subscriber] = {}  # opened at creation, never closed
         self.subscribers: list[Subscriber] = []
@@ -186,16 +229,22 @@ class Run:
         task = await self.engine.send(request("go", immediately=True))
         assert isinstance(task, Task)
         self.tasks.append(task.id)
-        self.witness[task.id] = await self.subscribe(task.id)
+        witness = await self.subscribe(task.id)
+        # Nothing acts on a task before the test sends its first command.
+        assert witness.start_seq == 0 and witness.seen == []
+        self.witness[task.id] = witness
 
     async def subscribe(self, task_id: str) -> Subscriber:
         stream = await self.engine.subscribe(task_id)
         first = await stream.next(timeout=0)
         assert first is not None
         seq, snapshot, last = first
+        assert seq is not None and not last
         stored = await self.store.get(task_id)
         assert stored is not None
-        assert seq == stored.seq and snapshot == stored.task and not last
+        assert seq <= stored.seq, "the subscriber got a task from the future"
+        if seq == stored.seq:
+            assert snapshot == stored.task
         return Subscriber(task_id, stream, seq)
 
     async def open(self, index: int) -> None:
@@ -212,9 +261,7 @@ class Run:
             return
         sub = open_subs[index % len(open_subs)]
         await sub.catch_up(self.store)
-        stored = await self.store.get(sub.task_id)
-        assert stored is not None
-        sub.closed_at = stored.seq  # no yield since catching up: nothing was missed
+        sub.closed_at = sub.last_seq
         sub.stream.close()
 
     async def cancel(self, task_id: str) -> None:
@@ -225,7 +272,7 @@ class Run:
         except Exception as exc:
             self.unexpected.append(f"cancel {task_id}: {type(exc).__name__}: {exc}")
             return
-        self.applied[task_id] += 1
+        self.canceled[task_id] += 1
 
     async def follow_up(self, task_id: str) -> None:
         try:
@@ -235,7 +282,7 @@ class Run:
         except Exception as exc:
             self.unexpected.append(f"follow-up {task_id}: {type(exc).__name__}: {exc}")
             return
-        self.applied[task_id] += 1
+        self.resumed[task_id] += 1
 
     async def step(self, step: tuple[Any, ...]) -> None:
         kind = step[0]
@@ -271,41 +318,82 @@ class Run:
                 self.terminal[task_id] = (stored.seq, encoded)
 
     async def settle(self) -> None:
+        """Let every cancel and follow-up the program started return."""
         if self.background:
             _done, pending = await asyncio.wait(self.background, timeout=10)
             assert not pending, "a cancel or follow-up never returned"
-        for _ in range(10):
-            await asyncio.sleep(0)
         await self.check_terminal_snapshots()
 
     async def check_all(self) -> None:
         assert not self.unexpected, self.unexpected
-        for sub in list(self.witness.values()) + self.subscribers:
+        # Witnesses last: each then has read at least as far as any subscriber.
+        for sub in self.subscribers + list(self.witness.values()):
             await sub.catch_up(self.store)
         for task_id in self.tasks:
-            stored = await self.store.get(task_id)
-            assert stored is not None
-            # (c): every applied event is counted once.
-            agent_events = sum(
-                1 for c in self.commands[task_id] if c.done.done() and c.done.result()
-            )
-            assert stored.seq == agent_events + self.applied[task_id], (
-                f"task {task_id}: stored seq {stored.seq}, but {agent_events} agent events and "
-                f"{self.applied[task_id]} cancels/follow-ups succeeded"
-            )
-            witness = self.witness[task_id]
-            assert witness.start_seq == 0
-            assert [seq for seq, _, _ in witness.seen] == list(range(1, stored.seq + 1))
-            statuses = [e for _, e, _ in witness.seen if isinstance(e, TaskStatusUpdateEvent)]
-            if statuses:
-                assert statuses[-1].status == stored.task.status
+            await self.check_applied(task_id)
         for sub in list(self.witness.values()) + self.subscribers:
-            await self.check_subscriber(sub)
+            self.check_subscriber(sub)
 
-    async def check_subscriber(self, sub: Subscriber) -> None:
-        stored = await self.store.get(sub.task_id)
+    async def check_applied(self, task_id: str) -> None:
+        """(c), on the events the task's witness read: each one made by exactly one
+        thing that was applied, and everything that reported it was applied in it."""
+        witness = self.witness[task_id]
+        commands = self.commands[task_id]
+        # What the agent has been told so far; commands still running may be
+        # stored or not (at most once), whatever comes of them later.
+        told = {c.tag: c.done.result() for c in commands if c.done.done()}
+        acts = {c.tag: c for c in commands}
+        ends = ("return", "raise")
+        reported = {tag for tag, ok in told.items() if ok and acts[tag].op not in ends}
+        # An artifact's call does not say whether it was stored; it was unless the
+        # task ended before it was emitted, and a task that is not over has not.
+        unknown = {tag for tag, ok in told.items() if ok is None}
+        if not witness.ended_terminal():
+            reported |= unknown
+        may_end = [acts[tag] for tag, ok in told.items() if ok and acts[tag].op in ends]
+
+        def complete() -> bool:
+            present = set(witness.tags())
+            return reported <= present and (not may_end or witness.ended_terminal())
+
+        # Events of the agent's turn that are queued, and the ending the engine adds
+        # when the agent returns or raises, are stored soon; wait for them.
+        await witness.read_until(complete, "the events its agent was told were stored")
+        await witness.catch_up(self.store)
+        stored = await self.store.get(task_id)
         assert stored is not None
-        end = sub.closed_at if sub.closed_at is not None else stored.seq
+        tags = witness.tags()
+        assert stored.seq == witness.last_seq == len(tags)
+        statuses = [e for _, e, _ in witness.seen if isinstance(e, TaskStatusUpdateEvent)]
+        if statuses:
+            assert statuses[-1].status == stored.task.status
+        tagged = [t for t in tags if t is not None]
+        assert len(tagged) == len(set(tagged)), f"task {task_id}: an action was stored twice"
+        for tag in tagged:
+            assert tag in acts and told.get(tag) is not False, (
+                f"task {task_id}: {tag} was stored, but its agent was told it was dropped"
+            )
+        untagged = [
+            item for (_, item, _), tag in zip(witness.seen, tags, strict=True) if tag is None
+        ]
+        states = [item.status.state for item in untagged]
+        assert all(isinstance(item, TaskStatusUpdateEvent) for item in untagged)
+        assert states.count(TaskState.CANCELED) == self.canceled[task_id]
+        assert states.count(TaskState.WORKING) == self.resumed[task_id]
+        endings = {
+            TaskState.COMPLETED: sum(1 for c in may_end if c.op == "return"),
+            TaskState.FAILED: sum(1 for c in may_end if c.op == "raise"),
+        }
+        for state, at_most in endings.items():
+            assert states.count(state) <= at_most, f"task {task_id}: an ending nobody caused"
+        assert set(states) <= {TaskState.CANCELED, TaskState.WORKING, *endings}
+        # (c) as a count: every applied event is counted once.
+        assert stored.seq == len(tagged) + self.canceled[task_id] + self.resumed[task_id] + sum(
+            states.count(state) for state in endings
+        )
+
+    def check_subscriber(self, sub: Subscriber) -> None:
+        end = sub.closed_at if sub.closed_at is not None else sub.last_seq
         events = {seq: item for seq, item, _ in self.witness[sub.task_id].seen}
         seqs = [seq for seq, _, _ in sub.seen]
         # (b): in order, strictly increasing, no gaps, nothing before it subscribed.
@@ -323,9 +411,7 @@ class Run:
             assert terminal_at == [seqs[-1]], "the terminal event must be the last"
             assert sub.ended, "the stream must end after the terminal event"
         else:
-            assert not sub.ended
-            if sub.closed_at is None:
-                assert not stored.task.status.state.terminal
+            assert not sub.ended, "the stream ended before its task did"
 
 
 async def run_program(steps: list[tuple[Any, ...]]) -> None:
@@ -390,13 +476,23 @@ class AsksThenLingers(Agent):
 
 
 async def test_two_racing_follow_ups_resume_an_interrupted_task_only_once() -> None:
-    engine = Engine(AsksThenLingers(), MemoryStore())
+    store = MemoryStore()
+    engine = Engine(AsksThenLingers(), store)
     try:
         task = await engine.send(request("go", immediately=True))
         assert isinstance(task, Task)
-        for _ in range(5):
-            await asyncio.sleep(0)
-        stored = await engine.store.get(task.id)
+        stream = await engine.subscribe(task.id)
+        witness = Subscriber(task.id, stream, 0)
+        await witness.read_until(
+            lambda: any(
+                isinstance(item, (Task, TaskStatusUpdateEvent))
+                and item.status.state is TaskState.INPUT_REQUIRED
+                for _, item, _ in witness.seen
+            ),
+            "the task asked for input",
+        )
+        stream.close()
+        stored = await store.get(task.id)
         assert stored is not None and stored.task.status.state is TaskState.INPUT_REQUIRED
 
         results = await asyncio.gather(
@@ -407,7 +503,7 @@ async def test_two_racing_follow_ups_resume_an_interrupted_task_only_once() -> N
         accepted = [r for r in results if isinstance(r, Task)]
         refused = [r for r in results if isinstance(r, UnsupportedOperationError)]
         assert len(accepted) == 1 and len(refused) == 1, results
-        stored = await engine.store.get(task.id)
+        stored = await store.get(task.id)
         assert stored is not None
         user_answers = [m.text for m in stored.task.history if m.text.startswith("answer")]
         assert len(user_answers) == 1, user_answers

@@ -10,13 +10,14 @@ from .requests import request
 
 
 async def test_subscription_to_an_evicted_task_ends_at_the_next_quiet_tick() -> None:
-    engine = Engine(ScriptedAgent(), MemoryStore(max_tasks=1))
+    store = MemoryStore(max_tasks=1)
+    engine = Engine(ScriptedAgent(), store)
     waiting = await engine.send(request("input which?"))
     stream = await engine.subscribe(waiting.id)
     first = await stream.next(timeout=0.05)
     assert first is not None and first[1].id == waiting.id  # the current task comes first
     await engine.send(request("echo pushes the waiting task out"))
-    assert await engine.store.get(waiting.id) is None
+    assert await store.get(waiting.id) is None
     assert await stream.next(timeout=0.05) is None
     stream.close()
     await engine.aclose()

@@ -9,6 +9,7 @@ import asyncio
 import re
 import time
 import uuid
+from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ from a2ad import (
 from a2ad.protocol.errors import InvalidParamsError, TaskNotFoundError
 from a2ad.store.base import Lease
 
-from ..conftest import Rpc, wait_for
+from ..conftest import Rpc
 from ..scripted import ScriptedAgent
 from .requests import request
 
@@ -43,6 +44,7 @@ DAY = 86400.0
 T0 = 1_900_000_000.25  # 2030-03-17T17:46:40.250Z
 RFC3339_MS_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 STOPPED = "server stopped"
+WAIT = 5.0  # seconds a test waits for something it expects to happen
 SHUT_DOWN = "The server shut down while the agent was working."
 
 
@@ -61,10 +63,20 @@ class FakeClock:
 
 class UpkeepAgent(ScriptedAgent):
     """ScriptedAgent, plus ``sleep <s>`` (work for s seconds, then complete) and a
-    follow-up turn ``hang`` that hangs (the first turn being ``input ...``)."""
+    follow-up turn ``hang`` that hangs (the first turn being ``input ...``). Each
+    ``hang`` sets ``hanging[task_id]`` once it hangs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hanging: defaultdict[str, asyncio.Event] = defaultdict(asyncio.Event)
 
     async def run(self, ctx: TaskContext) -> None:
         word, _, rest = ctx.text.partition(" ")
+        if word == "hang":
+            if len(ctx.history) <= 1:
+                await ctx.working("on it")
+            await self.hang(ctx.task_id)
+            return
         if word == "sleep" and len(ctx.history) <= 1:
             await ctx.working("sleeping")
             try:
@@ -75,16 +87,19 @@ class UpkeepAgent(ScriptedAgent):
                 raise
             await ctx.complete("slept")
             return
-        if word == "hang" and len(ctx.history) > 1:
-            with self.lock:
-                self.started[ctx.task_id] = time.monotonic()
-            try:
-                await asyncio.sleep(3600)
-            except asyncio.CancelledError:
-                with self.lock:
-                    self.cancelled[ctx.task_id] = time.monotonic()
-                raise
         await super().run(ctx)
+
+    async def hang(self, task_id: str) -> None:
+        """Hang until cancelled, and note when it started and was cancelled."""
+        with self.lock:
+            self.started[task_id] = time.monotonic()
+        self.hanging[task_id].set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            with self.lock:
+                self.cancelled[task_id] = time.monotonic()
+            raise
 
 
 @pytest.fixture(params=["memory", "sqlite"])
@@ -141,21 +156,26 @@ async def send(engine: Engine, text: str, **options: Any) -> Task:
     return result
 
 
-async def start_hanging(engine: Engine, agent: ScriptedAgent, **options: Any) -> str:
+async def start_hanging(engine: Engine, agent: UpkeepAgent, **options: Any) -> str:
+    """A new task whose agent hangs, once its "working" is stored."""
     task = await send(engine, "hang", immediately=True, **options)
-    await wait_for(lambda: task.id in agent.started)
-    # The agent's "working" is stored before it sleeps.
-    await wait_for_state(engine.store, task.id, TaskState.WORKING)
+    await asyncio.wait_for(agent.hanging[task.id].wait(), WAIT)
+    await wait_for_state(engine, task.id, TaskState.WORKING)
     return task.id
 
 
-async def wait_for_state(store: TaskStore, task_id: str, state: TaskState) -> None:
-    for _ in range(1000):
-        stored = await store.get(task_id)
-        if stored is not None and stored.task.status.state is state:
-            return
-        await asyncio.sleep(0.005)
-    raise AssertionError(f"task {task_id} never became {state.word}")
+async def wait_for_state(engine: Engine, task_id: str, state: TaskState) -> None:
+    """Wait (bounded) on the task's event stream until it is ``state``."""
+    stream = await engine.subscribe(task_id)
+    try:
+        while True:
+            got = await stream.next(timeout=WAIT)
+            assert got is not None, f"task {task_id} ended before it was {state.word}"
+            item = got[1]
+            if isinstance(item, (Task, TaskStatusUpdateEvent)) and item.status.state is state:
+                return
+    finally:
+        stream.close()
 
 
 async def state_of(store: TaskStore, task_id: str) -> TaskState:
@@ -202,9 +222,8 @@ async def test_task_left_working_by_a_crashed_instance_is_failed_by_another_afte
     async with SqliteStore(path) as store_a, SqliteStore(path) as store_b:
         a = engines(agent, store_a, clock)
         task_id = await start_hanging(a, agent)
-        # Instance A dies: its agent stops without writing anything, nobody renews.
-        assert await a.runner.stop(task_id)
-        assert task_id in agent.cancelled
+        # From here on instance A is dead to the others: it never renews its
+        # leases (no upkeep round runs on it), as if its process had been killed.
         assert await state_of(store_a, task_id) is TaskState.WORKING
 
         b = engines(agent, store_b, clock)
@@ -221,6 +240,10 @@ async def test_task_left_working_by_a_crashed_instance_is_failed_by_another_afte
         assert STOPPED in status_text(stored.task)
         # Engine A's own store sees the same.
         assert await state_of(store_a, task_id) is TaskState.FAILED
+        # Should A still be around, shutting it down changes nothing of that.
+        await a.shutdown(graceful=False)
+        assert task_id in agent.cancelled
+        assert await store_a.get(task_id) == stored
 
 
 async def test_task_leased_to_a_dead_instance_is_failed_only_once_the_lease_expired(
@@ -288,9 +311,7 @@ async def test_own_running_tasks_keep_their_leases_while_upkeep_runs(
         assert await state_of(store_b, task_id) is TaskState.WORKING
         assert task_id not in agent.cancelled
 
-    # B dies (no more renewals): only now does C fail them.
-    for task_id in running:
-        assert await b.runner.stop(task_id)
+    # B dies (no more upkeep, so no more renewals): only now does C fail them.
     clock.advance(10)
     await c.maintain_once()
     assert [await state_of(store_c, t) for t in running] == [TaskState.WORKING] * 3
@@ -319,8 +340,8 @@ async def test_resumed_task_left_working_by_a_crashed_instance_is_failed_after_i
     asked = await send(a, "input which one?")
     resumed = await send(a, "hang", task_id=asked.id, immediately=True)
     assert resumed.id == asked.id
-    await wait_for(lambda: asked.id in agent.started)
-    assert await a.runner.stop(asked.id)  # A dies during the follow-up turn
+    await asyncio.wait_for(agent.hanging[asked.id].wait(), WAIT)
+    # A dies during the follow-up turn: it never renews the lease it took.
     assert await state_of(store, asked.id) is TaskState.WORKING
 
     b = engines(agent, store, clock)
@@ -472,7 +493,7 @@ async def test_working_task_past_its_deadline_is_failed_and_its_agent_cancelled(
     store: TaskStore, agent: UpkeepAgent, engines: Callable[..., Engine]
 ) -> None:
     clock = FakeClock(T0)
-    engine = engines(agent, store, clock)
+    engine = engines(agent, store, clock, shutdown_grace=60)
     task_id = await start_hanging(engine, agent, message_metadata={"timeoutSeconds": 30})
     clock.advance(29.9)
     await engine.maintain_once()
@@ -486,7 +507,9 @@ async def test_working_task_past_its_deadline_is_failed_and_its_agent_cancelled(
     assert stored.task.status.state is TaskState.FAILED
     assert status_text(stored.task) == "deadline exceeded"
     assert task_id in agent.cancelled  # stopped within the round
-    assert not engine.runner.is_running(task_id)
+    # Its invocation is over too: a graceful shutdown finds nothing to wait for.
+    done, _ = await asyncio.wait({engine.begin_shutdown()}, timeout=WAIT)
+    assert done, "the shutdown waited for the agent of a task failed for its deadline"
 
 
 async def test_task_past_a_request_level_deadline_is_failed(
@@ -558,8 +581,8 @@ async def test_list_with_overdue_lists_exactly_the_unfinished_tasks_past_their_d
     store: TaskStore, agent: UpkeepAgent, v1: bool
 ) -> None:
     clock = FakeClock(T0)
-    app = A2AApp(Engine(agent, store, clock=clock, shutdown_grace=0))
-    engine = app.engine
+    engine = Engine(agent, store, clock=clock, shutdown_grace=0)
+    app = A2AApp(engine)
     short = {"message_metadata": {"timeoutSeconds": 10}}
     late_working = await start_hanging(engine, agent, **short)
     late_asking = (await send(engine, "input which one?", **short)).id
@@ -648,7 +671,8 @@ async def test_retention_deletion_is_visible_over_json_rpc_as_task_not_found(
     agent: UpkeepAgent,
 ) -> None:
     clock = FakeClock(time.time())
-    app = A2AApp(Engine(agent, MemoryStore(), clock=clock, retention_seconds=7 * DAY))
+    engine = Engine(agent, MemoryStore(), clock=clock, retention_seconds=7 * DAY)
+    app = A2AApp(engine)
     transport = httpx.ASGITransport(app=app)
     try:
         async with httpx.AsyncClient(transport=transport, base_url="http://a2ad.test") as client:
@@ -667,7 +691,7 @@ async def test_retention_deletion_is_visible_over_json_rpc_as_task_not_found(
                 )
             )["result"]["task"]
             clock.advance(8 * DAY)
-            await app.engine.maintain_once()
+            await engine.maintain_once()
             for method, v1 in (("GetTask", True), ("tasks/get", False)):
                 r = await rpc(method, {"id": task["id"]}, v1=v1)
                 assert r["error"]["code"] == -32001, r
@@ -738,7 +762,7 @@ async def test_shutdown_lets_tasks_finish_within_the_grace_and_fails_the_rest(
     engine = engines(agent, store, FakeClock(time.time()), shutdown_grace=0.5)
     quick = await send(engine, "sleep 0.1", immediately=True)
     slow = await send(engine, "sleep 30", immediately=True)
-    await wait_for_state(store, slow.id, TaskState.WORKING)
+    await wait_for_state(engine, slow.id, TaskState.WORKING)
 
     began = time.monotonic()
     await engine.shutdown()
@@ -770,7 +794,7 @@ async def test_shutdown_not_graceful_fails_running_tasks_at_once(
 ) -> None:
     engine = engines(agent, store, FakeClock(time.time()), shutdown_grace=5)
     slow = await send(engine, "sleep 3", immediately=True)
-    await wait_for_state(store, slow.id, TaskState.WORKING)
+    await wait_for_state(engine, slow.id, TaskState.WORKING)
     began = time.monotonic()
     await engine.shutdown(graceful=False)
     assert time.monotonic() - began < 1.0  # neither the 5 s grace nor the agent's 3 s
