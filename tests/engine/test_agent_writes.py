@@ -47,26 +47,34 @@ class CountingStore(MemoryStore):
             raise StoreError("disk full (simulated by the test's store)")
 
     async def create(
-        self, task: Task, *, lease: Lease | None = None, events: Sequence[TaskEvent] = ()
+        self,
+        task: Task,
+        *,
+        events: Sequence[TaskEvent] = (),
+        lease: Lease | None = None,
+        deadline: str | None = None,
     ) -> StoredTask:
         self._count()
-        self._creating = True  # MemoryStore.create applies events through append_many
+        self._creating = True  # MemoryStore.create applies events through append
         try:
-            return await super().create(task, lease=lease, events=events)
+            return await super().create(task, events=events, lease=lease, deadline=deadline)
         finally:
             self._creating = False
 
-    async def append_many(
+    async def append(
         self,
         task_id: str,
         expected_seq: int,
         events: Sequence[TaskEvent],
         *,
+        user_message: Message | None = None,
         lease: Lease | None = None,
     ) -> StoredTask:
         if not self._creating:
             self._count()
-        return await super().append(task_id, expected_seq, events, lease=lease)
+        return await super().append(
+            task_id, expected_seq, events, user_message=user_message, lease=lease
+        )
 
 
 class Echo(Agent):

@@ -179,7 +179,7 @@ async def test_create_with_a_refused_event_stores_nothing(store: TaskStore) -> N
     assert (await store.create(task)).seq == 0  # the id is free
 
 
-async def test_append_many_stores_every_event_in_order(store: TaskStore) -> None:
+async def test_append_stores_a_batch_of_events_in_order(store: TaskStore) -> None:
     task = new_task()
     s = await store.create(task, events=[status(task, TaskState.WORKING, ts(1))])
     events = [artifact(task, "doc", "a"), artifact(task, "doc", "b", append=True)]
@@ -195,7 +195,7 @@ async def test_append_many_stores_every_event_in_order(store: TaskStore) -> None
     assert page.tasks == [after.task]
 
 
-async def test_append_many_is_all_or_nothing(store: TaskStore) -> None:
+async def test_an_appended_batch_is_all_or_nothing(store: TaskStore) -> None:
     many = [Artifact(artifact_id=f"a{i}", parts=[TextPart("x")]) for i in range(MAX_ARTIFACTS)]
     task = new_task(artifacts=many)
     s = await store.create(task)
