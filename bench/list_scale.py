@@ -1,7 +1,7 @@
 """ListTasks latency as the SQLite store grows.
 
 For each size N, prefill a fresh SQLite file with N tasks, then time
-``Engine.list_tasks`` (the real path: request -> ListQuery -> SqliteStore's worker
+``Engine.list_tasks`` (the real path: request -> checked query -> ListQuery -> SqliteStore's worker
 thread -> SQL -> decode -> task_view) for a few typical requests, and beside it
 the two statements a filtered list runs, alone on a separate connection: the
 COUNT(*) behind ``totalSize`` and the page SELECT.
@@ -52,6 +52,7 @@ from a2ad.protocol.model import (
     TextPart,
     parse_state,
 )
+from a2ad.protocol.requests import task_query
 from a2ad.store.sqlite import _list_sql  # the exact statements the store runs
 
 SEED = 20260501
@@ -337,7 +338,7 @@ async def measure(
         for task in exp.samples:
             stored = await store.get(task.id)
             assert stored is not None and stored.seq == 0 and stored.task == task, task.id
-        first = await engine.list_tasks(ListTasksRequest(page_size=PAGE))
+        first = await engine.list_tasks(task_query(ListTasksRequest(page_size=PAGE)))
         assert [t.id for t in first.tasks] == exp.newest[:PAGE]
         assert first.total_size == exp.n
 
@@ -345,7 +346,9 @@ async def measure(
         async def walk() -> str:
             token = ""
             for _ in range(DEEP - 1):
-                page = await engine.list_tasks(ListTasksRequest(page_size=PAGE, page_token=token))
+                page = await engine.list_tasks(
+                    task_query(ListTasksRequest(page_size=PAGE, page_token=token))
+                )
                 token = page.next_page_token
                 assert token, "fewer than DEEP pages"
             return token
@@ -359,7 +362,7 @@ async def measure(
         direct = sqlite3.connect(path)
         try:
             for sc in scenarios(exp.hot, deep_token):
-                resp = await engine.list_tasks(sc.request)
+                resp = await engine.list_tasks(task_query(sc.request))
                 assert resp.total_size == exp.totals[sc.name], (
                     sc.name,
                     resp.total_size,
@@ -373,11 +376,11 @@ async def measure(
                     state = parse_state(sc.request.status)
                     assert all(t.status.state is state for t in resp.tasks)
                 for _ in range(5):  # warm up
-                    await engine.list_tasks(sc.request)
+                    await engine.list_tasks(task_query(sc.request))
                 times = []
                 for _ in range(repeat):
                     t0 = time.perf_counter()
-                    await engine.list_tasks(sc.request)
+                    await engine.list_tasks(task_query(sc.request))
                     times.append(time.perf_counter() - t0)
                 count_sql, page_sql, params = statements(sc.request)
                 results[sc.name] = {
