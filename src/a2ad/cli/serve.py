@@ -1,4 +1,4 @@
-"""The ``a2ad`` command."""
+"""``a2ad serve``: run an agent under uvicorn, print where, stop cleanly on Ctrl-C."""
 
 from __future__ import annotations
 
@@ -7,30 +7,21 @@ import os
 import socket
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 import uvicorn
 from rich.console import Console
 
-from .cli_client import register
-from .durations import parse_duration, parse_optional_duration
+from ..durations import parse_duration, parse_optional_duration
+from ..server.app import A2AApp, create_app, load_agent
+from ..store import DEFAULT_STORE, store_from_url
 from .logs import configure_logging
-from .server.app import A2AApp, create_app, load_agent
-from .store import DEFAULT_STORE, store_from_url
 
-app = typer.Typer(
-    name="a2ad",
-    help="a2ad: an A2A task server. `a2ad serve` starts one; send, tasks and card talk to one.",
-    no_args_is_help=True,
-)
+__all__ = ["serve"]
+
 console = Console(stderr=True)
 T = TypeVar("T")
-
-
-@app.callback()
-def _root() -> None:
-    """a2ad: an A2A (Agent2Agent protocol) task server."""
 
 
 class _Server(uvicorn.Server):
@@ -69,43 +60,61 @@ class _Server(uvicorn.Server):
             self.loop.call_soon_threadsafe(self.application.engine.begin_shutdown)
 
 
-@app.command()
 def serve(
-    host: str = typer.Option("127.0.0.1", help="Address to listen on."),
-    port: int = typer.Option(8000, min=0, max=65535, help="Port to listen on (0: any free port)."),
-    store: str = typer.Option(
-        DEFAULT_STORE,
-        help="Where tasks are kept: sqlite:///file.db (relative; sqlite:////abs/path.db) "
-        "or memory.",
-    ),
-    agent: str = typer.Option("echo", help="'echo' or package.module:attr of your agent."),
-    max_tasks: int | None = typer.Option(
-        None,
-        min=1,
-        help="Most tasks the store keeps; the oldest finished go first. "
-        "Default: 10000 in memory, no cap in SQLite.",
-    ),
-    shutdown_grace: str = typer.Option(
-        "10s", help="On Ctrl-C/SIGTERM, how long running tasks may finish before they are failed."
-    ),
-    retention: str = typer.Option(
-        "off",
-        help="Delete finished tasks this long after their last update (e.g. 7d); off keeps them.",
-    ),
-    task_timeout: str = typer.Option(
-        "off", help="Fail tasks not finished this long after they were created (e.g. 15m)."
-    ),
-    lease_seconds: float = typer.Option(
-        15.0,
-        min=0.5,
-        help="Tasks of a server that died (no heartbeat for this long) are failed.",
-    ),
-    log_level: str = typer.Option("info", help="debug, info, warning or error."),
-    model: str | None = typer.Option(
-        None,
-        help="The LLM an LLM-backed agent uses (the task manager's): sets A2AD_MODEL. "
-        "The endpoint comes from OPENAI_BASE_URL and OPENAI_API_KEY.",
-    ),
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option(min=0, max=65535, help="Port to listen on (0: any free port).")
+    ] = 8000,
+    store: Annotated[
+        str,
+        typer.Option(
+            help="Where tasks are kept: sqlite:///file.db (relative; sqlite:////abs/path.db) "
+            "or memory."
+        ),
+    ] = DEFAULT_STORE,
+    agent: Annotated[
+        str, typer.Option(help="'echo' or package.module:attr of your agent.")
+    ] = "echo",
+    max_tasks: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Most tasks the store keeps; the oldest finished go first. "
+            "Default: 10000 in memory, no cap in SQLite.",
+        ),
+    ] = None,
+    shutdown_grace: Annotated[
+        str,
+        typer.Option(
+            help="On Ctrl-C/SIGTERM, how long running tasks may finish before they are failed."
+        ),
+    ] = "10s",
+    retention: Annotated[
+        str,
+        typer.Option(
+            help="Delete finished tasks this long after their last update (e.g. 7d); "
+            "off keeps them."
+        ),
+    ] = "off",
+    task_timeout: Annotated[
+        str,
+        typer.Option(help="Fail tasks not finished this long after they were created (e.g. 15m)."),
+    ] = "off",
+    lease_seconds: Annotated[
+        float,
+        typer.Option(
+            min=0.5,
+            help="Tasks of a server that died (no heartbeat for this long) are failed.",
+        ),
+    ] = 15.0,
+    log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="The LLM an LLM-backed agent uses (the task manager's): sets A2AD_MODEL. "
+            "The endpoint comes from OPENAI_BASE_URL and OPENAI_API_KEY."
+        ),
+    ] = None,
 ) -> None:
     """Serve an agent over A2A JSON-RPC (1.0 and 0.3) with SSE streaming."""
     configure_logging(log_level)
@@ -161,33 +170,3 @@ def _duration(parse: Callable[[str], T], text: str, flag: str) -> T:
         return parse(text)
     except ValueError as exc:
         raise ValueError(f"{flag}: {exc}") from None
-
-
-@app.command()
-def mcp(
-    url: str = typer.Option(
-        "http://127.0.0.1:8000", envvar="A2AD_URL", help="The A2A server the tools manage."
-    ),
-    token: str | None = typer.Option(
-        None, envvar="A2AD_TOKEN", help="Bearer token for that server."
-    ),
-) -> None:
-    """Serve the task tools (list, get, cancel, cancel overdue) to an MCP client over stdio."""
-    from .mcp_server import run_stdio
-
-    try:
-        run_stdio(url, token)
-    except RuntimeError as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(1) from None
-
-
-register(app)
-
-
-def main() -> None:
-    app()
-
-
-if __name__ == "__main__":
-    main()
