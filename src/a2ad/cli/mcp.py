@@ -19,7 +19,7 @@ def mcp(
     ] = None,
 ) -> None:
     """Serve the task tools (list, get, cancel, cancel overdue) to an MCP client over stdio."""
-    from ..mcp_server import run_stdio
+    from ..tools.mcp import run_stdio
 
     try:
         run_stdio(url, token)

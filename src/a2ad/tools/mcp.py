@@ -8,7 +8,7 @@ be sent wherever a model points it. A tool's ``{"error": ...}`` answer is an
 MCP result with ``isError`` set, so the model sees it and can correct itself.
 
 The MCP SDK is optional (``pip install 'a2ad[mcp]'``) and imported only here,
-when the server starts. Run it as ``python -m a2ad.mcp_server --url URL``.
+when the server starts. Run it as ``python -m a2ad.tools.mcp --url URL``.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .tools import ENV_TOKEN, ENV_URL, acall_tool, bound_tools
-from .tools.operations import resolve_url
+from .operations import ENV_TOKEN, ENV_URL, resolve_url
+from .schemas import acall_tool, bound_tools
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -49,7 +49,7 @@ def build_server(server_url: str | None = None, token: str | None = None) -> Ser
         from mcp.server.lowlevel import Server
     except ImportError:
         raise _missing_sdk() from None
-    from . import __version__
+    from .. import __version__
 
     url = resolve_url(server_url)
     token = token if token is not None else (os.environ.get(ENV_TOKEN) or None)
@@ -103,9 +103,9 @@ def _serve_stdio(server: Server[Any]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m a2ad.mcp_server [--url URL] [--token TOKEN]``."""
+    """``python -m a2ad.tools.mcp [--url URL] [--token TOKEN]``."""
     parser = argparse.ArgumentParser(
-        prog="python -m a2ad.mcp_server",
+        prog="python -m a2ad.tools.mcp",
         description="Serve a2ad's task tools over MCP on stdin/stdout.",
     )
     parser.add_argument(
