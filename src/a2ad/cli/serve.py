@@ -1,4 +1,8 @@
-"""``a2ad serve``: run an agent under uvicorn, print where, stop cleanly on Ctrl-C."""
+"""``a2ad serve``: run an agent under uvicorn, print where, stop cleanly on Ctrl-C.
+
+This is where the server's configuration is read: the flags, and once, at
+start, the environment; the agent gets what it needs as ``AgentSettings``.
+"""
 
 from __future__ import annotations
 
@@ -12,16 +16,22 @@ from typing import Annotated, Any, TypeVar
 import typer
 import uvicorn
 from rich.console import Console
+from rich.markup import escape
 
+from ..agents.llm import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
+from ..agents.settings import AgentSettings
+from ..agents.task_manager import ENV_MANAGED_URLS
 from ..durations import parse_duration, parse_optional_duration
 from ..server.app import A2AApp, create_app, load_agent
 from ..store import DEFAULT_STORE, store_from_url
+from ..tools import ENV_TOKEN, ENV_URL
 from .logs import configure_logging
 
 __all__ = ["serve"]
 
 console = Console(stderr=True)
 T = TypeVar("T")
+STARTUP_FAILURE = 3  # the status uvicorn exits with when the server can't start
 
 
 class _Server(uvicorn.Server):
@@ -29,7 +39,7 @@ class _Server(uvicorn.Server):
     a2ad's streams and agents at once, so open SSE connections close promptly
     instead of holding the shutdown until its timeout."""
 
-    def __init__(self, config: uvicorn.Config, application: A2AApp, banner: str) -> None:
+    def __init__(self, config: uvicorn.Config, application: A2AApp, banner: list[str]) -> None:
         super().__init__(config)
         self.application = application
         self.banner = banner
@@ -39,14 +49,8 @@ class _Server(uvicorn.Server):
         self.loop = asyncio.get_running_loop()
         await super().startup(sockets=sockets)
         if self.started:
-            host, port = self.servers[0].sockets[0].getsockname()[:2]
-            base = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
-            # Tools and agents that talk to "this server" (the task manager) find it here.
-            os.environ.setdefault("A2AD_URL", base)
-            console.print(self.banner)
-            console.print(f"  JSON-RPC:   {base}/  (also {base}/a2a)")
-            console.print(f"  Agent card: {base}/.well-known/agent-card.json")
-            console.print("  Press Ctrl-C to stop.")
+            for line in self.banner:
+                console.print(line)
 
     def handle_exit(self, sig: int, frame: Any) -> None:
         super().handle_exit(sig, frame)
@@ -111,23 +115,16 @@ def serve(
     model: Annotated[
         str | None,
         typer.Option(
-            help="The LLM an LLM-backed agent uses (the task manager's): sets A2AD_MODEL. "
+            help="The LLM an LLM-backed agent uses (the task manager's), instead of A2AD_MODEL. "
             "The endpoint comes from OPENAI_BASE_URL and OPENAI_API_KEY."
         ),
     ] = None,
 ) -> None:
     """Serve an agent over A2A JSON-RPC (1.0 and 0.3) with SSE streaming."""
     configure_logging(log_level)
-    if model:
-        os.environ["A2AD_MODEL"] = model
     # Like `python -m`, find the user's agent module in the current directory.
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
-    try:
-        the_agent = load_agent(agent)
-    except ValueError as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from None
     try:
         grace = _duration(parse_duration, shutdown_grace, "--shutdown-grace")
         keep = _duration(parse_optional_duration, retention, "--retention")
@@ -138,6 +135,18 @@ def serve(
     try:
         task_store = store_from_url(store, max_tasks=max_tasks)
     except ValueError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    try:
+        listening = _listen(host, port)
+    except OSError as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(STARTUP_FAILURE) from None
+    base = _url(listening)
+    try:
+        the_agent = load_agent(agent, _agent_settings(base, model))
+    except ValueError as exc:
+        listening.close()
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
     application = create_app(
@@ -157,12 +166,41 @@ def serve(
         lifespan="on",
     )
     cap = getattr(task_store, "max_tasks", None)
-    banner = (
+    banner = [
         f"a2ad serving agent [bold]{the_agent.name}[/bold] "
-        f"(store {store}, {f'at most {cap} tasks' if cap else 'no task cap'})"
-    )
-    _Server(config, application, banner).run()
+        f"(store {store}, {f'at most {cap} tasks' if cap else 'no task cap'})",
+        f"  JSON-RPC:   {base}/  (also {base}/a2a)",
+        f"  Agent card: {base}/.well-known/agent-card.json",
+        "  Press Ctrl-C to stop.",
+    ]
+    _Server(config, application, banner).run(sockets=[listening])
     console.print("a2ad stopped.")
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The socket uvicorn serves on, bound before the agent is built so that the
+    agent can be told where it is served (with port 0, the port the system chose)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    return socket.create_server((host, port), family=family)
+
+
+def _url(listening: socket.socket) -> str:
+    host, port = listening.getsockname()[:2]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def _agent_settings(base: str, model: str | None) -> AgentSettings:
+    """What the agent may need, from the environment, read here and only here."""
+    env = os.environ
+    managed = [url.strip().rstrip("/") for url in env.get(ENV_MANAGED_URLS, "").split(",")]
+    return AgentSettings(
+        server_url=env.get(ENV_URL) or base,
+        model=model or env.get(ENV_MODEL) or None,
+        llm_base_url=env.get(ENV_BASE_URL) or None,
+        llm_api_key=env.get(ENV_API_KEY) or None,
+        managed_urls=tuple(url for url in managed if url),
+        token=env.get(ENV_TOKEN) or None,
+    )
 
 
 def _duration(parse: Callable[[str], T], text: str, flag: str) -> T:
