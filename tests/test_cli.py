@@ -208,6 +208,15 @@ def test_serve_keeps_at_most_max_tasks_in_flight_and_ctrl_c_still_stops_it(
     assert "a2ad stopped." in s.output
 
 
+def test_serve_stops_cleanly_on_sigterm_too() -> None:
+    with Served("--store", "memory") as s:
+        s.expect(r"Press Ctrl-C to stop")
+        s.proc.send_signal(signal.SIGTERM)
+        assert s.proc.wait(10) == 0
+        s.reader.join(5)
+        assert "a2ad stopped." in s.output
+
+
 def test_serve_loads_a_user_agent_given_as_module_and_attribute() -> None:
     with Served("--agent", "tests.scripted:ScriptedAgent") as s:
         card_url = s.expect(r"Agent card:\s+(http://\S+)").group(1)

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import socket
 import sys
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from types import FrameType
+from typing import Annotated, TypeVar
 
 import typer
 import uvicorn
@@ -52,16 +54,18 @@ class _Server(uvicorn.Server):
             for line in self.banner:
                 console.print(line)
 
-    def handle_exit(self, sig: int, frame: Any) -> None:
-        super().handle_exit(sig, frame)
-        # uvicorn re-raises the signal after its shutdown, which turns a clean
-        # Ctrl-C into exit status 130 and skips our goodbye; we have handled it.
-        captured = getattr(self, "_captured_signals", None)
-        if isinstance(captured, list):
-            captured.clear()
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        # Not super(): uvicorn's handler also notes the signal, to raise it again
+        # once it has shut down, which would turn a clean Ctrl-C into exit status
+        # 130 (and SIGTERM into death by signal) and skip our goodbye. The rest of
+        # it is this: the first signal asks for a graceful exit, a second Ctrl-C
+        # forces it.
+        if self.should_exit and sig == signal.SIGINT:
+            self.force_exit = True
+        else:
+            self.should_exit = True
         if self.loop is not None:
-            # The engine owns this job; the lifespan shutdown awaits the same one.
-            self.loop.call_soon_threadsafe(self.application.engine.begin_shutdown)
+            self.loop.call_soon_threadsafe(self.application.begin_shutdown)
 
 
 def serve(

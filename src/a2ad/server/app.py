@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import inspect
 import logging
@@ -40,6 +41,15 @@ class A2AApp:
     async def aclose(self) -> None:
         """Stop the agents at once, end the streams, close the store."""
         await self.engine.aclose()
+
+    def begin_shutdown(self) -> asyncio.Future[None]:
+        """Start the graceful shutdown without waiting for it: new messages are
+        refused, running tasks get the shutdown grace to finish, then the rest fail
+        and every open stream ends. Returns the shutdown's future, the one the ASGI
+        lifespan shutdown (or ``aclose``) awaits; a second call returns it too.
+        Call it on the app's event loop (from a signal handler, through
+        ``loop.call_soon_threadsafe``)."""
+        return self.engine.begin_shutdown()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
