@@ -63,13 +63,11 @@ class _Refused(Exception):
 
 @dataclass(frozen=True)
 class Remote:
-    """The A2A server a tool call goes to, and the bearer token sent to it."""
+    """The A2A server a tool call goes to (its base URL, no trailing slash), and
+    the bearer token sent to it."""
 
     url: str
     token: str | None = field(default=None, repr=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "url", self.url.rstrip("/"))
 
     @classmethod
     def default(cls, server_url: str | None = None, token: str | None = None) -> Remote:
@@ -77,7 +75,7 @@ class Remote:
         else ``$A2AD_TOKEN``. The tool functions promise a script these defaults,
         so this is where the tools read the environment, and the only place."""
         return cls(
-            server_url or os.environ.get(ENV_URL) or DEFAULT_URL,
+            (server_url or os.environ.get(ENV_URL) or DEFAULT_URL).rstrip("/"),
             token if token is not None else (os.environ.get(ENV_TOKEN) or None),
         )
 
