@@ -14,14 +14,17 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
+from typing import cast
 
 import httpx
 import pytest
 
-from a2ad import SyncClient, Task, TaskState
+from a2ad import A2AApp, SyncClient, Task, TaskState, create_app
 
-from .agents.test_task_manager import ScriptedLLM, status, status_text
-from .conftest import free_port
+from .agents.test_task_manager import ScriptedLLM, answer, status, status_text, texts, tool_call
+from .conftest import LiveServer, free_port
+from .scripted import ScriptedAgent
+from .test_cli_client import Recording
 
 A2AD = Path(sys.executable).parent / "a2ad"
 PROJECT = Path(__file__).resolve().parent.parent
@@ -40,10 +43,17 @@ def run_a2ad(*args: str, timeout: float = 20) -> subprocess.CompletedProcess[str
 
 class Served:
     """``a2ad serve …`` in the background; its output (stdout and stderr) read
-    line by line on a thread so the test can wait for what it prints."""
+    line by line on a thread so the test can wait for what it prints. With
+    ``port=0`` the system picks the port, and ``url`` reads it from the banner."""
 
-    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
-        self.port = free_port()
+    def __init__(
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        port: int | None = None,
+        cwd: Path = PROJECT,
+    ) -> None:
+        self.port = free_port() if port is None else port
         self.dir: tempfile.TemporaryDirectory[str] | None = None
         if not any(a == "--store" or a.startswith("--store=") for a in args):
             # The default store is ./a2ad.db; keep it out of the project folder.
@@ -51,7 +61,7 @@ class Served:
             args = (*args, "--store", f"sqlite:///{self.dir.name}/a2ad.db")
         self.proc = subprocess.Popen(
             [str(A2AD), "serve", "--port", str(self.port), *args],
-            cwd=PROJECT,
+            cwd=cwd,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -99,6 +109,11 @@ class Served:
             if m := re.search(pattern, line):
                 return m
         raise AssertionError(f"a2ad never printed {pattern!r}; it printed:\n{''.join(self.seen)}")
+
+    @property
+    def url(self) -> str:
+        """The base URL the banner gives, once ``a2ad serve`` listens."""
+        return self.expect(r"JSON-RPC:\s+(http://\S+?)/\s").group(1)
 
     def stop(self, timeout: float = 10.0) -> int:
         """SIGINT, as Ctrl-C does; returns the exit code."""
@@ -193,6 +208,15 @@ def test_serve_keeps_at_most_max_tasks_in_flight_and_ctrl_c_still_stops_it(
     assert "a2ad stopped." in s.output
 
 
+def test_serve_stops_cleanly_on_sigterm_too() -> None:
+    with Served("--store", "memory") as s:
+        s.expect(r"Press Ctrl-C to stop")
+        s.proc.send_signal(signal.SIGTERM)
+        assert s.proc.wait(10) == 0
+        s.reader.join(5)
+        assert "a2ad stopped." in s.output
+
+
 def test_serve_loads_a_user_agent_given_as_module_and_attribute() -> None:
     with Served("--agent", "tests.scripted:ScriptedAgent") as s:
         card_url = s.expect(r"Agent card:\s+(http://\S+)").group(1)
@@ -215,22 +239,99 @@ def test_serve_loads_a_user_agent_given_as_module_and_attribute() -> None:
         assert reply["parts"][0]["text"] == "howdy"
 
 
-def test_serve_hosts_the_task_manager_with_the_model_given_by_flag() -> None:
+def test_serve_with_the_memory_store_keeps_tasks_and_writes_no_file(tmp_path: Path) -> None:
+    with Served("--store", "memory", cwd=tmp_path) as s:
+        with SyncClient(s.url) as client:
+            sent = client.send("kept in memory")
+            assert isinstance(sent, Task)
+            got = client.get_task(sent.id)
+            listed = [t.id for t in client.list_tasks()]
+        assert "(store memory, at most 10000 tasks)" in s.output
+        assert s.stop() == 0
+    assert got.status.state is TaskState.COMPLETED
+    assert got.artifacts[0].parts[0].text == "kept in memory"
+    assert listed == [sent.id]
+    assert list(tmp_path.iterdir()) == []  # where the default ./a2ad.db would be
+
+
+# --- the task manager, configured by a2ad serve ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def llm() -> Iterator[ScriptedLLM]:
+    with ScriptedLLM([]) as llm:
+        yield llm
+
+
+@pytest.fixture(scope="module")
+def task_manager(llm: ScriptedLLM) -> Iterator[Served]:
+    """The task manager on a port the system picks, its model given only by
+    --model; nothing tells it which servers to manage."""
+    env = {
+        "OPENAI_BASE_URL": llm.url,
+        "OPENAI_API_KEY": "sk-x",
+        "A2AD_MODEL": "",
+        "A2AD_MANAGED_URLS": "",
+        "A2AD_URL": "",
+    }
+    args = ("--agent", "a2ad.agents.task_manager", "--model", "from-the-flag", "--store", "memory")
+    with Served(*args, env=env, port=0) as s:
+        yield s
+
+
+def test_serve_hosts_the_task_manager_with_the_model_given_by_flag(
+    task_manager: Served, llm: ScriptedLLM
+) -> None:
     # The LLM answers 404 for any model; the task's failure names the model the
     # agent asked for, which only --model gave it.
-    plan = [status(404, "no such model")]
-    with ScriptedLLM(plan) as llm:
-        settings = {"OPENAI_BASE_URL": llm.url, "OPENAI_API_KEY": "sk-x", "A2AD_MODEL": ""}
-        with Served(
-            "--agent", "a2ad.agents.task_manager", "--model", "from-the-flag", env=settings
-        ) as s:
-            s.expect(r"JSON-RPC:")
-            with SyncClient(f"http://127.0.0.1:{s.port}") as client:
-                assert client.card()["name"] == "task-manager"
-                task = client.send("List all active A2A tasks")
+    llm.replies = [status(404, "no such model")]
+    asked = len(llm.requests)
+    with SyncClient(task_manager.url) as client:
+        assert client.card()["name"] == "task-manager"
+        task = client.send("List all active A2A tasks")
     assert isinstance(task, Task) and task.status.state is TaskState.FAILED
-    assert llm.requests[0]["model"] == "from-the-flag"
+    assert llm.requests[asked]["model"] == "from-the-flag"
     assert "model 'from-the-flag'" in status_text(task)
+
+
+def test_serve_task_manager_manages_its_own_server_on_the_port_the_system_chose(
+    task_manager: Served, llm: ScriptedLLM
+) -> None:
+    llm.replies = [tool_call("list_tasks", state="active"), answer("One: this very task.")]
+    asked = len(llm.requests)
+    url = task_manager.url
+    assert not url.endswith(":0")
+    with SyncClient(url) as client:
+        task = client.send("List the active A2A tasks")
+    assert isinstance(task, Task) and task.status.state is TaskState.COMPLETED, texts(task)
+    assert f"(server_url): {url}." in llm.requests[asked]["messages"][0]["content"]
+    # Its own task, still working while the tool ran, is the one active task.
+    assert texts(task)[1:3] == ['calling list_tasks(state="active")', "list_tasks: 1 task(s)"]
+
+
+def test_serve_task_manager_takes_its_servers_model_and_token_from_the_environment() -> None:
+    managed = Recording(create_app(ScriptedAgent()), token="s3cret")
+    plan = [tool_call("list_tasks"), answer("One task is working.")]
+    with LiveServer(cast(A2AApp, managed)) as live, ScriptedLLM(plan) as llm:
+        with SyncClient(live.url, token="s3cret") as client:
+            client.send("hang", wait=False)
+        env = {
+            "OPENAI_BASE_URL": llm.url,
+            "OPENAI_API_KEY": "",
+            "A2AD_MODEL": "model-from-the-environment",
+            "A2AD_MANAGED_URLS": f" {live.url}/ , ",
+            "A2AD_URL": "",
+            "A2AD_TOKEN": "s3cret",
+        }
+        with Served("--agent", "a2ad.agents.task_manager", env=env) as s:
+            with SyncClient(s.url) as client:
+                task = client.send("What runs on the server?")
+    assert isinstance(task, Task) and task.status.state is TaskState.COMPLETED, texts(task)
+    assert texts(task)[2] == "list_tasks: 1 task(s)"  # the token got it through
+    first = llm.requests[0]
+    assert first["model"] == "model-from-the-environment"
+    assert f"(server_url): {live.url}." in first["messages"][0]["content"]
+    assert "authorization" not in {name.lower() for name in llm.headers[0]}
 
 
 def test_serve_with_unimportable_agent_exits_with_an_error_naming_the_module() -> None:

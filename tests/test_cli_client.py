@@ -1,6 +1,10 @@
 """The ``a2ad`` client commands (send, tasks …, card), run as a user runs them:
 the venv's ``a2ad`` script in a subprocess, against a real a2ad on a free port,
-in A2A 1.0 (the card's choice) and 0.3 (forced with --a2a-version)."""
+in A2A 1.0 (the card's choice) and 0.3 (forced with --a2a-version).
+
+Most tests share one server for the module: each looks only at the tasks it
+made. Those that see every task on a server (lists, the overdue search) get
+one of their own."""
 
 from __future__ import annotations
 
@@ -109,13 +113,30 @@ def serve(version: str, token: str | None = None) -> Iterator[Server]:
         yield Server(live, recording, version)
 
 
+@pytest.fixture(scope="module")
+def shared() -> Iterator[Server]:
+    yield from serve("1.0")
+
+
 @pytest.fixture(params=["1.0", "0.3"])
-def server(request: pytest.FixtureRequest) -> Iterator[Server]:
+def server(request: pytest.FixtureRequest, shared: Server) -> Server:
+    """The module's server, spoken to in each A2A version."""
+    return Server(shared.live, shared.recording, str(request.param))
+
+
+@pytest.fixture
+def server10(shared: Server) -> Server:
+    return shared
+
+
+@pytest.fixture(params=["1.0", "0.3"])
+def own_server(request: pytest.FixtureRequest) -> Iterator[Server]:
+    """A server of the test's own, holding only the tasks it makes."""
     yield from serve(str(request.param))
 
 
 @pytest.fixture
-def server10() -> Iterator[Server]:
+def own_server10() -> Iterator[Server]:
     yield from serve("1.0")
 
 
@@ -133,12 +154,24 @@ def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
     return said
 
 
+# Runs its arguments with SIGINT back to its default action. A process started
+# with SIGINT ignored (pytest as a background job of a non-interactive shell)
+# passes that on to its children, and Python then never raises KeyboardInterrupt.
+WITH_DEFAULT_SIGINT = [
+    sys.executable,
+    "-c",
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])",
+]
+
+
 class Watching:
-    """``a2ad tasks watch`` running in the background, read line by line."""
+    """``a2ad tasks watch`` running in the background, read line by line; Ctrl-C
+    (SIGINT) stops it as it would in a terminal."""
 
     def __init__(self, server: Server, task_id: str) -> None:
         self.proc = subprocess.Popen(
-            [str(A2AD), "tasks", "watch", task_id, *server.flags],
+            [*WITH_DEFAULT_SIGINT, str(A2AD), "tasks", "watch", task_id, *server.flags],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             stdin=subprocess.DEVNULL,
@@ -244,10 +277,10 @@ def test_send_stream_json_is_one_a2a_event_per_line(server: Server) -> None:
 # --- tasks list ---
 
 
-def test_tasks_list_shows_id_state_context_age_and_request(server: Server) -> None:
-    done_task = server.start("echo first words of it")
-    asking = server.start("input pick one")
-    done = server("tasks", "list")
+def test_tasks_list_shows_id_state_context_age_and_request(own_server: Server) -> None:
+    done_task = own_server.start("echo first words of it")
+    asking = own_server.start("input pick one")
+    done = own_server("tasks", "list")
     assert done.returncode == 0, done.stderr
     header, *rows = done.stdout.splitlines()
     assert header.split() == ["ID", "STATE", "CONTEXT", "UPDATED", "REQUEST"]
@@ -258,44 +291,44 @@ def test_tasks_list_shows_id_state_context_age_and_request(server: Server) -> No
     assert rows[1].startswith(done_task.id) and "completed" in rows[1]
     assert "echo first words of it" in rows[1]
     assert re.search(r"just now|\ds ago", rows[1])
-    assert server.spoke_only(server.version)
+    assert own_server.spoke_only(own_server.version)
 
 
-def test_tasks_list_json_filters_by_state_and_context(server: Server) -> None:
-    finished = server.start("echo x")
-    asking = server.start("input which?")
-    by_state = parsed(server("tasks", "list", "--state", "input-required", "--json"))
+def test_tasks_list_json_filters_by_state_and_context(own_server: Server) -> None:
+    finished = own_server.start("echo x")
+    asking = own_server.start("input which?")
+    by_state = parsed(own_server("tasks", "list", "--state", "input-required", "--json"))
     assert [t["id"] for t in by_state] == [asking.id]
     assert by_state[0]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
-    by_context = parsed(server("tasks", "list", "--context", finished.context_id, "--json"))
+    by_context = parsed(own_server("tasks", "list", "--context", finished.context_id, "--json"))
     assert [t["id"] for t in by_context] == [finished.id]
 
 
-def test_tasks_list_shows_one_page_unless_all(server10: Server) -> None:
-    ids = [server10.start(f"echo {n}").id for n in range(3)]
-    page = server10("tasks", "list", "--limit", "2")
+def test_tasks_list_shows_one_page_unless_all(own_server10: Server) -> None:
+    ids = [own_server10.start(f"echo {n}").id for n in range(3)]
+    page = own_server10("tasks", "list", "--limit", "2")
     assert page.returncode == 0, page.stderr
     assert ids[2] in page.stdout and ids[1] in page.stdout and ids[0] not in page.stdout
     assert "2 of 3 tasks" in page.stdout and "--all" in page.stdout
-    every = parsed(server10("tasks", "list", "--limit", "1", "--all", "--json"))
+    every = parsed(own_server10("tasks", "list", "--limit", "1", "--all", "--json"))
     assert [t["id"] for t in every] == ids[::-1]
 
 
-def test_tasks_list_stale_after_shows_only_quiet_active_tasks(server: Server) -> None:
-    quiet = server.start("hang", wait=False)
-    finished = server.start("echo done")
+def test_tasks_list_stale_after_shows_only_quiet_active_tasks(own_server: Server) -> None:
+    quiet = own_server.start("hang", wait=False)
+    finished = own_server.start("echo done")
     time.sleep(1.5)
-    fresh = server.start("hang", wait=False)
-    done = server("tasks", "list", "--stale-after", STALE)
+    fresh = own_server.start("hang", wait=False)
+    done = own_server("tasks", "list", "--stale-after", STALE)
     assert done.returncode == 0, done.stderr
     assert quiet.id in done.stdout and "no status change" in done.stdout
     assert fresh.id not in done.stdout and finished.id not in done.stdout
 
 
-def test_tasks_list_with_nothing_to_show_says_so(server10: Server) -> None:
-    done = server10("tasks", "list")
+def test_tasks_list_with_nothing_to_show_says_so(own_server10: Server) -> None:
+    done = own_server10("tasks", "list")
     assert done.returncode == 0 and "no tasks" in done.stdout
-    assert parsed(server10("tasks", "list", "--json")) == []
+    assert parsed(own_server10("tasks", "list", "--json")) == []
 
 
 # --- tasks get ---
@@ -418,23 +451,25 @@ def overdue_scene(server: Server) -> dict[str, Task]:
     return scene
 
 
-def test_cancel_overdue_yes_cancels_only_the_overdue_tasks(server: Server) -> None:
-    scene = overdue_scene(server)
-    done = server("tasks", "cancel-overdue", "--stale-after", STALE, "--yes")
+def test_cancel_overdue_yes_cancels_only_the_overdue_tasks(own_server: Server) -> None:
+    scene = overdue_scene(own_server)
+    done = own_server("tasks", "cancel-overdue", "--stale-after", STALE, "--yes")
     assert done.returncode == 0, done.stderr
     for name in ("hang", "input"):
         assert scene[name].id in done.stdout
-        assert server.state(scene[name].id) is TaskState.CANCELED
+        assert own_server.state(scene[name].id) is TaskState.CANCELED
     assert "no status change" in done.stdout
     assert "canceled 2 of 2 overdue tasks" in done.stdout
     assert scene["fresh"].id not in done.stdout
-    assert server.state(scene["fresh"].id) is TaskState.WORKING
-    assert server.state(scene["finished"].id) is TaskState.COMPLETED
+    assert own_server.state(scene["fresh"].id) is TaskState.WORKING
+    assert own_server.state(scene["finished"].id) is TaskState.COMPLETED
 
 
-def test_cancel_overdue_json_gives_each_result_with_its_reason(server10: Server) -> None:
-    scene = overdue_scene(server10)
-    results = parsed(server10("tasks", "cancel-overdue", "--stale-after", STALE, "--yes", "--json"))
+def test_cancel_overdue_json_gives_each_result_with_its_reason(own_server10: Server) -> None:
+    scene = overdue_scene(own_server10)
+    results = parsed(
+        own_server10("tasks", "cancel-overdue", "--stale-after", STALE, "--yes", "--json")
+    )
     assert {r["taskId"] for r in results} == {scene["hang"].id, scene["input"].id}
     for r in results:
         assert r["ok"] is True and r["state"] == "canceled" and r["error"] is None
@@ -466,9 +501,9 @@ def test_cancel_overdue_without_yes_and_no_terminal_refuses(server10: Server) ->
     assert server10.state(scene["hang"].id) is TaskState.WORKING
 
 
-def test_cancel_overdue_with_nothing_overdue_says_so(server10: Server) -> None:
-    server10.start("hang", wait=False)
-    done = server10("tasks", "cancel-overdue")  # default: quiet for 10m
+def test_cancel_overdue_with_nothing_overdue_says_so(own_server10: Server) -> None:
+    own_server10.start("hang", wait=False)
+    done = own_server10("tasks", "cancel-overdue")  # default: quiet for 10m
     assert done.returncode == 0, done.stderr
     assert "no overdue tasks" in done.stdout
 

@@ -15,7 +15,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from a2ad import Client, Task, create_app
-from a2ad.mcp_server import build_server
+from a2ad.tools.mcp import build_server
 
 from .conftest import LiveServer
 from .scripted import ScriptedAgent
@@ -91,7 +91,7 @@ def test_without_the_sdk_it_says_how_to_install_it(monkeypatch: pytest.MonkeyPat
 
 def test_the_module_runs_as_a_command() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "a2ad.mcp_server", "--help"],
+        [sys.executable, "-m", "a2ad.tools.mcp", "--help"],
         capture_output=True,
         text=True,
         timeout=60,

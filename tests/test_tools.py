@@ -10,11 +10,11 @@ import json
 import time
 import types
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
-from a2ad import SyncClient, Task, create_app, tools
+from a2ad import A2AApp, SyncClient, Task, create_app, tools
 from a2ad.tools import (
     OPENAI_TOOLS,
     TOOL_NAMES,
@@ -30,6 +30,7 @@ from a2ad.tools import (
 
 from .conftest import LiveServer, free_port
 from .scripted import ScriptedAgent
+from .test_cli_client import Recording
 
 
 @pytest.fixture
@@ -167,6 +168,35 @@ def test_the_server_defaults_to_a2ad_url(live: LiveServer, monkeypatch: pytest.M
     monkeypatch.setenv("A2AD_URL", live.url + "/")
     result = list_tasks()
     assert result["server"] == live.url and len(result["tasks"]) == 1
+
+
+@pytest.fixture
+def guarded() -> Iterator[LiveServer]:
+    """A live a2ad that answers 401 to a request without the bearer token s3cret."""
+    app = Recording(create_app(ScriptedAgent()), token="s3cret")
+    with LiveServer(cast(A2AApp, app)) as server:
+        yield server
+
+
+def test_the_token_defaults_to_a2ad_token(
+    guarded: LiveServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("A2AD_TOKEN", raising=False)
+    assert "401" in list_tasks(server_url=guarded.url)["error"]
+    monkeypatch.setenv("A2AD_TOKEN", "s3cret")
+    assert list_tasks(server_url=guarded.url)["tasks"] == []
+
+
+async def test_acall_tool_sends_the_token_it_is_given_never_a2ad_token(
+    guarded: LiveServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The task-manager agent and the MCP server call tools this way, with the
+    # token they were configured with.
+    monkeypatch.setenv("A2AD_TOKEN", "s3cret")
+    refused = await acall_tool("list_tasks", {}, servers=[guarded.url])
+    assert "401" in refused["error"]
+    allowed = await acall_tool("list_tasks", {}, servers=[guarded.url], token="s3cret")
+    assert allowed["tasks"] == []
 
 
 # --- errors come back as values -----------------------------------------------

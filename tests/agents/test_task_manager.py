@@ -2,7 +2,8 @@
 tasks of another, with its LLM a real HTTP server playing planned
 OpenAI-compatible replies. Overdue tasks get canceled, the rest are left alone,
 the history shows each tool call, and LLM trouble fails the task with a
-one-line reason that never holds the API key."""
+one-line reason that never holds the API key. The agent is configured by its
+arguments only: the environment these tests run in would mislead it."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 
 from a2ad import Client, Message, Task, create_app, load_agent
+from a2ad.agents.settings import AgentSettings
 from a2ad.agents.task_manager import TaskManagerAgent
 
 from ..conftest import LiveServer, free_port
@@ -23,7 +25,8 @@ from ..scripted import ScriptedAgent
 
 KEY = "sk-test-secret-0123456789"
 MODEL = "scripted-model"
-Reply = Callable[[dict[str, Any]], tuple[int, dict[str, Any]]]
+# A status and a JSON body (or raw bytes), or None to hang up without answering.
+Reply = Callable[[dict[str, Any]], tuple[int, dict[str, Any] | bytes] | None]
 
 
 class ScriptedLLM:
@@ -42,10 +45,14 @@ class ScriptedLLM:
                 llm.requests.append(body)
                 llm.headers.append(dict(self.headers))
                 if self.path != "/v1/chat/completions" or not llm.replies:
-                    status, answer = 500, {"error": {"message": f"unplanned {self.path}"}}
+                    planned = 500, {"error": {"message": f"unplanned {self.path}"}}
                 else:
-                    status, answer = llm.replies.pop(0)(body)
-                data = json.dumps(answer).encode()
+                    planned = llm.replies.pop(0)(body)
+                if planned is None:
+                    self.close_connection = True
+                    return
+                status, answer = planned
+                data = answer if isinstance(answer, bytes) else json.dumps(answer).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -94,6 +101,14 @@ def status(code: int, message: str) -> Reply:
     return lambda request: (code, {"error": {"message": message, "type": "invalid_request"}})
 
 
+def raw(code: int, body: bytes) -> Reply:
+    return lambda request: (code, body)
+
+
+def hang_up(request: dict[str, Any]) -> None:
+    return None
+
+
 def manager(llm: ScriptedLLM, servers: list[str], **options: Any) -> LiveServer:
     agent = TaskManagerAgent(model=MODEL, servers=servers, base_url=llm.url, api_key=KEY, **options)
     return LiveServer(create_app(agent))
@@ -135,9 +150,14 @@ def tasks() -> Iterator[LiveServer]:
 
 
 @pytest.fixture(autouse=True)
-def no_llm_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "A2AD_MODEL", "A2AD_MANAGED_URLS"):
-        monkeypatch.delenv(name, raising=False)
+def misleading_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What ``a2ad serve`` reads; the agent itself must not, so none of it may show."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-environment")
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{free_port()}/v1")
+    monkeypatch.setenv("A2AD_MODEL", "model-from-the-environment")
+    monkeypatch.setenv("A2AD_MANAGED_URLS", "http://managed.from.the.environment")
+    monkeypatch.setenv("A2AD_URL", "http://url.from.the.environment")
+    monkeypatch.setenv("A2AD_TOKEN", "token-from-the-environment")
 
 
 # --- end to end ---------------------------------------------------------------
@@ -237,11 +257,9 @@ async def test_without_an_llm_configured_the_task_fails_saying_what_to_set(
     assert "OPENAI_BASE_URL" in reason and "A2AD_MODEL" in reason
 
 
-async def test_without_a_model_the_task_fails_saying_what_to_set(
-    tasks: LiveServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
-    with LiveServer(create_app(TaskManagerAgent(servers=[tasks.url]))) as live:
+async def test_without_a_model_the_task_fails_saying_what_to_set(tasks: LiveServer) -> None:
+    agent = TaskManagerAgent(servers=[tasks.url], base_url="http://127.0.0.1:1/v1")
+    with LiveServer(create_app(agent)) as live:
         task = await ask(live.url, "List all active A2A tasks")
 
     assert task.status.state.word == "failed"
@@ -285,6 +303,71 @@ async def test_an_unreachable_llm_fails_the_task_with_one_line(tasks: LiveServer
     )
 
 
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        (status(500, "the model crashed"), "answered HTTP 500: the model crashed"),
+        (
+            status(429, "Rate limit reached\nfor requests"),
+            "is rate-limiting or out of quota (HTTP 429): Rate limit reached for requests",
+        ),
+        (
+            raw(502, b"<html>\n<h1>502 Bad Gateway</h1>\n</html>"),
+            "answered HTTP 502: <html> <h1>502 Bad Gateway</h1> </html>",
+        ),
+        (
+            raw(200, b"Welcome to nginx!"),
+            "answered something that is not a chat completion (no choices[0].message); "
+            "is it OpenAI-compatible?",
+        ),
+        (
+            lambda request: (200, {"object": "list", "data": []}),
+            "answered something that is not a chat completion (no choices[0].message); "
+            "is it OpenAI-compatible?",
+        ),
+    ],
+    ids=["server-error", "rate-limited", "html-error-page", "not-json", "not-a-completion"],
+)
+async def test_an_llm_error_fails_the_task_with_a_one_line_reason(
+    tasks: LiveServer, reply: Reply, reason: str
+) -> None:
+    with ScriptedLLM([reply]) as llm, manager(llm, [tasks.url]) as live:
+        task = await ask(live.url, "List all active A2A tasks")
+
+    assert task.status.state.word == "failed"
+    assert status_text(task) == f"the LLM at {llm.url} {reason}"
+
+
+async def test_an_llm_that_hangs_up_fails_the_task_saying_it_cant_be_reached(
+    tasks: LiveServer,
+) -> None:
+    with ScriptedLLM([hang_up]) as llm, manager(llm, [tasks.url]) as live:
+        task = await ask(live.url, "List all active A2A tasks")
+
+    assert task.status.state.word == "failed"
+    assert status_text(task) == f"can't reach the LLM at {llm.url}: RemoteProtocolError"
+
+
+async def test_an_llm_that_does_not_answer_in_time_fails_the_task_naming_the_timeout(
+    tasks: LiveServer,
+) -> None:
+    answered = threading.Event()
+
+    def too_late(request: dict[str, Any]) -> None:
+        answered.wait(10)  # until the test has its result
+        return None
+
+    with ScriptedLLM([too_late]) as llm:
+        try:
+            with manager(llm, [tasks.url], timeout=0.5) as live:
+                task = await ask(live.url, "List all active A2A tasks")
+        finally:
+            answered.set()
+
+    assert task.status.state.word == "failed"
+    assert status_text(task) == f"the LLM at {llm.url} gave no answer within 0.5 s"
+
+
 # --- configuration ------------------------------------------------------------
 
 
@@ -292,9 +375,28 @@ def test_serve_agent_loads_it_by_module_path() -> None:
     assert isinstance(load_agent("a2ad.agents.task_manager"), TaskManagerAgent)
 
 
-def test_managed_servers_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("A2AD_URL", "http://own:8000/")
-    assert TaskManagerAgent().managed_servers() == ["http://own:8000"]
-    monkeypatch.setenv("A2AD_MANAGED_URLS", " http://a:1/, ,http://b:2 ")
-    assert TaskManagerAgent().managed_servers() == ["http://a:1", "http://b:2"]
-    assert TaskManagerAgent(servers=["http://c:3/"]).managed_servers() == ["http://c:3"]
+@pytest.mark.parametrize("managed", [True, False], ids=["managed-urls", "own-server"])
+async def test_loaded_by_module_path_it_uses_the_settings_it_is_given(
+    tasks: LiveServer, managed: bool
+) -> None:
+    # The servers it manages are the managed URLs, else the server it runs on.
+    elsewhere = f"http://127.0.0.1:{free_port()}"
+    plan = [tool_call("list_tasks"), answer("There are no tasks.")]
+    with ScriptedLLM(plan) as llm:
+        settings = AgentSettings(
+            server_url=elsewhere if managed else tasks.url,
+            model=MODEL,
+            llm_base_url=llm.url,
+            llm_api_key=KEY,
+            managed_urls=(tasks.url + "/",) if managed else (),
+        )
+        with LiveServer(create_app(load_agent("a2ad.agents.task_manager", settings))) as live:
+            task = await ask(live.url, "List all A2A tasks")
+
+    assert task.status.state.word == "completed", texts(task)
+    assert texts(task)[2] == "list_tasks: 0 task(s)"
+    first = llm.requests[0]
+    assert first["model"] == MODEL and llm.headers[0]["Authorization"] == f"Bearer {KEY}"
+    assert f"(server_url): {tasks.url}." in first["messages"][0]["content"]
+    for tool in first["tools"]:
+        assert tool["function"]["parameters"]["properties"]["server_url"]["enum"] == [tasks.url]

@@ -28,7 +28,7 @@ from a2ad import (
     TextPart,
     create_app,
 )
-from a2ad.logs import JsonFormatter
+from a2ad.cli.logs import JsonFormatter
 
 from ..scripted import ScriptedAgent
 from .sse_client import Dialect, rpc_body

@@ -9,7 +9,6 @@ is dropped, since some servers echo the key they refused).
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,12 +53,13 @@ class LLMSettings:
     def resolve(
         cls, *, model: str | None = None, base_url: str | None = None, api_key: str | None = None
     ) -> LLMSettings:
-        """The arguments, else ``$OPENAI_BASE_URL``, ``$OPENAI_API_KEY`` and
-        ``$A2AD_MODEL``. Raises LLMNotConfiguredError saying what to set when
-        there is neither a key nor a base URL (no endpoint was chosen), or no model."""
-        base_url = base_url or os.environ.get(ENV_BASE_URL) or None
-        api_key = api_key or os.environ.get(ENV_API_KEY) or None
-        model = model or os.environ.get(ENV_MODEL) or None
+        """Settings for the endpoint and model given; the base URL defaults to
+        OpenAI's. Raises LLMNotConfiguredError saying what to set (the variables
+        ``a2ad serve`` reads them from) when there is neither a key nor a base
+        URL (no endpoint was chosen), or no model."""
+        base_url = base_url or None
+        api_key = api_key or None
+        model = model or None
         if base_url is None and api_key is None:
             raise LLMNotConfiguredError(
                 f"no LLM is configured: set {ENV_API_KEY} (for OpenAI), or {ENV_BASE_URL} for "

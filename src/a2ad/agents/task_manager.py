@@ -8,27 +8,31 @@ ends with the model's final answer as the artifact. Rounds, calls per round and
 result sizes are bounded. Without an endpoint or a model, or when the endpoint
 fails, the task fails with a one-line reason saying what to set or check.
 
-Serve it with ``a2ad serve --agent a2ad.agents.task_manager`` (its ``agent``),
-configured by the environment, read when a task runs:
+Serve it with ``a2ad serve --agent a2ad.agents.task_manager``: its ``agent``
+builds one from the settings the command read from the environment when it
+started (see ``AgentSettings``):
 
 - ``A2AD_MANAGED_URLS``: comma-separated base URLs of the servers it may manage
-  (default ``$A2AD_URL``, else http://127.0.0.1:8000); ``A2AD_TOKEN`` for them;
+  (default: the server it runs on, ``$A2AD_URL`` if set); ``A2AD_TOKEN`` for them;
 - ``OPENAI_BASE_URL`` (default https://api.openai.com/v1), ``OPENAI_API_KEY``,
-  and ``A2AD_MODEL`` for the LLM.
+  and ``A2AD_MODEL`` (or ``--model``) for the LLM.
+
+Built in Python, it takes the same as constructor arguments and reads nothing
+from the environment.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Sequence
 from typing import Any
 
 from ..agent import Agent, AgentSkill, TaskContext
-from ..tools import ENV_TOKEN, acall_tool, bound_tools
-from ..tools.operations import resolve_url
+from ..client.client import DEFAULT_URL
+from ..tools import acall_tool, bound_tools
 from .llm import ChatClient, LLMError, LLMSettings, ToolCall
+from .settings import AgentSettings
 
 __all__ = ["ENV_MANAGED_URLS", "TaskManagerAgent", "agent"]
 
@@ -54,8 +58,10 @@ did, naming the task ids, and any error a tool reported."""
 
 
 class TaskManagerAgent(Agent):
-    """``TaskManagerAgent(model=..., servers=[...])``; what is not given is read
-    from the environment when a task runs (see the module docstring)."""
+    """``TaskManagerAgent(model=..., servers=[...], base_url=..., api_key=...)``.
+    ``servers`` are the base URLs it may manage (default http://127.0.0.1:8000),
+    the first the default; ``token`` is sent to them. Without a model, or with
+    neither ``base_url`` nor ``api_key``, its tasks fail saying what to set."""
 
     name = "task-manager"
     description = (
@@ -91,19 +97,12 @@ class TaskManagerAgent(Agent):
         if max_rounds < 1:
             raise ValueError(f"max_rounds must be at least 1, not {max_rounds}")
         self.model = model
-        self.servers = [s.rstrip("/") for s in servers] if servers else None
+        self.servers = [s.rstrip("/") for s in servers or [DEFAULT_URL]]
         self.base_url = base_url
         self._api_key = api_key
         self.token = token
         self.max_rounds = max_rounds
         self.timeout = timeout
-
-    def managed_servers(self) -> list[str]:
-        """The servers given, else ``$A2AD_MANAGED_URLS``, else ``$A2AD_URL`` or the default."""
-        if self.servers:
-            return self.servers
-        listed = [u.strip().rstrip("/") for u in os.environ.get(ENV_MANAGED_URLS, "").split(",")]
-        return [u for u in listed if u] or [resolve_url()]
 
     async def run(self, ctx: TaskContext) -> None:
         try:
@@ -113,7 +112,7 @@ class TaskManagerAgent(Agent):
         except LLMError as exc:
             await ctx.fail(str(exc))
             return
-        servers = self.managed_servers()
+        servers = self.servers
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": SYSTEM_PROMPT.format(servers=", ".join(servers))},
             {"role": "user", "content": ctx.text[:MAX_REQUEST_CHARS]},
@@ -159,9 +158,8 @@ class TaskManagerAgent(Agent):
                 "error": f"at most {MAX_CALLS_PER_ROUND} tool calls per turn; make this one later"
             }
         else:
-            token = self.token if self.token is not None else os.environ.get(ENV_TOKEN)
             result = await acall_tool(
-                call.name, call.arguments, servers=servers, token=token, keep={ctx.task_id}
+                call.name, call.arguments, servers=servers, token=self.token, keep={ctx.task_id}
             )
         await ctx.working(f"{call.name}: {_outcome(call.name, result)}")
         text = json.dumps(result)
@@ -205,4 +203,12 @@ def _outcome(name: str, result: dict[str, Any]) -> str:
     )
 
 
-agent = TaskManagerAgent()
+def agent(settings: AgentSettings) -> TaskManagerAgent:
+    """The task manager as ``a2ad serve --agent a2ad.agents.task_manager`` serves it."""
+    return TaskManagerAgent(
+        model=settings.model,
+        servers=settings.managed_urls or [settings.server_url],
+        base_url=settings.llm_base_url,
+        api_key=settings.llm_api_key,
+        token=settings.token,
+    )

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib
+import inspect
 import logging
 from typing import Any
 
 from ..agent import Agent
 from ..agents.echo import EchoAgent
+from ..agents.settings import AgentSettings
 from ..engine import Engine
 from ..protocol.errors import A2AError, InvalidRequestError, MethodNotFoundError
 from ..protocol.jsonrpc import encode_error
@@ -50,6 +53,15 @@ class A2AApp:
     async def aclose(self) -> None:
         """Stop the agents at once, end the streams, close the store."""
         await self.engine.aclose()
+
+    def begin_shutdown(self) -> asyncio.Future[None]:
+        """Start the graceful shutdown without waiting for it: new messages are
+        refused, running tasks get the shutdown grace to finish, then the rest fail
+        and every open stream ends. Returns the shutdown's future, the one the ASGI
+        lifespan shutdown (or ``aclose``) awaits; a second call returns it too.
+        Call it on the app's event loop (from a signal handler, through
+        ``loop.call_soon_threadsafe``)."""
+        return self.engine.begin_shutdown()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -146,10 +158,13 @@ def create_app(
     return A2AApp(engine, max_body_bytes=max_body_bytes, keepalive_seconds=keepalive_seconds)
 
 
-def load_agent(spec: str) -> Agent:
+def load_agent(spec: str, settings: AgentSettings | None = None) -> Agent:
     """``echo``, or ``package.module:attr`` naming an Agent instance, an Agent
     class (instantiated with no arguments), or an ``async def run(ctx)``; a bare
-    ``package.module`` means its ``agent`` attribute."""
+    ``package.module`` means its ``agent`` attribute. A class, or a plain
+    function returning an agent, that has a ``settings`` parameter is called
+    with ``settings`` (default ``AgentSettings()``): how ``a2ad serve`` passes
+    what it read from its flags and the environment."""
     if spec == "echo":
         return EchoAgent()
     module_name, sep, attr = spec.partition(":")
@@ -168,13 +183,25 @@ def load_agent(spec: str) -> Agent:
         obj: Any = getattr(module, attr)
     except AttributeError:
         raise ValueError(f"--agent {spec!r}: {module_name!r} has no attribute {attr!r}") from None
-    if isinstance(obj, type):
+    if _takes_settings(obj):
+        obj = obj(settings=settings if settings is not None else AgentSettings())
+    elif isinstance(obj, type):
         obj = obj()
     if hasattr(obj, "run") and callable(obj.run):
         return obj  # type: ignore[no-any-return]
     if callable(obj):
         return _FunctionAgent(obj, attr)
     raise ValueError(f"--agent {spec!r}: {attr!r} is not an agent (it needs an async run(ctx))")
+
+
+def _takes_settings(obj: Any) -> bool:
+    factory = isinstance(obj, type) or (
+        inspect.isfunction(obj) and not inspect.iscoroutinefunction(obj)
+    )
+    try:
+        return factory and "settings" in inspect.signature(obj).parameters
+    except (TypeError, ValueError):  # no signature to read (a builtin)
+        return False
 
 
 class _FunctionAgent(Agent):

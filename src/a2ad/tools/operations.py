@@ -7,14 +7,18 @@ problem and what to do, rather than as an exception: the usual caller is an
 LLM, which reads a return value and can correct itself, while an exception
 ends its turn or is shown to it as a traceback. Bugs still raise.
 
-The server is ``server_url``, else ``$A2AD_URL``, else http://127.0.0.1:8000;
-the bearer token is ``token``, else ``$A2AD_TOKEN``.
+The public coroutines take the server as ``server_url``, else ``$A2AD_URL``,
+else http://127.0.0.1:8000, and the bearer token as ``token``, else
+``$A2AD_TOKEN``: the defaults a script relies on. Each runs a ``…_on`` form that
+takes a ``Remote`` and reads no environment; ``acall_tool`` (and so the
+task-manager agent and the MCP server) uses those, with what it was given.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Collection
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -30,11 +34,15 @@ __all__ = [
     "DEFAULT_STALE_AFTER",
     "ENV_TOKEN",
     "ENV_URL",
+    "Remote",
     "acancel_overdue_tasks",
     "acancel_task",
     "aget_task",
     "alist_tasks",
-    "resolve_url",
+    "cancel_overdue_tasks_on",
+    "cancel_task_on",
+    "get_task_on",
+    "list_tasks_on",
 ]
 
 ENV_URL = "A2AD_URL"
@@ -53,21 +61,29 @@ class _Refused(Exception):
     """A problem with the call itself, answered as ``{"error": ...}``."""
 
 
-def resolve_url(server_url: str | None = None) -> str:
-    """``server_url``, else ``$A2AD_URL``, else the local default; no trailing slash."""
-    return (server_url or os.environ.get(ENV_URL) or DEFAULT_URL).rstrip("/")
+@dataclass(frozen=True)
+class Remote:
+    """The A2A server a tool call goes to (its base URL, no trailing slash), and
+    the bearer token sent to it."""
+
+    url: str
+    token: str | None = field(default=None, repr=False)
+
+    @classmethod
+    def default(cls, server_url: str | None = None, token: str | None = None) -> Remote:
+        """``server_url``, else ``$A2AD_URL``, else the local default; ``token``,
+        else ``$A2AD_TOKEN``. The tool functions promise a script these defaults,
+        so this is where the tools read the environment, and the only place."""
+        return cls(
+            (server_url or os.environ.get(ENV_URL) or DEFAULT_URL).rstrip("/"),
+            token if token is not None else (os.environ.get(ENV_TOKEN) or None),
+        )
 
 
-def _token(token: str | None) -> str | None:
-    return token if token is not None else (os.environ.get(ENV_TOKEN) or None)
-
-
-async def _call(
-    server_url: str | None, token: str | None, work: Callable[[Client, str], Awaitable[Result]]
-) -> Result:
-    url = resolve_url(server_url)
+async def _call(remote: Remote, work: Callable[[Client, str], Awaitable[Result]]) -> Result:
+    url = remote.url
     try:
-        async with Client(url, token=_token(token), timeout=TIMEOUT) as client:
+        async with Client(url, token=remote.token, timeout=TIMEOUT) as client:
             result = await work(client, url)
     except _Refused as exc:
         return {"error": str(exc), "server": url}
@@ -121,7 +137,52 @@ async def alist_tasks(
     token: str | None = None,
 ) -> Result:
     """The async form of :func:`a2ad.tools.list_tasks` (same arguments, plus ``token``)."""
+    remote = Remote.default(server_url, token)
+    return await list_tasks_on(remote, state, context_id, limit, stale_after)
 
+
+async def aget_task(
+    task_id: str,
+    server_url: str | None = None,
+    *,
+    token: str | None = None,
+) -> Result:
+    """The async form of :func:`a2ad.tools.get_task` (same arguments, plus ``token``)."""
+    return await get_task_on(Remote.default(server_url, token), task_id)
+
+
+async def acancel_task(
+    task_id: str,
+    server_url: str | None = None,
+    *,
+    token: str | None = None,
+) -> Result:
+    """The async form of :func:`a2ad.tools.cancel_task` (same arguments, plus ``token``)."""
+    return await cancel_task_on(Remote.default(server_url, token), task_id)
+
+
+async def acancel_overdue_tasks(
+    stale_after: str = DEFAULT_STALE_AFTER,
+    dry_run: bool = False,
+    server_url: str | None = None,
+    *,
+    token: str | None = None,
+    keep: Collection[str] = (),
+) -> Result:
+    """The async form of :func:`a2ad.tools.cancel_overdue_tasks` (same arguments,
+    plus ``token``, and ``keep``: ids of tasks never to cancel, such as the
+    caller's own)."""
+    remote = Remote.default(server_url, token)
+    return await cancel_overdue_tasks_on(remote, stale_after, dry_run, keep=keep)
+
+
+async def list_tasks_on(
+    remote: Remote,
+    state: str | None = None,
+    context_id: str | None = None,
+    limit: int = DEFAULT_LIMIT,
+    stale_after: str = DEFAULT_STALE_AFTER,
+) -> Result:
     async def work(client: Client, url: str) -> Result:
         states, size, stale = _states(state), _limit(limit), _stale_after(stale_after)
         tasks: list[Task] = []
@@ -140,17 +201,10 @@ async def alist_tasks(
             "more": more or len(tasks) > size,
         }
 
-    return await _call(server_url, token, work)
+    return await _call(remote, work)
 
 
-async def aget_task(
-    task_id: str,
-    server_url: str | None = None,
-    *,
-    token: str | None = None,
-) -> Result:
-    """The async form of :func:`a2ad.tools.get_task` (same arguments, plus ``token``)."""
-
+async def get_task_on(remote: Remote, task_id: str) -> Result:
     async def work(client: Client, url: str) -> Result:
         try:
             task = await client.get_task(task_id)
@@ -159,17 +213,10 @@ async def aget_task(
         reason = overdue_reason(task, now=datetime.now(UTC), stale_after=_DEFAULT_STALE_SECONDS)
         return {"task": task_detail(task, reason)}
 
-    return await _call(server_url, token, work)
+    return await _call(remote, work)
 
 
-async def acancel_task(
-    task_id: str,
-    server_url: str | None = None,
-    *,
-    token: str | None = None,
-) -> Result:
-    """The async form of :func:`a2ad.tools.cancel_task` (same arguments, plus ``token``)."""
-
+async def cancel_task_on(remote: Remote, task_id: str) -> Result:
     async def work(client: Client, url: str) -> Result:
         try:
             after = await client.cancel_task(task_id)
@@ -182,21 +229,16 @@ async def acancel_task(
             ) from None
         return {"canceled": after.status.state is TaskState.CANCELED, "task": task_summary(after)}
 
-    return await _call(server_url, token, work)
+    return await _call(remote, work)
 
 
-async def acancel_overdue_tasks(
+async def cancel_overdue_tasks_on(
+    remote: Remote,
     stale_after: str = DEFAULT_STALE_AFTER,
     dry_run: bool = False,
-    server_url: str | None = None,
     *,
-    token: str | None = None,
     keep: Collection[str] = (),
 ) -> Result:
-    """The async form of :func:`a2ad.tools.cancel_overdue_tasks` (same arguments,
-    plus ``token``, and ``keep``: ids of tasks never to cancel, such as the
-    caller's own)."""
-
     async def work(client: Client, url: str) -> Result:
         stale = _stale_after(stale_after)
         found = [o for o in await find_overdue(client, stale_after=stale) if o.task.id not in keep]
@@ -219,4 +261,4 @@ async def acancel_overdue_tasks(
         )
         return result
 
-    return await _call(server_url, token, work)
+    return await _call(remote, work)

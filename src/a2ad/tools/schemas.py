@@ -19,10 +19,11 @@ from .operations import (
     DEFAULT_LIMIT,
     DEFAULT_STALE_AFTER,
     MAX_LIMIT,
-    acancel_overdue_tasks,
-    acancel_task,
-    aget_task,
-    alist_tasks,
+    Remote,
+    cancel_overdue_tasks_on,
+    cancel_task_on,
+    get_task_on,
+    list_tasks_on,
 )
 
 __all__ = ["OPENAI_TOOLS", "TOOL_NAMES", "acall_tool", "bound_tools"]
@@ -120,13 +121,13 @@ OPENAI_TOOLS: list[dict[str, Any]] = [
     ),
 ]
 
-_ASYNC: dict[str, Callable[..., Awaitable[dict[str, Any]]]] = {
-    "list_tasks": alist_tasks,
-    "get_task": aget_task,
-    "cancel_task": acancel_task,
-    "cancel_overdue_tasks": acancel_overdue_tasks,
+_ON: dict[str, Callable[..., Awaitable[dict[str, Any]]]] = {
+    "list_tasks": list_tasks_on,
+    "get_task": get_task_on,
+    "cancel_task": cancel_task_on,
+    "cancel_overdue_tasks": cancel_overdue_tasks_on,
 }
-TOOL_NAMES = tuple(_ASYNC)
+TOOL_NAMES = tuple(_ON)
 _PARAMETERS = {t["function"]["name"]: t["function"]["parameters"] for t in OPENAI_TOOLS}
 _JSON_TYPES: dict[str, type] = {"string": str, "integer": int, "boolean": bool}
 
@@ -183,10 +184,11 @@ async def acall_tool(
     keep: Collection[str] = (),
 ) -> dict[str, Any]:
     """Run the tool ``name`` with ``arguments`` (a dict or its JSON text) as a model
-    sends them, on one of ``servers`` (its ``server_url``, else the first).
+    sends them, on one of ``servers`` (its ``server_url``, else the first),
+    sending ``token`` (None: no token; the environment is not read).
     ``keep``: ids of tasks the call must not cancel (the caller's own task).
     Returns the tool's result, or ``{"error": ...}`` for a bad call."""
-    if name not in _ASYNC:
+    if name not in _ON:
         return {"error": f"there is no tool {name!r}; the tools are {', '.join(TOOL_NAMES)}"}
     try:
         args = _arguments(name, arguments)
@@ -204,4 +206,4 @@ async def acall_tool(
         }
     if name == "cancel_overdue_tasks":
         args["keep"] = keep
-    return await _ASYNC[name](**args, server_url=url, token=token)
+    return await _ON[name](Remote(url, token), **args)

@@ -17,9 +17,9 @@ from rich.console import Console
 from rich.status import Status
 from rich.text import Text
 
-from .client import StreamEvent
-from .durations import format_duration
-from .protocol.model import (
+from ..client import StreamEvent
+from ..durations import format_duration
+from ..protocol.model import (
     Message,
     Part,
     Role,

@@ -1,27 +1,33 @@
-"""The ``a2ad`` client commands: ``send``, ``tasks …`` and ``card``, against any A2A server.
-
-Each command opens one ``Client`` (A2A 1.0 or 0.3, chosen from the agent card
-unless ``--a2a-version`` says) on an ``asyncio.Runner``, and prints for people
-(rich) or, with ``--json``, for scripts. A failure prints one line on stderr and
-exits 1; a bad flag value exits 2; Ctrl-C exits 130 and leaves tasks running.
-"""
+"""``a2ad tasks list / get / watch / cancel / cancel-overdue``: the server's tasks."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import enum
 import sys
-from collections.abc import Callable, Coroutine, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any
 
 import msgspec
 import typer
 from rich.text import Text
 
-from .cli_output import (
+from ..client import DEFAULT_URL, Client
+from ..client.overdue import (
+    ACTIVE_STATES,
+    Overdue,
+    cancel_overdue,
+    find_overdue,
+    overdue_reason,
+)
+from ..durations import format_duration
+from ..protocol.errors import (
+    A2AError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from ..protocol.model import Role, Task, TaskState, parse_state
+from .output import (
     STATE_STYLES,
     Column,
     Columns,
@@ -39,228 +45,20 @@ from .cli_output import (
     state_text,
     status_text,
 )
-from .client import DEFAULT_URL, Client, ClientError
-from .client.overdue import (
-    ACTIVE_STATES,
-    Overdue,
-    cancel_overdue,
-    find_overdue,
-    overdue_reason,
-)
-from .durations import format_duration, parse_duration
-from .protocol.errors import (
-    A2AError,
-    TaskNotCancelableError,
-    TaskNotFoundError,
-    UnsupportedOperationError,
-)
-from .protocol.model import (
-    Message,
-    Role,
-    Task,
-    TaskState,
-    parse_state,
+from .remote import (
+    JsonOption,
+    Target,
+    TokenOption,
+    UrlOption,
+    VersionOption,
+    duration_flag,
+    exit_for,
+    left_running,
+    session,
+    state_flag,
 )
 
-__all__ = ["register"]
-
-T = TypeVar("T")
-
-# A task that ended this way makes `send` and `tasks watch` exit 1.
-UNSUCCESSFUL = frozenset({TaskState.FAILED, TaskState.REJECTED, TaskState.CANCELED})
-INTERRUPTED_EXIT = 130  # as a shell reports a command stopped by Ctrl-C
-
-
-class A2AVersion(enum.StrEnum):
-    V1 = "1.0"
-    V03 = "0.3"
-
-
-# The options every client command takes (after the command's name).
-UrlOption = Annotated[
-    str, typer.Option("--url", envvar="A2AD_URL", help="Base URL of the A2A server.")
-]
-TokenOption = Annotated[
-    str | None,
-    typer.Option("--token", envvar="A2AD_TOKEN", help="Sent as 'Authorization: Bearer TOKEN'."),
-]
-VersionOption = Annotated[
-    A2AVersion | None,
-    typer.Option(
-        "--a2a-version",
-        envvar="A2AD_A2A_VERSION",
-        help="Speak A2A 1.0 or 0.3. Default: what the agent card offers (1.0 first).",
-    ),
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
-
-
-@dataclass(frozen=True)
-class Target:
-    """Which server to talk to, and how."""
-
-    url: str
-    token: str | None
-    version: A2AVersion | None
-
-    def client(self, timeout: float) -> Client:
-        version: Literal["1.0", "0.3"] | None = None
-        if self.version is not None:
-            version = "1.0" if self.version is A2AVersion.V1 else "0.3"
-        return Client(self.url, token=self.token, version=version, timeout=timeout)
-
-
-# --- running a command against the server ---
-
-
-class Session:
-    """One client on one event loop, for the length of a command."""
-
-    def __init__(self, runner: asyncio.Runner, client: Client) -> None:
-        self.runner = runner
-        self.client = client
-
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return self.runner.run(coro)
-
-
-@contextlib.contextmanager
-def _session(
-    target: Target,
-    *,
-    task_id: str | None = None,
-    timeout: float = 30.0,
-    interrupted: Callable[[], str] | None = None,
-) -> Iterator[Session]:
-    """A Session whose errors end the command with one line on stderr."""
-    try:
-        with asyncio.Runner() as runner:
-            client = target.client(timeout)
-            try:
-                yield Session(runner, client)
-            finally:
-                runner.run(client.aclose())
-    except ClientError as exc:
-        fail(exc.message)
-    except TaskNotFoundError:
-        fail(
-            f"task {task_id} not found on {target.url}; `a2ad tasks list` shows the tasks there"
-            if task_id
-            else f"{target.url} found no such task"
-        )
-    except A2AError as exc:
-        about = f" about task {task_id}" if task_id else ""
-        fail(f"{target.url} answered{about}: {exc.message} (A2A error {exc.code})")
-    except KeyboardInterrupt:
-        note = interrupted() if interrupted else "interrupted"
-        console_for(stderr=True).print(note, soft_wrap=True)
-        raise typer.Exit(INTERRUPTED_EXIT) from None
-
-
-def _duration_flag(text: str, flag: str) -> float:
-    try:
-        return parse_duration(text)
-    except ValueError as exc:
-        fail(f"{flag}: {exc}", code=2)
-
-
-def _state_flag(text: str) -> TaskState:
-    try:
-        return parse_state(text)
-    except ValueError as exc:
-        fail(f"--state: {exc}", code=2)
-
-
-# --- send ---
-
-
-def send(
-    text: Annotated[str, typer.Argument(help="The message to send.")],
-    context: Annotated[
-        str | None, typer.Option("--context", help="Continue this context (conversation).")
-    ] = None,
-    task: Annotated[
-        str | None, typer.Option("--task", help="Continue this task, e.g. answer its question.")
-    ] = None,
-    stream: Annotated[
-        bool, typer.Option("--stream", help="Show status changes and artifacts as they come.")
-    ] = False,
-    no_wait: Annotated[
-        bool, typer.Option("--no-wait", help="Return the task at once; don't wait for it.")
-    ] = False,
-    timeout: Annotated[
-        str, typer.Option("--timeout", help="How long to wait for the answer (e.g. 90s, 10m).")
-    ] = "10m",
-    url: UrlOption = DEFAULT_URL,
-    token: TokenOption = None,
-    a2a_version: VersionOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    """Send a message to the agent and print its answer."""
-    target = Target(url, token, a2a_version)
-    if stream and no_wait:
-        fail("--stream and --no-wait don't go together; pick one", code=2)
-    seconds = _duration_flag(timeout, "--timeout")
-    if seconds <= 0:
-        fail("--timeout must be more than 0", code=2)
-    if stream:
-        timeline = Timeline(as_json=as_json)
-
-        def stopped() -> str:
-            return _left_running(timeline.task_id or task, "stopped streaming")
-
-        with _session(target, task_id=task, timeout=seconds, interrupted=stopped) as s, timeline:
-            s.run(follow(s.client.stream(text, context_id=context, task_id=task), timeline))
-        raise typer.Exit(_exit_for(timeline.state))
-    with _session(
-        target,
-        task_id=task,
-        timeout=seconds,
-        interrupted=lambda: _left_running(task, "stopped waiting"),
-    ) as s:
-        answer = s.run(s.client.send(text, context_id=context, task_id=task, wait=not no_wait))
-    if as_json:
-        print_json(msgspec.to_builtins(answer))
-    else:
-        _show_answer(answer)
-    raise typer.Exit(_exit_for(answer.status.state) if isinstance(answer, Task) else 0)
-
-
-def _left_running(task_id: str | None, what: str) -> str:
-    if not task_id:
-        return f"{what}; the task keeps running on the server (`a2ad tasks list` shows it)"
-    return f"{what}; task {task_id} keeps running (`a2ad tasks cancel {task_id}` stops it)"
-
-
-def _show_answer(answer: Task | Message) -> None:
-    out = console_for()
-    if isinstance(answer, Message):
-        out.print(parts_text(answer.parts), soft_wrap=True)
-        return
-    state = answer.status.state
-    out.print(
-        Text.assemble(
-            f"task {answer.id} ",
-            state_text(state),
-            (f"  (context {answer.context_id})", "dim"),
-        ),
-        soft_wrap=True,
-    )
-    if note := status_text(answer):
-        out.print(indented(note), soft_wrap=True)
-    for artifact in answer.artifacts:
-        out.print(parts_text(artifact.parts), soft_wrap=True)
-    if state.interrupted:
-        out.print(Text(f'answer with: a2ad send "…" --task {answer.id}', style="dim"))
-    elif not state.terminal:
-        out.print(Text(f"follow it with: a2ad tasks watch {answer.id}", style="dim"))
-
-
-def _exit_for(state: TaskState | None) -> int:
-    return 1 if state in UNSUCCESSFUL else 0
-
-
-# --- tasks list / get / watch / cancel / cancel-overdue ---
+__all__ = ["tasks_app"]
 
 tasks_app = typer.Typer(
     name="tasks",
@@ -294,14 +92,14 @@ def list_tasks(
 ) -> None:
     """List tasks, newest first (with --stale-after: the longest quiet first)."""
     target = Target(url, token, a2a_version)
-    wanted = _state_flag(state) if state else None
-    stale = _duration_flag(stale_after, "--stale-after") if stale_after is not None else None
+    wanted = state_flag(state) if state else None
+    stale = duration_flag(stale_after, "--stale-after") if stale_after is not None else None
     if stale is not None and wanted is not None and wanted not in ACTIVE_STATES:
         active = ", ".join(s.word for s in ACTIVE_STATES)
         fail(f"--stale-after goes with an active --state ({active})", code=2)
     most = None if every else limit
     now = datetime.now(UTC)
-    with _session(target) as s:
+    with session(target) as s:
         if stale is None:
             found, total = s.run(_collect(s.client, most, state=wanted, context_id=context))
             rows = [(t, "") for t in found]
@@ -395,7 +193,7 @@ def get_task(
 ) -> None:
     """Show one task: state, context, time, messages and artifacts."""
     target = Target(url, token, a2a_version)
-    with _session(target, task_id=task_id) as s:
+    with session(target, task_id=task_id) as s:
         task = s.run(s.client.get_task(task_id, history_length=history))
     if as_json:
         print_json(msgspec.to_builtins(task))
@@ -452,15 +250,15 @@ def watch_task(
     target = Target(url, token, a2a_version)
     timeline = Timeline(as_json=as_json)
     with (
-        _session(
+        session(
             target,
             task_id=task_id,
-            interrupted=lambda: _left_running(task_id, "stopped watching"),
+            interrupted=lambda: left_running(task_id, "stopped watching"),
         ) as s,
         timeline,
     ):
         s.run(_watch(s.client, task_id, timeline))
-    raise typer.Exit(_exit_for(timeline.state))
+    raise typer.Exit(exit_for(timeline.state))
 
 
 async def _watch(client: Client, task_id: str, timeline: Timeline) -> None:
@@ -489,7 +287,7 @@ def cancel_tasks(
 ) -> None:
     """Cancel tasks; one line per task. Exits 1 if any was not canceled."""
     target = Target(url, token, a2a_version)
-    with _session(target) as s:
+    with session(target) as s:
         results = [s.run(_cancel_one(s.client, task_id)) for task_id in task_ids]
     if as_json:
         print_json(results)
@@ -552,10 +350,10 @@ def cancel_overdue_tasks(
 ) -> None:
     """Cancel active tasks past their deadline or quiet for longer than --stale-after."""
     target = Target(url, token, a2a_version)
-    stale = _duration_flag(stale_after, "--stale-after")
+    stale = duration_flag(stale_after, "--stale-after")
     # Human output goes to stderr with --json, so stdout stays one JSON value.
     out = console_for(stderr=as_json)
-    with _session(target) as s:
+    with session(target) as s:
         now = datetime.now(UTC)
         overdue = s.run(find_overdue(s.client, stale_after=stale, now=now))
         if not overdue:
@@ -653,93 +451,3 @@ def _outcome_table(results: Sequence[dict[str, Any]]) -> Columns:
             result = Text(f"failed: {r['error']}", style="red")
         cells.append([Text(r["taskId"]), result, Text(r["reason"])])
     return [Column("ID"), Column("RESULT"), Column("WHY OVERDUE")], cells
-
-
-# --- card ---
-
-
-def card(
-    url: UrlOption = DEFAULT_URL,
-    token: TokenOption = None,
-    a2a_version: VersionOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    """Show the server's agent card: who it is, where, and what it can do."""
-    target = Target(url, token, a2a_version)
-    with _session(target) as s:
-        the_card = s.run(s.client.card())
-        version = s.run(s.client.version())
-    if as_json:
-        print_json(the_card)
-    else:
-        how = "as --a2a-version says" if a2a_version else "chosen from this card"
-        _show_card(the_card, f"this client speaks A2A {version} to it ({how})")
-
-
-def _show_card(card: dict[str, Any], speaking: str) -> None:
-    out = console_for()
-    title = Text(str(card.get("name") or "(no name)"), style="bold")
-    if card.get("version"):
-        title.append(f"  version {card['version']}", style="dim")
-    out.print(title)
-    if card.get("description"):
-        out.print(Text(str(card["description"])), soft_wrap=True)
-    provider = card.get("provider")
-    if isinstance(provider, dict) and provider.get("organization"):
-        out.print(Text(f"by {provider['organization']} {provider.get('url') or ''}".rstrip()))
-    out.print()
-    out.print(Text("interfaces", style="bold"))
-    for entry in _dicts(card.get("supportedInterfaces")):
-        binding = entry.get("protocolBinding", "?")
-        out.print(Text(f"  {binding} {entry.get('protocolVersion', '?')}  {entry.get('url', '')}"))
-    if card.get("url"):
-        transport = card.get("preferredTransport") or "JSONRPC"
-        out.print(
-            Text(f"  {transport} {card.get('protocolVersion', '0.3')}  {card['url']}  (0.3 fields)")
-        )
-    for entry in _dicts(card.get("additionalInterfaces")):
-        out.print(Text(f"  {entry.get('transport', '?')}  {entry.get('url', '')}"))
-    out.print(Text(f"  {speaking}", style="dim"))
-    capabilities = card.get("capabilities")
-    if isinstance(capabilities, dict) and capabilities:
-        out.print()
-        out.print(Text("capabilities", style="bold"))
-        for name, value in capabilities.items():
-            shown = ("yes" if value else "no") if isinstance(value, bool) else str(value)
-            out.print(Text(f"  {name}: {shown}"))
-    modes = [
-        (label, card.get(key))
-        for label, key in (("input", "defaultInputModes"), ("output", "defaultOutputModes"))
-    ]
-    if any(isinstance(v, list) and v for _, v in modes):
-        out.print()
-        for label, value in modes:
-            if isinstance(value, list) and value:
-                out.print(Text.assemble((f"{label}: ", "bold"), ", ".join(map(str, value))))
-    skills = list(_dicts(card.get("skills")))
-    out.print()
-    out.print(Text(f"skills ({len(skills)})", style="bold"))
-    for skill in skills:
-        name = skill.get("name") or skill.get("id") or "?"
-        out.print(Text.assemble("  ", (str(name), "bold"), (f"  ({skill.get('id', '')})", "dim")))
-        if skill.get("description"):
-            out.print(Text(f"    {skill['description']}"), soft_wrap=True)
-        tags = skill.get("tags")
-        if isinstance(tags, list) and tags:
-            out.print(Text(f"    tags: {', '.join(map(str, tags))}", style="dim"))
-        examples = skill.get("examples")
-        for example in examples if isinstance(examples, list) else []:
-            out.print(Text(f"    e.g. {example}"), soft_wrap=True)
-
-
-def _dicts(value: Any) -> Iterator[dict[str, Any]]:
-    for entry in value if isinstance(value, list) else []:
-        if isinstance(entry, dict):
-            yield entry
-
-
-def register(app: typer.Typer) -> None:
-    """Add the client commands to the ``a2ad`` app."""
-    app.command("send")(send)
-    app.add_typer(tasks_app)
-    app.command("card")(card)

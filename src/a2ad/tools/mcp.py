@@ -8,19 +8,19 @@ be sent wherever a model points it. A tool's ``{"error": ...}`` answer is an
 MCP result with ``isError`` set, so the model sees it and can correct itself.
 
 The MCP SDK is optional (``pip install 'a2ad[mcp]'``) and imported only here,
-when the server starts. Run it as ``python -m a2ad.mcp_server --url URL``.
+when the server starts. Run it as ``python -m a2ad.tools.mcp --url URL``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .tools import ENV_TOKEN, ENV_URL, acall_tool, bound_tools
-from .tools.operations import resolve_url
+from ..client.client import DEFAULT_URL
+from .operations import ENV_TOKEN, ENV_URL, Remote
+from .schemas import acall_tool, bound_tools
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -40,19 +40,18 @@ def _missing_sdk() -> RuntimeError:
     )
 
 
-def build_server(server_url: str | None = None, token: str | None = None) -> Server[Any]:
-    """The MCP server (not yet running) for the A2A server at ``server_url``
-    (default ``$A2AD_URL``, else http://127.0.0.1:8000), sending ``token`` (default
-    ``$A2AD_TOKEN``). Raises RuntimeError if the MCP SDK is not installed."""
+def build_server(server_url: str = DEFAULT_URL, token: str | None = None) -> Server[Any]:
+    """The MCP server (not yet running) for the A2A server at ``server_url``,
+    sending it ``token`` (None: no token). Raises RuntimeError if the MCP SDK is
+    not installed."""
     try:
         import mcp.types as types
         from mcp.server.lowlevel import Server
     except ImportError:
         raise _missing_sdk() from None
-    from . import __version__
+    from .. import __version__
 
-    url = resolve_url(server_url)
-    token = token if token is not None else (os.environ.get(ENV_TOKEN) or None)
+    url = server_url.rstrip("/")
     tools = [
         types.Tool(
             name=t["function"]["name"],
@@ -84,7 +83,7 @@ def build_server(server_url: str | None = None, token: str | None = None) -> Ser
     )
 
 
-def run_stdio(server_url: str | None = None, token: str | None = None) -> None:
+def run_stdio(server_url: str = DEFAULT_URL, token: str | None = None) -> None:
     """Serve the tools over MCP on stdin/stdout until the client closes them
     (blocking). See ``build_server`` for the arguments; raises RuntimeError
     saying ``pip install 'a2ad[mcp]'`` if the MCP SDK is not installed."""
@@ -103,9 +102,9 @@ def _serve_stdio(server: Server[Any]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m a2ad.mcp_server [--url URL] [--token TOKEN]``."""
+    """``python -m a2ad.tools.mcp [--url URL] [--token TOKEN]``."""
     parser = argparse.ArgumentParser(
-        prog="python -m a2ad.mcp_server",
+        prog="python -m a2ad.tools.mcp",
         description="Serve a2ad's task tools over MCP on stdin/stdout.",
     )
     parser.add_argument(
@@ -119,8 +118,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         help=f"bearer token for it (default ${ENV_TOKEN}, which keeps it out of `ps`)",
     )
     args = parser.parse_args(argv)
+    # This is a command line, like `a2ad mcp`: the edge where the environment is read.
+    remote = Remote.default(args.url, args.token)
     try:
-        server = build_server(args.url, args.token)
+        server = build_server(remote.url, remote.token)
     except RuntimeError as exc:
         parser.exit(1, f"error: {exc}\n")
     _serve_stdio(server)

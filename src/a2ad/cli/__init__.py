@@ -1,0 +1,36 @@
+"""The ``a2ad`` command: ``serve`` runs a server; ``send``, ``tasks …`` and
+``card`` talk to any A2A server; ``mcp`` serves the task tools to an MCP client.
+
+One module per command group; ``remote`` holds what the client commands share,
+``output`` how they print, ``logs`` the server's JSON log lines.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from . import card, mcp, send, serve, tasks
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="a2ad",
+    help="a2ad: an A2A task server. `a2ad serve` starts one; send, tasks and card talk to one.",
+    no_args_is_help=True,
+)
+
+
+@app.callback()
+def _root() -> None:
+    """a2ad: an A2A (Agent2Agent protocol) task server."""
+
+
+app.command("serve")(serve.serve)
+app.command("mcp")(mcp.mcp)
+app.command("send")(send.send)
+app.add_typer(tasks.tasks_app)
+app.command("card")(card.card)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,214 @@
+"""``a2ad serve``: run an agent under uvicorn, print where, stop cleanly on Ctrl-C.
+
+This is where the server's configuration is read: the flags, and once, at
+start, the environment; the agent gets what it needs as ``AgentSettings``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import sys
+from collections.abc import Callable
+from types import FrameType
+from typing import Annotated, TypeVar
+
+import typer
+import uvicorn
+from rich.console import Console
+from rich.markup import escape
+
+from ..agents.llm import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
+from ..agents.settings import AgentSettings
+from ..agents.task_manager import ENV_MANAGED_URLS
+from ..durations import parse_duration, parse_optional_duration
+from ..server.app import A2AApp, create_app, load_agent
+from ..store import DEFAULT_STORE, store_from_url
+from ..tools import ENV_TOKEN, ENV_URL
+from .logs import configure_logging
+
+__all__ = ["serve"]
+
+console = Console(stderr=True)
+T = TypeVar("T")
+STARTUP_FAILURE = 3  # the status uvicorn exits with when the server can't start
+
+
+class _Server(uvicorn.Server):
+    """uvicorn, plus: print where a2ad listens once it does, and on Ctrl-C end
+    a2ad's streams and agents at once, so open SSE connections close promptly
+    instead of holding the shutdown until its timeout."""
+
+    def __init__(self, config: uvicorn.Config, application: A2AApp, banner: list[str]) -> None:
+        super().__init__(config)
+        self.application = application
+        self.banner = banner
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        self.loop = asyncio.get_running_loop()
+        await super().startup(sockets=sockets)
+        if self.started:
+            for line in self.banner:
+                console.print(line)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        # Not super(): uvicorn's handler also notes the signal, to raise it again
+        # once it has shut down, which would turn a clean Ctrl-C into exit status
+        # 130 (and SIGTERM into death by signal) and skip our goodbye. The rest of
+        # it is this: the first signal asks for a graceful exit, a second Ctrl-C
+        # forces it.
+        if self.should_exit and sig == signal.SIGINT:
+            self.force_exit = True
+        else:
+            self.should_exit = True
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self.application.begin_shutdown)
+
+
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option(min=0, max=65535, help="Port to listen on (0: any free port).")
+    ] = 8000,
+    store: Annotated[
+        str,
+        typer.Option(
+            help="Where tasks are kept: sqlite:///file.db (relative; sqlite:////abs/path.db) "
+            "or memory."
+        ),
+    ] = DEFAULT_STORE,
+    agent: Annotated[
+        str, typer.Option(help="'echo' or package.module:attr of your agent.")
+    ] = "echo",
+    max_tasks: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Most tasks the store keeps; the oldest finished go first. "
+            "Default: 10000 in memory, no cap in SQLite.",
+        ),
+    ] = None,
+    shutdown_grace: Annotated[
+        str,
+        typer.Option(
+            help="On Ctrl-C/SIGTERM, how long running tasks may finish before they are failed."
+        ),
+    ] = "10s",
+    retention: Annotated[
+        str,
+        typer.Option(
+            help="Delete finished tasks this long after their last update (e.g. 7d); "
+            "off keeps them."
+        ),
+    ] = "off",
+    task_timeout: Annotated[
+        str,
+        typer.Option(help="Fail tasks not finished this long after they were created (e.g. 15m)."),
+    ] = "off",
+    lease_seconds: Annotated[
+        float,
+        typer.Option(
+            min=0.5,
+            help="Tasks of a server that died (no heartbeat for this long) are failed.",
+        ),
+    ] = 15.0,
+    log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="The LLM an LLM-backed agent uses (the task manager's), instead of A2AD_MODEL. "
+            "The endpoint comes from OPENAI_BASE_URL and OPENAI_API_KEY."
+        ),
+    ] = None,
+) -> None:
+    """Serve an agent over A2A JSON-RPC (1.0 and 0.3) with SSE streaming."""
+    configure_logging(log_level)
+    # Like `python -m`, find the user's agent module in the current directory.
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        grace = _duration(parse_duration, shutdown_grace, "--shutdown-grace")
+        keep = _duration(parse_optional_duration, retention, "--retention")
+        timeout = _duration(parse_optional_duration, task_timeout, "--task-timeout")
+    except ValueError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    try:
+        task_store = store_from_url(store, max_tasks=max_tasks)
+    except ValueError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    try:
+        listening = _listen(host, port)
+    except OSError as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(STARTUP_FAILURE) from None
+    base = _url(listening)
+    try:
+        the_agent = load_agent(agent, _agent_settings(base, model))
+    except ValueError as exc:
+        listening.close()
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    application = create_app(
+        the_agent,
+        store=task_store,
+        shutdown_grace=grace,
+        retention_seconds=keep,
+        task_timeout=timeout,
+        lease_seconds=lease_seconds,
+    )
+    config = uvicorn.Config(
+        application,
+        host=host,
+        port=port,
+        log_level=log_level if log_level != "info" else "warning",
+        timeout_graceful_shutdown=3,
+        lifespan="on",
+    )
+    cap = getattr(task_store, "max_tasks", None)
+    banner = [
+        f"a2ad serving agent [bold]{the_agent.name}[/bold] "
+        f"(store {store}, {f'at most {cap} tasks' if cap else 'no task cap'})",
+        f"  JSON-RPC:   {base}/  (also {base}/a2a)",
+        f"  Agent card: {base}/.well-known/agent-card.json",
+        "  Press Ctrl-C to stop.",
+    ]
+    _Server(config, application, banner).run(sockets=[listening])
+    console.print("a2ad stopped.")
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The socket uvicorn serves on, bound before the agent is built so that the
+    agent can be told where it is served (with port 0, the port the system chose)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    return socket.create_server((host, port), family=family)
+
+
+def _url(listening: socket.socket) -> str:
+    host, port = listening.getsockname()[:2]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def _agent_settings(base: str, model: str | None) -> AgentSettings:
+    """What the agent may need, from the environment, read here and only here."""
+    env = os.environ
+    managed = [url.strip().rstrip("/") for url in env.get(ENV_MANAGED_URLS, "").split(",")]
+    return AgentSettings(
+        server_url=env.get(ENV_URL) or base,
+        model=model or env.get(ENV_MODEL) or None,
+        llm_base_url=env.get(ENV_BASE_URL) or None,
+        llm_api_key=env.get(ENV_API_KEY) or None,
+        managed_urls=tuple(url for url in managed if url),
+        token=env.get(ENV_TOKEN) or None,
+    )
+
+
+def _duration(parse: Callable[[str], T], text: str, flag: str) -> T:
+    try:
+        return parse(text)
+    except ValueError as exc:
+        raise ValueError(f"{flag}: {exc}") from None
