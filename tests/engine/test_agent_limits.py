@@ -148,12 +148,6 @@ async def test_a_chunk_past_max_artifact_parts_is_dropped_and_the_rest_goes_on(
     await check_log(engine, task)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="store bug: MAX_ARTIFACT_PARTS is checked only when chunks are appended, so "
-    "an artifact that arrives whole (new, or replacing one) with more parts is kept",
-)
 async def test_an_artifact_with_more_than_max_artifact_parts_at_once_is_dropped(
     engine: Engine,
 ) -> None:

@@ -31,6 +31,7 @@ from a2ad import (
 from a2ad.store import memory as memory_backend
 from a2ad.store import sqlite as sqlite_backend
 from a2ad.store.base import (
+    MAX_ARTIFACT_PARTS,
     MAX_ARTIFACTS,
     MAX_HISTORY,
     EventLimitError,
@@ -372,6 +373,24 @@ async def test_artifact_past_the_artifact_limit_is_refused_and_changes_nothing(
     # Replacing or extending an existing artifact is still fine at the limit.
     s = await store.append(task.id, 0, [artifact(task, "a0", "y", append=True)])
     assert texts(s.task.artifacts[0]) == ["x", "y"]
+
+
+@pytest.mark.parametrize("existing", [False, True], ids=["new", "replacing"])
+async def test_artifact_born_past_the_parts_limit_is_refused_and_changes_nothing(
+    store: TaskStore, existing: bool
+) -> None:
+    task = new_task()
+    s = await store.create(task)
+    if existing:
+        s = await store.append(task.id, s.seq, [artifact(task, "big", "x")])
+    before = s
+    too_many = ["p"] * (MAX_ARTIFACT_PARTS + 1)
+    with pytest.raises(EventLimitError, match="big"):
+        await store.append(task.id, s.seq, [artifact(task, "big", *too_many)])
+    assert await store.get(task.id) == before
+    # At the limit exactly it is taken.
+    s = await store.append(task.id, s.seq, [artifact(task, "big", *too_many[1:])])
+    assert len(s.task.artifacts[0].parts) == MAX_ARTIFACT_PARTS
 
 
 # --- history ---

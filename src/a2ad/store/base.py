@@ -256,6 +256,8 @@ def apply_event(task: Task, event: TaskEvent, user_message: Message | None = Non
 
 def _merge_artifact(task: Task, event: TaskArtifactUpdateEvent) -> list:  # type: ignore[type-arg]
     new = event.artifact
+    if len(new.parts) > MAX_ARTIFACT_PARTS:  # whole, new or replacing: the same bound
+        raise EventLimitError(f"artifact {new.artifact_id} would exceed {MAX_ARTIFACT_PARTS} parts")
     artifacts = list(task.artifacts)
     for i, old in enumerate(artifacts):
         if old.artifact_id == new.artifact_id:
