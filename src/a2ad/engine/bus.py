@@ -37,7 +37,9 @@ class Published(NamedTuple):
 class Subscription:
     """A subscriber's bounded buffer; ``get`` returns None once it was dropped."""
 
-    def __init__(self, task_id: TaskId, maxsize: int, unsubscribe: Callable[[], None]) -> None:
+    def __init__(
+        self, task_id: TaskId, maxsize: int, unsubscribe: Callable[[Subscription], None]
+    ) -> None:
         self.task_id = task_id
         self._maxsize = maxsize
         self._unsubscribe = unsubscribe
@@ -85,7 +87,7 @@ class Subscription:
         return self._items.popleft()
 
     def close(self) -> None:
-        self._unsubscribe()
+        self._unsubscribe(self)
 
     def __enter__(self) -> Subscription:
         return self
@@ -127,10 +129,7 @@ class LocalBus(Bus):
         self._cancel_listeners: list[Callable[[TaskId], None]] = []
 
     def subscribe(self, task_id: TaskId, *, maxsize: int) -> Subscription:
-        def unsubscribe() -> None:
-            self._unsubscribe(sub)
-
-        sub = Subscription(task_id, maxsize, unsubscribe)
+        sub = Subscription(task_id, maxsize, self._unsubscribe)
         self._subs.setdefault(task_id, set()).add(sub)
         return sub
 

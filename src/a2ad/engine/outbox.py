@@ -40,6 +40,10 @@ class _Barrier:
 _Entry = tuple[TaskEvent | _Barrier, "asyncio.Future[bool] | None"]
 
 
+async def _closed(events: list[TaskEvent]) -> list[bool]:
+    return [False] * len(events)
+
+
 def retrieved_future() -> asyncio.Future[Any]:
     """A future whose error counts as read once it is set, so one nobody awaits
     any more (a request that went away) is not reported as never retrieved."""
@@ -69,8 +73,8 @@ class Outbox:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def open(self, group: asyncio.TaskGroup | None) -> None:
-        """Run background drains in ``group`` (None: the owner is done with them)."""
+    def open(self, group: asyncio.TaskGroup) -> None:
+        """Run background drains in ``group``."""
         self._group = group
 
     def take_error(self) -> Exception | None:
@@ -105,12 +109,15 @@ class Outbox:
             self._start_consumer()
         await asyncio.shield(ack)
 
-    def discard(self) -> None:
-        """Answer whatever is still queued as not stored (its drain was cancelled)."""
+    def close(self) -> None:
+        """The owner is done: no more drains; whatever is still queued (its drain was
+        cancelled) is answered as not stored; the writer is let go."""
+        self._group = None
         while self._entries:
             _, ack = self._entries.popleft()
             if ack is not None and not ack.done():
                 ack.set_result(False)
+        self._write = _closed
 
     def _start_consumer(self) -> None:
         self._kicked = False
