@@ -29,9 +29,11 @@ from .scripted import ScriptedAgent
 
 A2AD = Path(sys.executable).parent / "a2ad"
 CLOCK = re.compile(r"^\d\d:\d\d:\d\d  ", re.MULTILINE)
-# Tasks made quiet by a 1.5 s sleep are past it; one made just before the
-# command has 1.3 s to spare, so a slow machine doesn't make it overdue too.
-STALE = "1.3s"
+# Tasks made quiet by a 3 s sleep are past it; one made just before the command
+# has 2.5 s to spare: starting the `a2ad` process takes over a second on a busy
+# 2-core machine, which made 1.3 s of slack fail there.
+QUIET_SECONDS = 3.0
+STALE = "2.5s"
 
 
 def a2ad(
@@ -317,7 +319,7 @@ def test_tasks_list_shows_one_page_unless_all(own_server10: Server) -> None:
 def test_tasks_list_stale_after_shows_only_quiet_active_tasks(own_server: Server) -> None:
     quiet = own_server.start("hang", wait=False)
     finished = own_server.start("echo done")
-    time.sleep(1.5)
+    time.sleep(QUIET_SECONDS)
     fresh = own_server.start("hang", wait=False)
     done = own_server("tasks", "list", "--stale-after", STALE)
     assert done.returncode == 0, done.stderr
@@ -440,12 +442,12 @@ def test_tasks_cancel_of_running_tasks_exits_0(server10: Server) -> None:
 
 
 def overdue_scene(server: Server) -> dict[str, Task]:
-    """Two active tasks quiet for 1.5 s, then a fresh one and a finished one."""
+    """Two active tasks quiet for QUIET_SECONDS, then a fresh one and a finished one."""
     scene = {
         "hang": server.start("hang", wait=False),
         "input": server.start("input which?"),
     }
-    time.sleep(1.5)
+    time.sleep(QUIET_SECONDS)
     scene["fresh"] = server.start("hang", wait=False)
     scene["finished"] = server.start("echo done")
     return scene

@@ -33,7 +33,7 @@ from a2ad import (
     TaskStatusUpdateEvent,
     TextPart,
 )
-from a2ad.store import sqlite as sqlite_backend
+from a2ad.store import sqlite_schema
 from a2ad.store.base import (
     Lease,
     ListQuery,
@@ -250,8 +250,8 @@ async def test_an_upgrade_runs_only_the_missing_steps_and_keeps_the_data(
         conn.execute("CREATE TABLE added_in_2 (x)")
 
     # Step 1 run a second time would fail: its tables exist.
-    monkeypatch.setattr(sqlite_backend, "_MIGRATIONS", (*sqlite_backend._MIGRATIONS, step_2))
-    monkeypatch.setattr(sqlite_backend, "SCHEMA_VERSION", 2)
+    monkeypatch.setattr(sqlite_schema, "_MIGRATIONS", (*sqlite_schema._MIGRATIONS, step_2))
+    monkeypatch.setattr(sqlite_schema, "SCHEMA_VERSION", 2)
     async with SqliteStore(path) as store:
         assert await store.get("t") == created
     assert pragma(path, "user_version") == 2

@@ -15,9 +15,9 @@ It is optional, because the first call opens the store (so a store handed to
 ``create_app`` works without a startup hook); open it yourself to meet a
 SchemaVersionError at startup rather than at the first request.
 
-Schema: its version is ``PRAGMA user_version``; ``_MIGRATIONS`` lists the steps,
-step *i* taking a file from version *i* to *i + 1*. ``tasks`` has one row per task:
-the snapshot as msgspec JSON (``body``) beside the columns that queries use.
+Schema (created, versioned and upgraded in ``sqlite_schema.py``): ``tasks`` has one
+row per task: the snapshot as msgspec JSON (``body``) beside the columns that
+queries use.
 ``events`` is the log (``kind`` says which struct ``body`` decodes to), deleted with
 its task by ON DELETE CASCADE. ``task_count`` is kept by triggers, so that a capped
 ``create`` need not count the table.
@@ -63,7 +63,6 @@ from .base import (
     MissingTaskError,
     SequenceConflictError,
     StoredTask,
-    StoreError,
     StoreFullError,
     TaskStore,
     TerminalTaskError,
@@ -71,12 +70,12 @@ from .base import (
     apply_event,
     status_timestamp,
 )
+from .sqlite_schema import SCHEMA_VERSION, SchemaVersionError, connect
 
-__all__ = ["SCHEMA_VERSION", "SchemaVersionError", "SqliteStore"]
+__all__ = ["SCHEMA_VERSION", "SchemaVersionError", "SqliteStore"]  # the first two: schema
 
 T = TypeVar("T")
 
-BUSY_TIMEOUT = 10.0  # seconds to wait for another process's write lock
 _MAX_BATCH = 256  # jobs per transaction, so one batch cannot hold the lock for long
 
 _encode = msgspec.json.Encoder().encode
@@ -90,146 +89,6 @@ _decode_event: dict[int, Callable[[bytes], TaskEvent]] = {
 }
 
 _TERMINAL, _INTERRUPTED = 0, 1  # evict_class, in eviction order
-
-
-class SchemaVersionError(StoreError):
-    """The file was written by a newer a2ad, with a schema this one does not know."""
-
-
-_SCHEMA_V1 = (
-    """CREATE TABLE tasks (
-        id TEXT PRIMARY KEY NOT NULL,
-        context_id TEXT NOT NULL,
-        state TEXT NOT NULL,
-        status_ts TEXT NOT NULL,
-        seq INTEGER NOT NULL,
-        evict_class INTEGER,
-        evict_order INTEGER,
-        lease_owner TEXT,
-        lease_expires REAL,
-        deadline TEXT,
-        body BLOB NOT NULL
-    )""",
-    "CREATE INDEX tasks_by_time ON tasks (status_ts, id)",
-    "CREATE INDEX tasks_by_context ON tasks (context_id, status_ts, id)",
-    "CREATE INDEX tasks_by_state ON tasks (state, status_ts, id)",
-    # contextId + status together: neither index above narrows by both.
-    "CREATE INDEX tasks_by_context_state ON tasks (context_id, state, status_ts, id)",
-    "CREATE INDEX tasks_by_lease ON tasks (state, lease_expires)",
-    "CREATE INDEX tasks_by_owner ON tasks (lease_owner) WHERE lease_owner IS NOT NULL",
-    """CREATE INDEX tasks_by_eviction ON tasks (evict_class, evict_order)
-        WHERE evict_class IS NOT NULL""",
-    # Retention walks old terminal tasks only, without sorting every old task.
-    "CREATE INDEX tasks_terminal_by_time ON tasks (status_ts, id) WHERE evict_class = 0",
-    "CREATE INDEX tasks_by_deadline ON tasks (deadline, id) WHERE deadline IS NOT NULL",
-    """CREATE TABLE events (
-        task_id TEXT NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
-        seq INTEGER NOT NULL,
-        kind INTEGER NOT NULL,
-        body BLOB NOT NULL,
-        PRIMARY KEY (task_id, seq)
-    ) WITHOUT ROWID""",
-    "CREATE TABLE task_count (n INTEGER NOT NULL)",
-    "INSERT INTO task_count (n) VALUES (0)",
-    """CREATE TRIGGER tasks_count_insert AFTER INSERT ON tasks
-        BEGIN UPDATE task_count SET n = n + 1; END""",
-    """CREATE TRIGGER tasks_count_delete AFTER DELETE ON tasks
-        BEGIN UPDATE task_count SET n = n - 1; END""",
-    # Per-state counts, so that totalSize of a status-only listing is one lookup
-    # instead of a count over (say) every completed task.
-    "CREATE TABLE state_count (state TEXT PRIMARY KEY NOT NULL, n INTEGER NOT NULL)",
-    """CREATE TRIGGER tasks_state_insert AFTER INSERT ON tasks BEGIN
-        INSERT INTO state_count (state, n) VALUES (new.state, 1)
-            ON CONFLICT (state) DO UPDATE SET n = n + 1;
-    END""",
-    """CREATE TRIGGER tasks_state_delete AFTER DELETE ON tasks
-        BEGIN UPDATE state_count SET n = n - 1 WHERE state = old.state; END""",
-    """CREATE TRIGGER tasks_state_update AFTER UPDATE OF state ON tasks
-        WHEN new.state != old.state BEGIN
-        UPDATE state_count SET n = n - 1 WHERE state = old.state;
-        INSERT INTO state_count (state, n) VALUES (new.state, 1)
-            ON CONFLICT (state) DO UPDATE SET n = n + 1;
-    END""",
-)
-
-
-def _create_v1(conn: sqlite3.Connection) -> None:
-    for statement in _SCHEMA_V1:
-        conn.execute(statement)
-
-
-# Step i upgrades a file at version i to version i + 1; append, never edit.
-_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_create_v1,)
-SCHEMA_VERSION = len(_MIGRATIONS)
-
-
-def _schema_version(conn: sqlite3.Connection, path: str) -> int:
-    try:
-        (version,) = conn.execute("PRAGMA user_version").fetchone()
-    except sqlite3.DatabaseError as exc:
-        raise StoreError(f"{path} is not an SQLite database ({exc})") from exc
-    if version > SCHEMA_VERSION:
-        raise SchemaVersionError(
-            f"{path} has task store schema version {version}, but this a2ad supports "
-            f"version {SCHEMA_VERSION} at most; upgrade a2ad to open it"
-        )
-    return int(version)
-
-
-def _connect(path: str) -> sqlite3.Connection:
-    # Autocommit mode: every transaction is an explicit BEGIN, so none is left
-    # open by accident between calls (an open read would pin the WAL).
-    try:
-        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT, isolation_level=None)
-    except sqlite3.Error as exc:
-        folder = os.path.dirname(os.path.abspath(path))
-        raise StoreError(
-            f"can't open the task store {path!r} ({exc}); check that {folder!r} exists "
-            "and is writable"
-        ) from None
-    try:
-        # Checked before anything else touches the file, so a newer file is left as it was.
-        if _schema_version(conn, path) < SCHEMA_VERSION:
-            _migrate(conn, path)
-        _use_wal(conn)
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA foreign_keys = ON")
-    except BaseException:
-        conn.close()
-        raise
-    return conn
-
-
-def _use_wal(conn: sqlite3.Connection) -> None:
-    # WAL mode is a property of the file: once set it stays. Setting it again is
-    # not free: it takes a lock without honouring the busy timeout, and fails with
-    # "database is locked" while another connection writes. So only a file not
-    # yet in WAL mode is switched, retrying for as long as the busy timeout.
-    if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal":
-        return
-    deadline = time.monotonic() + BUSY_TIMEOUT
-    while True:
-        try:
-            conn.execute("PRAGMA journal_mode = WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.01)
-
-
-def _migrate(conn: sqlite3.Connection, path: str) -> None:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        # Read again under the write lock: another process may have upgraded it meanwhile.
-        version = _schema_version(conn, path)
-        for step in _MIGRATIONS[version:]:
-            step(conn)
-        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
 
 
 def _evict_class(state: TaskState) -> int | None:
@@ -372,7 +231,7 @@ class _Worker:
             if jobs:
                 try:
                     if conn is None:
-                        conn = _connect(self._path)
+                        conn = connect(self._path)
                     outcomes = _run_batch(conn, jobs)
                 except Exception as exc:
                     outcomes = [_Outcome(job, False, exc) for job in jobs]
