@@ -1,4 +1,5 @@
-"""What the engine tests send: a SendMessage request built from text."""
+"""What the engine tests send (a SendMessage request built from text), and how they
+wait for a task to reach a state."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 from msgspec import UNSET
 
-from a2ad import Message, Role, TextPart
+from a2ad import Engine, Message, Role, Task, TaskState, TaskStatusUpdateEvent, TextPart
 from a2ad.protocol.model import SendMessageConfiguration, SendMessageRequest
 
 
@@ -32,3 +33,20 @@ def request(
         configuration=SendMessageConfiguration(return_immediately=immediately),
         metadata=metadata if metadata is not None else UNSET,
     )
+
+
+WAIT = 5.0  # seconds a test waits for an event before it fails
+
+
+async def wait_for_state(engine: Engine, task_id: str, state: TaskState) -> None:
+    """Wait (bounded) on the task's event stream until it is ``state``."""
+    stream = await engine.subscribe(task_id)
+    try:
+        while True:
+            got = await stream.next(timeout=WAIT)
+            assert got is not None, f"task {task_id} ended before it was {state.word}"
+            item = got[1]
+            if isinstance(item, (Task, TaskStatusUpdateEvent)) and item.status.state is state:
+                return
+    finally:
+        stream.close()

@@ -43,7 +43,7 @@ from a2ad import (
 )
 from a2ad.protocol.errors import TaskNotCancelableError, UnsupportedOperationError
 
-from .requests import request
+from .requests import request, wait_for_state
 
 S = TaskState
 TERMINAL = [S.COMPLETED, S.FAILED, S.CANCELED, S.REJECTED]
@@ -166,20 +166,6 @@ class Puppet(Agent):
         return answer, await ctx.fail("the case is over")
 
 
-async def until_state(engine: Engine, task_id: str, state: TaskState) -> None:
-    """Wait until the task's stored state is ``state``, on its event stream."""
-    stream = await engine.subscribe(task_id)
-    try:
-        while True:
-            got = await stream.next(timeout=WAIT)
-            assert got is not None, f"the stream ended before the task was {state.word}"
-            item = got[1]
-            if isinstance(item, (Task, TaskStatusUpdateEvent)) and item.status.state is state:
-                return
-    finally:
-        stream.close()
-
-
 def kinds(events: list[TaskStatusUpdateEvent | TaskArtifactUpdateEvent]) -> list[TaskState | str]:
     return [e.status.state if isinstance(e, TaskStatusUpdateEvent) else ARTIFACT for e in events]
 
@@ -216,7 +202,7 @@ async def test_each_state_takes_exactly_the_operations_of_the_lifecycle_table(
             canceled = await engine.cancel(task.id)
             assert canceled.status.state is S.CANCELED
         elif current not in TERMINAL:
-            await within(until_state(engine, task.id, current))
+            await within(wait_for_state(engine, task.id, current))
         before = await store.get(task.id)
         assert before is not None and before.task.status.state is current
 

@@ -38,7 +38,7 @@ from a2ad.store.base import Lease
 
 from ..conftest import Rpc
 from ..scripted import ScriptedAgent
-from .requests import request
+from .requests import request, wait_for_state
 
 DAY = 86400.0
 T0 = 1_900_000_000.25  # 2030-03-17T17:46:40.250Z
@@ -162,20 +162,6 @@ async def start_hanging(engine: Engine, agent: UpkeepAgent, **options: Any) -> s
     await asyncio.wait_for(agent.hanging[task.id].wait(), WAIT)
     await wait_for_state(engine, task.id, TaskState.WORKING)
     return task.id
-
-
-async def wait_for_state(engine: Engine, task_id: str, state: TaskState) -> None:
-    """Wait (bounded) on the task's event stream until it is ``state``."""
-    stream = await engine.subscribe(task_id)
-    try:
-        while True:
-            got = await stream.next(timeout=WAIT)
-            assert got is not None, f"task {task_id} ended before it was {state.word}"
-            item = got[1]
-            if isinstance(item, (Task, TaskStatusUpdateEvent)) and item.status.state is state:
-                return
-    finally:
-        stream.close()
 
 
 async def state_of(store: TaskStore, task_id: str) -> TaskState:
