@@ -11,7 +11,6 @@ import logging
 import re
 import sqlite3
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -76,14 +75,6 @@ async def damaged(tmp_path: Path) -> Path:
 @pytest.fixture
 def app(damaged: Path) -> A2AApp:
     return create_app(ScriptedAgent(), store=SqliteStore(damaged))
-
-
-@pytest.fixture
-async def client(app: A2AApp) -> AsyncIterator[httpx.AsyncClient]:
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://a2ad.test") as c:
-        yield c
-    await app.aclose()
 
 
 def incident_of(response: httpx.Response, request_id: int) -> str:

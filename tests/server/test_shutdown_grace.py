@@ -10,7 +10,6 @@ connections still open, can pass requests on during the grace).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -66,14 +65,6 @@ def agent() -> Gate:
 @pytest.fixture
 def app(agent: Gate) -> A2AApp:
     return create_app(agent, shutdown_grace=30.0)
-
-
-@pytest.fixture
-async def client(app: A2AApp) -> AsyncIterator[httpx.AsyncClient]:
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://a2ad.test") as c:
-        yield c
-    await app.aclose()
 
 
 async def test_a_message_during_the_shutdown_grace_is_refused_as_busy_shutting_down(
