@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from a2ad import Agent, AgentSkill, TaskContext
+from a2ad.agents.settings import AgentSettings
 
 NOT_AN_AGENT = 42
 
@@ -25,3 +26,15 @@ class Greeter(Agent):
 
 greeter = Greeter()
 agent = greeter  # what `--agent tests.agents.sample_agents` loads
+
+
+class Configured(Agent):
+    """An agent that takes what `a2ad serve` read from its flags and environment."""
+
+    name = "configured"
+
+    def __init__(self, settings: AgentSettings) -> None:
+        self.settings = settings
+
+    async def run(self, ctx: TaskContext) -> None:
+        await ctx.artifact(f"{self.settings.model} at {self.settings.server_url}", name="where")

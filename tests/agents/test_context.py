@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from a2ad import A2AApp, Agent, EchoAgent, create_app, load_agent
+from a2ad.agents.settings import AgentSettings
 
 from ..conftest import V1, Rpc, msg10, wait_for
 from ..scripted import ScriptedAgent
@@ -314,6 +315,16 @@ async def test_agent_class_loaded_by_spec_is_instantiated_and_serves_tasks() -> 
         card = (await c.get("/.well-known/agent-card.json")).json()
         assert card["name"] == "greeter"
         assert [s["id"] for s in card["skills"]] == ["greet"]
+
+
+async def test_agent_class_with_a_settings_parameter_is_given_the_servers_settings() -> None:
+    settings = AgentSettings(model="tiny-model", server_url="http://127.0.0.1:9999")
+    agent = load_agent("tests.agents.sample_agents:Configured", settings)
+    async with served(agent) as (_, c):
+        task = (await send(Rpc(c), "where are you?"))["task"]
+        assert [a["parts"] for a in task["artifacts"]] == [
+            [{"text": "tiny-model at http://127.0.0.1:9999"}]
+        ]
 
 
 def test_agent_instance_loaded_by_spec_is_returned_as_is() -> None:
