@@ -393,15 +393,15 @@ class Engine:
         then stop the agent and wait (bounded) until it has stopped. Raises
         TerminalTaskError, MissingTaskError."""
         invocation = self._runner.get(task_id)
+        known = None
         if invocation is not None:
             await invocation.flush()  # what the agent emitted comes first, as it came
-        known = invocation.current if invocation is not None else None
-        context_id = known.task.context_id if known is not None else ""
-        if not context_id:
-            stored = await self.store.get(task_id)
-            if stored is None:
+            known = invocation.current
+        if known is None:
+            known = await self.store.get(task_id)
+            if known is None:
                 raise MissingTaskError(task_id)
-            known, context_id = stored, stored.task.context_id
+        context_id = known.task.context_id
         event = TaskStatusUpdateEvent(
             task_id=task_id,
             context_id=context_id,

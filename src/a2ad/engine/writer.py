@@ -81,7 +81,7 @@ class Writer:
             if current is None:
                 current = await self.store.get(task_id)
                 if current is None:
-                    log.warning("agent events dropped: the task is gone", extra=_about(task_id))
+                    _dropped(task_id, len(events), "the task is gone")
                     return Batch(None, [False] * len(events), True)
             if current.task.status.state.terminal:
                 _dropped(task_id, len(events), f"the task is already {_word(current)}")
@@ -191,10 +191,6 @@ def _marks(events: Sequence[TaskEvent], kept: list[TaskEvent]) -> list[bool]:
 
 def _dropped(task_id: TaskId, count: int, why: str) -> None:
     log.warning("agent events dropped: %s", why, extra={"task_id": task_id, "events": count})
-
-
-def _about(task_id: TaskId) -> dict[str, str]:
-    return {"task_id": task_id}
 
 
 def _word(stored: StoredTask) -> str:
