@@ -7,6 +7,7 @@ start, the environment; the agent gets what it needs as ``AgentSettings``.
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import signal
 import socket
@@ -25,6 +26,12 @@ from ..agents.settings import AgentSettings
 from ..agents.task_manager import ENV_MANAGED_URLS
 from ..durations import parse_duration, parse_optional_duration
 from ..server.app import A2AApp, create_app, load_agent
+from ..server.connections import (
+    ConnectionLimits,
+    fit_to_fd_limit,
+    protocol_class,
+    raise_fd_limit,
+)
 from ..store import DEFAULT_STORE, store_from_url
 from ..tools import ENV_TOKEN, ENV_URL
 from .logs import configure_logging
@@ -115,6 +122,30 @@ def serve(
             help="Tasks of a server that died (no heartbeat for this long) are failed.",
         ),
     ] = 15.0,
+    max_connections: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Most client connections served at once; more are answered 503. "
+            "Lowered if the file-descriptor limit can't hold them.",
+        ),
+    ] = 1000,
+    max_header_bytes: Annotated[
+        int,
+        typer.Option(
+            min=1, help="Largest request line and headers, in bytes; larger ones get 431."
+        ),
+    ] = 65536,
+    header_timeout: Annotated[
+        str,
+        typer.Option(help="A request's headers must arrive within this (408 otherwise)."),
+    ] = "10s",
+    body_timeout: Annotated[
+        str,
+        typer.Option(
+            help="A request's body must arrive within this of its headers (408 otherwise)."
+        ),
+    ] = "30s",
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
     model: Annotated[
         str | None,
@@ -133,9 +164,17 @@ def serve(
         grace = _duration(parse_duration, shutdown_grace, "--shutdown-grace")
         keep = _duration(parse_optional_duration, retention, "--retention")
         timeout = _duration(parse_optional_duration, task_timeout, "--task-timeout")
+        header_wait = _duration(_positive_duration, header_timeout, "--header-timeout")
+        body_wait = _duration(_positive_duration, body_timeout, "--body-timeout")
     except ValueError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
+    limits = ConnectionLimits(
+        max_connections=fit_to_fd_limit(max_connections, raise_fd_limit()),
+        max_header_bytes=max_header_bytes,
+        header_timeout=header_wait,
+        body_timeout=body_wait,
+    )
     try:
         task_store = store_from_url(store, max_tasks=max_tasks)
     except ValueError as exc:
@@ -163,6 +202,7 @@ def serve(
     )
     config = uvicorn.Config(
         application,
+        http=protocol_class(limits),
         host=host,
         port=port,
         log_level=log_level if log_level != "info" else "warning",
@@ -205,6 +245,13 @@ def _agent_settings(base: str, model: str | None) -> AgentSettings:
         managed_urls=tuple(url for url in managed if url),
         token=env.get(ENV_TOKEN) or None,
     )
+
+
+def _positive_duration(text: str) -> float:
+    seconds = parse_duration(text)
+    if not 0 < seconds < math.inf:
+        raise ValueError(f"{text!r}: give a duration above 0, e.g. 10s")
+    return seconds
 
 
 def _duration(parse: Callable[[str], T], text: str, flag: str) -> T:
