@@ -214,8 +214,10 @@ class _GuardedProtocol(HttpToolsProtocol):
         _loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         super().__init__(config, server_state, app_state, _loop)
+        self._limits = self.gate.limits
         self._phase = _IDLE
         self._head_bytes = 0  # read since the last request ended, while no body was due
+        self._read = 0  # the size of the read being parsed
         self._timer: asyncio.TimerHandle | None = None
         self._timed: int | None = None  # the phase the timer is for
         self._served = False  # counted by the gate
@@ -227,32 +229,37 @@ class _GuardedProtocol(HttpToolsProtocol):
             self._refuse(self.gate.replies.busy)
             return
         self._served = True
-        self._time(_HEAD, self.gate.limits.header_timeout)
+        self._time(_HEAD, self._limits.header_timeout)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._untime()
+        self._leave()
+        super().connection_lost(exc)
+
+    def _leave(self) -> None:
         if self._served:
             self._served = False
             self.gate.leave()
-        super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        # uvicorn's, but with the limits checked after each read, and a refusal raised
-        # from a parser callback not answered 400 as well.
+        # uvicorn's, plus the limits, and no 400 for a refusal raised in a parser callback.
+        # Where the request stands is read after each read rather than kept by more
+        # callbacks: this runs once a read, they would run several times a request.
         if self._closing:
             return
         self._unset_keepalive_if_required()
+        self._read = len(data)
         if self._phase != _BODY:
-            self._head_bytes += len(data)
+            self._phase = _HEAD  # bytes with no body due begin (or continue) headers
+            self._head_bytes += self._read
+        cycle = self.cycle
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
             if self._should_upgrade():
                 # The connection becomes a websocket's, with its own timeouts.
                 self._untime()
-                if self._served:
-                    self._served = False
-                    self.gate.leave()
+                self._leave()
                 self.handle_websocket_upgrade()
             else:
                 self._unsupported_upgrade_warning()
@@ -263,39 +270,36 @@ class _GuardedProtocol(HttpToolsProtocol):
                 self.logger.warning(msg)
                 self.send_400_response(msg)
             return
-        phase = self._phase
-        if phase == _HEAD:
-            if self._head_bytes > self.gate.limits.max_header_bytes:
-                self._refuse(self.gate.replies.too_large)
-            elif self._timed != _HEAD:
-                self._time(_HEAD, self.gate.limits.header_timeout)
-        elif phase == _BODY:
-            if self._timed != _BODY:
-                self._time(_BODY, self.gate.limits.body_timeout)
-        elif self._timer is not None:
-            self._untime()
-
-    def on_message_begin(self) -> None:
-        super().on_message_begin()
-        self._phase = _HEAD
+        if self.cycle is not cycle or self._phase == _BODY:
+            # A request's headers ended in this read, or its body was due: is it all in?
+            if self.cycle.more_body:
+                self._phase = _BODY
+                if self._timed != _BODY:
+                    self._time(_BODY, self._limits.body_timeout)
+                return
+            self._phase, self._head_bytes = _IDLE, 0
+            if self._timer is not None:
+                self._untime()
+        elif self._head_bytes > self._limits.max_header_bytes:
+            self._refuse(self.gate.replies.too_large)
+        elif self._timed != _HEAD:
+            self._time(_HEAD, self._limits.header_timeout)
 
     def on_headers_complete(self) -> None:
-        # At least the size as sent (a one-letter method, two spaces, "HTTP/1.1\r\n", ": " and
-        # "\r\n" per header, the blank line): what the read count in data_received
-        # can't tell when the headers arrive in one read with more after them.
-        size = len(self.url) + 15
-        for name, value in self.headers:
-            size += len(name) + len(value) + 4
-        if size > self.gate.limits.max_header_bytes:
-            self._refuse(self.gate.replies.too_large)
-            raise _Refused
-        self._phase = _BODY
-        super().on_headers_complete()
-
-    def on_message_complete(self) -> None:
-        super().on_message_complete()
-        self._phase = _IDLE
-        self._head_bytes = 0
+        # Headers that end in the read that brought them past the cap: refused before
+        # their request starts. Counted as sent, give or take optional whitespace (a
+        # one-letter method, two spaces, "HTTP/1.1\r\n", ": " and "\r\n" per header, the
+        # blank line), and only when the reads could hold that much.
+        limit = self._limits.max_header_bytes
+        if self._head_bytes + self._read > limit:
+            size = len(self.url) + 15
+            for name, value in self.headers:
+                size += len(name) + len(value) + 4
+            if size > limit:
+                self._phase = _HEAD
+                self._refuse(self.gate.replies.too_large)
+                raise _Refused
+        HttpToolsProtocol.on_headers_complete(self)
 
     def _time(self, phase: int, seconds: float) -> None:
         if self._timer is not None:
@@ -323,8 +327,8 @@ class _GuardedProtocol(HttpToolsProtocol):
         self._untime()
         self._closing = True
         if log.isEnabledFor(logging.DEBUG):
-            status = reply[0].decode().strip() if reply else "closed"
-            log.debug("connection refused: %s", status, extra={"client": self.client})
+            answer = reply[0].decode().strip() if reply else "no answer"
+            log.debug("connection ended by a limit: %s", answer, extra={"client": self.client})
         if reply is None or not self._can_answer():
             self.transport.close()
             return
