@@ -331,3 +331,17 @@ def test_a_timeout_of_zero_is_refused_naming_the_flag(flag: str) -> None:
     )
     assert done.returncode == 2
     assert f"{flag}: '0': give a duration above 0" in done.stderr
+
+
+def test_connections_answered_408_stop_counting_against_the_cap_at_once(server: Server) -> None:
+    slow = [socket.create_connection(server.address) for _ in range(MAX_CONNECTIONS)]
+    try:
+        for sock in slow:
+            sock.sendall(b"POST / HTTP/1.1\r\nhost: a2ad\r\n")
+        for sock in slow:  # answered, and kept open by the client
+            sock.settimeout(10)
+            assert sock.recv(12) == b"HTTP/1.1 408"
+        assert get_task(server, "no-such-task").json()["error"]["code"] == -32001
+    finally:
+        for sock in slow:
+            sock.close()

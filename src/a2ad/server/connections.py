@@ -323,8 +323,10 @@ class _GuardedProtocol(HttpToolsProtocol):
             self._refuse(self.gate.replies.slow_body)
 
     def _refuse(self, reply: tuple[bytes, bytes] | None) -> None:
-        """Answer ``reply`` if it can be the next response on the wire, then close."""
+        """Answer ``reply`` if it can be the next response on the wire, then close. The
+        connection stops counting as served at once: it only drains now."""
         self._untime()
+        self._leave()
         self._closing = True
         if log.isEnabledFor(logging.DEBUG):
             answer = reply[0].decode().strip() if reply else "no answer"
