@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import resource
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -38,6 +38,9 @@ from uvicorn.server import ServerState
 from ..durations import format_duration
 from ..protocol.errors import A2AError, InvalidRequestError, ServerBusyError
 from ..protocol.jsonrpc import encode_error
+
+if sys.platform != "win32":  # Windows has no limit on open files to raise
+    import resource
 
 __all__ = ["FD_RESERVE", "ConnectionLimits", "fit_to_fd_limit", "protocol_class", "raise_fd_limit"]
 
@@ -80,9 +83,11 @@ def protocol_class(limits: ConnectionLimits) -> type[HttpToolsProtocol]:
     return Bound
 
 
-def raise_fd_limit() -> int:
+def raise_fd_limit() -> int | None:
     """Raise this process's soft limit on open files to its hard limit, log the outcome
-    in one line, and return the soft limit now in force."""
+    in one line, and return the soft limit now in force (None on Windows: no limit)."""
+    if sys.platform == "win32":
+        return None
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     limit = soft
     if soft != hard:
@@ -102,9 +107,11 @@ def raise_fd_limit() -> int:
     return limit
 
 
-def fit_to_fd_limit(max_connections: int, fd_limit: int) -> int:
+def fit_to_fd_limit(max_connections: int, fd_limit: int | None) -> int:
     """``max_connections``, lowered (and logged) if need be so that the connections
     leave ``FD_RESERVE`` descriptors of ``fd_limit`` for the rest."""
+    if fd_limit is None:
+        return max_connections
     fit = max(1, fd_limit - FD_RESERVE)
     if max_connections <= fit:
         return max_connections
