@@ -157,8 +157,8 @@ class _Gate:
 
 
 class _Replies:
-    """The refusals, encoded once: each is the headers after the status line and the
-    server's own (date, server), then the body."""
+    """The refusals, encoded once, each as its status line and what follows the
+    server's own headers (date, server): the rest of the headers and the body."""
 
     def __init__(self, limits: ConnectionLimits) -> None:
         self.too_large = _reply(
