@@ -55,7 +55,6 @@ __all__ = ["Invocation", "agent_message"]
 
 log = logging.getLogger("a2ad.engine")
 
-
 class Invocation:
     """One turn of ``agent`` on a task. ``created``: the task as stored already (a
     follow-up, or a request that asked for it at once); None for a new task the
