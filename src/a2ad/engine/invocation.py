@@ -55,6 +55,9 @@ __all__ = ["Invocation", "agent_message"]
 
 log = logging.getLogger("a2ad.engine")
 
+SHUTDOWN_FAILED = "The server shut down while the agent was working."
+
+
 class Invocation:
     """One turn of ``agent`` on a task. ``created``: the task as stored already (a
     follow-up, or a request that asked for it at once); None for a new task the
@@ -189,11 +192,7 @@ class Invocation:
             self._cancelled = True
             if self._closing() and not self._ended and (self.current is not None or self._outbox):
                 # Shielded: the task must not stay "working" after the server is gone.
-                await asyncio.shield(
-                    self._finish(
-                        TaskState.FAILED, "The server shut down while the agent was working."
-                    )
-                )
+                await asyncio.shield(self._finish(TaskState.FAILED, SHUTDOWN_FAILED))
             raise
         except Exception as exc:
             log.exception("agent raised", extra={"task_id": self.task_id})

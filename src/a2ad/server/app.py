@@ -54,14 +54,15 @@ class A2AApp:
         """Stop the agents at once, end the streams, close the store."""
         await self.engine.aclose()
 
-    def begin_shutdown(self) -> asyncio.Future[None]:
-        """Start the graceful shutdown without waiting for it: new messages are
-        refused, running tasks get the shutdown grace to finish, then the rest fail
-        and every open stream ends. Returns the shutdown's future, the one the ASGI
-        lifespan shutdown (or ``aclose``) awaits; a second call returns it too.
-        Call it on the app's event loop (from a signal handler, through
-        ``loop.call_soon_threadsafe``)."""
-        return self.engine.begin_shutdown()
+    def begin_shutdown(self, *, graceful: bool = True) -> asyncio.Future[None]:
+        """Start the shutdown without waiting for it: new messages are refused,
+        running tasks get the shutdown grace to finish (unless not ``graceful``),
+        then the rest fail and every open stream sends its task's final event and
+        ends. Returns the shutdown's future, the one the ASGI lifespan shutdown
+        (or ``aclose``) awaits; a later call returns it too, and one with
+        ``graceful=False`` cuts the grace short. Call it on the app's event loop
+        (from a signal handler, through ``loop.call_soon_threadsafe``)."""
+        return self.engine.begin_shutdown(graceful=graceful)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]

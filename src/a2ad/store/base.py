@@ -212,6 +212,15 @@ class Upkeep(abc.ABC):
     """The background round's view of a store: leases, orphans, deadlines, retention."""
 
     @abc.abstractmethod
+    async def claim(self, owner: str) -> None:
+        """``owner`` is about to serve this store. A store that can tell that no
+        other live server uses it (SQLite: an OS lock beside the file) expires
+        every lease held by anyone else, whose holder is then provably gone, so
+        that the next ``orphans`` reports their tasks at once. Raises
+        StoreInUseError (a StoreError) if another live server serves a store
+        that can't be shared. Released by ``aclose``."""
+
+    @abc.abstractmethod
     async def renew(self, owner: str, expires_at: float) -> None:
         """Extend every lease ``owner`` holds to ``expires_at``."""
 

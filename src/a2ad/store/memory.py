@@ -267,6 +267,9 @@ class MemoryStore(TaskStore, Upkeep):
             self._leases[task_id] = lease
         return record
 
+    async def claim(self, owner: str) -> None:
+        """Nothing to do: a memory store lives and dies with its one server."""
+
     async def renew(self, owner: str, expires_at: float) -> None:
         for task_id, lease in self._leases.items():
             if lease.owner == owner:

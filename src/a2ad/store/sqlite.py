@@ -70,6 +70,7 @@ from .base import (
     apply_event,
     status_timestamp,
 )
+from .serving_lock import ServingLock
 from .sqlite_schema import SCHEMA_VERSION, SchemaVersionError, connect
 
 __all__ = ["SCHEMA_VERSION", "SchemaVersionError", "SqliteStore"]  # the first two: schema
@@ -127,6 +128,7 @@ _INSERT_EVENT = "INSERT INTO events (task_id, seq, kind, body) VALUES (?, ?, ?, 
 _TRIM_EVENTS = "DELETE FROM events WHERE task_id = ? AND seq <= ?"
 _SELECT_EVENTS = "SELECT seq, kind, body FROM events WHERE task_id = ? AND seq > ? ORDER BY seq"
 _RENEW = "UPDATE tasks SET lease_expires = ? WHERE lease_owner = ?"
+_EXPIRE_OTHERS = "UPDATE tasks SET lease_expires = 0 WHERE lease_owner != ?"
 # Two arms, because "IS NULL OR <" would make SQLite read every leased task.
 _ORPHANS = """SELECT id FROM tasks WHERE state IN (?1, ?2) AND lease_expires IS NULL
     UNION ALL SELECT id FROM tasks WHERE state IN (?1, ?2) AND lease_expires < ?3
@@ -314,6 +316,7 @@ class SqliteStore(TaskStore, Upkeep):
         self.max_tasks = max_tasks
         self._worker = _Worker(self.path)
         self._closed = False
+        self._lock: ServingLock | None = None  # held while this process serves the file
 
     def __repr__(self) -> str:
         return f"SqliteStore({self.path!r}, max_tasks={self.max_tasks!r})"
@@ -347,7 +350,11 @@ class SqliteStore(TaskStore, Upkeep):
         if self._closed:
             return
         self._closed = True
-        await self._worker.stop()
+        try:
+            await self._worker.stop()
+        finally:
+            if self._lock is not None:
+                self._lock.release()
 
     # --- the TaskStore contract ---
 
@@ -397,6 +404,12 @@ class SqliteStore(TaskStore, Upkeep):
 
     async def events(self, task_id: str, after_seq: Seq) -> builtins.list[LoggedEvent]:
         return await self._run(lambda conn: _events(conn, task_id, after_seq))
+
+    async def claim(self, owner: str) -> None:
+        if self._lock is None:
+            self._lock = ServingLock.acquire(self.path)
+        if self._lock is not None:
+            await self._run(lambda conn: conn.execute(_EXPIRE_OTHERS, (owner,)), write=True)
 
     async def renew(self, owner: str, expires_at: float) -> None:
         await self._run(lambda conn: _renew(conn, owner, expires_at), write=True)
