@@ -47,7 +47,7 @@ from ..store.base import (
     Upkeep,
 )
 from .bus import Bus, LocalBus
-from .deadlines import deadline_for
+from .deadlines import Deadline, deadline_for
 from .invocation import Invocation, agent_message
 from .lifecycle import InvalidTransitionError
 from .runner import Runner
@@ -305,7 +305,7 @@ class Engine:
             raise ServerBusyError("The server is shutting down; send the message again later")
         message = request.message
         metadata = request.metadata if request.metadata is not UNSET else {}
-        deadline: str | None = None
+        deadline: Deadline | None = None
         created: StoredTask | None = None
         if message.task_id:
             created = await self._resume(message)
