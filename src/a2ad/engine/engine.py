@@ -53,6 +53,7 @@ from .lifecycle import InvalidTransitionError
 from .runner import Runner
 from .streams import EventStream
 from .upkeep import Maintenance
+from .watchdog import LoopWatchdog
 from .writer import Writer
 
 __all__ = ["Engine", "task_view"]
@@ -125,14 +126,16 @@ class Engine:
         self._store_closed = False
         self._shutdown: asyncio.Future[None] | None = None
         self._upkeep_loop: asyncio.Task[None] | None = None
+        self._watchdog = LoopWatchdog()  # logs an agent that blocks the event loop
         self.bus.on_cancel(self._cancel_signalled)
 
     # --- lifetime ---
 
     async def start(self) -> None:
-        """Open the store and start the background upkeep (a first round runs
-        before this returns). Idempotent."""
+        """Open the store, start the event-loop watchdog (watchdog.py) and the
+        background upkeep (a first round runs before this returns). Idempotent."""
         if self._upkeep_loop is None and not self._closing:
+            self._watchdog.start()  # before any await: a shutdown from here on stops it
             await self.store.open()
             await self.maintain_once()
             if self._maintenance is not None:
@@ -173,6 +176,7 @@ class Engine:
             await self._runner.wait_all(timeout=self.shutdown_grace)
         await self._runner.aclose()
         self.bus.close_all()
+        self._watchdog.stop()
 
     async def aclose(self, *, graceful: bool = False) -> None:
         """``shutdown`` (at once unless ``graceful``), then close the store. Idempotent."""
