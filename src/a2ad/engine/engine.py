@@ -47,12 +47,13 @@ from ..store.base import (
     Upkeep,
 )
 from .bus import Bus, LocalBus
-from .deadlines import deadline_for
+from .deadlines import Deadline, deadline_for
 from .invocation import Invocation, agent_message
 from .lifecycle import InvalidTransitionError
 from .runner import Runner
 from .streams import EventStream
 from .upkeep import Maintenance
+from .watchdog import LoopWatchdog
 from .writer import Writer
 
 __all__ = ["Engine", "task_view"]
@@ -125,16 +126,18 @@ class Engine:
         self._shutdown: asyncio.Future[None] | None = None
         self._hurry = asyncio.Event()
         self._upkeep_loop: asyncio.Task[None] | None = None
+        self._watchdog = LoopWatchdog()  # logs an agent that blocks the event loop
         self.bus.on_cancel(self._cancel_signalled)
 
     # --- lifetime ---
 
     async def start(self) -> None:
-        """Open and claim the store, fail the tasks a dead server left running,
-        and start the background upkeep (a first round runs before this
-        returns). Raises StoreInUseError if another live server has the store.
-        Idempotent."""
+        """Open and claim the store, start the event-loop watchdog (watchdog.py),
+        fail the tasks a dead server left running, and start the background
+        upkeep (a first round runs before this returns). Raises StoreInUseError
+        if another live server has the store. Idempotent."""
         if self._upkeep_loop is None and not self._closing:
+            self._watchdog.start()  # before any await: a shutdown from here on stops it
             await self.store.open()
             if self._maintenance is not None:
                 await self._maintenance.start()
@@ -193,6 +196,7 @@ class Engine:
             )
         await self._runner.aclose()
         self.bus.close_all()
+        self._watchdog.stop()
 
     async def aclose(self, *, graceful: bool = False) -> None:
         """``shutdown`` (at once unless ``graceful``), then close the store. Idempotent."""
@@ -325,7 +329,7 @@ class Engine:
             raise ServerBusyError("The server is shutting down; send the message again later")
         message = request.message
         metadata = request.metadata if request.metadata is not UNSET else {}
-        deadline: str | None = None
+        deadline: Deadline | None = None
         created: StoredTask | None = None
         if message.task_id:
             created = await self._resume(message)

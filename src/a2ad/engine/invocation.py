@@ -48,6 +48,7 @@ from ..protocol.model import (
 )
 from ..protocol.types import IN_FLIGHT, Clock, TaskId, ends_turn, format_timestamp
 from ..store.base import Lease, StoredTask, StoreFullError
+from .deadlines import Deadline
 from .outbox import Outbox, retrieved_future
 from .writer import Batch, Writer
 
@@ -75,7 +76,7 @@ class Invocation:
         history: list[Message],
         metadata: dict[str, Any],
         created: StoredTask | None,
-        deadline: str | None,
+        deadline: Deadline | None,
         lease: Callable[[], Lease],
         closing: Callable[[], bool],
         clock: Clock,
@@ -247,11 +248,14 @@ class Invocation:
             context_id=self.context_id,
             status=TaskStatus(state=TaskState.SUBMITTED, timestamp=self._now()),
             history=[self._message],
-            metadata={"deadline": self._deadline} if self._deadline else UNSET,
+            metadata=self._deadline.metadata() if self._deadline else UNSET,
         )
         try:
             batch = await self._writer.create(
-                task, events=events, lease=self._lease(), deadline=self._deadline
+                task,
+                events=events,
+                lease=self._lease(),
+                deadline=self._deadline.at if self._deadline else None,
             )
         except StoreFullError as exc:
             self._failed = ServerBusyError(

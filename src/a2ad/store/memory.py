@@ -47,6 +47,7 @@ from .base import (
     TerminalTaskError,
     Upkeep,
     apply_event,
+    log_evicted,
     status_timestamp,
 )
 
@@ -397,6 +398,7 @@ class MemoryStore(TaskStore, Upkeep):
             record = self._tasks.get(task_id)
             if isinstance(record, StoredTask) and record.seq == seq:
                 self._drop(task_id)
+                log_evicted(task_id, record.task.status.state, self.max_tasks)
                 return True
         return False
 

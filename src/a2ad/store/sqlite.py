@@ -68,6 +68,7 @@ from .base import (
     TerminalTaskError,
     Upkeep,
     apply_event,
+    log_evicted,
     status_timestamp,
 )
 from .serving_lock import ServingLock
@@ -118,7 +119,7 @@ def _evict_order(evict_class: int | None) -> int | None:
 _INSERT_TASK = """INSERT INTO tasks (id, context_id, state, status_ts, seq, evict_class,
     evict_order, lease_owner, lease_expires, deadline, body)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
-_EVICTABLE = """SELECT id FROM tasks WHERE evict_class IS NOT NULL AND id != ?
+_EVICTABLE = """SELECT id, evict_class, state FROM tasks WHERE evict_class IS NOT NULL AND id != ?
     ORDER BY evict_class, evict_order LIMIT ?"""
 _DELETE_TASK = "DELETE FROM tasks WHERE id = ?"
 _SELECT_TASK = "SELECT seq, body FROM tasks WHERE id = ?"
@@ -376,12 +377,17 @@ class SqliteStore(TaskStore, Upkeep):
         if final.status.state not in IN_FLIGHT:
             lease = None
 
+        evicted: builtins.list[tuple[str, str]] = []  # interrupted tasks: (id, state)
+
         def create(conn: sqlite3.Connection) -> StoredTask:
-            stored = self._create(conn, final, lease, deadline, seq=len(events))
+            stored = self._create(conn, final, lease, deadline, seq=len(events), evicted=evicted)
             _log_events(conn, task.id, 1, events)
             return stored
 
-        return await self._run(create, write=True)
+        stored = await self._run(create, write=True)
+        for task_id, state in evicted:  # committed: say so now
+            log_evicted(task_id, TaskState(state), self.max_tasks or 0)
+        return stored
 
     async def get(self, task_id: str) -> StoredTask | None:
         return await self._run(lambda conn: _get(conn, task_id))
@@ -444,7 +450,10 @@ class SqliteStore(TaskStore, Upkeep):
         deadline: str | None,
         *,
         seq: Seq = 0,
+        evicted: builtins.list[tuple[str, str]] | None = None,
     ) -> StoredTask:
+        """Insert ``task``; past the cap, evict, adding each interrupted task evicted
+        to ``evicted`` as (id, state)."""
         evict_class = _evict_class(task.status.state)
         try:
             conn.execute(
@@ -477,7 +486,11 @@ class SqliteStore(TaskStore, Upkeep):
                         f"the store holds {count - 1} tasks (its cap is {self.max_tasks}) "
                         "and all are in flight"
                     )
-                conn.executemany(_DELETE_TASK, victims)
+                conn.executemany(_DELETE_TASK, [(victim,) for victim, _, _ in victims])
+                if evicted is not None:
+                    evicted.extend(
+                        (victim, state) for victim, kind, state in victims if kind == _INTERRUPTED
+                    )
         return StoredTask(task, seq)
 
 
