@@ -143,8 +143,9 @@ def create_app(
     seconds to finish before they are failed. ``retention_seconds`` deletes
     terminal tasks that long after their last update. A task whose server died
     is failed ``lease_seconds`` after that server's last heartbeat. A task not
-    finished ``task_timeout`` seconds after it was created (unless its message
-    sets ``metadata.deadline`` or ``metadata.timeoutSeconds``) is failed. An SSE
+    finished ``task_timeout`` seconds after it was created (or by an earlier
+    ``metadata.deadline`` or ``metadata.timeoutSeconds`` its message sets) is
+    failed. An SSE
     stream with nothing to send for ``keepalive_seconds`` gets a ``: keep-alive``
     comment, so that proxies and clients do not take it for dead."""
     engine = Engine(
