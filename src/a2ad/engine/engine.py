@@ -125,6 +125,7 @@ class Engine:
         self._store_closed = False
         self._shutdown: asyncio.Future[None] | None = None
         self._hurry = asyncio.Event()
+        self._started = False
         self._upkeep_loop: asyncio.Task[None] | None = None
         self._watchdog = LoopWatchdog()  # logs an agent that blocks the event loop
         self.bus.on_cancel(self._cancel_signalled)
@@ -136,14 +137,16 @@ class Engine:
         fail the tasks a dead server left running, and start the background
         upkeep (a first round runs before this returns). Raises StoreInUseError
         if another live server has the store. Idempotent."""
-        if self._upkeep_loop is None and not self._closing:
-            self._watchdog.start()  # before any await: a shutdown from here on stops it
-            await self.store.open()
-            if self._maintenance is not None:
-                await self._maintenance.start()
-            await self.maintain_once()
-            if self._maintenance is not None:
-                self._upkeep_loop = asyncio.ensure_future(self._maintenance.run())
+        if self._started or self._closing:
+            return
+        self._watchdog.start()  # before any await: a shutdown from here on stops it
+        await self.store.open()
+        if self._maintenance is not None:
+            await self._maintenance.start()
+        await self.maintain_once()
+        if self._maintenance is not None:
+            self._upkeep_loop = asyncio.ensure_future(self._maintenance.run())
+        self._started = True
 
     async def maintain_once(self) -> None:
         """One round of upkeep (what the background loop does every second)."""
