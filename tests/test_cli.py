@@ -6,6 +6,7 @@ import os
 import queue
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -364,3 +365,19 @@ def test_serve_rejects_an_unknown_store_url() -> None:
     said = " ".join((done.stdout + done.stderr).split())
     assert done.returncode == 2
     assert "postgres://nowhere" in said and "sqlite:///" in said
+
+
+def test_serve_on_a_port_in_use_says_so_in_one_line_and_exits_3() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        done = run_a2ad("serve", "--port", str(port), "--store", "memory")
+    said = (done.stdout + done.stderr).strip()
+    assert done.returncode == 3, said
+    wanted = f"error: port {port} on 127.0.0.1 is in use; pass another --port (0: any free one)"
+    assert said == wanted
+
+
+def test_serve_banner_names_the_sqlite_file_by_its_absolute_path(tmp_path: Path) -> None:
+    with Served("--store", "sqlite:///tasks.db", cwd=tmp_path) as s:
+        s.expect(re.escape(f"(store sqlite {tmp_path / 'tasks.db'}, no task cap)"))
+        assert s.stop() == 0
