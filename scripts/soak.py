@@ -311,6 +311,11 @@ class Soak:
         elif state == TaskState.INPUT_REQUIRED:
             self.waiting.add(task_id)
 
+    def forget(self, task_id: str) -> None:
+        """The server says the task has ended: pick it no more for a subscribe or cancel."""
+        self.active.discard(task_id)
+        self.waiting.discard(task_id)
+
     def retried(self, op: str, exc: Exception) -> None:
         """Count a retry under the fault it happened in; outside one it is an error."""
         what = "-32000" if isinstance(exc, ServerBusyError) else "no connection"
@@ -390,7 +395,9 @@ class Soak:
             await self.op_stream(client, rng)
             return
         task_id = rng.choice(candidates)
-        await self.read_stream("subscribe", lambda: client.subscribe(task_id, reconnect=0))
+        await self.read_stream(
+            "subscribe", lambda: client.subscribe(task_id, reconnect=0), task_id=task_id
+        )
 
     async def op_cancel(self, client: Client, rng: random.Random) -> None:
         candidates = list(self.active | self.waiting)
@@ -402,6 +409,7 @@ class Soak:
             task = await self.retrying("cancel", lambda: client.cancel_task(task_id))
         except TaskNotCancelableError:
             self.expected["cancel: the task had ended"] += 1
+            self.forget(task_id)
             return
         self.observe(task)
         if task.status.state == TaskState.CANCELED:
@@ -431,7 +439,7 @@ class Soak:
                 self.observe(answer)
             else:
                 await self.read_stream(
-                    "stream", lambda: client.stream("go", task_id=task_id), follow_up=tracked
+                    "stream", lambda: client.stream("go", task_id=task_id), task_id=task_id
                 )
         except UnsupportedOperationError:
             self.expected["follow-up: the task was no longer waiting"] += 1
@@ -442,10 +450,11 @@ class Soak:
         open_stream: Callable[[], AsyncIterator[Item]],
         *,
         spec: Spec | None = None,
-        follow_up: Tracked | None = None,
+        task_id: str | None = None,
     ) -> None:
-        """Read a stream to its end and record how it ended. Retried while it has
-        not started; ``spec``: the stream's first item is a new task to acknowledge."""
+        """Read a stream to its end and record how it ended; retried while it has
+        not started. With ``spec`` the stream's first item is a new task to
+        acknowledge; ``task_id`` is the task subscribed to, or followed up."""
         deadline = self.now() + RETRY_FOR
         while True:
             last: Item | None = None
@@ -457,14 +466,16 @@ class Soak:
                         if last is None and spec is not None:
                             assert isinstance(item, Task)
                             self.acknowledge(item, spec)
-                        if last is None and follow_up is not None:
-                            follow_up.asks = False
+                        if last is None and task_id is not None and kind == "stream":
+                            self.tasks[task_id].asks = False  # the follow-up was taken
                         last = item
                         self.observe(item)
             except UnsupportedOperationError:
                 if last is not None:
                     raise
                 self.expected[f"{kind}: the task had ended or was not waiting"] += 1
+                if task_id is not None:
+                    self.forget(task_id)
                 return
             except (ServerBusyError, ClientError) as exc:
                 if last is not None:
