@@ -681,27 +681,31 @@ class Soak:
                     fault.failed_within = late
 
     def stream_summary(self) -> dict[str, Any]:
-        def killed(s: StreamEnd) -> bool:
-            return any(f.kind == "SIGKILL" and s.start <= f.at <= s.end for f in self.faults)
-
-        def termed(s: StreamEnd) -> bool:
-            return any(f.kind == "SIGTERM" and s.start <= f.at <= s.end for f in self.faults)
+        def during(s: StreamEnd, kind: str) -> bool:
+            """The stream was open while the process was going down after ``kind``."""
+            return any(
+                f.kind == kind and s.start <= f.at + (f.exited_after or 0.0) and s.end >= f.at
+                for f in self.faults
+            )
 
         cut = [s for s in self.streams if not s.final]
-        by_kill = [s for s in cut if killed(s)]
-        other = [s for s in cut if not killed(s)]
-        hows = Counter(s.how for s in other)
+        by_kill = [s for s in cut if during(s, "SIGKILL")]
+        other = [s for s in cut if not during(s, "SIGKILL")]
         return {
             "total": len(self.streams),
             "subscribes": sum(1 for s in self.streams if s.kind == "subscribe"),
             "ended_with_final_event": len(self.streams) - len(cut),
             "cut_by_sigkill": len(by_kill),
             "ended_without_final_event": len(other),
-            "of_which_open_at_sigterm": sum(1 for s in other if termed(s)),
-            "open_at_sigterm_ended_with_final_event": sum(
-                1 for s in self.streams if s.final and termed(s)
+            "of_which_during_sigterm": sum(1 for s in other if during(s, "SIGTERM")),
+            "during_sigterm_ended_with_final_event": sum(
+                1 for s in self.streams if s.final and during(s, "SIGTERM")
             ),
-            "how_they_ended_without_final_event": dict(hows.most_common()),
+            "how_they_ended_without_final_event": dict(Counter(s.how for s in other).most_common()),
+            "examples": [
+                {"kind": s.kind, "start": round(s.start, 2), "end": round(s.end, 2), "how": s.how}
+                for s in other[:20]
+            ],
         }
 
 
@@ -786,12 +790,17 @@ def table(summary: dict[str, Any]) -> str:
         ("requests", ", ".join(f"{k} {v}" for k, v in summary["ops"].items())),
         ("  retried", "\n".join(f"{v} {k}" for k, v in summary["retries"].items()) or "none"),
         ("streams", f"{streams['total']} ({streams['subscribes']} subscribes)"),
-        ("  ended with a final event", str(streams["ended_with_final_event"])),
+        (
+            "  ended with a final event",
+            f"{streams['ended_with_final_event']} "
+            f"({streams['during_sigterm_ended_with_final_event']} of them open while SIGTERM "
+            "stopped the server)",
+        ),
         ("  cut by a SIGKILL", str(streams["cut_by_sigkill"])),
         (
             "  ended without a final event",
             f"{streams['ended_without_final_event']} "
-            f"({streams['of_which_open_at_sigterm']} of them open at the SIGTERM)",
+            f"({streams['of_which_during_sigterm']} of them open while SIGTERM stopped the server)",
         ),
     ]
     rows += [
