@@ -22,7 +22,7 @@ from typing import Any, cast
 
 import pytest
 
-from a2ad import A2AApp, SyncClient, Task, TaskState, create_app
+from a2ad import A2AApp, SyncClient, Task, TaskState, create_app, tools
 
 from .conftest import LiveServer, free_port
 from .scripted import ScriptedAgent
@@ -325,6 +325,32 @@ def test_tasks_list_stale_after_shows_only_quiet_active_tasks(own_server: Server
     assert done.returncode == 0, done.stderr
     assert quiet.id in done.stdout and "no status change" in done.stdout
     assert fresh.id not in done.stdout and finished.id not in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("stale_after", "counts_the_working_task"),
+    [("off", False), ("None", False), ("1h", False), ("0s", True)],
+)
+def test_stale_after_means_the_same_to_the_cli_and_the_tools(
+    own_server10: Server, stale_after: str, counts_the_working_task: bool
+) -> None:
+    # off (or none): deadlines only; 0s: every active task. The task has no deadline.
+    working = own_server10.start("hang", wait=False)
+    expected = {working.id} if counts_the_working_task else set()
+    listed = parsed(own_server10("tasks", "list", "--stale-after", stale_after, "--json"))
+    found = parsed(
+        own_server10("tasks", "cancel-overdue", "--stale-after", stale_after, "--dry-run", "--json")
+    )
+    assert {t["id"] for t in listed} == expected
+    assert {t["taskId"] for t in found} == expected
+    tool_list = tools.list_tasks("active", stale_after=stale_after, server_url=own_server10.url)
+    tool_found = tools.cancel_overdue_tasks(stale_after, dry_run=True, server_url=own_server10.url)
+    assert {t["id"] for t in tool_list["tasks"] if "overdue" in t} == expected
+    assert {t["id"] for t in tool_found["found"]} == expected
+    if not counts_the_working_task:
+        said = own_server10("tasks", "cancel-overdue", "--stale-after", stale_after)
+        assert said.returncode == 0, said.stderr
+        assert "no overdue tasks" in said.stdout
 
 
 def test_tasks_list_with_nothing_to_show_says_so(own_server10: Server) -> None:
