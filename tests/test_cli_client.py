@@ -22,7 +22,7 @@ from typing import Any, cast
 
 import pytest
 
-from a2ad import A2AApp, SyncClient, Task, TaskState, create_app, tools
+from a2ad import A2AApp, SyncClient, Task, TaskState, TaskStatusUpdateEvent, create_app, tools
 
 from .conftest import LiveServer, free_port
 from .scripted import ScriptedAgent
@@ -419,14 +419,61 @@ def test_tasks_watch_ctrl_c_stops_watching_and_leaves_the_task_running(server10:
     assert server10.state(task.id) is TaskState.WORKING
 
 
-def test_tasks_watch_of_an_ended_task_shows_where_it_ended(server: Server) -> None:
-    task = server.start("echo over")
-    done = server("tasks", "watch", task.id)
+def test_tasks_watch_of_an_ended_task_shows_its_events_in_the_order_they_happened(
+    server: Server,
+) -> None:
+    asking = server.start("input which colour?")
+    server.start("red", task_id=asking.id)
+    done = server("tasks", "watch", asking.id)
     assert done.returncode == 0, done.stderr
-    assert task.id in done.stdout and "completed" in done.stdout
-    watched = server("tasks", "watch", task.id, "--json")
-    (event,) = [json.loads(line) for line in watched.stdout.splitlines()]
-    assert event["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    header, *lines = done.stdout.splitlines()
+    assert header.startswith(f"task {asking.id}  (context {asking.context_id})")
+    shown = [CLOCK.sub("", line) for line in lines]
+    assert shown == [
+        "working  on it",
+        "input-required  which colour?",
+        "working",
+        "artifact answer: got: red",
+        "completed",
+    ], done.stdout
+    # Every line carries its event's time, and time never goes back.
+    clocks = [line[:8] for line in lines]
+    assert all(CLOCK.match(line) for line in lines) and clocks == sorted(clocks), done.stdout
+
+    watched = server("tasks", "watch", asking.id, "--json")
+    events = [json.loads(line) for line in watched.stdout.splitlines()]
+    kinds = [next(iter(event)) for event in events]
+    assert kinds == ["statusUpdate"] * 3 + ["artifactUpdate", "statusUpdate"]
+    assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def test_tasks_watch_of_an_ended_streamed_artifact_shows_it_before_the_end(
+    server10: Server,
+) -> None:
+    with server10.client() as client:
+        *_, last = client.stream("chunks 3")
+    assert isinstance(last, TaskStatusUpdateEvent)
+    done = server10("tasks", "watch", last.task_id)
+    assert done.returncode == 0, done.stderr
+    assert [CLOCK.sub("", line) for line in done.stdout.splitlines()[1:]] == [
+        "working  on it",
+        "artifact stream: c0c1c2",
+        "completed",
+    ], done.stdout
+
+
+def test_tasks_watch_of_an_ended_task_on_a_server_without_an_event_log(sdk_url: str) -> None:
+    # The official SDK keeps no event log: the task as it ended is what there is,
+    # shown in the order it happened: its artifact, then its end.
+    with SyncClient(sdk_url) as client:
+        task = client.send("hello sdk")
+    assert isinstance(task, Task)
+    done = a2ad("tasks", "watch", task.id, "--url", sdk_url)
+    assert done.returncode == 0, done.stderr
+    header, artifact, end = done.stdout.splitlines()
+    assert header.startswith(f"task {task.id}")
+    assert artifact == " " * 10 + "artifact echo: hello sdk"  # when it came is not known
+    assert CLOCK.match(end) and end.endswith("completed")
 
 
 # --- tasks cancel ---

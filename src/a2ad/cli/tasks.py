@@ -11,7 +11,7 @@ import msgspec
 import typer
 from rich.text import Text
 
-from ..client import DEFAULT_URL, Client
+from ..client import DEFAULT_URL, Client, ClientError
 from ..client.overdue import (
     ACTIVE_STATES,
     Overdue,
@@ -249,26 +249,40 @@ def watch_task(
 ) -> None:
     """Follow a task live until it ends. Ctrl-C stops watching, not the task."""
     target = Target(url, token, a2a_version)
-    timeline = Timeline(as_json=as_json)
-    with (
-        session(
-            target,
-            task_id=task_id,
-            interrupted=lambda: left_running(task_id, "stopped watching"),
-        ) as s,
-        timeline,
-    ):
-        s.run(_watch(s.client, task_id, timeline))
+    with session(
+        target,
+        task_id=task_id,
+        interrupted=lambda: left_running(task_id, "stopped watching"),
+    ) as s:
+        # Ask once first: an ended task has nothing to follow, only a past to
+        # show, and a server that is down fails here at once (subscribe would
+        # retry its first connection).
+        task = s.run(s.client.get_task(task_id, history_length=0))
+        timeline = Timeline(as_json=as_json, replay=task.status.state.terminal)
+        with timeline:
+            if task.status.state.terminal:
+                s.run(_replay(s.client, task, timeline))
+            else:
+                s.run(_watch(s.client, task_id, timeline))
     raise typer.Exit(exit_for(timeline.state))
 
 
+async def _replay(client: Client, task: Task, timeline: Timeline) -> None:
+    """An ended task's events from its first, where the server keeps them (a2ad
+    does); else the task as it ended, its artifacts before its end."""
+    try:
+        events = [item async for item in client.subscribe(task.id, last_event_id=0)]
+    except (A2AError, ClientError):
+        # No event log (a finished task can't be subscribed to then), or a server
+        # that refuses otherwise: the ended task is all there is to show.
+        events = [task]
+    if events and not isinstance(events[0], Task):
+        timeline.header(task)
+    for item in events:
+        timeline.show(item)
+
+
 async def _watch(client: Client, task_id: str, timeline: Timeline) -> None:
-    # Ask once first: an ended task has nothing to follow, and a server that is
-    # down fails here at once (subscribe would retry its first connection).
-    task = await client.get_task(task_id, history_length=0)
-    if task.status.state.terminal:
-        timeline.show(task)
-        return
     try:
         await follow(client.subscribe(task_id), timeline)
     except UnsupportedOperationError:
