@@ -662,6 +662,14 @@ def test_bad_flag_values_exit_2_before_calling_the_server(command: list[str]) ->
     assert command[-2] in said or "--no-wait" in said
 
 
+def test_bracketed_text_in_an_error_is_printed_as_given(server10: Server) -> None:
+    # Rich would read [bold] as markup; ids and URLs are printed as they are.
+    said = one_line_error(server10("tasks", "get", "[bold]t-1[/bold]"))
+    assert "task [bold]t-1[/bold] not found" in said
+    down = f"http://[::1]:{free_port()}/[i]x"
+    assert down in one_line_error(a2ad("tasks", "list", "--url", down))
+
+
 def test_an_unknown_a2a_version_is_a_usage_error() -> None:
     done = a2ad("card", "--a2a-version", "2.0")
     assert done.returncode == 2
