@@ -161,12 +161,12 @@ def serve(
         keep = _duration(parse_optional_duration, retention, "--retention")
         timeout = _duration(parse_optional_duration, task_timeout, "--task-timeout")
     except ValueError as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
     try:
         task_store = store_from_url(store, max_tasks=max_tasks)
     except ValueError as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
     try:
         listening = _listen(host, port)
@@ -182,7 +182,7 @@ def serve(
         the_agent = load_agent(agent, _agent_settings(base, model))
     except ValueError as exc:
         listening.close()
-        console.print(f"[red]error:[/red] {exc}")
+        console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
     application = create_app(
         the_agent,

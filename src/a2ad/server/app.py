@@ -9,6 +9,7 @@ import logging
 from typing import Any
 
 from ..agent import Agent
+from ..agents.demo import DemoAgent
 from ..agents.echo import EchoAgent
 from ..agents.settings import AgentSettings
 from ..engine import Engine
@@ -27,6 +28,7 @@ __all__ = ["A2AApp", "create_app", "load_agent"]
 log = logging.getLogger("a2ad.server")
 
 JSONRPC_PATHS = ("/", "/a2a")
+BUILT_IN_AGENTS: dict[str, type[Agent]] = {"echo": EchoAgent, "demo": DemoAgent}  # --agent NAME
 
 
 class A2AApp:
@@ -161,20 +163,21 @@ def create_app(
 
 
 def load_agent(spec: str, settings: AgentSettings | None = None) -> Agent:
-    """``echo``, or ``package.module:attr`` naming an Agent instance, an Agent
-    class (instantiated with no arguments), or an ``async def run(ctx)``; a bare
+    """``echo`` or ``demo`` (the built-in agents), or ``package.module:attr``
+    naming an Agent instance, an Agent class (instantiated with no arguments),
+    or an ``async def run(ctx)``; a bare
     ``package.module`` means its ``agent`` attribute. A class, or a plain
     function returning an agent, that has a ``settings`` parameter is called
     with ``settings`` (default ``AgentSettings()``): how ``a2ad serve`` passes
     what it read from its flags and the environment."""
-    if spec == "echo":
-        return EchoAgent()
+    if spec in BUILT_IN_AGENTS:
+        return BUILT_IN_AGENTS[spec]()
     module_name, sep, attr = spec.partition(":")
     if not sep:
         attr = "agent"
     if not module_name or not attr:
         raise ValueError(
-            f"--agent {spec!r}: use 'echo', 'package.module:attr' or 'package.module' "
+            f"--agent {spec!r}: use 'echo', 'demo', 'package.module:attr' or 'package.module' "
             "(with an `agent` attribute)"
         )
     try:
