@@ -108,7 +108,7 @@ def serve(
         ),
     ] = DEFAULT_STORE,
     agent: Annotated[
-        str, typer.Option(help="'echo' or package.module:attr of your agent.")
+        str, typer.Option(help="'echo', 'demo', or package.module:attr of your agent.")
     ] = "echo",
     max_tasks: Annotated[
         int | None,
@@ -204,7 +204,7 @@ def serve(
     )
     cap = getattr(task_store, "max_tasks", None)
     banner = [
-        f"a2ad serving agent [bold]{the_agent.name}[/bold] "
+        f"a2ad serving agent [bold]{escape(the_agent.name)}[/bold] "
         f"(store {escape(_where(task_store, store))}, "
         f"{f'at most {cap} tasks' if cap else 'no task cap'})",
         f"  JSON-RPC:   {base}/  (also {base}/a2a)",
