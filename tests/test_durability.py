@@ -380,6 +380,23 @@ def test_ctrl_c_lets_tasks_finish_within_the_grace_then_fails_the_rest(
     assert SHUT_DOWN in status_text(c).lower(), c
 
 
+def test_a_second_ctrl_c_cuts_the_grace_short(serve: Callable[..., Server]) -> None:
+    s = serve("--shutdown-grace", "60")
+    task_id = s.send1("sleep:60 long", immediately=True)["id"]
+    s.wait_state(task_id, "TASK_STATE_WORKING")
+    s.served.proc.send_signal(signal.SIGINT)
+    s.served.expect("shutting down: waiting up to 60 s")
+    asked = time.monotonic()
+    s.served.proc.send_signal(signal.SIGINT)
+    assert s.served.proc.wait(15) == 0
+    assert time.monotonic() - asked < 10
+
+    s = serve("--shutdown-grace", "0")
+    failed = s.get1(task_id)
+    assert failed["status"]["state"] == "TASK_STATE_FAILED", failed
+    assert SHUT_DOWN in status_text(failed).lower(), failed
+
+
 def test_sigterm_with_streams_and_blocking_sends_open_ends_each_with_its_final_event(
     serve: Callable[..., Server], http: httpx.Client
 ) -> None:
