@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import inspect
 import os
 import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -154,3 +156,32 @@ async def wait_for(predicate: Any, timeout: float = 5.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("condition not met in time")
         await asyncio.sleep(0.005)
+
+
+SDK_PEER = Path(__file__).parents[1] / "bench" / "peers" / "sdk_echo.py"
+
+
+@pytest.fixture(scope="module")
+def sdk_url() -> Iterator[str]:
+    """A server that is not a2ad: the official a2a-sdk's echo peer from the benchmark
+    (bench/peers/sdk_echo.py; DefaultRequestHandler, InMemoryTaskStore, JSON-RPC)."""
+    spec = importlib.util.spec_from_file_location("sdk_echo_peer", SDK_PEER)
+    assert spec is not None and spec.loader is not None
+    peer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(peer)
+    port = free_port()
+    config = uvicorn.Config(
+        peer.build_app(port),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        timeout_graceful_shutdown=1,
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        threading.Event().wait(0.01)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(10)

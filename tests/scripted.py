@@ -9,7 +9,7 @@ raise            raise an exception
 chunks <n>       one artifact streamed in n chunks, then complete
 parts            one artifact per part kind (text, data, raw file, url file)
 hang             record when it starts and is cancelled; sleeps forever
-late             complete, then keep emitting (must be dropped)
+late             complete, then keep emitting (must be dropped; each call's result kept)
 nothing          return without emitting anything
 """
 
@@ -30,7 +30,7 @@ class ScriptedAgent(Agent):
         self.lock = threading.Lock()
         self.started: dict[str, float] = {}
         self.cancelled: dict[str, float] = {}
-        self.late_results: list[bool] = []
+        self.late_results: list[bool | str] = []
 
     async def run(self, ctx: TaskContext) -> None:
         word, _, rest = ctx.text.partition(" ")
@@ -90,6 +90,7 @@ class ScriptedAgent(Agent):
         elif word == "late":
             await ctx.complete("first")
             self.late_results.append(await ctx.working("again"))
+            self.late_results.append(await ctx.artifact("too late", name="late"))
             self.late_results.append(await ctx.fail("too late"))
         else:
             await ctx.artifact(rest or ctx.text, name="echo")

@@ -6,6 +6,7 @@ import os
 import queue
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -364,3 +365,58 @@ def test_serve_rejects_an_unknown_store_url() -> None:
     said = " ".join((done.stdout + done.stderr).split())
     assert done.returncode == 2
     assert "postgres://nowhere" in said and "sqlite:///" in said
+
+
+def test_serve_on_a_port_in_use_says_so_in_one_line_and_exits_3() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        done = run_a2ad("serve", "--port", str(port), "--store", "memory")
+    said = (done.stdout + done.stderr).strip()
+    assert done.returncode == 3, said
+    wanted = f"error: port {port} on 127.0.0.1 is in use; pass another --port (0: any free one)"
+    assert said == wanted
+
+
+def test_serve_banner_names_the_sqlite_file_by_its_absolute_path(tmp_path: Path) -> None:
+    with Served("--store", "sqlite:///tasks.db", cwd=tmp_path) as s:
+        s.expect(re.escape(f"(store sqlite {tmp_path / 'tasks.db'}, no task cap)"))
+        assert s.stop() == 0
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--store", "postgres://db/[bold]tasks[/bold]"),
+        ("--retention", "[i]7d"),
+        ("--task-timeout", "[red]soon"),
+        ("--agent", "no_such_module[x]:agent"),
+    ],
+)
+def test_serve_errors_print_bracketed_text_as_given(flag: str, value: str) -> None:
+    # Rich reads [..] as markup; a user's value must come back as typed.
+    done = run_a2ad("serve", "--port", str(free_port()), flag, value)
+    assert done.returncode == 2
+    said = done.stdout + done.stderr
+    (line,) = said.strip().splitlines()
+    assert line.startswith("error: ") and value in line, said
+
+
+def test_mcp_without_the_sdk_says_to_install_the_mcp_extra(tmp_path: Path) -> None:
+    # A Python without the MCP SDK: an `mcp` package that can't be imported.
+    (tmp_path / "mcp").mkdir()
+    (tmp_path / "mcp" / "__init__.py").write_text("raise ImportError('no MCP SDK here')\n")
+    path = os.pathsep.join(p for p in (str(tmp_path), os.environ.get("PYTHONPATH")) if p)
+    done = subprocess.run(
+        [str(A2AD), "mcp", "--url", "http://127.0.0.1:1"],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=20,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": path, "COLUMNS": "200"},
+    )
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        "error: the MCP server needs the MCP Python SDK, which is not installed: "
+        "pip install 'a2ad[mcp]'"
+    )

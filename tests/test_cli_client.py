@@ -22,7 +22,7 @@ from typing import Any, cast
 
 import pytest
 
-from a2ad import A2AApp, SyncClient, Task, TaskState, create_app
+from a2ad import A2AApp, SyncClient, Task, TaskState, TaskStatusUpdateEvent, create_app, tools
 
 from .conftest import LiveServer, free_port
 from .scripted import ScriptedAgent
@@ -327,6 +327,32 @@ def test_tasks_list_stale_after_shows_only_quiet_active_tasks(own_server: Server
     assert fresh.id not in done.stdout and finished.id not in done.stdout
 
 
+@pytest.mark.parametrize(
+    ("stale_after", "counts_the_working_task"),
+    [("off", False), ("None", False), ("1h", False), ("0s", True)],
+)
+def test_stale_after_means_the_same_to_the_cli_and_the_tools(
+    own_server10: Server, stale_after: str, counts_the_working_task: bool
+) -> None:
+    # off (or none): deadlines only; 0s: every active task. The task has no deadline.
+    working = own_server10.start("hang", wait=False)
+    expected = {working.id} if counts_the_working_task else set()
+    listed = parsed(own_server10("tasks", "list", "--stale-after", stale_after, "--json"))
+    found = parsed(
+        own_server10("tasks", "cancel-overdue", "--stale-after", stale_after, "--dry-run", "--json")
+    )
+    assert {t["id"] for t in listed} == expected
+    assert {t["taskId"] for t in found} == expected
+    tool_list = tools.list_tasks("active", stale_after=stale_after, server_url=own_server10.url)
+    tool_found = tools.cancel_overdue_tasks(stale_after, dry_run=True, server_url=own_server10.url)
+    assert {t["id"] for t in tool_list["tasks"] if "overdue" in t} == expected
+    assert {t["id"] for t in tool_found["found"]} == expected
+    if not counts_the_working_task:
+        said = own_server10("tasks", "cancel-overdue", "--stale-after", stale_after)
+        assert said.returncode == 0, said.stderr
+        assert "no overdue tasks" in said.stdout
+
+
 def test_tasks_list_with_nothing_to_show_says_so(own_server10: Server) -> None:
     done = own_server10("tasks", "list")
     assert done.returncode == 0 and "no tasks" in done.stdout
@@ -393,14 +419,61 @@ def test_tasks_watch_ctrl_c_stops_watching_and_leaves_the_task_running(server10:
     assert server10.state(task.id) is TaskState.WORKING
 
 
-def test_tasks_watch_of_an_ended_task_shows_where_it_ended(server: Server) -> None:
-    task = server.start("echo over")
-    done = server("tasks", "watch", task.id)
+def test_tasks_watch_of_an_ended_task_shows_its_events_in_the_order_they_happened(
+    server: Server,
+) -> None:
+    asking = server.start("input which colour?")
+    server.start("red", task_id=asking.id)
+    done = server("tasks", "watch", asking.id)
     assert done.returncode == 0, done.stderr
-    assert task.id in done.stdout and "completed" in done.stdout
-    watched = server("tasks", "watch", task.id, "--json")
-    (event,) = [json.loads(line) for line in watched.stdout.splitlines()]
-    assert event["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    header, *lines = done.stdout.splitlines()
+    assert header.startswith(f"task {asking.id}  (context {asking.context_id})")
+    shown = [CLOCK.sub("", line) for line in lines]
+    assert shown == [
+        "working  on it",
+        "input-required  which colour?",
+        "working",
+        "artifact answer: got: red",
+        "completed",
+    ], done.stdout
+    # Every line carries its event's time, and time never goes back.
+    clocks = [line[:8] for line in lines]
+    assert all(CLOCK.match(line) for line in lines) and clocks == sorted(clocks), done.stdout
+
+    watched = server("tasks", "watch", asking.id, "--json")
+    events = [json.loads(line) for line in watched.stdout.splitlines()]
+    kinds = [next(iter(event)) for event in events]
+    assert kinds == ["statusUpdate"] * 3 + ["artifactUpdate", "statusUpdate"]
+    assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def test_tasks_watch_of_an_ended_streamed_artifact_shows_it_before_the_end(
+    server10: Server,
+) -> None:
+    with server10.client() as client:
+        *_, last = client.stream("chunks 3")
+    assert isinstance(last, TaskStatusUpdateEvent)
+    done = server10("tasks", "watch", last.task_id)
+    assert done.returncode == 0, done.stderr
+    assert [CLOCK.sub("", line) for line in done.stdout.splitlines()[1:]] == [
+        "working  on it",
+        "artifact stream: c0c1c2",
+        "completed",
+    ], done.stdout
+
+
+def test_tasks_watch_of_an_ended_task_on_a_server_without_an_event_log(sdk_url: str) -> None:
+    # The official SDK keeps no event log: the task as it ended is what there is,
+    # shown in the order it happened: its artifact, then its end.
+    with SyncClient(sdk_url) as client:
+        task = client.send("hello sdk")
+    assert isinstance(task, Task)
+    done = a2ad("tasks", "watch", task.id, "--url", sdk_url)
+    assert done.returncode == 0, done.stderr
+    header, artifact, end = done.stdout.splitlines()
+    assert header.startswith(f"task {task.id}")
+    assert artifact == " " * 10 + "artifact echo: hello sdk"  # when it came is not known
+    assert CLOCK.match(end) and end.endswith("completed")
 
 
 # --- tasks cancel ---
@@ -587,6 +660,14 @@ def test_bad_flag_values_exit_2_before_calling_the_server(command: list[str]) ->
     assert done.returncode == 2
     said = one_line_error(done)
     assert command[-2] in said or "--no-wait" in said
+
+
+def test_bracketed_text_in_an_error_is_printed_as_given(server10: Server) -> None:
+    # Rich would read [bold] as markup; ids and URLs are printed as they are.
+    said = one_line_error(server10("tasks", "get", "[bold]t-1[/bold]"))
+    assert "task [bold]t-1[/bold] not found" in said
+    down = f"http://[::1]:{free_port()}/[i]x"
+    assert down in one_line_error(a2ad("tasks", "list", "--url", down))
 
 
 def test_an_unknown_a2a_version_is_a_usage_error() -> None:

@@ -10,7 +10,7 @@ Once the task is terminal, further calls are dropped (logged) and return False.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import msgspec
 from msgspec import UNSET
@@ -116,10 +116,11 @@ class TaskContext:
         append: bool = False,
         last_chunk: bool = False,
         metadata: dict[str, Any] | None = None,
-    ) -> str:
+    ) -> str | Literal[False]:
         """Add an artifact, or with ``append=True`` add parts to the one with
         ``artifact_id`` (streamed chunks; mark the last with ``last_chunk``).
-        Returns the artifact id."""
+        Returns the artifact id, or False when the task has ended (like every
+        other call then, the artifact is dropped)."""
         artifact = Artifact(
             artifact_id=artifact_id or new_id(),
             parts=_parts(content),
@@ -127,7 +128,8 @@ class TaskContext:
             description=description,
             metadata=metadata if metadata else UNSET,
         )
-        await self._emit.artifact(artifact, append=append, last_chunk=last_chunk)
+        if not await self._emit.artifact(artifact, append=append, last_chunk=last_chunk):
+            return False
         return artifact.artifact_id
 
     async def require_input(self, content: Content) -> bool:

@@ -219,14 +219,17 @@ async def test_final_state_carries_the_agents_message(
     assert stored["status"] == task["status"]
 
 
-async def test_ended_task_takes_no_further_agent_updates(rpc: Rpc, agent: ScriptedAgent) -> None:
+async def test_ended_task_takes_no_further_agent_updates_and_each_call_returns_false(
+    rpc: Rpc, agent: ScriptedAgent
+) -> None:
     task = (await send(rpc, "late"))["task"]
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
-    await wait_for(lambda: len(agent.late_results) == 2)
-    assert agent.late_results == [False, False]
+    await wait_for(lambda: len(agent.late_results) == 3)
+    assert agent.late_results == [False, False, False]  # working, artifact, fail
     stored = await get_task(rpc, task["id"])
     assert stored["status"]["state"] == "TASK_STATE_COMPLETED"
     assert texts(stored["status"]["message"]) == ["first"]
+    assert "artifacts" not in stored
 
 
 async def test_raising_agent_fails_the_task_naming_only_the_exception_type(

@@ -232,6 +232,19 @@ async def test_subscribing_to_a_finished_task_says_so(client: Client) -> None:
     assert "completed" in caught.value.message
 
 
+async def test_subscribe_from_event_0_replays_a_finished_tasks_whole_log(client: Client) -> None:
+    task = await client.send("chunks 3")
+    assert isinstance(task, Task) and task.status.state is TaskState.COMPLETED
+    everything = ["status:working", "artifact", "artifact", "artifact", "status:completed"]
+    for start in (0, "0"):
+        replayed = [item async for item in client.subscribe(task.id, last_event_id=start)]
+        assert words(replayed) == everything, start
+    chunks = [item async for item in client.subscribe(task.id, last_event_id=2)]
+    assert words(chunks) == everything[2:]
+    assert isinstance(chunks[0], TaskArtifactUpdateEvent)
+    assert chunks[0].artifact.parts[0].text == "c1"
+
+
 async def test_subscribe_reconnects_and_resumes_after_the_last_event(
     agent: ScriptedAgent,
 ) -> None:

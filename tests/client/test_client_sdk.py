@@ -7,45 +7,13 @@ DefaultRequestHandler, InMemoryTaskStore, JSON-RPC, under uvicorn on a free port
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import threading
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 
 import pytest
-import uvicorn
 
 from a2ad import Client, Task, TaskArtifactUpdateEvent, TaskState, TaskStatusUpdateEvent
 from a2ad.client.overdue import cancel_overdue, find_overdue
 from a2ad.protocol.errors import TaskNotFoundError
-
-from ..conftest import free_port
-
-PEER = Path(__file__).parents[2] / "bench" / "peers" / "sdk_echo.py"
-
-
-@pytest.fixture(scope="module")
-def sdk_url() -> Iterator[str]:
-    spec = importlib.util.spec_from_file_location("sdk_echo_peer", PEER)
-    assert spec is not None and spec.loader is not None
-    peer = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(peer)
-    port = free_port()
-    config = uvicorn.Config(
-        peer.build_app(port),
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
-        timeout_graceful_shutdown=1,
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        threading.Event().wait(0.01)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
 
 
 @pytest.fixture

@@ -316,3 +316,23 @@ async def test_push_notification_config_methods_are_not_supported(
     method, params = PUSH_CONFIG_CALLS[d.version][op]
     body = await rpc(method, params, v1=d.v1)
     d.error(body, -32003, reason="PUSH_NOTIFICATION_NOT_SUPPORTED")
+
+
+PUSH_IN_SEND = {"1.0": "taskPushNotificationConfig", "0.3": "pushNotificationConfig"}
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["send", "stream"])
+async def test_a_message_asking_for_push_notifications_is_refused_naming_the_field(
+    rpc: Rpc, d: WireDialect, streaming: bool
+) -> None:
+    field = f"configuration.{PUSH_IN_SEND[d.version]}"
+    config = {PUSH_IN_SEND[d.version]: {"url": "https://example.com/hook"}}
+    method = d.method("send")
+    if streaming:
+        method = "SendStreamingMessage" if d.v1 else "message/stream"
+    body = await rpc(method, {"message": d.message("echo x"), "configuration": config}, v1=d.v1)
+    error = d.error(body, -32003, reason="PUSH_NOTIFICATION_NOT_SUPPORTED")
+    assert field in error["message"]
+    violations = [v["field"] for item in error["data"] for v in item.get("fieldViolations", [])]
+    assert violations == [field]
+    assert (await d.list_tasks(rpc))["totalSize"] == 0  # nothing was started

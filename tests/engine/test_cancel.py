@@ -116,8 +116,8 @@ async def test_agent_emits_after_completion_are_dropped_and_task_stays_completed
     r = await rpc("message/send", {"message": {"role": "user", "parts": [{"text": "late"}]}})
     task = r["result"]
     assert task["status"]["state"] == "completed"
-    await wait_for(lambda: len(agent.late_results) == 2)
-    assert agent.late_results == [False, False]
+    await wait_for(lambda: len(agent.late_results) == 3)
+    assert agent.late_results == [False, False, False]  # working, artifact, fail
     got = await rpc("tasks/get", {"id": task["id"]})
     assert got["result"]["status"]["state"] == "completed"
     assert got["result"]["status"]["message"]["parts"][0]["text"] == "first"

@@ -81,7 +81,8 @@ class Command:
     linger: int  # scheduler ticks the agent stays alive after ending its turn
     stay: bool  # after complete/fail/reject, keep taking commands (they must be dropped)
     # What the agent learned once it acted: whether the event was stored (None for an
-    # artifact, whose call returns its id); for return/raise, whether the task was
+    # artifact that was queued, whose call returns its id; False if it was dropped at
+    # once because the task had ended); for return/raise, whether the task was
     # still one the engine ends for the agent (returning completes a submitted or
     # working task, raising fails any task not yet terminal).
     done: asyncio.Future[bool | None]
@@ -127,10 +128,10 @@ class ControlledAgent(Agent):
             return await ctx.working(text)
         if op in ("artifact", "chunk"):
             chunk = op == "chunk"
-            await ctx.artifact(
+            queued = await ctx.artifact(
                 text, artifact_id="stream" if chunk else str(uuid.uuid4()), append=chunk
             )
-            return None
+            return None if queued else False
         if op == "require_input":
             return await ctx.require_input(text)
         if op == "require_auth":

@@ -356,7 +356,7 @@ async def test_resumed_task_left_working_by_a_crashed_instance_is_failed_after_i
         (None, None, 60.0, "2030-03-17T17:47:40.250Z"),
         # The message's own metadata wins over the request's, and both over the default.
         ({"timeoutSeconds": 10}, {"timeoutSeconds": 1000}, 60.0, "2030-03-17T17:46:50.250Z"),
-        (None, {"deadline": "2030-04-01T08:00:00Z"}, 60.0, "2030-04-01T08:00:00.000Z"),
+        (None, {"deadline": "2030-03-17T17:47:00Z"}, 60.0, "2030-03-17T17:47:00.000Z"),
         ({"other": 1}, {"other": 2}, None, None),
     ],
     ids=[
@@ -394,6 +394,43 @@ async def test_new_task_records_its_deadline_in_metadata(
             assert isinstance(snapshot.metadata, dict)
             assert snapshot.metadata["deadline"] == deadline
             assert RFC3339_MS_Z.match(snapshot.metadata["deadline"])
+            assert "requestedDeadline" not in snapshot.metadata  # nothing was cut short
+
+
+@pytest.mark.parametrize(
+    ("message_metadata", "metadata", "requested"),
+    [
+        ({"timeoutSeconds": 3600}, None, "2030-03-17T18:46:40.250Z"),
+        (None, {"timeoutSeconds": 60.5}, "2030-03-17T17:47:40.750Z"),
+        ({"deadline": "2030-04-01T08:00:00Z"}, None, "2030-04-01T08:00:00.000Z"),
+        (None, {"deadline": "2030-04-01T10:00:00+02:00"}, "2030-04-01T08:00:00.000Z"),
+    ],
+    ids=["message-timeout", "request-timeout", "message-deadline", "request-deadline"],
+)
+async def test_a_request_cannot_lift_the_servers_task_timeout(
+    store: TaskStore,
+    agent: UpkeepAgent,
+    engines: Callable[..., Engine],
+    message_metadata: dict[str, Any] | None,
+    metadata: dict[str, Any] | None,
+    requested: str,
+) -> None:
+    clock = FakeClock(T0)
+    engine = engines(agent, store, clock, task_timeout=60.0)
+    task_id = await start_hanging(
+        engine, agent, message_metadata=message_metadata, metadata=metadata
+    )
+    stored = await store.get(task_id)
+    assert stored is not None and isinstance(stored.task.metadata, dict)
+    assert stored.task.metadata == {
+        "deadline": "2030-03-17T17:47:40.250Z",  # the server's limit: T0 + 60 s
+        "requestedDeadline": requested,
+    }
+    clock.advance(61)
+    await engine.maintain_once()
+    stored = await store.get(task_id)
+    assert stored is not None and stored.task.status.state is TaskState.FAILED
+    assert status_text(stored.task) == "deadline exceeded"
 
 
 BAD_DEADLINES = [

@@ -77,7 +77,7 @@ async def test_a_message_during_the_shutdown_grace_is_refused_as_busy_shutting_d
     )
     running = d.task_of(r.json()["result"])["id"]
 
-    with watch_log("a2ad.engine", lambda rec: rec.getMessage().startswith("waiting up to")) as w:
+    with watch_log("a2ad.engine", lambda rec: "waiting up to" in rec.getMessage()) as w:
         stopping = lifespan.begin_shutdown()
         (grace,) = await w.wait()
     assert "1 running tasks" in grace.getMessage()

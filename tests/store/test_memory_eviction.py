@@ -7,6 +7,7 @@ answer SERVER_BUSY and lose nothing.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -30,6 +31,7 @@ from a2ad.store.base import ListQuery, StoredTask, StoreFullError, TaskStore
 from a2ad.store.sqlite import SqliteStore
 
 from ..conftest import Rpc, msg03, wait_for
+from ..log_watch import watch_log
 from ..scripted import ScriptedAgent
 
 _clock = 0
@@ -144,6 +146,26 @@ async def test_interrupted_tasks_go_in_the_order_they_were_interrupted(
 
     await store.create(new_task("x"))
     assert await stored_ids(store) == {"first", "third", "x"}
+
+
+async def test_evicting_a_task_that_waits_for_its_user_is_logged_with_its_id(
+    make_store: MakeStore,
+) -> None:
+    store = make_store(3)
+    for name in ["done", "asks", "busy"]:
+        await store.create(new_task(name))
+    await move(store, "done", TaskState.COMPLETED)
+    await move(store, "asks", TaskState.INPUT_REQUIRED)
+    with watch_log("a2ad.store", lambda record: True, logging.DEBUG) as watch:
+        await store.create(new_task("new1"))  # evicts "done": the cap doing its job
+        assert watch.records == []
+        await store.create(new_task("new2"))  # evicts "asks", whose user may still answer
+    (record,) = watch.records
+    assert record.levelno == logging.WARNING
+    assert record.__dict__["task_id"] == "asks"
+    assert record.__dict__["state"] == "input-required"
+    assert "asks" in record.getMessage() and "3" in record.getMessage()
+    assert await stored_ids(store) == {"busy", "new1", "new2"}
 
 
 async def test_a_resumed_task_is_no_longer_evictable(make_store: MakeStore) -> None:

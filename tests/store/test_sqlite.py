@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import random
 import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -44,6 +46,7 @@ from a2ad.store.base import (
     StoreFullError,
     TaskStore,
 )
+from a2ad.store.serving_lock import StoreInUseError
 from a2ad.store.sqlite import SCHEMA_VERSION, SchemaVersionError, SqliteStore
 
 from ..conftest import wait_for
@@ -587,3 +590,47 @@ async def test_creating_an_existing_id_is_refused_and_changes_nothing(store: Sql
 def test_a_cap_below_one_is_refused(path: Path) -> None:
     with pytest.raises(ValueError, match="max_tasks"):
         SqliteStore(path, max_tasks=0)
+
+
+# --- serving: one process per file, and the leases of a dead one ---
+
+
+async def test_a_second_claim_on_a_served_file_is_refused_naming_the_holder(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "served.db"
+    async with SqliteStore(path) as first, SqliteStore(path) as second:
+        await first.claim("first")
+        with pytest.raises(StoreInUseError) as refused:
+            await second.claim("second")
+        said = str(refused.value)
+        assert str(path) in said and f"pid {os.getpid()}" in said, said
+        assert "--store" in said, said
+        # Reading and writing through the second store still works: only serving is refused.
+        await second.create(new_task("t1"))
+        assert await first.get("t1") is not None
+    # Closed, the first lets go: the file can be served again.
+    async with SqliteStore(path) as third:
+        await third.claim("third")
+
+
+async def test_claiming_a_file_expires_the_leases_of_every_other_holder_at_once(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "crashed.db"
+    far = time.time() + 3600
+    async with SqliteStore(path) as crashed:  # a server that died without a word
+        for task_id in ("a", "b"):
+            await crashed.create(new_working(task_id), lease=Lease("dead", far))
+        await crashed.create(new_working("mine"), lease=Lease("me", far))
+    async with SqliteStore(path) as store:
+        assert await store.orphans(time.time(), 10) == []  # the lease still runs
+        await store.claim("me")
+        assert sorted(await store.orphans(time.time(), 10)) == ["a", "b"]
+
+
+def new_working(task_id: str) -> Task:
+    task = new_task(task_id)
+    return msgspec.structs.replace(
+        task, status=TaskStatus(state=TaskState.WORKING, timestamp=ts(1))
+    )

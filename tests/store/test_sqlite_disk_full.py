@@ -118,9 +118,7 @@ async def test_an_append_that_finds_the_disk_full_leaves_the_task_as_it_was(
     before = await store.append("t1", 0, [status("t1", TaskState.WORKING, 1)])
     disk.fill()
     with pytest.raises(sqlite3.OperationalError, match=DISK_FULL):
-        await store.append(
-            "t1", 1, [bulky_artifact("t1"), status("t1", TaskState.COMPLETED, 2)]
-        )
+        await store.append("t1", 1, [bulky_artifact("t1"), status("t1", TaskState.COMPLETED, 2)])
     # Reads still work on a full disk, and show the task exactly as before the write.
     assert await store.get("t1") == before
     assert [e.seq for e in await store.events("t1", 0)] == [1]

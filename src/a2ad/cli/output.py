@@ -194,18 +194,26 @@ class Timeline:
     """Prints a task's events as they arrive: one line per status change and per
     artifact (streamed chunks continue their artifact's line), with a spinner on
     a terminal while nothing arrives. With ``as_json``, one JSON line per event.
-    Either way it remembers the task and its last state."""
+    Either way it remembers the task and its last state.
 
-    def __init__(self, *, as_json: bool) -> None:
+    Each line starts with the time of its event: a status's timestamp, else (an
+    artifact carries none) the time it arrived. With ``replay`` the events are
+    history, not news: an artifact line gets its status's time (the last one
+    before it), or none. An ended task shown whole lists its artifacts before
+    the state it ended in, as they happened."""
+
+    def __init__(self, *, as_json: bool, replay: bool = False) -> None:
         self.as_json = as_json
+        self.replay = replay
         self.console = console_for()
         self.open_artifact: str | None = None  # the artifact whose line is still open
         self.spinner: Status | None = None
-        if self.console.is_terminal and not as_json:
+        if self.console.is_terminal and not as_json and not replay:
             self.spinner = self.console.status("waiting…")
         self.spinning = False
         self.task_id = ""
         self.state: TaskState | None = None
+        self.last_stamp: str | None = None  # the newest status timestamp shown
 
     def __enter__(self) -> Timeline:
         self._spin(True)
@@ -238,18 +246,37 @@ class Timeline:
         if self.open_artifact is None:
             self._spin(True)
 
+    def header(self, task: Task) -> None:
+        """The task's id and context, on a line of their own (not in JSON)."""
+        if not self.as_json:
+            self._close_line()
+            self.console.print(
+                Text.assemble(f"task {task.id}", (f"  (context {task.context_id})", "dim")),
+                soft_wrap=True,
+            )
+
     def _task(self, task: Task) -> None:
+        state = task.status.state
+        if state.terminal:  # everything in it came before the end: the end goes last
+            self.header(task)
+            self._artifacts(task, None)  # when each came is not known
+            note = status_text(task)
+            self._line(task.status.timestamp, state_text(state), f"  {note}" if note else "")
+            return
         self._line(
             task.status.timestamp,
             f"task {task.id} ",
-            state_text(task.status.state),
+            state_text(state),
             Text(f"  (context {task.context_id})", style="dim"),
         )
         if note := status_text(task):
             self.console.print(indented(note, " " * 10), soft_wrap=True)
+        self._artifacts(task, UNSET)
+
+    def _artifacts(self, task: Task, stamp: Any) -> None:
         for artifact in task.artifacts:
             name = artifact.name or artifact.artifact_id
-            self._line(UNSET, f"artifact {name}: {parts_text(artifact.parts)}")
+            self._line(stamp, f"artifact {name}: {parts_text(artifact.parts)}")
 
     def _artifact(self, item: TaskArtifactUpdateEvent) -> None:
         artifact = item.artifact
@@ -262,8 +289,14 @@ class Timeline:
             self._close_line()
 
     def _line(self, stamp: str | Any, *pieces: str | Text, end: str = "\n") -> None:
+        """``stamp``: a status timestamp; UNSET: when it arrived; None: unknown."""
         self._close_line()
-        line = Text.assemble((clock_text(stamp) + "  ", "dim"), *pieces)
+        if isinstance(stamp, str) and stamp:
+            self.last_stamp = stamp
+        elif stamp is UNSET and self.replay:
+            stamp = self.last_stamp
+        clock = " " * 8 if stamp is None else clock_text(stamp)
+        line = Text.assemble((clock + "  ", "dim"), *pieces)
         self.console.print(line, end=end, soft_wrap=True)
 
     def _close_line(self) -> None:

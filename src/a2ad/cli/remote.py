@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal, TypeVar
 import typer
 
 from ..client import Client, ClientError
+from ..client.overdue import parse_stale_after
 from ..durations import parse_duration
 from ..protocol.errors import A2AError, TaskNotFoundError
 from ..protocol.model import TaskState, parse_state
@@ -36,6 +37,7 @@ __all__ = [
     "exit_for",
     "left_running",
     "session",
+    "stale_flag",
     "state_flag",
 ]
 
@@ -134,6 +136,14 @@ def duration_flag(text: str, flag: str) -> float:
         return parse_duration(text)
     except ValueError as exc:
         fail(f"{flag}: {exc}", code=2)
+
+
+def stale_flag(text: str) -> float | None:
+    """``--stale-after``: seconds, or None for ``off`` (deadlines only), as the tools read it."""
+    try:
+        return parse_stale_after(text)
+    except ValueError as exc:
+        fail(f"--stale-after: {exc}", code=2)
 
 
 def state_flag(text: str) -> TaskState:

@@ -7,6 +7,7 @@ start, the environment; the agent gets what it needs as ``AgentSettings``.
 from __future__ import annotations
 
 import asyncio
+import errno
 import math
 import os
 import signal
@@ -33,6 +34,7 @@ from ..server.connections import (
     raise_fd_limit,
 )
 from ..store import DEFAULT_STORE, store_from_url
+from ..store.base import StoreError
 from ..tools import ENV_TOKEN, ENV_URL
 from .logs import configure_logging
 
@@ -40,22 +42,38 @@ __all__ = ["serve"]
 
 console = Console(stderr=True)
 T = TypeVar("T")
-STARTUP_FAILURE = 3  # the status uvicorn exits with when the server can't start
+STARTUP_FAILURE = 3  # can't start: the port or the store is taken, the store unreadable
 
 
 class _Server(uvicorn.Server):
-    """uvicorn, plus: print where a2ad listens once it does, and on Ctrl-C end
-    a2ad's streams and agents at once, so open SSE connections close promptly
-    instead of holding the shutdown until its timeout."""
+    """uvicorn, plus: print where a2ad listens once it does, and stop in a2ad's
+    order. On Ctrl-C or SIGTERM a2ad shuts down first while uvicorn keeps
+    serving: new messages are answered -32000, running tasks get the grace,
+    then those left are failed and every open stream sends its task's final
+    event and ends. Only then does uvicorn close the listening socket and the
+    connections, which by then have nothing left to send. A second Ctrl-C
+    cuts the grace short; a third stops without waiting for anything."""
 
     def __init__(self, config: uvicorn.Config, application: A2AApp, banner: list[str]) -> None:
         super().__init__(config)
         self.application = application
         self.banner = banner
         self.loop: asyncio.AbstractEventLoop | None = None
+        self._draining = False
+        self._hurried = False
+        self.startup_failed = False
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         self.loop = asyncio.get_running_loop()
+        # The engine starts here, before uvicorn's lifespan (which then finds it
+        # started), so that a store that can't be served is one clear line.
+        try:
+            await self.application.engine.start()
+        except StoreError as exc:
+            console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
+            await self.application.aclose()
+            self.startup_failed = self.should_exit = True
+            return
         await super().startup(sockets=sockets)
         if self.started:
             for line in self.banner:
@@ -64,15 +82,24 @@ class _Server(uvicorn.Server):
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         # Not super(): uvicorn's handler also notes the signal, to raise it again
         # once it has shut down, which would turn a clean Ctrl-C into exit status
-        # 130 (and SIGTERM into death by signal) and skip our goodbye. The rest of
-        # it is this: the first signal asks for a graceful exit, a second Ctrl-C
-        # forces it.
-        if self.should_exit and sig == signal.SIGINT:
-            self.force_exit = True
-        else:
-            self.should_exit = True
-        if self.loop is not None:
-            self.loop.call_soon_threadsafe(self.application.begin_shutdown)
+        # 130 (and SIGTERM into death by signal) and skip our goodbye.
+        if self.loop is None or not self.started:
+            self.should_exit = True  # still starting: nothing runs yet
+        elif not self._draining:
+            self._draining = True
+            self.loop.call_soon_threadsafe(self._drain)
+        elif sig == signal.SIGINT and not self._hurried:
+            self._hurried = True
+            self.loop.call_soon_threadsafe(self._hurry)
+        elif sig == signal.SIGINT:  # a third: don't wait for anything
+            self.should_exit = self.force_exit = True
+
+    def _drain(self) -> None:
+        stopped = self.application.begin_shutdown()
+        stopped.add_done_callback(lambda _: setattr(self, "should_exit", True))
+
+    def _hurry(self) -> None:
+        self.application.begin_shutdown(graceful=False)
 
 
 def serve(
@@ -88,7 +115,7 @@ def serve(
         ),
     ] = DEFAULT_STORE,
     agent: Annotated[
-        str, typer.Option(help="'echo' or package.module:attr of your agent.")
+        str, typer.Option(help="'echo', 'demo', or package.module:attr of your agent.")
     ] = "echo",
     max_tasks: Annotated[
         int | None,
@@ -167,7 +194,7 @@ def serve(
         header_wait = _duration(_positive_duration, header_timeout, "--header-timeout")
         body_wait = _duration(_positive_duration, body_timeout, "--body-timeout")
     except ValueError as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
     limits = ConnectionLimits(
         max_connections=fit_to_fd_limit(max_connections, raise_fd_limit()),
@@ -178,19 +205,23 @@ def serve(
     try:
         task_store = store_from_url(store, max_tasks=max_tasks)
     except ValueError as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
     try:
         listening = _listen(host, port)
     except OSError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
+        if exc.errno == errno.EADDRINUSE:
+            said = f"port {port} on {host} is in use; pass another --port (0: any free one)"
+        else:
+            said = f"can't listen on {host}:{port}: {exc.strerror or exc}"
+        console.print(f"[red]error:[/red] {escape(said)}", soft_wrap=True)
         raise typer.Exit(STARTUP_FAILURE) from None
     base = _url(listening)
     try:
         the_agent = load_agent(agent, _agent_settings(base, model))
     except ValueError as exc:
         listening.close()
-        console.print(f"[red]error:[/red] {exc}")
+        console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
     application = create_app(
         the_agent,
@@ -206,19 +237,31 @@ def serve(
         host=host,
         port=port,
         log_level=log_level if log_level != "info" else "warning",
-        timeout_graceful_shutdown=3,
+        # a2ad has shut down before uvicorn starts to (see _Server): what is left
+        # is sending the last bytes, which sse.py bounds at 3 s.
+        timeout_graceful_shutdown=5,
         lifespan="on",
     )
     cap = getattr(task_store, "max_tasks", None)
     banner = [
-        f"a2ad serving agent [bold]{the_agent.name}[/bold] "
-        f"(store {store}, {f'at most {cap} tasks' if cap else 'no task cap'})",
+        f"a2ad serving agent [bold]{escape(the_agent.name)}[/bold] "
+        f"(store {escape(_where(task_store, store))}, "
+        f"{f'at most {cap} tasks' if cap else 'no task cap'})",
         f"  JSON-RPC:   {base}/  (also {base}/a2a)",
         f"  Agent card: {base}/.well-known/agent-card.json",
         "  Press Ctrl-C to stop.",
     ]
-    _Server(config, application, banner).run(sockets=[listening])
+    server = _Server(config, application, banner)
+    server.run(sockets=[listening])
+    if server.startup_failed:
+        raise typer.Exit(STARTUP_FAILURE)
     console.print("a2ad stopped.")
+
+
+def _where(task_store: object, url: str) -> str:
+    """The store as the banner names it: a SQLite file by its absolute path."""
+    path = getattr(task_store, "path", None)
+    return f"sqlite {os.path.abspath(path)}" if isinstance(path, str) else url
 
 
 def _listen(host: str, port: int) -> socket.socket:

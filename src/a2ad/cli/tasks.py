@@ -11,7 +11,7 @@ import msgspec
 import typer
 from rich.text import Text
 
-from ..client import DEFAULT_URL, Client
+from ..client import DEFAULT_URL, Client, ClientError
 from ..client.overdue import (
     ACTIVE_STATES,
     Overdue,
@@ -51,10 +51,10 @@ from .remote import (
     TokenOption,
     UrlOption,
     VersionOption,
-    duration_flag,
     exit_for,
     left_running,
     session,
+    stale_flag,
     state_flag,
 )
 
@@ -80,7 +80,7 @@ def list_tasks(
         typer.Option(
             "--stale-after",
             help="Only active tasks with no status change for this long (e.g. 10m), "
-            "or past their deadline.",
+            "or past their deadline; off: only those past their deadline.",
         ),
     ] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, help="Show at most this many.")] = 20,
@@ -93,14 +93,15 @@ def list_tasks(
     """List tasks, newest first (with --stale-after: the longest quiet first)."""
     target = Target(url, token, a2a_version)
     wanted = state_flag(state) if state else None
-    stale = duration_flag(stale_after, "--stale-after") if stale_after is not None else None
-    if stale is not None and wanted is not None and wanted not in ACTIVE_STATES:
+    overdue = stale_after is not None
+    stale = stale_flag(stale_after) if stale_after is not None else None
+    if overdue and wanted is not None and wanted not in ACTIVE_STATES:
         active = ", ".join(s.word for s in ACTIVE_STATES)
         fail(f"--stale-after goes with an active --state ({active})", code=2)
     most = None if every else limit
     now = datetime.now(UTC)
     with session(target) as s:
-        if stale is None:
+        if not overdue:
             found, total = s.run(_collect(s.client, most, state=wanted, context_id=context))
             rows = [(t, "") for t in found]
         else:
@@ -114,7 +115,7 @@ def list_tasks(
     if not rows:
         out.print("no tasks" if not (state or context or stale_after) else "no matching tasks")
         return
-    print_table(out, _task_table(rows, now, reasons=stale is not None))
+    print_table(out, _task_table(rows, now, reasons=overdue))
     if total > len(rows):
         out.print(
             Text(f"{len(rows)} of {total} tasks; --all shows every one", style="dim"),
@@ -146,7 +147,7 @@ async def _stale(
     client: Client,
     states: Sequence[TaskState],
     context_id: str | None,
-    stale_after: float,
+    stale_after: float | None,
     now: datetime,
 ) -> list[tuple[Task, str]]:
     """Every task in ``states`` that is overdue, the longest quiet first."""
@@ -248,26 +249,40 @@ def watch_task(
 ) -> None:
     """Follow a task live until it ends. Ctrl-C stops watching, not the task."""
     target = Target(url, token, a2a_version)
-    timeline = Timeline(as_json=as_json)
-    with (
-        session(
-            target,
-            task_id=task_id,
-            interrupted=lambda: left_running(task_id, "stopped watching"),
-        ) as s,
-        timeline,
-    ):
-        s.run(_watch(s.client, task_id, timeline))
+    with session(
+        target,
+        task_id=task_id,
+        interrupted=lambda: left_running(task_id, "stopped watching"),
+    ) as s:
+        # Ask once first: an ended task has nothing to follow, only a past to
+        # show, and a server that is down fails here at once (subscribe would
+        # retry its first connection).
+        task = s.run(s.client.get_task(task_id, history_length=0))
+        timeline = Timeline(as_json=as_json, replay=task.status.state.terminal)
+        with timeline:
+            if task.status.state.terminal:
+                s.run(_replay(s.client, task, timeline))
+            else:
+                s.run(_watch(s.client, task_id, timeline))
     raise typer.Exit(exit_for(timeline.state))
 
 
+async def _replay(client: Client, task: Task, timeline: Timeline) -> None:
+    """An ended task's events from its first, where the server keeps them (a2ad
+    does); else the task as it ended, its artifacts before its end."""
+    try:
+        events = [item async for item in client.subscribe(task.id, last_event_id=0)]
+    except (A2AError, ClientError):
+        # No event log (a finished task can't be subscribed to then), or a server
+        # that refuses otherwise: the ended task is all there is to show.
+        events = [task]
+    if events and not isinstance(events[0], Task):
+        timeline.header(task)
+    for item in events:
+        timeline.show(item)
+
+
 async def _watch(client: Client, task_id: str, timeline: Timeline) -> None:
-    # Ask once first: an ended task has nothing to follow, and a server that is
-    # down fails here at once (subscribe would retry its first connection).
-    task = await client.get_task(task_id, history_length=0)
-    if task.status.state.terminal:
-        timeline.show(task)
-        return
     try:
         await follow(client.subscribe(task_id), timeline)
     except UnsupportedOperationError:
@@ -337,7 +352,10 @@ def _word_style(word: str) -> str:
 def cancel_overdue_tasks(
     stale_after: Annotated[
         str,
-        typer.Option("--stale-after", help="Overdue after this long with no status change."),
+        typer.Option(
+            "--stale-after",
+            help="Overdue after this long with no status change; off: only past their deadline.",
+        ),
     ] = "10m",
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Only list the overdue tasks.")
@@ -350,7 +368,7 @@ def cancel_overdue_tasks(
 ) -> None:
     """Cancel active tasks past their deadline or quiet for longer than --stale-after."""
     target = Target(url, token, a2a_version)
-    stale = duration_flag(stale_after, "--stale-after")
+    stale = stale_flag(stale_after)
     # Human output goes to stderr with --json, so stdout stays one JSON value.
     out = console_for(stderr=as_json)
     with session(target) as s:
@@ -360,9 +378,11 @@ def cancel_overdue_tasks(
             if as_json:
                 print_json([])
             else:
+                quiet = (
+                    f" or quiet for more than {format_duration(stale)}" if stale is not None else ""
+                )
                 out.print(
-                    f"no overdue tasks on {target.url} (none past its deadline or quiet "
-                    f"for more than {format_duration(stale)})",
+                    f"no overdue tasks on {target.url} (none past its deadline{quiet})",
                     soft_wrap=True,
                 )
             return

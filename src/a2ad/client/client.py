@@ -332,29 +332,35 @@ class Client:
         self,
         task_id: str,
         *,
-        last_event_id: str | None = None,
+        last_event_id: int | str | None = None,
         reconnect: int = 5,
         backoff: float = 0.5,
     ) -> AsyncIterator[StreamEvent]:
         """Follow a task until it ends: its current state, then its updates.
+
+        ``last_event_id`` (an event id the server issued, int or str) asks the
+        server to replay the events after it instead of starting with the
+        current state; 0 asks for the task's whole event log. a2ad keeps one; a
+        server that does not starts with the current state.
 
         A stream that breaks, or ends before the task does, is reopened with
         ``Last-Event-ID``, so a server that keeps an event log (a2ad does) replays
         what was missed. Up to ``reconnect`` attempts in a row without a new
         update, waiting ``backoff`` seconds, doubled each time (at most 10 s)."""
         params = (await self._speaking()).encode_task_id(TaskIdRequest(id=task_id))
+        resume = None if last_event_id is None else str(last_event_id)
         failures = 0
         seen_any = False  # an event arrived: from then on a broken stream is retried
         while True:
             try:
                 async for event_id, item in self._sse(
-                    Operation.SUBSCRIBE, params, last_event_id=last_event_id
+                    Operation.SUBSCRIBE, params, last_event_id=resume
                 ):
                     if not isinstance(item, Task):
                         failures = 0  # an update: progress (a snapshot may be a repeat)
                     seen_any = True
                     if event_id:
-                        last_event_id = event_id
+                        resume = event_id
                     yield item
                     if _terminal(item):
                         return
@@ -435,7 +441,7 @@ class Client:
         dialect = await self._speaking()
         body, headers = self._rpc_body(op, params)
         headers["Accept"] = "text/event-stream"
-        if last_event_id:
+        if last_event_id is not None:
             headers["Last-Event-ID"] = last_event_id
         assert self._endpoint is not None
         timeout = httpx.Timeout(self.timeout, read=self.stream_timeout)

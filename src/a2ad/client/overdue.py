@@ -28,7 +28,22 @@ __all__ = [
     "format_duration",
     "overdue_reason",
     "parse_duration",
+    "parse_stale_after",
 ]
+
+_OFF = ("off", "none")
+
+
+def parse_stale_after(text: str) -> float | None:
+    """A ``stale_after`` as people write it: a duration (``10m``; ``0s`` counts
+    every active task), or ``off``/``none`` (None) to check deadlines only.
+    Raises ValueError naming the accepted forms."""
+    if text.strip().lower() in _OFF:
+        return None
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise ValueError(f"{exc} (or off: deadlines only)") from None
 
 
 def overdue_reason(task: Task, *, now: datetime, stale_after: float | None) -> str | None:

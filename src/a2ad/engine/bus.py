@@ -35,7 +35,8 @@ class Published(NamedTuple):
 
 
 class Subscription:
-    """A subscriber's bounded buffer; ``get`` returns None once it was dropped."""
+    """A subscriber's bounded buffer; ``get`` returns None once it was dropped
+    (at once) or ended (after what it buffered)."""
 
     def __init__(
         self, task_id: TaskId, maxsize: int, unsubscribe: Callable[[Subscription], None]
@@ -48,6 +49,7 @@ class Subscription:
         # on a path every event of every task takes.
         self._waiter: asyncio.Future[None] | None = None
         self.dropped = asyncio.Event()
+        self.ending = asyncio.Event()
 
     def _wake(self) -> None:
         waiter = self._waiter
@@ -68,10 +70,17 @@ class Subscription:
         self.dropped.set()
         self._wake()
 
+    def end(self) -> None:
+        """End this subscription once its reader has taken what is buffered (at
+        shutdown: the final events of the tasks that had to be failed)."""
+        self.ending.set()
+        self._wake()
+
     async def get(self, timeout: float | None = None) -> Published | None:
-        """The next event; None if dropped. Raises TimeoutError after ``timeout``."""
+        """The next event; None if dropped, or ended with nothing left. Raises
+        TimeoutError after ``timeout``."""
         while not self._items:
-            if self.dropped.is_set():
+            if self.dropped.is_set() or self.ending.is_set():
                 return None
             self._waiter = asyncio.get_running_loop().create_future()
             try:
@@ -118,7 +127,8 @@ class Bus(abc.ABC):
 
     @abc.abstractmethod
     def close_all(self) -> None:
-        """End every subscription (their streams close), e.g. at shutdown."""
+        """End every subscription, e.g. at shutdown: each stream sends what it
+        buffered, then closes."""
 
 
 class LocalBus(Bus):
@@ -159,4 +169,4 @@ class LocalBus(Bus):
         subs = [sub for group in self._subs.values() for sub in group]
         self._subs.clear()
         for sub in subs:
-            sub.drop()
+            sub.end()

@@ -47,12 +47,13 @@ from ..store.base import (
     Upkeep,
 )
 from .bus import Bus, LocalBus
-from .deadlines import deadline_for
+from .deadlines import Deadline, deadline_for
 from .invocation import Invocation, agent_message
 from .lifecycle import InvalidTransitionError
 from .runner import Runner
 from .streams import EventStream
 from .upkeep import Maintenance
+from .watchdog import LoopWatchdog
 from .writer import Writer
 
 __all__ = ["Engine", "task_view"]
@@ -61,7 +62,6 @@ log = logging.getLogger("a2ad.engine")
 
 FOLLOW_UP_WAIT_SECONDS = 5.0  # a follow-up waits this long for the previous turn to end
 CANCEL_WAIT_SECONDS = 2.0  # a cancel waits this long for the agent to stop
-SHUTDOWN_FAILED = "The server shut down while the agent was working."
 
 
 def task_view(
@@ -124,19 +124,29 @@ class Engine:
         self._closing = False
         self._store_closed = False
         self._shutdown: asyncio.Future[None] | None = None
+        self._hurry = asyncio.Event()
+        self._started = False
         self._upkeep_loop: asyncio.Task[None] | None = None
+        self._watchdog = LoopWatchdog()  # logs an agent that blocks the event loop
         self.bus.on_cancel(self._cancel_signalled)
 
     # --- lifetime ---
 
     async def start(self) -> None:
-        """Open the store and start the background upkeep (a first round runs
-        before this returns). Idempotent."""
-        if self._upkeep_loop is None and not self._closing:
-            await self.store.open()
-            await self.maintain_once()
-            if self._maintenance is not None:
-                self._upkeep_loop = asyncio.ensure_future(self._maintenance.run())
+        """Open and claim the store, start the event-loop watchdog (watchdog.py),
+        fail the tasks a dead server left running, and start the background
+        upkeep (a first round runs before this returns). Raises StoreInUseError
+        if another live server has the store. Idempotent."""
+        if self._started or self._closing:
+            return
+        self._watchdog.start()  # before any await: a shutdown from here on stops it
+        await self.store.open()
+        if self._maintenance is not None:
+            await self._maintenance.start()
+        await self.maintain_once()
+        if self._maintenance is not None:
+            self._upkeep_loop = asyncio.ensure_future(self._maintenance.run())
+        self._started = True
 
     async def maintain_once(self) -> None:
         """One round of upkeep (what the background loop does every second)."""
@@ -152,27 +162,44 @@ class Engine:
         await self.begin_shutdown(graceful=graceful)
 
     def begin_shutdown(self, *, graceful: bool = True) -> asyncio.Future[None]:
-        """Start ``shutdown`` without waiting (call it on the engine's loop)."""
+        """Start ``shutdown`` without waiting (call it on the engine's loop). A
+        later call with ``graceful=False`` cuts a running grace short (a second
+        Ctrl-C)."""
         if self._shutdown is None:
             self._closing = True
             self._shutdown = asyncio.ensure_future(self._stop_work(graceful))
+        elif not graceful:
+            self._hurry.set()
         return self._shutdown
 
     async def _stop_work(self, graceful: bool) -> None:
-        if self._upkeep_loop is not None:
-            self._upkeep_loop.cancel()
-            await asyncio.wait({self._upkeep_loop})
         running = len(self._runner)
         if graceful and running and self.shutdown_grace > 0:
             log.info(
-                "waiting up to %.0f s for %d running tasks",
+                "shutting down: waiting up to %.0f s for %d running tasks",
                 self.shutdown_grace,
                 running,
                 extra={"running": running},
             )
-            await self._runner.wait_all(timeout=self.shutdown_grace)
+            # Upkeep goes on meanwhile: leases stay renewed, deadlines are kept.
+            hurry = asyncio.ensure_future(self._hurry.wait())
+            finished = asyncio.ensure_future(self._runner.wait_all(timeout=self.shutdown_grace))
+            await asyncio.wait({hurry, finished}, return_when=asyncio.FIRST_COMPLETED)
+            hurry.cancel()
+            finished.cancel()
+        if self._upkeep_loop is not None:
+            self._upkeep_loop.cancel()
+            await asyncio.wait({self._upkeep_loop})
+        left = len(self._runner)
+        if left:  # each gets its own "task failed" line from the writer
+            log.warning(
+                "shutting down: stopping %d tasks still running; they fail",
+                left,
+                extra={"running": left},
+            )
         await self._runner.aclose()
         self.bus.close_all()
+        self._watchdog.stop()
 
     async def aclose(self, *, graceful: bool = False) -> None:
         """``shutdown`` (at once unless ``graceful``), then close the store. Idempotent."""
@@ -305,7 +332,7 @@ class Engine:
             raise ServerBusyError("The server is shutting down; send the message again later")
         message = request.message
         metadata = request.metadata if request.metadata is not UNSET else {}
-        deadline: str | None = None
+        deadline: Deadline | None = None
         created: StoredTask | None = None
         if message.task_id:
             created = await self._resume(message)

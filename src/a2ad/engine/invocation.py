@@ -48,12 +48,16 @@ from ..protocol.model import (
 )
 from ..protocol.types import IN_FLIGHT, Clock, TaskId, ends_turn, format_timestamp
 from ..store.base import Lease, StoredTask, StoreFullError
+from .deadlines import Deadline
 from .outbox import Outbox, retrieved_future
 from .writer import Batch, Writer
 
 __all__ = ["Invocation", "agent_message"]
 
 log = logging.getLogger("a2ad.engine")
+
+SHUTDOWN_FAILED = "The server shut down while the agent was working."
+
 
 class Invocation:
     """One turn of ``agent`` on a task. ``created``: the task as stored already (a
@@ -72,7 +76,7 @@ class Invocation:
         history: list[Message],
         metadata: dict[str, Any],
         created: StoredTask | None,
-        deadline: str | None,
+        deadline: Deadline | None,
         lease: Callable[[], Lease],
         closing: Callable[[], bool],
         clock: Clock,
@@ -189,11 +193,7 @@ class Invocation:
             self._cancelled = True
             if self._closing() and not self._ended and (self.current is not None or self._outbox):
                 # Shielded: the task must not stay "working" after the server is gone.
-                await asyncio.shield(
-                    self._finish(
-                        TaskState.FAILED, "The server shut down while the agent was working."
-                    )
-                )
+                await asyncio.shield(self._finish(TaskState.FAILED, SHUTDOWN_FAILED))
             raise
         except Exception as exc:
             log.exception("agent raised", extra={"task_id": self.task_id})
@@ -248,11 +248,14 @@ class Invocation:
             context_id=self.context_id,
             status=TaskStatus(state=TaskState.SUBMITTED, timestamp=self._now()),
             history=[self._message],
-            metadata={"deadline": self._deadline} if self._deadline else UNSET,
+            metadata=self._deadline.metadata() if self._deadline else UNSET,
         )
         try:
             batch = await self._writer.create(
-                task, events=events, lease=self._lease(), deadline=self._deadline
+                task,
+                events=events,
+                lease=self._lease(),
+                deadline=self._deadline.at if self._deadline else None,
             )
         except StoreFullError as exc:
             self._failed = ServerBusyError(

@@ -40,6 +40,12 @@ class EventStream:
         """Set when the reader fell too far behind and was dropped."""
         return self._sub.dropped if self._sub else None
 
+    @property
+    def ending(self) -> asyncio.Event | None:
+        """Set when the server ends the stream (shutdown): what is buffered is
+        still sent, then the stream ends."""
+        return self._sub.ending if self._sub else None
+
     def _ends(self, item: StreamItem) -> bool:
         if isinstance(item, Message):
             return True

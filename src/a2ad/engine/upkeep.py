@@ -57,15 +57,18 @@ class Maintenance:
             except Exception:
                 log.exception("maintenance round failed; retrying")
 
+    async def start(self) -> None:
+        """At start: claim the store (which may prove earlier holders dead: a
+        server that crashed), then fail every orphan now, not a batch a round."""
+        await self._upkeep.claim(self._instance)
+        while await self._fail_orphans(self._clock()) == BATCH:
+            pass
+
     async def round(self) -> None:
         now = self._clock()
         upkeep = self._upkeep
         await upkeep.renew(self._instance, now + self._lease_seconds)
-        for task_id in await upkeep.orphans(now, BATCH):
-            if self._runs_here(task_id):
-                continue  # ours after all (its lease was just renewed)
-            if await self._fail(task_id, ORPHANED):
-                log.warning("orphaned task failed", extra={"task_id": task_id})
+        await self._fail_orphans(now)
         for task_id in await upkeep.overdue(format_timestamp(now), BATCH):
             if await self._fail(task_id, OVERDUE):
                 log.warning("task failed: deadline exceeded", extra={"task_id": task_id})
@@ -74,3 +77,13 @@ class Maintenance:
             deleted = await upkeep.delete_terminal(cutoff, RETENTION_BATCH)
             if deleted:
                 log.info("retention deleted %d tasks", len(deleted), extra={"count": len(deleted)})
+
+    async def _fail_orphans(self, now: float) -> int:
+        """Fail a batch of orphans; how many the store reported."""
+        orphans = await self._upkeep.orphans(now, BATCH)
+        for task_id in orphans:
+            if self._runs_here(task_id):
+                continue  # ours after all (its lease was just renewed)
+            if await self._fail(task_id, ORPHANED):
+                log.warning("orphaned task failed", extra={"task_id": task_id})
+        return len(orphans)

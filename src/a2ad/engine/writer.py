@@ -5,6 +5,11 @@ with compare-and-set on the task's sequence number (re-read and retried when
 another writer got there first), and only then published on the bus, each event
 with the snapshot it made. Nothing is published that was not stored.
 
+Status timestamps of one task never go back: an event stamped before the task's
+current status (an agent's first events are stamped before the batch that
+carries them creates the task; a wall clock may step back) is stored with the
+current status's timestamp instead.
+
 Two kinds of callers: the engine's own decisions (a cancel, a deadline, a
 follow-up) are ``apply``'d one event at a time and a refusal is raised to them;
 an agent's events come in batches (``create`` with its first acts, then
@@ -17,6 +22,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from typing import NamedTuple
+
+import msgspec
 
 from ..protocol.model import Message, Task, TaskEvent, TaskStatusUpdateEvent
 from ..protocol.types import TaskId
@@ -62,13 +69,15 @@ class Writer:
         """Store a new task, with an agent's first ``events`` in the same write when
         they fit. Raises StoreFullError (and nothing is stored)."""
         kept = self._lawful(task, events)
+        marks = _marks(events, kept)
+        kept = _in_time(task, kept)
         try:
             stored = await self.store.create(task, events=kept, lease=lease, deadline=deadline)
         except EventLimitError:  # the batch broke a size bound: store what fits
             stored = await self.store.create(task, lease=lease, deadline=deadline)
             return await self._one_by_one(StoredTask(task, 0), events)
         self._publish(StoredTask(task, 0), kept, stored)
-        return Batch(stored, _marks(events, kept), stored.task.status.state.terminal)
+        return Batch(stored, marks, stored.task.status.state.terminal)
 
     async def apply_batch(
         self, task_id: TaskId, events: Sequence[TaskEvent], *, known: StoredTask | None
@@ -89,6 +98,8 @@ class Writer:
             kept = self._lawful(current.task, events)
             if not kept:
                 return Batch(current, [False] * len(events), False)
+            marks = _marks(events, kept)
+            kept = _in_time(current.task, kept)
             try:
                 stored = await self.store.append(task_id, current.seq, kept)
             except SequenceConflictError:
@@ -100,7 +111,7 @@ class Writer:
             except EventLimitError:
                 return await self._one_by_one(current, events)
             self._publish(current, kept, stored)
-            return Batch(stored, _marks(events, kept), stored.task.status.state.terminal)
+            return Batch(stored, marks, stored.task.status.state.terminal)
 
     async def apply(
         self,
@@ -124,14 +135,15 @@ class Writer:
             if state.terminal:
                 raise TerminalTaskError(task_id, state)
             check_event(state, event, resume=resume)
+            (timed,) = _in_time(current.task, [event])
             try:
                 stored = await self.store.append(
-                    task_id, current.seq, [event], user_message=user_message, lease=lease
+                    task_id, current.seq, [timed], user_message=user_message, lease=lease
                 )
             except SequenceConflictError:
                 current = None
                 continue
-            self._announce(task_id, Published(stored.seq, event, stored.task))
+            self._announce(task_id, Published(stored.seq, timed, stored.task))
             return stored
 
     async def _one_by_one(self, current: StoredTask, events: Sequence[TaskEvent]) -> Batch:
@@ -180,6 +192,28 @@ class Writer:
                 state.word,
                 extra={"task_id": task_id, "state": state.word, "seq": item.seq},
             )
+
+
+def _in_time(task: Task, events: list[TaskEvent]) -> list[TaskEvent]:
+    """``events`` with no status timestamp before the one that precedes it,
+    starting from ``task``'s (timestamps are fixed-width UTC text: they compare
+    as the times they name)."""
+    latest = task.status.timestamp
+    timed = events
+    for i, event in enumerate(events):
+        if not isinstance(event, TaskStatusUpdateEvent):
+            continue
+        stamp = event.status.timestamp
+        if not isinstance(stamp, str):
+            continue
+        if isinstance(latest, str) and stamp < latest:
+            status = msgspec.structs.replace(event.status, timestamp=latest)
+            if timed is events:
+                timed = list(events)
+            timed[i] = msgspec.structs.replace(event, status=status)
+        else:
+            latest = stamp
+    return timed
 
 
 def _marks(events: Sequence[TaskEvent], kept: list[TaskEvent]) -> list[bool]:

@@ -1,6 +1,7 @@
 """Checks on requests that the wire types cannot express, done once as they are
 decoded, so the engine receives requests that are already valid: context ids,
-ListTasks' state, timestamp and page token (an opaque cursor, base64 of JSON)."""
+ListTasks' state, timestamp and page token (an opaque cursor, base64 of JSON),
+and no push-notification config in a message (this server sends no pushes)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import NamedTuple
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from .errors import InvalidParamsError
+from .errors import InvalidParamsError, PushNotificationNotSupportedError
 from .model import (
     MAX_ID_LENGTH,
     HistoryLength,
@@ -69,12 +70,25 @@ def task_query(request: ListTasksRequest) -> TaskQuery:
     )
 
 
-def checked_send(request: SendMessageRequest) -> SendMessageRequest:
+def checked_send(
+    request: SendMessageRequest, *, method: str, push_field: str
+) -> SendMessageRequest:
+    """``request``, or the error its first problem makes. ``push_field`` is where
+    the request's dialect carries a push-notification config, to name it."""
     context_id = request.message.context_id
     if context_id and (len(context_id) > MAX_ID_LENGTH or not context_id.isprintable()):
         raise InvalidParamsError(
             f"message.contextId must be 1..{MAX_ID_LENGTH} printable characters",
             field="message.contextId",
+        )
+    config = request.configuration
+    if config is not UNSET and config.task_push_notification_config is not UNSET:
+        # Refused, not ignored: a client that asked for pushes would wait for them forever.
+        raise PushNotificationNotSupportedError(
+            f"{method}: `{push_field}` asks for push notifications, which this server does "
+            "not support (its agent card says capabilities.pushNotifications: false); send "
+            "the message without it and follow the task with a stream or GetTask",
+            field=push_field,
         )
     return request
 

@@ -9,6 +9,7 @@ import logging
 from typing import Any
 
 from ..agent import Agent
+from ..agents.demo import DemoAgent
 from ..agents.echo import EchoAgent
 from ..agents.settings import AgentSettings
 from ..engine import Engine
@@ -27,6 +28,7 @@ __all__ = ["A2AApp", "create_app", "load_agent"]
 log = logging.getLogger("a2ad.server")
 
 JSONRPC_PATHS = ("/", "/a2a")
+BUILT_IN_AGENTS: dict[str, type[Agent]] = {"echo": EchoAgent, "demo": DemoAgent}  # --agent NAME
 
 
 class A2AApp:
@@ -54,14 +56,15 @@ class A2AApp:
         """Stop the agents at once, end the streams, close the store."""
         await self.engine.aclose()
 
-    def begin_shutdown(self) -> asyncio.Future[None]:
-        """Start the graceful shutdown without waiting for it: new messages are
-        refused, running tasks get the shutdown grace to finish, then the rest fail
-        and every open stream ends. Returns the shutdown's future, the one the ASGI
-        lifespan shutdown (or ``aclose``) awaits; a second call returns it too.
-        Call it on the app's event loop (from a signal handler, through
-        ``loop.call_soon_threadsafe``)."""
-        return self.engine.begin_shutdown()
+    def begin_shutdown(self, *, graceful: bool = True) -> asyncio.Future[None]:
+        """Start the shutdown without waiting for it: new messages are refused,
+        running tasks get the shutdown grace to finish (unless not ``graceful``),
+        then the rest fail and every open stream sends its task's final event and
+        ends. Returns the shutdown's future, the one the ASGI lifespan shutdown
+        (or ``aclose``) awaits; a later call returns it too, and one with
+        ``graceful=False`` cuts the grace short. Call it on the app's event loop
+        (from a signal handler, through ``loop.call_soon_threadsafe``)."""
+        return self.engine.begin_shutdown(graceful=graceful)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -142,8 +145,9 @@ def create_app(
     seconds to finish before they are failed. ``retention_seconds`` deletes
     terminal tasks that long after their last update. A task whose server died
     is failed ``lease_seconds`` after that server's last heartbeat. A task not
-    finished ``task_timeout`` seconds after it was created (unless its message
-    sets ``metadata.deadline`` or ``metadata.timeoutSeconds``) is failed. An SSE
+    finished ``task_timeout`` seconds after it was created (or by an earlier
+    ``metadata.deadline`` or ``metadata.timeoutSeconds`` its message sets) is
+    failed. An SSE
     stream with nothing to send for ``keepalive_seconds`` gets a ``: keep-alive``
     comment, so that proxies and clients do not take it for dead."""
     engine = Engine(
@@ -159,20 +163,21 @@ def create_app(
 
 
 def load_agent(spec: str, settings: AgentSettings | None = None) -> Agent:
-    """``echo``, or ``package.module:attr`` naming an Agent instance, an Agent
-    class (instantiated with no arguments), or an ``async def run(ctx)``; a bare
+    """``echo`` or ``demo`` (the built-in agents), or ``package.module:attr``
+    naming an Agent instance, an Agent class (instantiated with no arguments),
+    or an ``async def run(ctx)``; a bare
     ``package.module`` means its ``agent`` attribute. A class, or a plain
     function returning an agent, that has a ``settings`` parameter is called
     with ``settings`` (default ``AgentSettings()``): how ``a2ad serve`` passes
     what it read from its flags and the environment."""
-    if spec == "echo":
-        return EchoAgent()
+    if spec in BUILT_IN_AGENTS:
+        return BUILT_IN_AGENTS[spec]()
     module_name, sep, attr = spec.partition(":")
     if not sep:
         attr = "agent"
     if not module_name or not attr:
         raise ValueError(
-            f"--agent {spec!r}: use 'echo', 'package.module:attr' or 'package.module' "
+            f"--agent {spec!r}: use 'echo', 'demo', 'package.module:attr' or 'package.module' "
             "(with an `agent` attribute)"
         )
     try:

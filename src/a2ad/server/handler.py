@@ -4,7 +4,8 @@ Typed requests in (already decoded and checked by a dialect), model objects out;
 the JSON-RPC endpoint is a thin adapter over it, and so will be any other
 binding. It holds the server's policy for what the engine does not do: push
 notifications and the extended agent card are not offered (the agent card says
-so), and the answer says why.
+so), and the answer says why. (A message that asks for push notifications in
+its configuration is refused as it is decoded: protocol/requests.py.)
 """
 
 from __future__ import annotations

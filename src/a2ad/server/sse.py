@@ -1,9 +1,11 @@
 """Writing an EventStream as Server-Sent Events.
 
-Three things run together and the first to finish ends the response: the writer,
-a watcher for the client's disconnect, and a watcher for the subscriber being
+Four things run together and the first to finish ends the response: the writer,
+a watcher for the client's disconnect, a watcher for the subscriber being
 dropped (its buffer filled because the client stopped reading; then the writer
-may be stuck in ``send`` and must be cancelled, not awaited).
+may be stuck in ``send`` and must be cancelled, not awaited), and at shutdown a
+watcher that gives the writer a moment to send what is buffered (the task's
+final event) before it is cancelled the same way.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ __all__ = ["KEEPALIVE_SECONDS", "stream_sse"]
 
 KEEPALIVE_SECONDS = 15.0
 _FINISH_SECONDS = 1.0
+_SHUTDOWN_FLUSH_SECONDS = 2.0  # at shutdown, the writer's time to send what is buffered
 
 
 async def stream_sse(
@@ -71,6 +74,8 @@ async def stream_sse(
     ]
     if events.dropped is not None:
         jobs.append(asyncio.ensure_future(events.dropped.wait()))
+    if events.ending is not None:
+        jobs.append(asyncio.ensure_future(_after(events.ending, _SHUTDOWN_FLUSH_SECONDS)))
     try:
         done, _pending = await asyncio.wait(jobs, return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -87,3 +92,8 @@ async def stream_sse(
     with contextlib.suppress(TimeoutError, OSError):
         async with asyncio.timeout(_FINISH_SECONDS):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _after(event: asyncio.Event, seconds: float) -> None:
+    await event.wait()
+    await asyncio.sleep(seconds)

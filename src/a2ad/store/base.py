@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import abc
 import builtins
+import logging
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -51,8 +52,11 @@ __all__ = [
     "TerminalTaskError",
     "Upkeep",
     "apply_event",
+    "log_evicted",
     "status_timestamp",
 ]
+
+log = logging.getLogger("a2ad.store")
 
 MAX_HISTORY = 1000  # messages kept per task; the oldest go first
 MAX_ARTIFACTS = 1000  # artifacts per task
@@ -212,6 +216,15 @@ class Upkeep(abc.ABC):
     """The background round's view of a store: leases, orphans, deadlines, retention."""
 
     @abc.abstractmethod
+    async def claim(self, owner: str) -> None:
+        """``owner`` is about to serve this store. A store that can tell that no
+        other live server uses it (SQLite: an OS lock beside the file) expires
+        every lease held by anyone else, whose holder is then provably gone, so
+        that the next ``orphans`` reports their tasks at once. Raises
+        StoreInUseError (a StoreError) if another live server serves a store
+        that can't be shared. Released by ``aclose``."""
+
+    @abc.abstractmethod
     async def renew(self, owner: str, expires_at: float) -> None:
         """Extend every lease ``owner`` holds to ``expires_at``."""
 
@@ -230,6 +243,20 @@ class Upkeep(abc.ABC):
     async def delete_terminal(self, updated_before: str, limit: int) -> builtins.list[str]:
         """Delete up to ``limit`` terminal tasks (and their events) whose status
         timestamp is before ``updated_before``, oldest first; returns their ids."""
+
+
+def log_evicted(task_id: str, state: TaskState, max_tasks: int) -> None:
+    """Say that a capped store evicted an interrupted task (one waiting for its
+    user) to make room. A terminal task's eviction is the cap doing its job, and
+    is not logged."""
+    log.warning(
+        "the store is at its cap of %d tasks: evicted %s task %s to make room; its user can "
+        "no longer answer it (raise --max-tasks to keep more)",
+        max_tasks,
+        state.word,
+        task_id,
+        extra={"task_id": task_id, "state": state.word, "max_tasks": max_tasks},
+    )
 
 
 def status_timestamp(task: Task) -> str:

@@ -47,6 +47,7 @@ from .base import (
     TerminalTaskError,
     Upkeep,
     apply_event,
+    log_evicted,
     status_timestamp,
 )
 
@@ -267,6 +268,9 @@ class MemoryStore(TaskStore, Upkeep):
             self._leases[task_id] = lease
         return record
 
+    async def claim(self, owner: str) -> None:
+        """Nothing to do: a memory store lives and dies with its one server."""
+
     async def renew(self, owner: str, expires_at: float) -> None:
         for task_id, lease in self._leases.items():
             if lease.owner == owner:
@@ -394,6 +398,7 @@ class MemoryStore(TaskStore, Upkeep):
             record = self._tasks.get(task_id)
             if isinstance(record, StoredTask) and record.seq == seq:
                 self._drop(task_id)
+                log_evicted(task_id, record.task.status.state, self.max_tasks)
                 return True
         return False
 

@@ -68,8 +68,10 @@ from .base import (
     TerminalTaskError,
     Upkeep,
     apply_event,
+    log_evicted,
     status_timestamp,
 )
+from .serving_lock import ServingLock
 from .sqlite_schema import SCHEMA_VERSION, SchemaVersionError, connect
 
 __all__ = ["SCHEMA_VERSION", "SchemaVersionError", "SqliteStore"]  # the first two: schema
@@ -117,7 +119,7 @@ def _evict_order(evict_class: int | None) -> int | None:
 _INSERT_TASK = """INSERT INTO tasks (id, context_id, state, status_ts, seq, evict_class,
     evict_order, lease_owner, lease_expires, deadline, body)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
-_EVICTABLE = """SELECT id FROM tasks WHERE evict_class IS NOT NULL AND id != ?
+_EVICTABLE = """SELECT id, evict_class, state FROM tasks WHERE evict_class IS NOT NULL AND id != ?
     ORDER BY evict_class, evict_order LIMIT ?"""
 _DELETE_TASK = "DELETE FROM tasks WHERE id = ?"
 _SELECT_TASK = "SELECT seq, body FROM tasks WHERE id = ?"
@@ -127,6 +129,7 @@ _INSERT_EVENT = "INSERT INTO events (task_id, seq, kind, body) VALUES (?, ?, ?, 
 _TRIM_EVENTS = "DELETE FROM events WHERE task_id = ? AND seq <= ?"
 _SELECT_EVENTS = "SELECT seq, kind, body FROM events WHERE task_id = ? AND seq > ? ORDER BY seq"
 _RENEW = "UPDATE tasks SET lease_expires = ? WHERE lease_owner = ?"
+_EXPIRE_OTHERS = "UPDATE tasks SET lease_expires = 0 WHERE lease_owner != ?"
 # Two arms, because "IS NULL OR <" would make SQLite read every leased task.
 _ORPHANS = """SELECT id FROM tasks WHERE state IN (?1, ?2) AND lease_expires IS NULL
     UNION ALL SELECT id FROM tasks WHERE state IN (?1, ?2) AND lease_expires < ?3
@@ -314,6 +317,7 @@ class SqliteStore(TaskStore, Upkeep):
         self.max_tasks = max_tasks
         self._worker = _Worker(self.path)
         self._closed = False
+        self._lock: ServingLock | None = None  # held while this process serves the file
 
     def __repr__(self) -> str:
         return f"SqliteStore({self.path!r}, max_tasks={self.max_tasks!r})"
@@ -347,7 +351,11 @@ class SqliteStore(TaskStore, Upkeep):
         if self._closed:
             return
         self._closed = True
-        await self._worker.stop()
+        try:
+            await self._worker.stop()
+        finally:
+            if self._lock is not None:
+                self._lock.release()
 
     # --- the TaskStore contract ---
 
@@ -369,12 +377,17 @@ class SqliteStore(TaskStore, Upkeep):
         if final.status.state not in IN_FLIGHT:
             lease = None
 
+        evicted: builtins.list[tuple[str, str]] = []  # interrupted tasks: (id, state)
+
         def create(conn: sqlite3.Connection) -> StoredTask:
-            stored = self._create(conn, final, lease, deadline, seq=len(events))
+            stored = self._create(conn, final, lease, deadline, seq=len(events), evicted=evicted)
             _log_events(conn, task.id, 1, events)
             return stored
 
-        return await self._run(create, write=True)
+        stored = await self._run(create, write=True)
+        for task_id, state in evicted:  # committed: say so now
+            log_evicted(task_id, TaskState(state), self.max_tasks or 0)
+        return stored
 
     async def get(self, task_id: str) -> StoredTask | None:
         return await self._run(lambda conn: _get(conn, task_id))
@@ -397,6 +410,12 @@ class SqliteStore(TaskStore, Upkeep):
 
     async def events(self, task_id: str, after_seq: Seq) -> builtins.list[LoggedEvent]:
         return await self._run(lambda conn: _events(conn, task_id, after_seq))
+
+    async def claim(self, owner: str) -> None:
+        if self._lock is None:
+            self._lock = ServingLock.acquire(self.path)
+        if self._lock is not None:
+            await self._run(lambda conn: conn.execute(_EXPIRE_OTHERS, (owner,)), write=True)
 
     async def renew(self, owner: str, expires_at: float) -> None:
         await self._run(lambda conn: _renew(conn, owner, expires_at), write=True)
@@ -431,7 +450,10 @@ class SqliteStore(TaskStore, Upkeep):
         deadline: str | None,
         *,
         seq: Seq = 0,
+        evicted: builtins.list[tuple[str, str]] | None = None,
     ) -> StoredTask:
+        """Insert ``task``; past the cap, evict, adding each interrupted task evicted
+        to ``evicted`` as (id, state)."""
         evict_class = _evict_class(task.status.state)
         try:
             conn.execute(
@@ -464,7 +486,11 @@ class SqliteStore(TaskStore, Upkeep):
                         f"the store holds {count - 1} tasks (its cap is {self.max_tasks}) "
                         "and all are in flight"
                     )
-                conn.executemany(_DELETE_TASK, victims)
+                conn.executemany(_DELETE_TASK, [(victim,) for victim, _, _ in victims])
+                if evicted is not None:
+                    evicted.extend(
+                        (victim, state) for victim, kind, state in victims if kind == _INTERRUPTED
+                    )
         return StoredTask(task, seq)
 
 

@@ -23,8 +23,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..client.client import DEFAULT_URL, Client, ClientError
-from ..client.overdue import ACTIVE_STATES, cancel_overdue, find_overdue, overdue_reason
-from ..durations import parse_duration, parse_optional_duration
+from ..client.overdue import (
+    ACTIVE_STATES,
+    cancel_overdue,
+    find_overdue,
+    overdue_reason,
+    parse_stale_after,
+)
+from ..durations import parse_duration
 from ..protocol.errors import A2AError, TaskNotCancelableError, TaskNotFoundError
 from ..protocol.model import Task, TaskState, parse_state
 from .summary import task_detail, task_summary
@@ -96,7 +102,7 @@ async def _call(remote: Remote, work: Callable[[Client, str], Awaitable[Result]]
 
 def _stale_after(text: str | None) -> float | None:
     try:
-        return parse_optional_duration(text or "off")
+        return parse_stale_after(text or "off")
     except ValueError as exc:
         raise _Refused(f"stale_after: {exc}") from None
 
