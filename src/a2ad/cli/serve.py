@@ -196,12 +196,6 @@ def serve(
     except ValueError as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
-    limits = ConnectionLimits(
-        max_connections=fit_to_fd_limit(max_connections, raise_fd_limit()),
-        max_header_bytes=max_header_bytes,
-        header_timeout=header_wait,
-        body_timeout=body_wait,
-    )
     try:
         task_store = store_from_url(store, max_tasks=max_tasks)
     except ValueError as exc:
@@ -230,6 +224,13 @@ def serve(
         retention_seconds=keep,
         task_timeout=timeout,
         lease_seconds=lease_seconds,
+    )
+    # After the usage checks, so that a usage error stays one line.
+    limits = ConnectionLimits(
+        max_connections=fit_to_fd_limit(max_connections, raise_fd_limit()),
+        max_header_bytes=max_header_bytes,
+        header_timeout=header_wait,
+        body_timeout=body_wait,
     )
     config = uvicorn.Config(
         application,
