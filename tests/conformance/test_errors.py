@@ -123,6 +123,36 @@ async def test_body_that_is_not_json_is_parse_error(
     assert body["id"] is None
 
 
+SEND_WITH = {
+    "0.3": b'{"jsonrpc":"2.0","id":1,"method":"message/send",%(envelope)s"params":'
+    b'{%(params)s"message":{"role":"user","parts":[{"kind":"text","text":"echo %(text)s"}]}}}',
+    "1.0": b'{"jsonrpc":"2.0","id":1,"method":"SendMessage",%(envelope)s"params":{%(params)s'
+    b'"message":{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"echo %(text)s"}]}}}',
+}
+
+
+@pytest.mark.parametrize("dialect", ["0.3", "1.0"])
+@pytest.mark.parametrize(
+    "bad",
+    [b"\xff", b"\xc0\xaf", b"\xed\xa0\x80", b"\xe2\x80", b"\xf4\x90\x80\x80"],
+    ids=["ff", "overlong", "surrogate", "truncated", "beyond-10ffff"],
+)
+@pytest.mark.parametrize("where", ["envelope", "params", "text"])
+async def test_invalid_utf8_anywhere_in_the_body_is_a_parse_error_and_nothing_is_stored(
+    client: httpx.AsyncClient, rpc: Rpc, dialect: str, bad: bytes, where: str
+) -> None:
+    parts = {b"envelope": b"", b"params": b"", b"text": b"ok"}
+    parts[where.encode()] = b'"x-note":"%s",' % bad if where != "text" else b"ok" + bad
+    content = SEND_WITH[dialect] % parts
+    headers = V1 if dialect == "1.0" else {}
+    body = error_body(await post_raw(client, content, headers=headers))
+    error = assert_error(body, -32700, reason="PARSE_ERROR", dialect="0.3")
+    assert body["id"] is None
+    assert "UTF-8" in error["message"]
+    listed = await rpc("ListTasks", {}, v1=True)
+    assert listed["result"]["totalSize"] == 0
+
+
 @pytest.mark.parametrize(
     "content",
     [
