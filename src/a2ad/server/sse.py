@@ -21,6 +21,25 @@ __all__ = ["KEEPALIVE_SECONDS", "stream_sse"]
 KEEPALIVE_SECONDS = 15.0
 _FINISH_SECONDS = 1.0
 
+# JSON allows these raw in strings, but they end a line for readers that split
+# lines the way str.splitlines does (httpx-sse before 0.4.2, among others), which
+# cuts a data line in two. In valid UTF-8 each sequence is that character alone.
+_LINE_BREAKS = (
+    (b"\xc2\x85", b"\\u0085"),
+    (b"\xe2\x80\xa8", b"\\u2028"),
+    (b"\xe2\x80\xa9", b"\\u2029"),
+)
+
+
+def _one_line(data: bytes) -> bytes:
+    """JSON (as msgspec writes it: control characters already escaped) with the
+    Unicode line breaks escaped too, so it stays one ``data:`` line for any reader."""
+    if data.isascii():
+        return data
+    for raw, escaped in _LINE_BREAKS:
+        data = data.replace(raw, escaped)
+    return data
+
 
 async def stream_sse(
     send: Send,
@@ -56,7 +75,7 @@ async def stream_sse(
                 return
             seq, item, last = step
             head = b"id: %d\n" % seq if seq is not None else b""
-            frame = b"%sdata: %s\n\n" % (head, encode(item, last))
+            frame = b"%sdata: %s\n\n" % (head, _one_line(encode(item, last)))
             await send({"type": "http.response.body", "body": frame, "more_body": True})
             if last:
                 return
