@@ -3,7 +3,9 @@
 Three things run together and the first to finish ends the response: the writer,
 a watcher for the client's disconnect, and a watcher for the subscriber being
 dropped (its buffer filled because the client stopped reading; then the writer
-may be stuck in ``send`` and must be cancelled, not awaited).
+may be stuck in ``send`` and must be cancelled, not awaited). A stream whose
+reader fell behind ends with a JSON-RPC error event naming the last event it
+carried, so the reader knows the task is not over and where to resubscribe from.
 """
 
 from __future__ import annotations
@@ -13,13 +15,17 @@ import contextlib
 from collections.abc import Callable
 
 from ..engine import EventStream
-from ..protocol.types import StreamItem
+from ..protocol.errors import A2AError, StreamFellBehindError
+from ..protocol.types import Seq, StreamItem
 from .types import Receive, Send
 
 __all__ = ["KEEPALIVE_SECONDS", "stream_sse"]
 
 KEEPALIVE_SECONDS = 15.0
 _FINISH_SECONDS = 1.0
+# How long a reader that fell behind has to take the error that says so. The
+# server's cost meanwhile is one idle coroutine and what the socket already holds.
+_BEHIND_SECONDS = 10.0
 
 # JSON allows these raw in strings, but they end a line for readers that split
 # lines the way str.splitlines does (httpx-sse before 0.4.2, among others), which
@@ -41,15 +47,35 @@ def _one_line(data: bytes) -> bytes:
     return data
 
 
+def _fell_behind(events: EventStream, last_id: Seq | None) -> StreamFellBehindError:
+    task_id = events.task_id or ""
+    metadata = {"taskId": task_id}
+    if last_id is None:
+        resume = "resubscribe (SubscribeToTask, or tasks/resubscribe in 0.3) to get it anew"
+    else:
+        metadata["lastEventId"] = str(last_id)
+        resume = (
+            "resubscribe (SubscribeToTask, or tasks/resubscribe in 0.3) with the header "
+            f"Last-Event-ID: {last_id} to get the events after the last one it carried"
+        )
+    return StreamFellBehindError(
+        f"Task {task_id}: this stream's reader fell too far behind, so the server stopped "
+        f"holding events for it and ended the stream; the task goes on: {resume}",
+        metadata=metadata,
+    )
+
+
 async def stream_sse(
     send: Send,
     receive: Receive,
     events: EventStream,
     encode: Callable[[StreamItem, bool], bytes],
+    fail: Callable[[A2AError], bytes],
     *,
     keepalive: float = KEEPALIVE_SECONDS,
 ) -> None:
-    """Send ``events`` as ``id:``/``data:`` frames; ``encode(item, last)`` makes a data line."""
+    """Send ``events`` as ``id:``/``data:`` frames; ``encode(item, last)`` makes a
+    data line, ``fail(error)`` the error event that ends a stream cut short."""
     await send(
         {
             "type": "http.response.start",
@@ -61,8 +87,13 @@ async def stream_sse(
             ],
         }
     )
+    # The id of the last frame handed to the server (uvicorn waits for the socket
+    # to drain before it writes, so a frame whose send was cancelled was not sent).
+    last_id: Seq | None = None
+    ended = False
 
     async def write() -> None:
+        nonlocal last_id, ended
         while True:
             try:
                 step = await events.next(timeout=keepalive)
@@ -77,7 +108,10 @@ async def stream_sse(
             head = b"id: %d\n" % seq if seq is not None else b""
             frame = b"%sdata: %s\n\n" % (head, _one_line(encode(item, last)))
             await send({"type": "http.response.body", "body": frame, "more_body": True})
+            if seq is not None:
+                last_id = seq
             if last:
+                ended = True
                 return
 
     async def disconnected() -> None:
@@ -102,7 +136,12 @@ async def stream_sse(
     for job in done:
         if not job.cancelled() and job.exception() is not None:
             raise job.exception()  # type: ignore[misc]
+    closing: list[bytes] = []
+    if events.fell_behind and not ended and jobs[1] not in done:
+        closing.append(b"data: %s\n\n" % _one_line(fail(_fell_behind(events, last_id))))
     # A stalled client may never take the closing chunk; don't wait on it forever.
     with contextlib.suppress(TimeoutError, OSError):
-        async with asyncio.timeout(_FINISH_SECONDS):
+        async with asyncio.timeout(_BEHIND_SECONDS if closing else _FINISH_SECONDS):
+            for body in closing:
+                await send({"type": "http.response.body", "body": body, "more_body": True})
             await send({"type": "http.response.body", "body": b"", "more_body": False})
