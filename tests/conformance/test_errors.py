@@ -376,6 +376,57 @@ async def test_deeply_nested_metadata_is_a_client_error_not_an_internal_one(
     assert_error(body, code, dialect=dialect)
 
 
+def _nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for i in range(depth):  # lists and objects in turn, an object outermost
+        value = {"k": value} if (depth - i) % 2 else [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("where", "field"),
+    [
+        ("data", "message.parts[1].data"),
+        ("part metadata", "message.parts[1].metadata"),
+        ("message metadata", "message.metadata"),
+        ("request metadata", "metadata"),
+    ],
+)
+@pytest.mark.parametrize("dialect", ["0.3", "1.0"])
+async def test_json_nested_past_32_levels_is_refused_naming_the_field(
+    rpc: Rpc, dialect: str, where: str, field: str
+) -> None:
+    # A 1.0 client on the official SDK (protobuf) cannot parse a task whose values
+    # nest past about 45 levels, and one such task in a ListTasks page breaks the
+    # page for it: such a message is refused, not stored.
+    def send(depth: int) -> dict[str, Any]:
+        value = _nested(depth)
+        part: dict[str, Any] = {"data": value if where == "data" else {"k": 1}}
+        if where == "part metadata":
+            part["metadata"] = value
+        params = msg10("echo x") if dialect == "1.0" else msg03("echo x")
+        params["message"]["parts"].append(part)
+        if where == "message metadata":
+            params["message"]["metadata"] = value
+        if where == "request metadata":
+            params["metadata"] = value
+        return params
+
+    method = "SendMessage" if dialect == "1.0" else "message/send"
+    refused = await rpc(method, send(33), v1=dialect == "1.0")
+    error = assert_error(refused, -32602, reason="INVALID_PARAMS", dialect=dialect)
+    assert field in error["message"]
+    assert error["data"][1]["fieldViolations"][0]["field"] == field
+    listed = await rpc("ListTasks", {"includeArtifacts": True}, v1=True)
+    assert listed["result"]["totalSize"] == 0
+
+    kept = await rpc(method, send(32), v1=dialect == "1.0")
+    assert "result" in kept, kept
+    listed = await rpc("ListTasks", {"includeArtifacts": True}, v1=True)
+    parse_v1(listed["result"], ListTasksResponse)
+    assert listed["result"]["totalSize"] == 1
+
+
 async def test_body_over_10_mib_is_413_with_a_json_rpc_error(client: httpx.AsyncClient) -> None:
     text = "a" * (10 * 1024 * 1024 + 1)
     content = ENVELOPE % ("message/send", json.dumps(msg03(text)))
