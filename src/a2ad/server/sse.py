@@ -38,10 +38,9 @@ _LINE_BREAKS = (
 
 
 def _one_line(data: bytes) -> bytes:
-    """JSON (as msgspec writes it: control characters already escaped) with the
-    Unicode line breaks escaped too, so it stays one ``data:`` line for any reader."""
-    if data.isascii():
-        return data
+    """Non-ASCII JSON (as msgspec writes it: control characters already escaped)
+    with the Unicode line breaks escaped too, so it stays one ``data:`` line for
+    any reader. Callers skip ASCII data, the common case, without a call."""
     for raw, escaped in _LINE_BREAKS:
         data = data.replace(raw, escaped)
     return data
@@ -106,10 +105,12 @@ async def stream_sse(
                 return
             seq, item, last = step
             head = b"id: %d\n" % seq if seq is not None else b""
-            frame = b"%sdata: %s\n\n" % (head, _one_line(encode(item, last)))
+            data = encode(item, last)
+            if not data.isascii():
+                data = _one_line(data)
+            frame = b"%sdata: %s\n\n" % (head, data)
             await send({"type": "http.response.body", "body": frame, "more_body": True})
-            if seq is not None:
-                last_id = seq
+            last_id = seq  # None only in the stream of a single Message
             if last:
                 ended = True
                 return
