@@ -95,12 +95,15 @@ class JsonRpcEndpoint:
         if not operation.streaming:
             await respond(send, 200, encode_result(request_id, result))
             return
-        encode_item = dialect.encode_stream_item
+        encode_item, wire_error = dialect.encode_stream_item, dialect.wire_error
 
         def encode(item: StreamItem, last: bool) -> bytes:
             return encode_result(request_id, encode_item(item, last))
 
-        await stream_sse(send, receive, events, encode, keepalive=self.keepalive_seconds)
+        def fail(error: A2AError) -> bytes:
+            return encode_error(request_id, wire_error(error, method))
+
+        await stream_sse(send, receive, events, encode, fail, keepalive=self.keepalive_seconds)
 
     async def _read_body(self, receive: Receive) -> bytes | None:
         chunks: list[bytes] = []
