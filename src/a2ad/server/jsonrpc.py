@@ -11,13 +11,11 @@ never a traceback.
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl
-
 from ..protocol.dialect import Dialect, requested_version, resolve
 from ..protocol.errors import A2AError, InvalidRequestError
 from ..protocol.jsonrpc import RequestId, decode_request, encode_error, encode_result
 from ..protocol.types import StreamItem
-from .dispatch import Dispatcher, internal_error, parse_event_id
+from .dispatch import Dispatcher, internal_error, parse_event_id, version_text
 from .handler import RequestHandler
 from .sse import KEEPALIVE_SECONDS, stream_sse
 from .types import Receive, Scope, Send, header, read_body, respond
@@ -25,14 +23,6 @@ from .types import Receive, Scope, Send, header, read_body, respond
 __all__ = ["MAX_BODY_BYTES", "JsonRpcEndpoint"]
 
 MAX_BODY_BYTES = 10 * 1024 * 1024
-
-
-def _version_text(scope: Scope) -> str:
-    value = header(scope, b"a2a-version").strip()
-    if not value and scope.get("query_string"):
-        query = dict(parse_qsl(scope["query_string"].decode("latin-1")))
-        value = query.get("A2A-Version", "")
-    return value
 
 
 class JsonRpcEndpoint:
@@ -64,7 +54,7 @@ class JsonRpcEndpoint:
         try:
             request = decode_request(body)
             request_id, method = request.id, request.method  # type: ignore[assignment]
-            dialect, operation = resolve(requested_version(_version_text(scope)), method)
+            dialect, operation = resolve(requested_version(version_text(scope)), method)
             if operation.streaming:
                 events = await self._dispatch.open_stream(
                     dialect,
