@@ -64,20 +64,24 @@ _RPC_STATUS_BY_HTTP = MappingProxyType(
 )
 
 
-def error_body(error: A2AError, status: int | None = None) -> bytes:
-    """A google.rpc.Status JSON body (AIP-193) for ``error``."""
+def error_body(error: A2AError, status: int | None = None, *, v03: bool = False) -> bytes:
+    """A google.rpc.Status JSON body (AIP-193) for ``error``. For 0.3 paths also
+    ``type`` (the error's name in the spec) and ``message`` beside it: 0.3 named
+    no error format, and that is the one 0.3 clients (the Python SDK's) read."""
     code = status if status is not None else error.http_status
     name = _RPC_STATUS.get(error.reason) or _RPC_STATUS_BY_HTTP.get(code, "UNKNOWN")
-    return _encode(
-        {
-            "error": {
-                "code": code,
-                "status": name,
-                "message": error.message,
-                "details": error.details(),
-            }
+    body: dict[str, Any] = {
+        "error": {
+            "code": code,
+            "status": name,
+            "message": error.message,
+            "details": error.details(),
         }
-    )
+    }
+    if v03:
+        body["type"] = type(error).__name__
+        body["message"] = error.message
+    return _encode(body)
 
 
 class _Kind(enum.Enum):
@@ -204,7 +208,10 @@ def _segments(template: str) -> tuple[str, ...]:
     return tuple(template.strip("/").split("/"))
 
 
-_ROUTE_SEGMENTS = tuple((_segments(r.template), r) for r in ROUTES)
+# A verb suffix (``{id}:cancel``) is tried before a bare ``{id}``, which would take it.
+_ROUTE_SEGMENTS = tuple(
+    sorted(((_segments(r.template), r) for r in ROUTES), key=lambda p: "}:" not in p[1].template)
+)
 
 
 def _match(parts: list[str], pattern: tuple[str, ...]) -> dict[str, str] | None:
@@ -364,6 +371,7 @@ class RestEndpoint:
             return
         route = found.route
         dialect = route.dialect
+        v03 = dialect.version == "0.3"
         try:
             self._check_version(scope, route)
             query = _query_params(scope, route)
@@ -374,7 +382,7 @@ class RestEndpoint:
                     error: A2AError = InvalidRequestError(
                         f"Request body is larger than {self.max_body_bytes} bytes; send less"
                     )
-                    await respond(send, 413, error_body(error, 413))
+                    await respond(send, 413, error_body(error, 413, v03=v03))
                     return
                 body = read
             params = _params(body, found, query)
@@ -390,10 +398,10 @@ class RestEndpoint:
                 result = await self._dispatch.call(dialect, route.operation, route.label, params)
         except A2AError as exc:
             wire = dialect.wire_error(exc, route.rpc_method)
-            await respond(send, wire.http_status, error_body(wire))
+            await respond(send, wire.http_status, error_body(wire, v03=v03))
             return
         except Exception:
-            await respond(send, 500, error_body(internal_error()))
+            await respond(send, 500, error_body(internal_error(), v03=v03))
             return
         if not route.operation.streaming:
             await respond(send, 200, result)
@@ -432,7 +440,8 @@ class RestEndpoint:
                 f"{method} {path}: this path takes {methods}",
                 metadata={"allow": methods},
             )
-            await respond(send, 405, error_body(error, 405), headers=[(b"allow", methods.encode())])
+            body = error_body(error, 405, v03=path.startswith("/v1/"))
+            await respond(send, 405, body, headers=[(b"allow", methods.encode())])
             return
         error = MethodNotFoundError(
             f"No route for {method} {path}. A2A 1.0 over HTTP+JSON: POST /message:send, "
@@ -442,4 +451,4 @@ class RestEndpoint:
             "GET /.well-known/agent-card.json",
             metadata={"method": method, "path": path},
         )
-        await respond(send, 404, error_body(error))
+        await respond(send, 404, error_body(error, v03=path.startswith("/v1/")))
