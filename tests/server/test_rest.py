@@ -8,6 +8,7 @@ One server (ScriptedAgent) serves the module; each test makes its own tasks.
 
 from __future__ import annotations
 
+import base64
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -63,7 +64,7 @@ def message_03(text: str) -> dict[str, Any]:
             "role": "ROLE_USER",
             "content": [{"text": text}],
         },
-        "configuration": {"accepted_output_modes": ["text/plain"]},
+        "configuration": {"accepted_output_modes": ["text/plain"], "blocking": True},
     }
 
 
@@ -433,7 +434,8 @@ async def test_0_3_send_reads_the_sdk_body_and_answers_0_3_proto_json(
     assert parts["raw"] == [
         {
             "file": {
-                "fileWithBytes": "AAFieXRlcw==",
+                # base64 of the base64 text, as the official SDKs write it
+                "fileWithBytes": "QUFGaWVYUmxjdz09",
                 "mimeType": "application/octet-stream",
                 "name": "b.bin",
             }
@@ -442,6 +444,28 @@ async def test_0_3_send_reads_the_sdk_body_and_answers_0_3_proto_json(
     assert parts["url"][0]["file"]["fileWithUri"] == "https://example.com/f.pdf"
     assert task["history"][0]["role"] == "ROLE_USER"
     assert task["history"][0]["content"] == [{"text": "parts"}]
+
+
+async def test_0_3_send_without_blocking_returns_at_once_as_the_proto_says(
+    http: httpx.AsyncClient, agent: ScriptedAgent
+) -> None:
+    body = message_03("hang")
+    del body["configuration"]["blocking"]  # a proto bool: absent is false
+    task = await send_03(http, body)
+    assert task["status"]["state"] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
+    await wait_for(lambda: task["id"] in agent.started)
+    assert (await http.post(f"/v1/tasks/{task['id']}:cancel")).status_code == 200
+
+
+async def test_0_3_file_bytes_are_read_encoded_twice_or_once(http: httpx.AsyncClient) -> None:
+    once = base64.b64encode(b"\x00\xffbinary").decode()
+    twice = base64.b64encode(once.encode()).decode()
+    for encoded in (once, twice):
+        body = message_03("echo file")
+        body["request"]["content"].append({"file": {"file_with_bytes": encoded, "name": "b"}})
+        task = await send_03(http, body)
+        (part,) = [p for p in task["history"][0]["content"] if "file" in p]
+        assert part["file"] == {"fileWithBytes": twice, "name": "b"}
 
 
 async def test_0_3_send_also_reads_json_rpc_shaped_bodies(http: httpx.AsyncClient) -> None:

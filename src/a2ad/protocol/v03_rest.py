@@ -3,7 +3,8 @@
 0.3's JSON-RPC and HTTP+JSON bindings carry different JSON. The REST paths of the
 0.3 proto (``/v1/message:send``, ...) carry its messages as ProtoJSON: a message's
 parts are ``content``, a file part is ``{"file": {"fileWithUri" | "fileWithBytes",
-"mimeType", "name"}}``, a data part is ``{"data": {"data": {...}}}``, states and
+"mimeType", "name"}}`` (the bytes base64 twice, as the official SDKs write and
+read them), a data part is ``{"data": {"data": {...}}}``, states and
 roles are enum names (``TASK_STATE_CANCELLED``, with two Ls, ``ROLE_USER``) and
 nothing has ``kind``. The official SDKs for Python and Java read and write that;
 so does this codec (output is exact ProtoJSON, camelCase).
@@ -172,16 +173,31 @@ def _file_in(f: _FileIn, metadata: Json | UnsetType, where: str) -> Part:
         return Part(url=uri, **common)
     if encoded is not None and uri is None:
         try:
-            return Part(raw=base64.b64decode(encoded, validate=True), **common)
+            raw = base64.b64decode(encoded, validate=True)
         except (binascii.Error, ValueError):
             raise InvalidParamsError(
                 f"Invalid params: `{where}.fileWithBytes` is not valid base64",
                 field=f"{where}.fileWithBytes",
             ) from None
+        if f.file_with_bytes is not None:
+            raw = _unwrap_base64(raw)
+        return Part(raw=raw, **common)
     raise InvalidParamsError(
         f"Invalid params: `{where}` needs exactly one of `fileWithUri` or `fileWithBytes`",
         field=where,
     )
+
+
+def _unwrap_base64(raw: bytes) -> bytes:
+    """The file's bytes from a decoded ``fileWithBytes``. The official SDKs put the
+    0.3 JSON-RPC base64 *text* into the proto's bytes field, so on the wire it is
+    base64 twice (a2a-python's compat proto_utils; a2a-go#367 followed it for
+    compatibility); a client that encoded once sent bytes that are (almost
+    always) not base64 text, and those are the file."""
+    try:
+        return base64.b64decode(raw, validate=True)
+    except (binascii.Error, ValueError):
+        return raw
 
 
 def _message_in(m: _MessageIn) -> Message:
@@ -303,8 +319,9 @@ def _part_out(p: Part) -> _PartOut:
         data = p.data if isinstance(p.data, dict) else {"value": p.data}
         return _PartOut(data=_DataOut(data=data), metadata=p.metadata)
     if isinstance(p.raw, bytes):
+        # base64 twice, as the official 0.3 clients read it (see _unwrap_base64)
         file = _FileOut(
-            file_with_bytes=base64.b64encode(p.raw).decode(),
+            file_with_bytes=base64.b64encode(base64.b64encode(p.raw)).decode(),
             mime_type=p.media_type,
             name=p.filename,
         )
@@ -381,17 +398,22 @@ class V03Rest:
             raise InvalidParamsError(
                 f"Invalid params for {method}: the body needs `message`", field="message"
             )
+        # In the proto, `blocking` is a plain bool: absent is false, and the SDKs
+        # leave it out to ask for the task at once. A body in the JSON-RPC shapes
+        # (`message` with `parts`) keeps 0.3 JSON-RPC's meaning: absent blocks.
+        proto = p.request is not None or message.content is not None
         config: SendMessageConfiguration | UnsetType = UNSET
         push: Json | UnsetType = UNSET
         if p.configuration is not None:
             c = p.configuration
+            blocking = c.blocking if c.blocking is not None else not proto
             push_config = c.push_notification or c.push_notification_config
             push = push_config if push_config is not None else UNSET
             config = SendMessageConfiguration(
                 accepted_output_modes=c.accepted_output_modes or [],
                 # proto3 int32 without presence: 0 is "not set", so the whole history.
                 history_length=c.history_length if c.history_length else UNSET,
-                return_immediately=c.blocking is False,
+                return_immediately=not blocking,
                 task_push_notification_config=push,
             )
         return checked_send(
