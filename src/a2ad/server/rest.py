@@ -204,33 +204,47 @@ _PATH_OF: Mapping[tuple[str, Operation], str] = MappingProxyType(
 )
 
 
-def _segments(template: str) -> tuple[str, ...]:
-    return tuple(template.strip("/").split("/"))
+_Pattern = tuple[tuple[str, str, str], ...]  # per segment: (literal, param name, verb)
 
 
-# A verb suffix (``{id}:cancel``) is tried before a bare ``{id}``, which would take it.
-_ROUTE_SEGMENTS = tuple(
-    sorted(((_segments(r.template), r) for r in ROUTES), key=lambda p: "}:" not in p[1].template)
-)
+def _pattern(template: str) -> _Pattern:
+    out = []
+    for segment in template.strip("/").split("/"):
+        if segment.startswith("{"):
+            name, _, verb = segment[1:].partition("}")
+            out.append(("", name, verb))
+        else:
+            out.append((segment, "", ""))
+    return tuple(out)
 
 
-def _match(parts: list[str], pattern: tuple[str, ...]) -> dict[str, str] | None:
-    """The path's parameters if ``parts`` fits ``pattern``, else None. A pattern
-    segment ``{id}`` takes a whole segment, ``{id}:cancel`` one that ends so."""
-    if len(parts) != len(pattern):
-        return None
+def _index() -> dict[tuple[int, str, str], list[tuple[_Pattern, _Route]]]:
+    """The routes by segment count, first segment (literal in every template) and
+    the verb suffix of the last (``:cancel`` in ``{id}:cancel``; "" for none)."""
+    index: dict[tuple[int, str, str], list[tuple[_Pattern, _Route]]] = {}
+    for route in ROUTES:
+        pattern = _pattern(route.template)
+        key = (len(pattern), pattern[0][0], pattern[-1][2])
+        index.setdefault(key, []).append((pattern, route))
+    return index
+
+
+_ROUTE_INDEX = _index()
+
+
+def _match(parts: list[str], pattern: _Pattern) -> dict[str, str] | None:
+    """The path's parameters if ``parts`` (as many as the pattern has) fits
+    ``pattern``, else None. ``{id}`` takes a whole segment, ``{id}:cancel`` one
+    that ends so."""
     captured: dict[str, str] = {}
-    for part, want in zip(parts, pattern, strict=True):
-        if want[0] != "{":
-            if part != want:
+    for part, (literal, name, verb) in zip(parts, pattern, strict=True):
+        if not name:
+            if part != literal:
                 return None
             continue
-        name, _, verb = want[1:].partition("}")
         if verb:
-            if not part.endswith(verb) or len(part) == len(verb):
-                return None
             part = part[: -len(verb)]
-        elif not part:
+        if not part:
             return None
         captured[name] = part
     return captured
@@ -256,18 +270,23 @@ def _find(path: str, method: str) -> _Found | list[str]:
 def _scan(
     parts: list[str], method: str, allowed: list[str], tenant: str | None = None
 ) -> _Found | None:
-    for pattern, route in _ROUTE_SEGMENTS:
-        if tenant is not None and route.dialect is not V1:
-            continue
-        captured = _match(parts, pattern)
-        if captured is None:
-            continue
-        if route.method != method:
-            allowed.append(route.method)
-            continue
-        if tenant is not None:
-            captured["tenant"] = tenant
-        return _Found(route, captured)
+    # A last segment "x:cancel" is tried as {id}:cancel, then as a bare {id}.
+    verb = parts[-1][parts[-1].rfind(":") :] if ":" in parts[-1] else ""
+    for key_verb in (verb, "") if verb else ("",):
+        for pattern, route in _ROUTE_INDEX.get((len(parts), parts[0], key_verb), ()):
+            if tenant is not None and route.dialect is not V1:
+                continue
+            captured = _match(parts, pattern)
+            if captured is None:
+                continue
+            if route.method != method:
+                allowed.append(route.method)
+                continue
+            if tenant is not None:
+                captured["tenant"] = tenant
+            return _Found(route, captured)
+        if allowed:
+            break
     return None
 
 
