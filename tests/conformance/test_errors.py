@@ -452,17 +452,21 @@ async def test_get_on_the_json_rpc_endpoint_is_405_with_json(
     assert_error(body, body["error"]["code"], dialect="0.3")
 
 
-async def test_unknown_path_is_404_with_json(client: httpx.AsyncClient) -> None:
-    r = await client.post(
-        "/no/such/path",
-        json={"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": "x"}},
-    )
-    assert r.status_code == 404
-    body = error_body(r)
-    assert_error(body, body["error"]["code"], dialect="0.3")
-    r = await client.get("/no/such/path")
-    assert r.status_code == 404
-    error_body(r)
+async def test_unknown_path_is_a_rest_404_with_a_status_body(client: httpx.AsyncClient) -> None:
+    # Paths that are not JSON-RPC's or the card's belong to the HTTP+JSON binding,
+    # whose errors are google.rpc.Status bodies (tests/server/test_rest.py).
+    for r in (
+        await client.post(
+            "/no/such/path",
+            json={"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": "x"}},
+        ),
+        await client.get("/no/such/path"),
+    ):
+        assert r.status_code == 404
+        error = r.json()["error"]
+        assert (error["code"], error["status"]) == (404, "NOT_FOUND")
+        assert error["details"][0]["reason"] == "METHOD_NOT_FOUND"
+        assert "/no/such/path" in error["message"]
 
 
 # --- property: random params never break the server ---

@@ -45,8 +45,7 @@ def decode_request(body: bytes) -> Request:
     InvalidRequestError."""
     # msgspec checks UTF-8 only in the strings it decodes, not in the params it
     # keeps raw nor in fields it skips; the whole body must be UTF-8 (RFC 8259 §8.1).
-    if not body.isascii():
-        _check_utf8(body)
+    check_utf8(body)
     try:
         request = _request_decoder.decode(body)
     except msgspec.ValidationError as exc:
@@ -66,7 +65,10 @@ def decode_request(body: bytes) -> Request:
     return request
 
 
-def _check_utf8(body: bytes) -> None:
+def check_utf8(body: bytes) -> None:
+    """Raise JSONParseError unless ``body`` is UTF-8 (ASCII passes at once)."""
+    if body.isascii():
+        return
     try:
         body.decode()
     except UnicodeDecodeError as exc:
