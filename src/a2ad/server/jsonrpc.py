@@ -18,7 +18,7 @@ from ..protocol.types import StreamItem
 from .dispatch import Dispatcher, internal_error, parse_event_id, version_text
 from .handler import RequestHandler
 from .sse import KEEPALIVE_SECONDS, stream_sse
-from .types import Receive, Scope, Send, header, read_body, respond
+from .types import ClientGone, Receive, Scope, Send, header, read_body, respond
 
 __all__ = ["MAX_BODY_BYTES", "JsonRpcEndpoint"]
 
@@ -41,7 +41,10 @@ class JsonRpcEndpoint:
         self.keepalive_seconds = keepalive_seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        body = await read_body(receive, self.max_body_bytes)
+        try:
+            body = await read_body(receive, self.max_body_bytes)
+        except ClientGone:
+            return
         if body is None:
             error: A2AError = InvalidRequestError(
                 f"Request body is larger than {self.max_body_bytes} bytes; send less"

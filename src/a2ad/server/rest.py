@@ -40,7 +40,7 @@ from ..protocol.v1 import V1
 from .dispatch import Dispatcher, ServerDialect, internal_error, parse_event_id, version_text
 from .handler import RequestHandler
 from .sse import KEEPALIVE_SECONDS, stream_sse
-from .types import Receive, Scope, Send, header, read_body, respond
+from .types import ClientGone, Receive, Scope, Send, header, read_body, respond
 
 __all__ = ["RestEndpoint", "error_body"]
 
@@ -398,7 +398,10 @@ class RestEndpoint:
             query = _query_params(scope, route)
             body = b""
             if route.body:
-                read = await read_body(receive, self.max_body_bytes)
+                try:
+                    read = await read_body(receive, self.max_body_bytes)
+                except ClientGone:
+                    return
                 if read is None:
                     error: A2AError = InvalidRequestError(
                         f"Request body is larger than {self.max_body_bytes} bytes; send less"
