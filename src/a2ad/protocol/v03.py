@@ -556,7 +556,8 @@ class V03:
                 message=_message_from_03(p.message),
                 configuration=config,
                 metadata=p.metadata if p.metadata is not None else UNSET,
-            )
+            ),
+            raw,
         )
 
     @staticmethod

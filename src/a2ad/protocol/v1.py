@@ -55,7 +55,7 @@ class V1:
                 f"{len(request.message.parts)} parts; at most {MAX_PARTS} are allowed",
                 field="message.parts",
             )
-        return checked_send(request)
+        return checked_send(request, raw)
 
     @staticmethod
     def encode_send(request: SendMessageRequest) -> bytes:
