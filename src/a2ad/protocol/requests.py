@@ -73,10 +73,11 @@ def task_query(request: ListTasksRequest) -> TaskQuery:
 
 
 def checked_send(
-    request: SendMessageRequest, *, method: str, push_field: str
+    request: SendMessageRequest, params: msgspec.Raw, *, method: str, push_field: str
 ) -> SendMessageRequest:
-    """``request``, or the error its first problem makes. ``push_field`` is where
-    the request's dialect carries a push-notification config, to name it."""
+    """``request``, decoded from ``params``, once it passed the checks its type
+    cannot express; raises InvalidParamsError naming the field. ``push_field`` is
+    where the request's dialect carries a push-notification config, to name it."""
     message = request.message
     context_id = message.context_id
     if context_id and (len(context_id) > MAX_ID_LENGTH or not context_id.isprintable()):
@@ -93,30 +94,46 @@ def checked_send(
             "the message without it and follow the task with a stream or GetTask",
             field=push_field,
         )
-    _check_depth(request.metadata, "metadata")
-    _check_depth(message.metadata, "message.metadata")
-    for i, part in enumerate(message.parts):
-        _check_depth(part.data, f"message.parts[{i}].data")
-        _check_depth(part.metadata, f"message.parts[{i}].metadata")
+    # Nesting past MAX_JSON_DEPTH takes more opening brackets than that (those in
+    # strings count too; the walk then decides): most messages skip the walk.
+    text = bytes(params)
+    if text.count(b"{") + text.count(b"[") > MAX_JSON_DEPTH:
+        _check_nesting(request)
     return request
 
 
-def _check_depth(value: Any, field: str) -> None:
-    """Raise InvalidParamsError naming ``field`` if ``value`` nests lists and
-    objects more than MAX_JSON_DEPTH deep (``{"a": [1]}`` is 2 deep)."""
-    if not isinstance(value, dict | list):
-        return
-    level: list[Any] = [value]
+def _check_nesting(request: SendMessageRequest) -> None:
+    message = request.message
+    for value, field in ((request.metadata, "metadata"), (message.metadata, "message.metadata")):
+        if isinstance(value, _NESTED) and _too_deep(value):
+            raise _deep(field)
+    for i, part in enumerate(message.parts):
+        for value, name in ((part.data, "data"), (part.metadata, "metadata")):
+            if isinstance(value, _NESTED) and _too_deep(value):
+                raise _deep(f"message.parts[{i}].{name}")
+
+
+_NESTED = (dict, list)  # a tuple: isinstance takes it faster than `dict | list`
+
+
+def _too_deep(value: dict[str, Any] | list[Any]) -> bool:
+    """Whether ``value`` nests lists and objects more than MAX_JSON_DEPTH deep
+    (``{"a": [1]}`` is 2 deep); walked level by level, containers only."""
+    level = [value]
     for _ in range(MAX_JSON_DEPTH):
-        level = [
-            child
-            for container in level
-            for child in (container.values() if isinstance(container, dict) else container)
-            if isinstance(child, dict | list)
-        ]
-        if not level:
-            return
-    raise InvalidParamsError(
+        deeper = []
+        for container in level:
+            for child in container.values() if isinstance(container, dict) else container:
+                if isinstance(child, _NESTED):
+                    deeper.append(child)
+        if not deeper:
+            return False
+        level = deeper
+    return True
+
+
+def _deep(field: str) -> InvalidParamsError:
+    return InvalidParamsError(
         f"`{field}` nests more than {MAX_JSON_DEPTH} levels of lists and objects, more than "
         "A2A clients can read back; flatten it",
         field=field,

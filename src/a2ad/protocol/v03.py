@@ -557,6 +557,7 @@ class V03:
                 configuration=config,
                 metadata=p.metadata if p.metadata is not None else UNSET,
             ),
+            raw,
             method=method,
             push_field="configuration.pushNotificationConfig",
         )

@@ -422,6 +422,7 @@ class V03Rest:
                 configuration=config,
                 metadata=p.metadata if p.metadata is not None else UNSET,
             ),
+            raw,
             method=method,
             push_field="configuration.pushNotification",
         )

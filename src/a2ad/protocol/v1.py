@@ -56,7 +56,7 @@ class V1:
                 field="message.parts",
             )
         return checked_send(
-            request, method=method, push_field="configuration.taskPushNotificationConfig"
+            request, raw, method=method, push_field="configuration.taskPushNotificationConfig"
         )
 
     @staticmethod

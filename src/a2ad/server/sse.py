@@ -53,7 +53,7 @@ def _fell_behind(events: EventStream, last_id: Seq | None) -> StreamFellBehindEr
     task_id = events.task_id or ""
     metadata = {"taskId": task_id}
     if last_id is None:
-        resume = "resubscribe (SubscribeToTask, or tasks/resubscribe in 0.3) to get it anew"
+        resume = "resubscribe (SubscribeToTask, or tasks/resubscribe in 0.3) to get the task anew"
     else:
         metadata["lastEventId"] = str(last_id)
         resume = (

@@ -1,0 +1,61 @@
+"""The wire fuzzer in the suite: mutated requests in both A2A versions, for every
+method, against a real ``a2ad serve`` over SQLite (tests/conformance/wire_fuzz.py).
+Never a 5xx, never a traceback in the server's log, always a well-formed JSON-RPC
+answer with an A2A code, and the tasks stored before the run unchanged after it.
+
+The run is modest here (``A2AD_FUZZ_EXAMPLES``, else 300, or the ``deep`` profile's
+count if larger); scripts/fuzz runs a long one.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from .wire_fuzz import FuzzServer, Seeds, WireRequest, check_answer, send, wire_requests
+
+EXAMPLES = int(os.environ.get("A2AD_FUZZ_EXAMPLES", 0)) or max(300, settings.default.max_examples)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FuzzServer]:
+    with FuzzServer() as running:
+        yield running
+
+
+def test_mutated_requests_never_break_the_server_nor_change_stored_tasks(
+    server: FuzzServer,
+) -> None:
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        seeds = Seeds.store(http)
+        before = seeds.snapshot(http)
+        assert server.new_troubles() == []
+
+        @settings(
+            max_examples=EXAMPLES,
+            deadline=None,
+            suppress_health_check=[
+                HealthCheck.too_slow,
+                HealthCheck.data_too_large,
+                HealthCheck.large_base_example,
+                HealthCheck.filter_too_much,
+            ],
+        )
+        @given(request=wire_requests(seeds))
+        def fuzz(request: WireRequest) -> None:
+            tally[check_answer(request, send(http, request))] += 1
+            troubles = server.new_troubles()
+            assert not troubles, "the server logged:\n" + "\n".join(troubles)
+
+        tally: Counter[str] = Counter()
+        fuzz()
+        assert seeds.snapshot(http) == before
+        # Shown with -s (scripts/fuzz): what the answers were.
+        print(f"\nwire fuzzer, {sum(tally.values())} requests:")
+        for what, count in tally.most_common():
+            print(f"  {count:7d}  {what}")
