@@ -1,7 +1,8 @@
 """Checks on requests that the wire types cannot express, done once as they are
 decoded, so the engine receives requests that are already valid: context ids,
 ListTasks' state, timestamp and page token (an opaque cursor, base64 of JSON),
-and no push-notification config in a message (this server sends no pushes)."""
+and a push-notification config's URL and header values. (Where a webhook's URL
+may point, which needs DNS, is checked by the engine: engine/webhook_urls.py.)"""
 
 from __future__ import annotations
 
@@ -9,16 +10,18 @@ import base64
 import binascii
 from datetime import UTC
 from typing import NamedTuple
+from urllib.parse import urlsplit
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from .errors import InvalidParamsError, PushNotificationNotSupportedError
+from .errors import InvalidParamsError
 from .model import (
     MAX_ID_LENGTH,
     HistoryLength,
     ListTasksRequest,
     SendMessageRequest,
+    TaskPushNotificationConfig,
     TaskState,
     parse_state,
     parse_timestamp,
@@ -27,6 +30,7 @@ from .types import Cursor, format_timestamp
 
 __all__ = [
     "TaskQuery",
+    "checked_push_config",
     "checked_send",
     "decode_page_token",
     "encode_page_token",
@@ -83,14 +87,54 @@ def checked_send(
         )
     config = request.configuration
     if config is not UNSET and config.task_push_notification_config is not UNSET:
-        # Refused, not ignored: a client that asked for pushes would wait for them forever.
-        raise PushNotificationNotSupportedError(
-            f"{method}: `{push_field}` asks for push notifications, which this server does "
-            "not support (its agent card says capabilities.pushNotifications: false); send "
-            "the message without it and follow the task with a stream or GetTask",
-            field=push_field,
-        )
+        checked_push_config(config.task_push_notification_config, method=method, field=push_field)
     return request
+
+
+def checked_push_config(
+    config: TaskPushNotificationConfig, *, method: str, field: str
+) -> TaskPushNotificationConfig:
+    """``config``, or InvalidParamsError: its URL is not an absolute http(s) URL
+    with a host, or a value sent as a header holds a control character.
+    ``field`` is where the dialect carries the config ("" at the top)."""
+    at = f"{field}." if field else ""
+    url = config.url
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (raises ValueError for a port that is not one)
+    except ValueError:
+        parts = None
+    if (
+        parts is None
+        or parts.scheme.lower() not in ("http", "https")
+        or not parts.hostname
+        or not url.isprintable()
+        or " " in url
+    ):
+        raise InvalidParamsError(
+            f"{method}: `{at}url` must be an absolute http:// or https:// URL with a host, "
+            f"not {url[:200]!r}",
+            field=f"{at}url",
+        )
+    auth = config.authentication
+    for name, value in (
+        ("token", config.token),
+        ("authentication.scheme", "" if auth is UNSET else auth.scheme),
+        ("authentication.credentials", "" if auth is UNSET else auth.credentials),
+    ):
+        if not (value.isascii() and value.isprintable()):
+            raise InvalidParamsError(
+                f"{method}: `{at}{name}` is sent as an HTTP header value: use printable ASCII "
+                "only (no line break or other control character)",
+                field=f"{at}{name}",
+            )
+    if auth is not UNSET and " " in auth.scheme:
+        raise InvalidParamsError(
+            f"{method}: `{at}authentication.scheme` must be one word, such as Bearer or Basic, "
+            f"not {auth.scheme!r}",
+            field=f"{at}authentication.scheme",
+        )
+    return config
 
 
 def normalized_time(text: str, field: str) -> str:
