@@ -116,6 +116,12 @@ def checked_push_config(
             f"not {url[:200]!r}",
             field=f"{at}url",
         )
+    if parts.username is not None:
+        raise InvalidParamsError(
+            f"{method}: `{at}url` must not carry a user name or password; put the receiver's "
+            f"credentials in `{at}authentication` (or its token in `{at}token`)",
+            field=f"{at}url",
+        )
     auth = config.authentication
     for name, value in (
         ("token", config.token),

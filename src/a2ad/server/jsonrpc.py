@@ -125,7 +125,8 @@ class JsonRpcEndpoint:
         match operation:
             case Operation.SEND:
                 request = dialect.decode_send(params, method)
-                return dialect.encode_send_result(await handler.send_message(request))
+                result = await handler.send_message(request, dialect=dialect)
+                return dialect.encode_send_result(result)
             case Operation.GET:
                 task = await handler.get_task(dialect.decode_get(params, method))
                 return dialect.encode_task(task)
@@ -135,10 +136,21 @@ class JsonRpcEndpoint:
             case Operation.CANCEL:
                 task = await handler.cancel_task(dialect.decode_task_id(params, method))
                 return dialect.encode_task(task)
-            case Operation.EXTENDED_CARD:
-                await handler.get_extended_agent_card(method)
-        assert operation.push_config, operation
-        await handler.push_config(method)
+            case Operation.CREATE_PUSH_CONFIG:
+                config = dialect.decode_push_config(params, method)
+                created = await handler.create_push_config(config, dialect=dialect)
+                return dialect.encode_push_config(created)
+            case Operation.GET_PUSH_CONFIG:
+                config_id = dialect.decode_push_config_id(params, method)
+                return dialect.encode_push_config(await handler.get_push_config(config_id))
+            case Operation.LIST_PUSH_CONFIGS:
+                listing = dialect.decode_list_push_configs(params, method)
+                return dialect.encode_push_config_page(await handler.list_push_configs(listing))
+            case Operation.DELETE_PUSH_CONFIG:
+                await handler.delete_push_config(dialect.decode_push_config_id(params, method))
+                return dialect.encode_deleted()
+        assert operation is Operation.EXTENDED_CARD, operation
+        await handler.get_extended_agent_card(method)
 
     async def _open_stream(
         self,
@@ -151,7 +163,8 @@ class JsonRpcEndpoint:
         """The stream's events, or an A2AError before anything is sent (then the
         answer is an ordinary JSON-RPC error, not a stream)."""
         if operation is Operation.STREAM:
-            return await self.handler.send_streaming_message(dialect.decode_send(params, method))
+            request = dialect.decode_send(params, method)
+            return await self.handler.send_streaming_message(request, dialect=dialect)
         last = header(scope, b"last-event-id").strip()
         return await self.handler.subscribe_to_task(
             dialect.decode_task_id(params, method), last_event_id=_event_id(last)
