@@ -956,8 +956,8 @@ async def test_a_delivered_delivery_is_gone_and_counted_and_the_webhook_due_unti
     await store.append("t", 0, [status(task, TaskState.WORKING, ts(1))])
     assert await outbox.due_webhooks(0.0, 10) == [("t", "w")]
     first, second = await outbox.deliveries(("t", "w"), 10)
-    await outbox.delivered(first)
-    await outbox.delivered(first)  # a second time: gone already, nothing happens
+    assert await outbox.delivered(first) is True
+    assert await outbox.delivered(first) is False  # a second time: gone already
     assert await outbox.get_webhook(("t", "w")) == WebhookState(hook("t"), 1, 1, 0, "")
     assert await outbox.due_webhooks(0.0, 10) == [("t", "w")]
     await outbox.delivered(second)
@@ -1014,7 +1014,9 @@ async def test_deleting_a_webhook_deletes_its_deliveries(store: TaskStore) -> No
     assert await outbox.list_webhooks("t") == []
     assert await outbox.deliveries(("t", "w"), 10) == []
     assert await outbox.due_webhooks(1e12, 10) == []
-    await outbox.delivered(delivery)  # gone: nothing happens
+    assert await outbox.delivered(delivery) is False  # gone: nothing happens
+    assert await outbox.delivery_failed(delivery, "x", retry_at=None) is False
+    assert await outbox.delivery_failed(delivery, "x", retry_at=1.0) is False
     # Set again under the same id, it starts afresh.
     await outbox.put_webhook(hook("t"))
     assert await outbox.get_webhook(("t", "w")) == WebhookState(hook("t"), 1, 0, 0, "")

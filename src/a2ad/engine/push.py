@@ -298,26 +298,28 @@ class PushNotifications:
     async def _deliver(self, key: WebhookKey) -> None:
         """Deliver the webhook's pending deliveries in order, until none is left
         or one fails and must wait before it is tried again."""
-        state = await self.store.get_webhook(key)
-        if state is None:
-            return
-        webhook = state.webhook
-        reached: Target | WebhookRefused | None = None
+        reached: tuple[str, Target | WebhookRefused] | None = None  # (url, where it led)
         while True:
-            pending = await self.store.deliveries(key, BATCH)
-            if not pending:
+            # Read afresh for each batch: the config may have been replaced.
+            state = await self.store.get_webhook(key)
+            pending = await self.store.deliveries(key, BATCH) if state is not None else []
+            if state is None or not pending:
                 return
+            webhook = state.webhook
+            if reached is None or reached[0] != webhook.config.url:
+                # Resolved once a run (and checked again): it holds for the run.
+                reached = webhook.config.url, await self._reach(webhook)
             for delivery in pending:
-                if reached is None:  # resolved once a run: the check holds for the run
-                    reached = await self._reach(webhook)
-                failure = await self._attempt(webhook, delivery, reached)
+                failure = await self._attempt(webhook, delivery, reached[1])
                 if failure is None:
-                    await self.store.delivered(delivery)
+                    if not await self.store.delivered(delivery):
+                        return  # deleted meanwhile: the rest of the batch is gone too
                     continue
                 error, permanent = failure
                 failures = delivery.attempts + 1
                 if permanent or failures >= self.policy.max_attempts:
-                    await self.store.delivery_failed(delivery, error, retry_at=None)
+                    if not await self.store.delivery_failed(delivery, error, retry_at=None):
+                        return
                     log.warning(
                         "push delivery given up: %s",
                         error,

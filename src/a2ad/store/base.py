@@ -336,16 +336,17 @@ class Webhooks(abc.ABC):
         """The webhook's oldest ``limit`` pending deliveries, in order."""
 
     @abc.abstractmethod
-    async def delivered(self, delivery: Delivery) -> None:
-        """The delivery succeeded: remove it and count it. Nothing if it is gone."""
+    async def delivered(self, delivery: Delivery) -> bool:
+        """The delivery succeeded: remove it and count it. False (and nothing
+        done) if it is gone: its webhook was deleted meanwhile."""
 
     @abc.abstractmethod
     async def delivery_failed(
         self, delivery: Delivery, error: str, *, retry_at: float | None
-    ) -> None:
+    ) -> bool:
         """An attempt failed with ``error``: count it, and try again no sooner
         than ``retry_at``; with None, give the delivery up (dead-letter it:
-        remove it and count it). Nothing if it is gone."""
+        remove it and count it). False (and nothing done) if it is gone."""
 
 
 def log_evicted(task_id: str, state: TaskState, max_tasks: int) -> None:

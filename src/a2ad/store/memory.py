@@ -448,22 +448,23 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
         hook = self._hooks.get(key[0], {}).get(key[1])
         return [] if hook is None else list(itertools.islice(hook.queue, limit))
 
-    async def delivered(self, delivery: Delivery) -> None:
+    async def delivered(self, delivery: Delivery) -> bool:
         hook = self._hooks.get(delivery.key[0], {}).get(delivery.key[1])
         i = None if hook is None else hook.find(delivery)
         if hook is None or i is None:
-            return
+            return False
         del hook.queue[i]
         hook.delivered += 1
         self._next_due(delivery.key, hook, 0.0)
+        return True
 
     async def delivery_failed(
         self, delivery: Delivery, error: str, *, retry_at: float | None
-    ) -> None:
+    ) -> bool:
         hook = self._hooks.get(delivery.key[0], {}).get(delivery.key[1])
         i = None if hook is None else hook.find(delivery)
         if hook is None or i is None:
-            return
+            return False
         hook.last_error = error
         if retry_at is None:
             del hook.queue[i]
@@ -472,6 +473,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
         else:
             hook.queue[i] = hook.queue[i]._replace(attempts=hook.queue[i].attempts + 1)
             self._next_due(delivery.key, hook, retry_at)
+        return True
 
     def _enqueue(
         self, hooks: Iterable[_Hook], seq: Seq, item: Task | TaskEvent, snapshot: Task

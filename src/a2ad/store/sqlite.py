@@ -515,24 +515,30 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
 
         return await self._run(deliveries)
 
-    async def delivered(self, delivery: Delivery) -> None:
-        def delivered(conn: sqlite3.Connection) -> None:
-            if conn.execute(_DELETE_DELIVERY, (delivery.id,)).rowcount:
-                conn.execute(_DELIVERED, (*delivery.key, None))
+    async def delivered(self, delivery: Delivery) -> bool:
+        def delivered(conn: sqlite3.Connection) -> bool:
+            if not conn.execute(_DELETE_DELIVERY, (delivery.id,)).rowcount:
+                return False
+            conn.execute(_DELIVERED, (*delivery.key, None))
+            return True
 
-        await self._run(delivered, write=True)
+        return await self._run(delivered, write=True)
 
     async def delivery_failed(
         self, delivery: Delivery, error: str, *, retry_at: float | None
-    ) -> None:
-        def failed(conn: sqlite3.Connection) -> None:
+    ) -> bool:
+        def failed(conn: sqlite3.Connection) -> bool:
             if retry_at is None:
-                if conn.execute(_DELETE_DELIVERY, (delivery.id,)).rowcount:
-                    conn.execute(_DEAD_LETTERED, (*delivery.key, error))
-            elif conn.execute(_COUNT_ATTEMPT, (delivery.id,)).rowcount:
+                if not conn.execute(_DELETE_DELIVERY, (delivery.id,)).rowcount:
+                    return False
+                conn.execute(_DEAD_LETTERED, (*delivery.key, error))
+            else:
+                if not conn.execute(_COUNT_ATTEMPT, (delivery.id,)).rowcount:
+                    return False
                 conn.execute(_RETRY, (*delivery.key, error, retry_at))
+            return True
 
-        await self._run(failed, write=True)
+        return await self._run(failed, write=True)
 
     async def _run(self, job: Callable[[sqlite3.Connection], T], *, write: bool = False) -> T:
         if self._closed:
