@@ -122,7 +122,7 @@ class Engine:
             if isinstance(store, Webhooks)
             else None
         )
-        self._writer = Writer(store, self.bus, stored=self.push.wake if self.push else None)
+        self._writer = Writer(store, self.bus, stored=self.push.stored if self.push else None)
         self._runner = Runner()
         self._maintenance = (
             Maintenance(

@@ -4,7 +4,8 @@ The store keeps each task's webhooks and an outbox of deliveries: storing an
 event enqueues one per webhook in the same step (store/base.py, ``Webhooks``),
 and a webhook that is set enqueues the task as it stands, so a receiver starts
 from the task and then gets every event after it. Nothing on the agent's or a
-stream's path waits for a receiver: the writer only wakes this worker.
+stream's path waits for a receiver: the writer only wakes this worker (and
+only for a task it knows to have webhooks).
 
 The worker: a dispatcher asks the store which webhooks are due and starts a
 *lane* for each (at most ``PushPolicy.concurrency`` at once), in one task
@@ -65,6 +66,7 @@ __all__ = ["PushNotifications", "PushPolicy"]
 log = logging.getLogger("a2ad.push")
 
 POLL_SECONDS = 1.0  # the dispatcher looks at the outbox at least this often
+MAX_HOOKED = 100_000  # tasks remembered to have webhooks (past it, the poll finds them)
 BATCH = 32  # deliveries a lane reads at once
 # Client errors a receiver may answer and then accept the same request later.
 _TRANSIENT_4XX = frozenset({408, 425, 429})
@@ -114,6 +116,11 @@ class PushNotifications:
         self.allow_private = allow_private
         self._clock = clock
         self._wake = asyncio.Event()
+        # Tasks known to have webhooks, whose stored events wake the dispatcher at
+        # once: the only cost a task without webhooks pays is a set lookup. One
+        # this process has not seen yet (set before a restart) is found by the
+        # poll, within POLL_SECONDS, and known from then on.
+        self._hooked: set[TaskId] = set()
         self._lanes: set[WebhookKey] = set()
         self._retries: list[float] = []  # when failed deliveries are due again (a heap)
         self._worker: asyncio.Task[None] | None = None
@@ -163,6 +170,7 @@ class PushNotifications:
                 "version": webhook.version,
             },
         )
+        self._hook(task_id)
         self._wake.set()
         return config
 
@@ -248,9 +256,18 @@ class PushNotifications:
             await self._client.aclose()
             self._client = None
 
-    def wake(self) -> None:
-        """Something was stored: look at the outbox (the writer calls this)."""
-        self._wake.set()
+    def stored(self, task_id: TaskId, ended: bool) -> None:
+        """The writer stored an event of the task (``ended``: a terminal one, its
+        last): if it has webhooks, the store has queued their deliveries."""
+        if task_id in self._hooked:
+            self._wake.set()
+            if ended:
+                self._hooked.discard(task_id)
+
+    def _hook(self, task_id: TaskId) -> None:
+        if len(self._hooked) >= MAX_HOOKED:
+            self._hooked.clear()
+        self._hooked.add(task_id)
 
     # --- delivery ---
 
@@ -268,6 +285,7 @@ class PushNotifications:
                     for key in due:
                         if key not in self._lanes and len(self._lanes) < self.policy.concurrency:
                             self._lanes.add(key)
+                            self._hook(key[0])
                             lanes.create_task(self._lane(key))
                 await self._idle()
 

@@ -54,11 +54,12 @@ class Batch(NamedTuple):
 
 
 class Writer:
-    """``stored()`` is called after each event is stored (the push worker's
-    wake-up: the store has queued the event's deliveries by then)."""
+    """``stored(task_id, ended)`` is called after each event is stored (the push
+    worker's wake-up: the store has queued the event's deliveries by then);
+    ``ended``: the event made the task terminal."""
 
     def __init__(
-        self, store: TaskStore, bus: Bus, *, stored: Callable[[], None] | None = None
+        self, store: TaskStore, bus: Bus, *, stored: Callable[[TaskId, bool], None] | None = None
     ) -> None:
         self.store = store
         self.bus = bus
@@ -191,9 +192,9 @@ class Writer:
 
     def _announce(self, task_id: TaskId, item: Published) -> None:
         self.bus.publish(task_id, item)
-        if self._stored is not None:
-            self._stored()
         state = item.snapshot.status.state
+        if self._stored is not None:
+            self._stored(task_id, state.terminal)
         if (state.terminal or state.interrupted) and isinstance(item.event, TaskStatusUpdateEvent):
             log.info(
                 "task %s",
