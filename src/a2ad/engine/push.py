@@ -27,6 +27,7 @@ import asyncio
 import heapq
 import logging
 import random
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -68,6 +69,7 @@ log = logging.getLogger("a2ad.push")
 POLL_SECONDS = 1.0  # the dispatcher looks at the outbox at least this often
 MAX_HOOKED = 100_000  # tasks remembered to have webhooks (past it, the poll finds them)
 BATCH = 32  # deliveries a lane reads at once
+MAX_ANSWER_BYTES = 64 * 1024  # of a receiver's answer, read to keep its connection
 # Client errors a receiver may answer and then accept the same request later.
 _TRANSIENT_4XX = frozenset({408, 425, 429})
 
@@ -124,7 +126,7 @@ class PushNotifications:
         self._lanes: set[WebhookKey] = set()
         self._retries: list[float] = []  # when failed deliveries are due again (a heap)
         self._worker: asyncio.Task[None] | None = None
-        self._client: httpx.AsyncClient | None = None
+        self._clients: _Clients | None = None
         self._closed = False
 
     # --- configs: what the four push-config operations and a send do ---
@@ -235,14 +237,7 @@ class PushNotifications:
         """Start delivering (what the outbox holds from before, too). Idempotent."""
         if self._worker is not None or self._closed:
             return
-        limit = self.policy.concurrency
-        self._client = httpx.AsyncClient(
-            timeout=self.policy.timeout,
-            limits=httpx.Limits(max_connections=limit, max_keepalive_connections=limit),
-            follow_redirects=False,  # a redirect could lead where the guard would refuse
-            trust_env=False,  # the address checked is the one connected to: no proxy
-            headers={"User-Agent": "a2ad"},
-        )
+        self._clients = _Clients(keep=self.policy.concurrency, timeout=self.policy.timeout)
         self._worker = asyncio.ensure_future(self._dispatch())
 
     async def aclose(self) -> None:
@@ -252,9 +247,9 @@ class PushNotifications:
         if self._worker is not None:
             self._worker.cancel()
             await asyncio.wait({self._worker})
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        if self._clients is not None:
+            await self._clients.aclose()
+            self._clients = None
 
     def stored(self, task_id: TaskId, ended: bool) -> None:
         """The writer stored an event of the task (``ended``: a terminal one, its
@@ -302,8 +297,10 @@ class PushNotifications:
             pass
 
     async def _lane(self, key: WebhookKey) -> None:
+        assert self._clients is not None
+        client = self._clients.take(key)
         try:
-            await self._deliver(key)
+            await self._deliver(key, client)
         except Exception:
             log.exception(
                 "push: delivering failed; retrying", extra={"task_id": key[0], "config_id": key[1]}
@@ -312,8 +309,9 @@ class PushNotifications:
         finally:
             self._lanes.discard(key)
             self._wake.set()  # its webhook may be due again already
+            await self._clients.give_back(key, client)
 
-    async def _deliver(self, key: WebhookKey) -> None:
+    async def _deliver(self, key: WebhookKey, client: httpx.AsyncClient) -> None:
         """Deliver the webhook's pending deliveries in order, until none is left
         or one fails and must wait before it is tried again."""
         reached: tuple[str, Target | WebhookRefused] | None = None  # (url, where it led)
@@ -328,7 +326,7 @@ class PushNotifications:
                 # Resolved once a run (and checked again): it holds for the run.
                 reached = webhook.config.url, await self._reach(webhook)
             for delivery in pending:
-                failure = await self._attempt(webhook, delivery, reached[1])
+                failure = await self._attempt(client, webhook, delivery, reached[1])
                 if failure is None:
                     if not await self.store.delivered(delivery):
                         return  # deleted meanwhile: the rest of the batch is gone too
@@ -359,7 +357,11 @@ class PushNotifications:
             return exc
 
     async def _attempt(
-        self, webhook: Webhook, delivery: Delivery, reached: Target | WebhookRefused
+        self,
+        client: httpx.AsyncClient,
+        webhook: Webhook,
+        delivery: Delivery,
+        reached: Target | WebhookRefused,
     ) -> tuple[str, bool] | None:
         """One POST; None if the receiver took it, else (why, whether retrying is
         pointless)."""
@@ -381,15 +383,23 @@ class PushNotifications:
         if reached.sni_hostname is not None:
             extensions["sni_hostname"] = reached.sni_hostname
         body = dialect.encode_push(delivery.item, delivery.snapshot)
-        assert self._client is not None
         timeout = self.policy.timeout
         try:
             async with asyncio.timeout(timeout):  # the whole attempt, however it trickles
-                request = self._client.build_request(
+                request = client.build_request(
                     "POST", reached.url, content=body, headers=headers, extensions=extensions
                 )
-                response = await self._client.send(request, stream=True)
-                await response.aclose()  # the status is all we read
+                response = await client.send(request, stream=True)
+                try:
+                    # The status is all that counts, but a body read to its end
+                    # lets the connection be used again; a long one is cut off.
+                    size = 0
+                    async for chunk in response.aiter_raw():
+                        size += len(chunk)
+                        if size > MAX_ANSWER_BYTES:
+                            break
+                finally:
+                    await response.aclose()
         except TimeoutError:
             return f"no answer within {timeout:g} s", False
         except httpx.HTTPError as exc:
@@ -399,6 +409,50 @@ class PushNotifications:
             return None
         permanent = 400 <= status < 500 and status not in _TRANSIENT_4XX
         return f"HTTP {status}", permanent
+
+
+class _Clients:
+    """An HTTP client per webhook, holding at most one connection, kept alive
+    between its lane's runs. Not one shared pool: its bookkeeping on every
+    request grows with the connections it holds (httpcore), and a connection of
+    its own means no webhook waits for another's. The ``keep`` most recently
+    used are kept while idle; older ones are closed."""
+
+    def __init__(self, *, keep: int, timeout: float) -> None:
+        self._keep = keep
+        self._timeout = timeout
+        self._tls = httpx.create_ssl_context()  # made once: it costs milliseconds
+        self._idle: OrderedDict[WebhookKey, httpx.AsyncClient] = OrderedDict()
+        self._open: set[httpx.AsyncClient] = set()  # idle or in use: closed by aclose
+
+    def take(self, key: WebhookKey) -> httpx.AsyncClient:
+        client = self._idle.pop(key, None)
+        if client is None:
+            client = httpx.AsyncClient(
+                verify=self._tls,
+                timeout=self._timeout,
+                limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
+                follow_redirects=False,  # a redirect could lead where the guard would refuse
+                trust_env=False,  # the address checked is the one connected to: no proxy
+                headers={"User-Agent": "a2ad"},
+            )
+            self._open.add(client)
+        return client
+
+    async def give_back(self, key: WebhookKey, client: httpx.AsyncClient) -> None:
+        self._idle[key] = client
+        while len(self._idle) > self._keep:
+            _, old = self._idle.popitem(last=False)
+            await self._close(old)
+
+    async def aclose(self) -> None:
+        self._idle.clear()
+        for client in list(self._open):
+            await self._close(client)
+
+    async def _close(self, client: httpx.AsyncClient) -> None:
+        await client.aclose()
+        self._open.discard(client)
 
 
 def _answer(state: WebhookState) -> TaskPushNotificationConfig:
