@@ -30,6 +30,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import socket
 import statistics
 import subprocess
@@ -42,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+from msgspec import UNSET
 
 from a2ad import Agent, Engine, MemoryStore, Message, Role, SqliteStore, TaskContext, TextPart
 from a2ad.engine import LocalBus
@@ -173,13 +175,21 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 async def run(
     store: TaskStore,
     port: int,
     *,
     chunks: int,
     sends: Callable[[Callable[[], Any]], Any],
+    hooked: bool = True,
 ) -> dict[str, float]:
+    """One run; without ``hooked``, the same messages name no webhook (the
+    baseline of what the rest costs), and only sends/s and CPU are measured."""
     bus = StampingBus()
     engine = Engine(
         Chunks(chunks), store, bus=bus, allow_private_webhooks=True, push_policy=PushPolicy()
@@ -189,33 +199,40 @@ async def run(
     config = SendMessageConfiguration(
         task_push_notification_config=TaskPushNotificationConfig(url=url)
     )
-    webhooks = (Webhook(TaskPushNotificationConfig(url=url), "1.0"),)
+    webhooks = (Webhook(TaskPushNotificationConfig(url=url), "1.0"),) if hooked else ()
     task_ids: list[str] = []
 
     async def send_one() -> None:
         message = Message(message_id=new_id(), role=Role.USER, parts=[TextPart("go")])
-        request = SendMessageRequest(message=message, configuration=config)
+        request = SendMessageRequest(message=message, configuration=config if hooked else UNSET)
         task = await engine.send(request, webhooks=webhooks)
         task_ids.append(task.id)  # type: ignore[union-attr]
 
     arrivals(port)  # forget anything earlier
-    started = time.time()
+    started, cpu0 = time.time(), cpu()
     await sends(send_one)
     sent = time.time()
-    expected = len(task_ids) * (chunks + 3)
+    expected = len(task_ids) * (chunks + 3) if hooked else 0
     got: list[tuple[str, int, float]] = []
     deadline = time.monotonic() + 120
     while len(got) < expected and time.monotonic() < deadline:
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.05)
         got += arrivals(port)
+    used = cpu() - cpu0  # delivering included; the polling above costs next to nothing
     await engine.aclose()
+    figures = {
+        "tasks": len(task_ids),
+        "sends_per_s": len(task_ids) / (sent - started),
+        "cpu_us_per_task": used / len(task_ids) * 1e6,
+    }
+    if not hooked:
+        return figures
     lags = [(at - bus.stored[task_id, seq]) * 1000 for task_id, seq, at in got if seq > 0]
     last = max(at for _, _, at in got)
     return {
-        "tasks": len(task_ids),
+        **figures,
         "deliveries": len(got),
         "missing": expected - len({(t, s) for t, s, _ in got}),
-        "sends_per_s": len(task_ids) / (sent - started),
         "deliveries_per_s": len(got) / (last - started),
         "lag_ms_p50": statistics.median(lags),
         "lag_ms_p99": percentile(lags, 0.99),
@@ -276,12 +293,21 @@ def main() -> None:
                 runs = {"burst": burst(args.tasks, args.senders)}
                 for rate in args.rates.split(","):
                     runs[f"steady-{rate}/s"] = steady(float(rate), args.seconds)
+                store = make_store(store_name, Path(folder), "baseline")
+                base = asyncio.run(
+                    run(store, port, chunks=args.chunks, sends=runs["burst"], hooked=False)
+                )
+                results.setdefault(store_name, {})["burst without webhooks"] = base
                 for run_name, sends in runs.items():
                     store = make_store(store_name, Path(folder), run_name.replace("/", ""))
                     figures = asyncio.run(run(store, port, chunks=args.chunks, sends=sends))
-                    results.setdefault(store_name, {})[run_name] = figures
+                    if run_name == "burst":
+                        extra = figures["cpu_us_per_task"] - base["cpu_us_per_task"]
+                        figures["cpu_us_per_delivery"] = extra / (args.chunks + 3)
+                    results[store_name][run_name] = figures
+                for run_name, figures in results[store_name].items():
                     print(
-                        f"{store_name:7} {run_name:14} "
+                        f"{store_name:7} {run_name:22} "
                         + ", ".join(
                             f"{k} {v:,.1f}" if isinstance(v, float) else f"{k} {v}"
                             for k, v in figures.items()
