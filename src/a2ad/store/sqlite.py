@@ -22,7 +22,8 @@ queries use.
 its task by ON DELETE CASCADE. ``task_count`` is kept by triggers, so that a capped
 ``create`` need not count the table. ``webhooks`` and ``deliveries`` are the push
 configs and their outbox: an append inserts a delivery per webhook of the task in
-its own transaction (a task without webhooks pays one index probe).
+its own transaction (``tasks.webhooks`` counts them, so a task without any costs
+nothing more).
 
 Eviction (``max_tasks``) follows MemoryStore: ``evict_class`` is 0 for a terminal
 task, 1 for an interrupted one and NULL for one in flight (never evicted), and
@@ -134,8 +135,8 @@ _EVICTABLE = """SELECT id, evict_class, state FROM tasks WHERE evict_class IS NO
     ORDER BY evict_class, evict_order LIMIT ?"""
 _DELETE_TASK = "DELETE FROM tasks WHERE id = ?"
 _SELECT_TASK = "SELECT seq, body FROM tasks WHERE id = ?"
-_SELECT_FOR_APPEND = """SELECT seq, state, evict_class, lease_owner, lease_expires, body
-    FROM tasks WHERE id = ?"""
+_SELECT_FOR_APPEND = """SELECT seq, state, evict_class, lease_owner, lease_expires, body,
+    webhooks FROM tasks WHERE id = ?"""
 _INSERT_EVENT = "INSERT INTO events (task_id, seq, kind, body) VALUES (?, ?, ?, ?)"
 _TRIM_EVENTS = "DELETE FROM events WHERE task_id = ? AND seq <= ?"
 _SELECT_EVENTS = "SELECT seq, kind, body FROM events WHERE task_id = ? AND seq > ? ORDER BY seq"
@@ -613,12 +614,12 @@ def _append(
     row = conn.execute(_SELECT_FOR_APPEND, (task_id,)).fetchone()
     if row is None:
         raise MissingTaskError(task_id)
-    seq, state_value, old_class, owner, expires, body = row
+    seq, state_value, old_class, owner, expires, body, webhook_count = row
     if seq != expected_seq:
         raise SequenceConflictError(f"task {task_id} is at {seq}, not {expected_seq}")
     state = TaskState(state_value)
     new = _decode_task(body)
-    webhooks = conn.execute(_TASK_WEBHOOKS, (task_id,)).fetchall()
+    webhooks = conn.execute(_TASK_WEBHOOKS, (task_id,)).fetchall() if webhook_count else []
     snapshots: list[Task] | None = [] if any(v == "0.3" for _, v in webhooks) else None
     for i, event in enumerate(events):
         if new.status.state.terminal:

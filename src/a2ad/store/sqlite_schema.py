@@ -90,7 +90,10 @@ def _create_v1(conn: sqlite3.Connection) -> None:
 # the config's JSON) and how their deliveries went; ``due_at`` is when the next
 # attempt may be made while deliveries are pending, NULL while none is.
 # ``deliveries`` is the outbox, one row per (webhook, event), in ``id`` order.
+# ``tasks.webhooks`` counts a task's webhooks (kept by triggers), so that an
+# append to a task without any (nearly all) does not look for them.
 _SCHEMA_V2 = (
+    "ALTER TABLE tasks ADD COLUMN webhooks INTEGER NOT NULL DEFAULT 0",
     """CREATE TABLE webhooks (
         task_id TEXT NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
         id TEXT NOT NULL,
@@ -115,6 +118,10 @@ _SCHEMA_V2 = (
         FOREIGN KEY (task_id, webhook_id) REFERENCES webhooks (task_id, id) ON DELETE CASCADE
     )""",
     "CREATE INDEX deliveries_by_webhook ON deliveries (task_id, webhook_id, id)",
+    """CREATE TRIGGER webhooks_count_insert AFTER INSERT ON webhooks
+        BEGIN UPDATE tasks SET webhooks = webhooks + 1 WHERE id = new.task_id; END""",
+    """CREATE TRIGGER webhooks_count_delete AFTER DELETE ON webhooks
+        BEGIN UPDATE tasks SET webhooks = webhooks - 1 WHERE id = old.task_id; END""",
 )
 
 
