@@ -18,8 +18,7 @@ import msgspec
 import pytest
 from a2a.types import StreamResponse
 
-from a2ad import A2AApp, create_app
-from a2ad.engine.push import PushPolicy
+from a2ad import A2AApp, PushPolicy, create_app
 from a2ad.protocol.model import TaskPushNotificationConfig
 from a2ad.store.base import Webhook
 from a2ad.store.sqlite import SqliteStore
