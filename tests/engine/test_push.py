@@ -24,7 +24,7 @@ from a2ad.store.base import Webhook
 from a2ad.store.sqlite import SqliteStore
 
 from ..conformance.oracles import parse_v1, validate_03
-from ..conftest import Rpc, msg03, msg10, wait_for
+from ..conftest import V1, Rpc, msg03, msg10, wait_for
 from ..scripted import ScriptedAgent
 from ..webhook_receiver import Receiver
 
@@ -38,16 +38,24 @@ def receiver() -> Iterator[Receiver]:
         yield server
 
 
-async def started(app: A2AApp) -> AsyncIterator[Rpc]:
+class AppRpc(Rpc):
+    """JSON-RPC calls to ``app``, which the test can also read from."""
+
+    def __init__(self, client: httpx.AsyncClient, app: A2AApp) -> None:
+        super().__init__(client)
+        self.app = app
+
+
+async def started(app: A2AApp) -> AsyncIterator[AppRpc]:
     await app.engine.start()
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://a2ad.test") as client:
-        yield Rpc(client)
+        yield AppRpc(client, app)
     await app.aclose()
 
 
 @pytest.fixture(params=["memory", "sqlite"])
-async def rpc(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Rpc]:
+async def rpc(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[AppRpc]:
     store = SqliteStore(tmp_path / "tasks.db") if request.param == "sqlite" else None
     app = create_app(ScriptedAgent(), store=store, allow_private_webhooks=True, push_policy=FAST)
     async for client in started(app):
@@ -66,30 +74,29 @@ def webhook03(receiver: Receiver, hook: str, **extra: Any) -> dict[str, Any]:
     return {"pushNotificationConfig": {"url": receiver.url(hook), **extra}}
 
 
-async def send10(rpc: Rpc, text: str, configuration: dict[str, Any], **message: Any) -> Any:
+async def send10(rpc: AppRpc, text: str, configuration: dict[str, Any], **message: Any) -> Any:
     params = {**msg10(text, **message), "configuration": configuration}
     body = await rpc("SendMessage", params, v1=True)
     assert "result" in body, body
     return body["result"]["task"]
 
 
-async def logged(app_rpc: Rpc, task_id: str) -> list[dict[str, Any]]:
-    """The task's events as a 1.0 SubscribeToTask replay would carry them: what
-    the webhook must have received after the task itself."""
-    app: A2AApp = app_rpc.client._transport.app  # type: ignore[attr-defined]
+async def logged(rpc: AppRpc, task_id: str) -> list[dict[str, Any]]:
+    """The task's events as a 1.0 stream would carry them: what the webhook must
+    have received after the task itself."""
     kinds = {"TaskStatusUpdateEvent": "statusUpdate", "TaskArtifactUpdateEvent": "artifactUpdate"}
     return [
         {kinds[type(e.event).__name__]: msgspec.to_builtins(e.event)}
-        for e in await app.store.events(task_id, 0)
+        for e in await rpc.app.store.events(task_id, 0)
     ]
 
 
-async def config_of(rpc: Rpc, task_id: str, config_id: str) -> dict[str, Any]:
+async def config_of(rpc: AppRpc, task_id: str, config_id: str) -> dict[str, Any]:
     body = await rpc("GetTaskPushNotificationConfig", {"taskId": task_id, "id": config_id}, v1=True)
     return body["result"]  # type: ignore[no-any-return]
 
 
-async def settled(rpc: Rpc, task_id: str, config_id: str) -> dict[str, Any]:
+async def settled(rpc: AppRpc, task_id: str, config_id: str) -> dict[str, Any]:
     """The config's ``a2adDelivery`` once nothing is pending any more."""
 
     async def idle() -> bool:
@@ -101,7 +108,7 @@ async def settled(rpc: Rpc, task_id: str, config_id: str) -> dict[str, Any]:
 
 
 async def test_every_event_reaches_a_1_0_webhook_in_order_with_its_token_and_authorization(
-    rpc: Rpc, receiver: Receiver
+    rpc: AppRpc, receiver: Receiver
 ) -> None:
     hook = name()
     auth = {"scheme": "Bearer", "credentials": "s3cret"}
@@ -128,7 +135,7 @@ async def test_every_event_reaches_a_1_0_webhook_in_order_with_its_token_and_aut
 
 
 async def test_a_0_3_webhook_gets_the_task_as_it_stood_after_every_event(
-    rpc: Rpc, receiver: Receiver
+    rpc: AppRpc, receiver: Receiver
 ) -> None:
     hook = name()
     auth = {"schemes": ["Basic"], "credentials": "dXNlcjpwdw=="}
@@ -158,7 +165,7 @@ async def test_a_0_3_webhook_gets_the_task_as_it_stood_after_every_event(
 
 
 async def test_a_receiver_that_fails_at_first_gets_every_event_in_order_once_it_accepts(
-    rpc: Rpc, receiver: Receiver
+    rpc: AppRpc, receiver: Receiver
 ) -> None:
     hook = name()
     receiver.rule(hook, fail_first=3)
@@ -179,7 +186,7 @@ async def test_a_receiver_that_fails_at_first_gets_every_event_in_order_once_it_
 
 @pytest.mark.parametrize(("status", "attempts"), [(500, ATTEMPTS), (410, 1)])
 async def test_an_event_a_receiver_keeps_refusing_is_dead_lettered_and_its_owner_can_see_it(
-    rpc: Rpc, receiver: Receiver, status: int, attempts: int
+    rpc: AppRpc, receiver: Receiver, status: int, attempts: int
 ) -> None:
     hook = name()
     receiver.rule(hook, status=status)  # 5xx: tried ATTEMPTS times; 410: refused for good
@@ -199,7 +206,7 @@ async def test_an_event_a_receiver_keeps_refusing_is_dead_lettered_and_its_owner
 
 
 async def test_a_slow_receiver_holds_up_neither_another_webhook_nor_the_agent_nor_a_stream(
-    rpc: Rpc, receiver: Receiver
+    rpc: AppRpc, receiver: Receiver
 ) -> None:
     slow, fast, other = name(), name(), name()
     receiver.rule(slow, hold=True)
@@ -233,11 +240,8 @@ async def test_a_slow_receiver_holds_up_neither_another_webhook_nor_the_agent_no
     assert [r.seq for r in receiver.received(slow)] == list(range(count))
 
 
-V1 = {"A2A-Version": "1.0"}
-
-
 async def test_a_webhook_set_on_a_waiting_task_gets_it_then_every_later_event(
-    rpc: Rpc, receiver: Receiver
+    rpc: AppRpc, receiver: Receiver
 ) -> None:
     hook, follow = name(), name()
     task = await send10(rpc, "input which one?", {})
@@ -266,7 +270,7 @@ async def test_a_webhook_set_on_a_waiting_task_gets_it_then_every_later_event(
 
 
 async def test_deleting_a_webhook_drops_what_it_had_not_delivered(
-    rpc: Rpc, receiver: Receiver
+    rpc: AppRpc, receiver: Receiver
 ) -> None:
     hook = name()
     receiver.rule(hook, hold=True)
