@@ -75,10 +75,15 @@ def task_query(request: ListTasksRequest) -> TaskQuery:
 
 
 def checked_send(
-    request: SendMessageRequest, *, method: str, push_field: str
+    request: SendMessageRequest,
+    *,
+    method: str,
+    push_field: str,
+    scheme_field: str = "authentication.scheme",
 ) -> SendMessageRequest:
     """``request``, or the error its first problem makes. ``push_field`` is where
-    the request's dialect carries a push-notification config, to name it."""
+    the request's dialect carries a push-notification config, to name it (and
+    ``scheme_field`` its authentication scheme, as ``checked_push_config``)."""
     context_id = request.message.context_id
     if context_id and (len(context_id) > MAX_ID_LENGTH or not context_id.isprintable()):
         raise InvalidParamsError(
@@ -87,16 +92,26 @@ def checked_send(
         )
     config = request.configuration
     if config is not UNSET and config.task_push_notification_config is not UNSET:
-        checked_push_config(config.task_push_notification_config, method=method, field=push_field)
+        checked_push_config(
+            config.task_push_notification_config,
+            method=method,
+            field=push_field,
+            scheme_field=scheme_field,
+        )
     return request
 
 
 def checked_push_config(
-    config: TaskPushNotificationConfig, *, method: str, field: str
+    config: TaskPushNotificationConfig,
+    *,
+    method: str,
+    field: str,
+    scheme_field: str = "authentication.scheme",
 ) -> TaskPushNotificationConfig:
     """``config``, or InvalidParamsError: its URL is not an absolute http(s) URL
     with a host, or a value sent as a header holds a control character.
-    ``field`` is where the dialect carries the config ("" at the top)."""
+    ``field`` is where the dialect carries the config ("" at the top), and
+    ``scheme_field`` where, in it, the authentication scheme is."""
     at = f"{field}." if field else ""
     url = config.url
     try:
@@ -125,7 +140,7 @@ def checked_push_config(
     auth = config.authentication
     for name, value in (
         ("token", config.token),
-        ("authentication.scheme", "" if auth is UNSET else auth.scheme),
+        (scheme_field, "" if auth is UNSET else auth.scheme),
         ("authentication.credentials", "" if auth is UNSET else auth.credentials),
     ):
         if not (value.isascii() and value.isprintable()):
@@ -136,9 +151,9 @@ def checked_push_config(
             )
     if auth is not UNSET and " " in auth.scheme:
         raise InvalidParamsError(
-            f"{method}: `{at}authentication.scheme` must be one word, such as Bearer or Basic, "
+            f"{method}: `{at}{scheme_field}` must be one word, such as Bearer or Basic, "
             f"not {auth.scheme!r}",
-            field=f"{at}authentication.scheme",
+            field=f"{at}{scheme_field}",
         )
     return config
 

@@ -692,6 +692,7 @@ class V03:
             ),
             method=method,
             push_field=V03.send_push_field,
+            scheme_field="authentication.schemes[0]",
         )
 
     @staticmethod
@@ -802,7 +803,12 @@ class V03:
     def decode_push_config(raw: msgspec.Raw, method: str) -> TaskPushNotificationConfig:
         p = decode_params(raw, _SetPushIn, method=method)
         config = _push_config_from_03(p.push_notification_config, p.task_id)
-        return checked_push_config(config, method=method, field=V03.push_config_field)
+        return checked_push_config(
+            config,
+            method=method,
+            field=V03.push_config_field,
+            scheme_field="authentication.schemes[0]",
+        )
 
     @staticmethod
     def encode_push_config(config: TaskPushNotificationConfig) -> bytes:
