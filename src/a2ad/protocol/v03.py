@@ -62,7 +62,7 @@ from .requests import TaskQuery, checked_push_config, checked_send
 from .types import StreamItem
 from .v1 import V1
 
-__all__ = ["V03", "state_to_03"]
+__all__ = ["V03", "push_config_from_03", "push_config_to_03", "state_to_03"]
 
 _encode = msgspec.json.Encoder().encode
 Json = dict[str, Any]
@@ -148,6 +148,20 @@ class _PushIdIn(_In):
     id: Id
     push_notification_config_id: OptionalId | None = None
     metadata: Json | None = None
+
+
+def push_config_from_03(
+    value: Any, *, task_id: str, method: str, field: str
+) -> TaskPushNotificationConfig:
+    """A 0.3 PushNotificationConfig (decoded JSON, camelCase) as the model, for
+    the task ``task_id``; raises InvalidParamsError naming ``field``."""
+    try:
+        config = msgspec.convert(value, _PushConfigIn)
+    except msgspec.ValidationError as exc:
+        raise InvalidParamsError(
+            f"Invalid params for {method}: {str(exc).replace('`$', f'`{field}')}", field=field
+        ) from None
+    return _push_config_from_03(config, task_id)
 
 
 def _push_config_from_03(c: _PushConfigIn, task_id: str = "") -> TaskPushNotificationConfig:
@@ -350,7 +364,7 @@ class TaskPushConfig03(_Out):
     a2ad_delivery: PushDeliveryStatus | UnsetType = UNSET  # a2ad extension
 
 
-def _push_config_to_03(c: TaskPushNotificationConfig) -> PushConfig03:
+def push_config_to_03(c: TaskPushNotificationConfig) -> PushConfig03:
     auth = c.authentication
     return PushConfig03(
         url=c.url,
@@ -367,7 +381,7 @@ def _push_config_to_03(c: TaskPushNotificationConfig) -> PushConfig03:
 def _task_push_config_to_03(c: TaskPushNotificationConfig) -> TaskPushConfig03:
     return TaskPushConfig03(
         task_id=c.task_id,
-        push_notification_config=_push_config_to_03(c),
+        push_notification_config=push_config_to_03(c),
         a2ad_delivery=c.a2ad_delivery,
     )
 
@@ -639,7 +653,7 @@ def _send_params_to_03(request: SendMessageRequest) -> dict[str, Any]:
         if config.history_length is not UNSET:
             c["historyLength"] = config.history_length
         if config.task_push_notification_config is not UNSET:
-            push = _push_config_to_03(config.task_push_notification_config)
+            push = push_config_to_03(config.task_push_notification_config)
             c["pushNotificationConfig"] = msgspec.to_builtins(push)
         params["configuration"] = c
     if request.metadata is not UNSET:

@@ -1,7 +1,8 @@
 """The agent card: one document that 1.0 and 0.3 clients both read.
 
 1.0 clients read ``supportedInterfaces`` (one entry per binding and version we
-serve); 0.3 clients read ``url``, ``protocolVersion`` and ``preferredTransport``.
+serve); 0.3 clients read ``url``, ``protocolVersion``, ``preferredTransport`` and
+``additionalInterfaces``.
 Each side ignores the other's fields, as both specs ask.
 """
 
@@ -30,9 +31,13 @@ def agent_card(agent: Agent, base_url: str) -> dict[str, Any]:
         "name": agent.name,
         "description": agent.description,
         "version": agent.version,
+        # HTTP+JSON at the same URL: its paths (/message:send, /v1/message:send)
+        # never collide with JSON-RPC's (/, /a2a).
         "supportedInterfaces": [
             {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+            {"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
             {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
+            {"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "0.3"},
         ],
         "capabilities": {"streaming": True, "pushNotifications": True},
         "defaultInputModes": list(agent.input_modes),
@@ -42,6 +47,10 @@ def agent_card(agent: Agent, base_url: str) -> dict[str, Any]:
         "url": url,
         "protocolVersion": "0.3.0",
         "preferredTransport": "JSONRPC",
+        "additionalInterfaces": [
+            {"url": url, "transport": "JSONRPC"},
+            {"url": url, "transport": "HTTP+JSON"},
+        ],
     }
 
 

@@ -11,13 +11,12 @@ params (to name it when it is refused).
 
 from __future__ import annotations
 
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from msgspec import UNSET
 
 from ..engine import Engine, EventStream
 from ..engine.push import PushNotifications
-from ..protocol.dialect import Dialect
 from ..protocol.errors import PushNotificationNotSupportedError, UnsupportedOperationError
 from ..protocol.model import (
     GetTaskPushNotificationConfigRequest,
@@ -33,6 +32,9 @@ from ..protocol.model import (
 )
 from ..protocol.requests import TaskQuery
 from ..store.base import Webhook
+
+if TYPE_CHECKING:  # dispatch.py imports this module
+    from .dispatch import ServerDialect as Dialect
 
 __all__ = ["RequestHandler"]
 

@@ -11,7 +11,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-__all__ = ["ASGIApp", "Message", "Receive", "Scope", "Send", "header", "respond"]
+__all__ = ["ASGIApp", "Message", "Receive", "Scope", "Send", "header", "read_body", "respond"]
 
 
 def header(scope: Scope, name: bytes) -> str:
@@ -20,6 +20,30 @@ def header(scope: Scope, name: bytes) -> str:
         if key == name:
             return value.decode("latin-1")  # type: ignore[no-any-return]
     return ""
+
+
+class ClientGone(Exception):
+    """The client disconnected before its request body was complete: there is
+    no one to answer, and half a body must not be acted on."""
+
+
+async def read_body(receive: Receive, limit: int) -> bytes | None:
+    """The request body, or None once it grows past ``limit`` bytes (the rest is
+    not read). Raises ClientGone if the client leaves before the body ends."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientGone
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 async def respond(

@@ -1,0 +1,177 @@
+"""What every binding does once it knows the operation: decode, call, encode.
+
+A binding (JSON-RPC, HTTP+JSON) reads its request into a dialect, an
+``Operation``, a method name (for messages: ``tasks/get``, ``GET /tasks/{id}``)
+and the params as JSON; ``Dispatcher`` decodes the params with the dialect, so
+validation and its errors are the same whichever binding a request came by,
+calls the request handler, and encodes the answer: one result's JSON, or the
+EventStream of a streaming operation. A2AErrors pass through for the binding to
+put on its wire; ``internal_error`` is how a binding answers anything else.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Protocol
+from urllib.parse import parse_qsl
+
+import msgspec
+
+from ..engine import EventStream
+from ..protocol.dialect import Operation, Version
+from ..protocol.errors import A2AError, InternalError
+from ..protocol.model import (
+    GetTaskPushNotificationConfigRequest,
+    GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse,
+    ListTasksResponse,
+    Message,
+    SendMessageRequest,
+    Task,
+    TaskIdRequest,
+    TaskPushNotificationConfig,
+)
+from ..protocol.requests import TaskQuery
+from ..protocol.types import StreamItem
+from .handler import RequestHandler
+from .types import Scope, header
+
+__all__ = ["Dispatcher", "ServerDialect", "internal_error", "parse_event_id", "version_text"]
+
+log = logging.getLogger("a2ad.server")
+
+
+class ServerDialect(Protocol):
+    """The server's half of a ``protocol.dialect.Dialect``: what the dispatcher
+    decodes requests and encodes results with. ``V1`` and ``V03`` (both bindings
+    of 1.0, JSON-RPC 0.3) and ``V03Rest`` (0.3 over HTTP+JSON) are ones."""
+
+    @property
+    def version(self) -> Version: ...
+
+    @property
+    def send_push_field(self) -> str: ...
+
+    @property
+    def push_config_field(self) -> str: ...
+
+    def wire_error(self, error: A2AError, method: str) -> A2AError: ...
+
+    def decode_send(self, raw: msgspec.Raw, method: str) -> SendMessageRequest: ...
+
+    def decode_get(self, raw: msgspec.Raw, method: str) -> GetTaskRequest: ...
+
+    def decode_list(self, raw: msgspec.Raw, method: str) -> TaskQuery: ...
+
+    def decode_task_id(self, raw: msgspec.Raw, method: str) -> TaskIdRequest: ...
+
+    def encode_send_result(self, result: Task | Message) -> bytes: ...
+
+    def encode_task(self, task: Task) -> bytes: ...
+
+    def encode_page(self, page: ListTasksResponse) -> bytes: ...
+
+    def encode_stream_item(self, item: StreamItem, final: bool) -> bytes: ...
+
+    def decode_push_config(self, raw: msgspec.Raw, method: str) -> TaskPushNotificationConfig: ...
+
+    def encode_push_config(self, config: TaskPushNotificationConfig) -> bytes: ...
+
+    def decode_push_config_id(
+        self, raw: msgspec.Raw, method: str
+    ) -> GetTaskPushNotificationConfigRequest: ...
+
+    def decode_list_push_configs(
+        self, raw: msgspec.Raw, method: str
+    ) -> ListTaskPushNotificationConfigsRequest: ...
+
+    def encode_push_config_page(self, page: ListTaskPushNotificationConfigsResponse) -> bytes: ...
+
+    def encode_deleted(self) -> bytes: ...
+
+
+def version_text(scope: Scope) -> str:
+    """The request's ``A2A-Version``: the header, else the query parameter of that name."""
+    value = header(scope, b"a2a-version").strip()
+    if not value and scope.get("query_string"):
+        query = dict(parse_qsl(scope["query_string"].decode("latin-1")))
+        value = query.get("A2A-Version", "").strip()
+    return value
+
+
+def parse_event_id(text: str) -> int | None:
+    """A ``Last-Event-ID`` as we issue them (a sequence number), or None to ignore it."""
+    text = text.strip()
+    if 0 < len(text) <= 18 and text.isascii() and text.isdigit():
+        return int(text)
+    return None
+
+
+def internal_error() -> InternalError:
+    """Log the exception being handled under a new incident id and return the
+    error that names it: the caller gets the id, never the traceback."""
+    incident = uuid.uuid4().hex[:12]
+    log.exception("request failed", extra={"incident": incident})
+    return InternalError(f"Internal error (incident {incident}); the server log has the details")
+
+
+class Dispatcher:
+    def __init__(self, handler: RequestHandler) -> None:
+        self.handler = handler
+
+    async def call(
+        self, dialect: ServerDialect, operation: Operation, method: str, params: msgspec.Raw
+    ) -> bytes:
+        """The result's JSON for a non-streaming operation; raises A2AError."""
+        handler = self.handler
+        match operation:
+            case Operation.SEND:
+                request = dialect.decode_send(params, method)
+                result = await handler.send_message(request, dialect=dialect)
+                return dialect.encode_send_result(result)
+            case Operation.GET:
+                task = await handler.get_task(dialect.decode_get(params, method))
+                return dialect.encode_task(task)
+            case Operation.LIST:
+                page = await handler.list_tasks(dialect.decode_list(params, method))
+                return dialect.encode_page(page)
+            case Operation.CANCEL:
+                task = await handler.cancel_task(dialect.decode_task_id(params, method))
+                return dialect.encode_task(task)
+            case Operation.CREATE_PUSH_CONFIG:
+                config = dialect.decode_push_config(params, method)
+                created = await handler.create_push_config(config, dialect=dialect)
+                return dialect.encode_push_config(created)
+            case Operation.GET_PUSH_CONFIG:
+                config_id = dialect.decode_push_config_id(params, method)
+                return dialect.encode_push_config(await handler.get_push_config(config_id))
+            case Operation.LIST_PUSH_CONFIGS:
+                listing = dialect.decode_list_push_configs(params, method)
+                return dialect.encode_push_config_page(await handler.list_push_configs(listing))
+            case Operation.DELETE_PUSH_CONFIG:
+                await handler.delete_push_config(dialect.decode_push_config_id(params, method))
+                return dialect.encode_deleted()
+        assert operation is Operation.EXTENDED_CARD, operation
+        await handler.get_extended_agent_card(method)
+
+    async def open_stream(
+        self,
+        dialect: ServerDialect,
+        operation: Operation,
+        method: str,
+        params: msgspec.Raw,
+        *,
+        last_event_id: int | None = None,
+    ) -> EventStream:
+        """The stream's events, or an A2AError before anything is sent (then the
+        binding answers with an ordinary error, not a stream). ``last_event_id``
+        resumes a subscription after that event."""
+        if operation is Operation.STREAM:
+            request = dialect.decode_send(params, method)
+            return await self.handler.send_streaming_message(request, dialect=dialect)
+        assert operation is Operation.SUBSCRIBE, operation
+        return await self.handler.subscribe_to_task(
+            dialect.decode_task_id(params, method), last_event_id=last_event_id
+        )
