@@ -24,6 +24,7 @@ from a2ad.agents.echo import EchoAgent
 from .conftest import V1, free_port
 from .scripted import ScriptedAgent
 from .test_cli import Served, run_a2ad
+from .webhook_receiver import Receiver
 
 STOPPED = "server stopped"  # what an orphaned task's status message says
 SHUT_DOWN = "shut down"  # what a task cut off by Ctrl-C says
@@ -565,3 +566,52 @@ def test_task_timeout_flag_and_timeout_seconds_metadata_fail_overdue_tasks(
     assert time.monotonic() - sent >= 0.9
     assert "deadline exceeded" in status_text(s.get03(bounded)).lower()
     assert s.get1(unbounded)["status"]["state"] == "TASK_STATE_WORKING"
+
+
+# --- 7. push notifications survive a crash ---
+
+
+def test_a_delivery_cut_short_by_sigkill_is_made_after_the_restart_and_the_rest_follow(
+    serve: Callable[..., Server],
+) -> None:
+    with Receiver() as receiver:
+        receiver.rule("k", hold=True)  # the first delivery hangs until the server is gone
+        s = serve(*AGENT, "--allow-private-webhooks", "--shutdown-grace", "0")
+        params = {
+            "message": {
+                "messageId": str(uuid.uuid4()),
+                "role": "ROLE_USER",
+                "parts": [{"text": "chunks 3"}],
+            },
+            "configuration": {"taskPushNotificationConfig": {"url": receiver.url("k"), "id": "k"}},
+        }
+        task = s.call("SendMessage", params, v1=True)["task"]
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+        deadline = time.monotonic() + 10
+        while not receiver.received("k"):
+            assert time.monotonic() < deadline, "the webhook was never called"
+            time.sleep(0.02)
+        s.sigkill()
+        receiver.release("k")  # its answer goes nowhere: the server that asked is dead
+        receiver.rule("k")  # from now on, take everything
+
+        s = serve(*AGENT, "--allow-private-webhooks")
+
+        def finished() -> bool:
+            bodies = [r.body for r in receiver.accepted("k")]
+            return any(
+                b.get("statusUpdate", {}).get("status", {}).get("state") == "TASK_STATE_COMPLETED"
+                for b in bodies
+            )
+
+        deadline = time.monotonic() + 10
+        while not finished():
+            assert time.monotonic() < deadline, receiver.received("k")
+            time.sleep(0.02)
+        got = receiver.received("k")
+        last = receiver.accepted("k")[-1].seq
+        # The cut delivery was made again (at least once), then every later event in order.
+        assert [r.seq for r in got] == [0, *range(last + 1)]
+        assert got[1].body == got[0].body and "task" in got[0].body
+        config = s.call("GetTaskPushNotificationConfig", {"taskId": task["id"], "id": "k"}, v1=True)
+        assert config["a2adDelivery"] == {"pending": 0, "delivered": last + 1, "deadLettered": 0}

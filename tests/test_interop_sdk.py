@@ -18,7 +18,10 @@ from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory, cre
 from a2a.types import (
     AgentCard,
     CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
     ListTasksRequest,
     Message,
     Part,
@@ -27,12 +30,16 @@ from a2a.types import (
     StreamResponse,
     SubscribeToTaskRequest,
     Task,
+    TaskPushNotificationConfig,
     TaskState,
 )
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError
 
+from a2ad import create_app
+
 from .conftest import LiveServer, wait_for
 from .scripted import ScriptedAgent
+from .webhook_receiver import Receiver
 
 TIMEOUT = 10
 
@@ -373,3 +380,60 @@ async def test_sdk_03_client_streams_and_cancels(
         "tasks/cancel",
     ]
     assert {v for v, _ in seen} == {"0.3"}
+
+
+# --- push notifications through the SDK's clients ------------------------------
+
+
+@pytest.mark.parametrize("version", ["1.0", "0.3"])
+async def test_sdk_sets_gets_lists_and_deletes_push_configs_and_the_webhook_gets_the_events(
+    agent: ScriptedAgent, version: str
+) -> None:
+    hook = f"sdk-{version}"
+    with (
+        Receiver() as receiver,
+        LiveServer(create_app(agent, allow_private_webhooks=True)) as live,
+    ):
+        async with httpx.AsyncClient() as http:
+            card = await A2ACardResolver(http, live.url).get_agent_card()
+            assert card.capabilities.push_notifications is True
+            keep = [i for i in card.supported_interfaces if i.protocol_version == version]
+            del card.supported_interfaces[:]
+            card.supported_interfaces.extend(keep)
+            client = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card)
+            try:
+                sent = request("chunks 2")
+                sent.configuration.task_push_notification_config.url = receiver.url(hook)
+                sent.configuration.task_push_notification_config.token = "tok"
+                (event,) = await collect(client.send_message(sent))
+                task = event.task
+                assert task.status.state == TaskState.TASK_STATE_COMPLETED
+                await wait_for(lambda: len(receiver.accepted(hook)) == 5)  # the task, 4 events
+                assert receiver.accepted(hook)[-1].headers["x-a2a-notification-token"] == "tok"
+
+                config = TaskPushNotificationConfig(
+                    task_id=task.id, id="extra", url=receiver.url(f"{hook}-extra"), token="t2"
+                )
+                created = await client.create_task_push_notification_config(config)
+                assert (created.task_id, created.id, created.url) == (
+                    task.id,
+                    "extra",
+                    config.url,
+                )
+                got = await client.get_task_push_notification_config(
+                    GetTaskPushNotificationConfigRequest(task_id=task.id, id="extra")
+                )
+                assert (got.id, got.url, got.token) == ("extra", config.url, "t2")
+                listed = await client.list_task_push_notification_configs(
+                    ListTaskPushNotificationConfigsRequest(task_id=task.id)
+                )
+                assert [c.id for c in listed.configs] == [task.id, "extra"]
+                await client.delete_task_push_notification_config(
+                    DeleteTaskPushNotificationConfigRequest(task_id=task.id, id="extra")
+                )
+                listed = await client.list_task_push_notification_configs(
+                    ListTaskPushNotificationConfigsRequest(task_id=task.id)
+                )
+                assert [c.id for c in listed.configs] == [task.id]
+            finally:
+                await client.close()

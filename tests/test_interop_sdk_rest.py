@@ -18,7 +18,10 @@ from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
 from a2a.types import (
     AgentCard,
     CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
     ListTasksRequest,
     Message,
     Part,
@@ -27,6 +30,7 @@ from a2a.types import (
     StreamResponse,
     SubscribeToTaskRequest,
     Task,
+    TaskPushNotificationConfig,
     TaskState,
 )
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
@@ -35,6 +39,7 @@ from a2ad import create_app
 
 from .conftest import LiveServer, wait_for
 from .scripted import ScriptedAgent
+from .webhook_receiver import Receiver
 
 TIMEOUT = 10
 
@@ -233,3 +238,55 @@ async def test_sdk_0_3_over_rest_sends_gets_streams_and_cancels(
         f"GET /v1/tasks/{task.id}",
         "POST /v1/message:stream",
     ]
+
+
+@pytest.mark.parametrize("version", ["1.0", "0.3"])
+async def test_sdk_over_rest_sets_gets_and_deletes_push_configs_and_the_webhook_gets_events(
+    agent: ScriptedAgent, http: tuple[httpx.AsyncClient, Recorder], version: str
+) -> None:
+    c, seen = http
+    hook = f"rest-{version}"
+    with (
+        Receiver() as receiver,
+        LiveServer(create_app(agent, allow_private_webhooks=True)) as live,
+    ):
+        client = rest_client(c, await card_for(c, live.url, version), streaming=False)
+        try:
+            sent = request("chunks 2")
+            sent.configuration.task_push_notification_config.url = receiver.url(hook)
+            (event,) = await collect(client.send_message(sent))
+            task = event.task
+            await wait_for(lambda: len(receiver.accepted(hook)) == 5)  # the task, 4 events
+            config = TaskPushNotificationConfig(
+                task_id=task.id, id="extra", url=receiver.url(f"{hook}-extra"), token="t2"
+            )
+            created = await client.create_task_push_notification_config(config)
+            assert (created.task_id, created.id, created.url) == (task.id, "extra", config.url)
+            got = await client.get_task_push_notification_config(
+                GetTaskPushNotificationConfigRequest(task_id=task.id, id="extra")
+            )
+            assert (got.id, got.url, got.token) == ("extra", config.url, "t2")
+            if version == "1.0":  # the SDK's 0.3 REST client does not list, nor delete
+                listed = await client.list_task_push_notification_configs(
+                    ListTaskPushNotificationConfigsRequest(task_id=task.id)
+                )
+                assert [x.id for x in listed.configs] == [task.id, "extra"]
+            if version == "1.0":
+                await client.delete_task_push_notification_config(
+                    DeleteTaskPushNotificationConfigRequest(task_id=task.id, id="extra")
+                )
+            else:  # nor delete: as a user without it would
+                path = f"/v1/tasks/{task.id}/pushNotificationConfigs/extra"
+                async with httpx.AsyncClient() as plain:  # no A2A-Version: 0.3
+                    r = await plain.delete(live.url + path)
+                assert (r.status_code, r.json()) == (200, {}), r.text
+            with pytest.raises(TaskNotFoundError):
+                await client.get_task_push_notification_config(
+                    GetTaskPushNotificationConfigRequest(task_id=task.id, id="extra")
+                )
+        finally:
+            await client.close()
+    prefix = "/v1" if version == "0.3" else ""
+    assert f"POST {prefix}/tasks/{task.id}/pushNotificationConfigs" in seen.paths
+    if version == "1.0":
+        assert f"DELETE /tasks/{task.id}/pushNotificationConfigs/extra" in seen.paths

@@ -13,6 +13,7 @@ from .agent import Agent, AgentSkill, TaskContext
 from .agents.echo import EchoAgent
 from .client import Client, ClientError, SyncClient
 from .engine import Engine
+from .engine.push import PushPolicy
 from .protocol.errors import A2AError
 from .protocol.model import (
     Artifact,
@@ -48,6 +49,7 @@ __all__ = [
     "MemoryStore",
     "Message",
     "Part",
+    "PushPolicy",
     "Role",
     "SqliteStore",
     "SyncClient",

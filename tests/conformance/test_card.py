@@ -37,6 +37,7 @@ async def test_card_describes_the_agent(
         s["id"] and s["name"] and s["description"] and s["tags"] for s in card["skills"]
     )
     assert card["capabilities"]["streaming"] is True
+    assert card["capabilities"]["pushNotifications"] is True  # tests/engine/test_push.py
 
 
 @pytest.mark.parametrize("path", PATHS)

@@ -68,18 +68,8 @@ ERROR_CASES: list[tuple[str, int, str, Any]] = [
     ("1.0", -32001, "TASK_NOT_FOUND", ("CancelTask", {"id": "missing"})),
     ("0.3", -32002, "TASK_NOT_CANCELABLE", _not_cancelable),
     ("1.0", -32002, "TASK_NOT_CANCELABLE", _not_cancelable),
-    (
-        "0.3",
-        -32003,
-        "PUSH_NOTIFICATION_NOT_SUPPORTED",
-        ("tasks/pushNotificationConfig/get", {"id": "t"}),
-    ),
-    (
-        "1.0",
-        -32003,
-        "PUSH_NOTIFICATION_NOT_SUPPORTED",
-        ("ListTaskPushNotificationConfigs", {"taskId": "t"}),
-    ),
+    ("0.3", -32001, "TASK_NOT_FOUND", ("tasks/pushNotificationConfig/get", {"id": "t"})),
+    ("1.0", -32001, "TASK_NOT_FOUND", ("ListTaskPushNotificationConfigs", {"taskId": "t"})),
     ("1.0", -32004, "UNSUPPORTED_OPERATION", ("GetExtendedAgentCard", {})),
     (
         "0.3",

@@ -33,7 +33,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from a2a.types import ListTasksResponse, SendMessageResponse, StreamResponse, Task
+from a2a.types import (
+    ListTaskPushNotificationConfigsResponse,
+    ListTasksResponse,
+    SendMessageResponse,
+    StreamResponse,
+    Task,
+    TaskPushNotificationConfig,
+)
 from hypothesis import strategies as st
 
 from a2ad.protocol.dialect import METHODS, Operation
@@ -850,6 +857,9 @@ RESULTS_10 = {
     Operation.LIST: ListTasksResponse,
     Operation.STREAM: StreamResponse,
     Operation.SUBSCRIBE: StreamResponse,
+    Operation.CREATE_PUSH_CONFIG: TaskPushNotificationConfig,
+    Operation.GET_PUSH_CONFIG: TaskPushNotificationConfig,
+    Operation.LIST_PUSH_CONFIGS: ListTaskPushNotificationConfigsResponse,
 }
 RESULTS_03 = {
     Operation.SEND: "SendMessageSuccessResponse",
@@ -857,7 +867,22 @@ RESULTS_03 = {
     Operation.CANCEL: "CancelTaskSuccessResponse",
     Operation.STREAM: "SendStreamingMessageSuccessResponse",
     Operation.SUBSCRIBE: "SendStreamingMessageSuccessResponse",
+    Operation.CREATE_PUSH_CONFIG: "SetTaskPushNotificationConfigSuccessResponse",
+    Operation.GET_PUSH_CONFIG: "GetTaskPushNotificationConfigSuccessResponse",
+    Operation.LIST_PUSH_CONFIGS: "ListTaskPushNotificationConfigSuccessResponse",
+    Operation.DELETE_PUSH_CONFIG: "DeleteTaskPushNotificationConfigSuccessResponse",
 }
+
+
+def _without_delivery(result: Any) -> Any:
+    """A push config result without its ``a2adDelivery`` member (in each config of a list)."""
+    if isinstance(result, dict):
+        result = {k: v for k, v in result.items() if k != "a2adDelivery"}
+        if isinstance(result.get("configs"), list):
+            result["configs"] = [_without_delivery(c) for c in result["configs"]]
+    elif isinstance(result, list):
+        result = [_without_delivery(c) for c in result]
+    return result
 
 
 def _check_response(sent: Any, version: str, body: Any, *, streaming: bool) -> None:
@@ -880,9 +905,12 @@ def _check_response(sent: Any, version: str, body: Any, *, streaming: bool) -> N
     method = sent.get("method")
     assert method in METHODS, f"a result for method {method!r}: {body}"
     operation = METHODS[method][1]
-    if version == "1.0" and operation in RESULTS_10:
-        parse_v1(body["result"], RESULTS_10[operation])
+    result = _without_delivery(body["result"])  # a2ad's push-delivery counts, checked apart
+    if version == "1.0" and operation is Operation.DELETE_PUSH_CONFIG:
+        assert result == {}, body  # google.protobuf.Empty
+    elif version == "1.0" and operation in RESULTS_10:
+        parse_v1(result, RESULTS_10[operation])
     elif version == "0.3" and operation in RESULTS_03:
-        validate_03(shape, RESULTS_03[operation])
+        validate_03({**shape, "result": result}, RESULTS_03[operation])
     elif operation is not Operation.LIST:
         raise AssertionError(f"a result for {method} in {version}: {body}")

@@ -35,6 +35,7 @@ from a2ad import (
     TaskStatusUpdateEvent,
     TextPart,
 )
+from a2ad.protocol.model import AuthenticationInfo, TaskPushNotificationConfig
 from a2ad.store import sqlite_schema
 from a2ad.store.base import (
     Lease,
@@ -45,6 +46,8 @@ from a2ad.store.base import (
     StoreError,
     StoreFullError,
     TaskStore,
+    Webhook,
+    WebhookState,
 )
 from a2ad.store.serving_lock import StoreInUseError
 from a2ad.store.sqlite import SCHEMA_VERSION, SchemaVersionError, SqliteStore
@@ -219,12 +222,30 @@ async def test_everything_written_is_read_back_identically_after_reopening(path:
 async def test_a_new_file_gets_the_current_schema_in_wal_mode(
     store: SqliteStore, path: Path
 ) -> None:
-    assert SCHEMA_VERSION == 1
+    assert SCHEMA_VERSION == 2
     assert pragma(path, "user_version") == SCHEMA_VERSION
     assert pragma(path, "journal_mode") == "wal"
     with raw(path) as conn:
         names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
     assert {"tasks", "events", "tasks_by_time", "tasks_by_context", "tasks_by_state"} <= names
+    assert {"webhooks", "deliveries"} <= names
+
+
+async def test_a_version_1_file_gets_webhooks_and_keeps_its_tasks(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with monkeypatch.context() as patched:  # an a2ad from before push notifications
+        patched.setattr(sqlite_schema, "_MIGRATIONS", sqlite_schema._MIGRATIONS[:1])
+        patched.setattr(sqlite_schema, "SCHEMA_VERSION", 1)
+        async with SqliteStore(path) as store:
+            created = await store.create(new_task("t"))
+    assert pragma(path, "user_version") == 1
+    async with SqliteStore(path) as store:
+        assert await store.get("t") == created
+        config = TaskPushNotificationConfig(url="https://example.com/h", id="w", task_id="t")
+        assert await store.put_webhook(Webhook(config, "1.0")) is True
+        assert [d.item for d in await store.deliveries(("t", "w"), 10)] == [created.task]
+    assert pragma(path, "user_version") == SCHEMA_VERSION
 
 
 @pytest.mark.parametrize("kind", ["empty file", "database without tables"])
@@ -252,12 +273,12 @@ async def test_an_upgrade_runs_only_the_missing_steps_and_keeps_the_data(
     def step_2(conn: sqlite3.Connection) -> None:
         conn.execute("CREATE TABLE added_in_2 (x)")
 
-    # Step 1 run a second time would fail: its tables exist.
+    # The earlier steps run a second time would fail: their tables exist.
     monkeypatch.setattr(sqlite_schema, "_MIGRATIONS", (*sqlite_schema._MIGRATIONS, step_2))
-    monkeypatch.setattr(sqlite_schema, "SCHEMA_VERSION", 2)
+    monkeypatch.setattr(sqlite_schema, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
     async with SqliteStore(path) as store:
         assert await store.get("t") == created
-    assert pragma(path, "user_version") == 2
+    assert pragma(path, "user_version") == SCHEMA_VERSION + 1
     with raw(path) as conn:
         assert conn.execute("SELECT count(*) FROM added_in_2").fetchone() == (0,)
 
@@ -390,6 +411,30 @@ async def test_two_stores_on_one_file_see_each_others_writes(path: Path) -> None
         for store in (one, two):
             page = await store.list(ListQuery(page_size=100))
             assert page.total == 61 and len(page.tasks) == 61
+
+
+async def test_webhooks_and_their_pending_deliveries_are_read_back_after_reopening(
+    path: Path,
+) -> None:
+    auth = AuthenticationInfo(scheme="Bearer", credentials="s3cret")
+    config = TaskPushNotificationConfig(
+        url="https://example.com/h", id="w", task_id="t", token="tok", authentication=auth
+    )
+    async with SqliteStore(path) as store:
+        await store.create(new_task("t"))
+        await store.put_webhook(Webhook(config, "0.3"))
+        await store.append("t", 0, [status("t", TaskState.WORKING, ts(1))])
+        first, second = await store.deliveries(("t", "w"), 10)
+        await store.delivery_failed(first, "HTTP 503", retry_at=123.5)
+        before = await store.deliveries(("t", "w"), 10)
+    async with SqliteStore(path) as store:
+        assert await store.get_webhook(("t", "w")) == WebhookState(
+            Webhook(config, "0.3"), 2, 0, 0, "HTTP 503"
+        )
+        assert await store.deliveries(("t", "w"), 10) == before
+        assert before[0].attempts == 1 and before[1] == second
+        assert await store.due_webhooks(123.4, 10) == []
+        assert await store.due_webhooks(123.5, 10) == [("t", "w")]
 
 
 # --- eviction across restarts ---

@@ -28,12 +28,14 @@ from a2ad import (
     TaskStatusUpdateEvent,
     TextPart,
 )
+from a2ad.protocol.model import TaskPushNotificationConfig
 from a2ad.store import memory as memory_backend
 from a2ad.store import sqlite as sqlite_backend
 from a2ad.store.base import (
     MAX_ARTIFACT_PARTS,
     MAX_ARTIFACTS,
     MAX_HISTORY,
+    MAX_WEBHOOKS,
     EventLimitError,
     Lease,
     ListQuery,
@@ -43,6 +45,11 @@ from a2ad.store.base import (
     StoredTask,
     TaskStore,
     TerminalTaskError,
+    Webhook,
+    WebhookLimitError,
+    Webhooks,
+    WebhookState,
+    apply_event,
 )
 from a2ad.store.sqlite import SqliteStore
 
@@ -840,3 +847,217 @@ async def test_a_deleted_task_leaves_nothing_for_a_new_task_of_the_same_id(
     s = await store.append("t", 0, [status(again, TaskState.WORKING, ts(11))])
     assert s.seq == 1
     assert [e.seq for e in await store.events("t", 0)] == [1]
+
+
+# --- webhooks: push-notification configs and their delivery outbox ---
+
+
+def hook(task_id: str, config_id: str = "w", version: str = "1.0", url: str = "") -> Webhook:
+    config = TaskPushNotificationConfig(
+        url=url or f"https://example.com/{config_id}", id=config_id, task_id=task_id
+    )
+    return Webhook(config, version)
+
+
+def webhooks(store: TaskStore) -> Webhooks:
+    assert isinstance(store, Webhooks)
+    return store
+
+
+async def test_a_new_webhook_gets_the_task_as_it_stands_then_every_event_in_order(
+    store: TaskStore,
+) -> None:
+    task = new_task("t")
+    await put(store, task, (TaskState.WORKING, ts(1)))
+    assert await webhooks(store).put_webhook(hook("t")) is True
+    events = [artifact(task, "a", "x"), status(task, TaskState.COMPLETED, ts(2), "done")]
+    await store.append("t", 1, events[:1])
+    await store.append("t", 2, events[1:])
+    current = await store.get("t")
+    assert current is not None
+    pending = await webhooks(store).deliveries(("t", "w"), 10)
+    assert [(d.seq, d.attempts, d.snapshot) for d in pending] == [
+        (1, 0, None),
+        (2, 0, None),
+        (3, 0, None),
+    ]
+    assert isinstance(pending[0].item, Task) and pending[0].item.status.state is TaskState.WORKING
+    assert [d.item for d in pending[1:]] == events
+    assert [d.key for d in pending] == [("t", "w")] * 3
+    assert pending[0].id < pending[1].id < pending[2].id
+    assert pending[0].item.id == "t" and current.task.status.state is TaskState.COMPLETED
+
+
+async def test_a_0_3_webhook_gets_the_task_as_it_stood_after_each_event(store: TaskStore) -> None:
+    task = new_task("t")
+    await store.create(task)
+    await webhooks(store).put_webhook(hook("t", version="0.3"))
+    batch = [status(task, TaskState.WORKING, ts(1)), artifact(task, "a", "x")]
+    after = await store.append("t", 0, batch)
+    pending = await webhooks(store).deliveries(("t", "w"), 10)
+    assert [d.seq for d in pending] == [0, 1, 2]
+    assert pending[0].snapshot == pending[0].item == task
+    assert pending[1].snapshot == apply_event(task, batch[0])
+    assert pending[2].snapshot == after.task
+
+
+async def test_each_webhook_has_its_own_deliveries(store: TaskStore) -> None:
+    task = new_task("t")
+    await store.create(task)
+    outbox = webhooks(store)
+    await outbox.put_webhook(hook("t", "one"))
+    await outbox.put_webhook(hook("t", "two"))
+    await store.append("t", 0, [status(task, TaskState.WORKING, ts(1))])
+    one = await outbox.deliveries(("t", "one"), 10)
+    for delivery in one:
+        await outbox.delivered(delivery)
+    assert await outbox.deliveries(("t", "one"), 10) == []
+    assert [d.seq for d in await outbox.deliveries(("t", "two"), 10)] == [0, 1]
+    assert (
+        await outbox.deliveries(("t", "two"), 1) == (await outbox.deliveries(("t", "two"), 9))[:1]
+    )
+
+
+async def test_a_webhook_for_an_unknown_task_raises_missing_task(store: TaskStore) -> None:
+    with pytest.raises(MissingTaskError):
+        await webhooks(store).put_webhook(hook("nope"))
+    assert await webhooks(store).list_webhooks("nope") is None
+    assert await webhooks(store).get_webhook(("nope", "w")) is None
+
+
+async def test_a_task_takes_at_most_max_webhooks_and_setting_one_again_replaces_it(
+    store: TaskStore,
+) -> None:
+    task = new_task("t")
+    await store.create(task)
+    outbox = webhooks(store)
+    for i in range(MAX_WEBHOOKS):
+        assert await outbox.put_webhook(hook("t", f"w{i}")) is True
+    with pytest.raises(WebhookLimitError):
+        await outbox.put_webhook(hook("t", "one-too-many"))
+    replaced = hook("t", "w3", version="0.3", url="https://example.org/new")
+    assert await outbox.put_webhook(replaced) is False  # not new: the limit does not apply
+    listed = await outbox.list_webhooks("t")
+    assert listed is not None
+    assert [s.webhook.config.id for s in listed] == [f"w{i}" for i in range(MAX_WEBHOOKS)]
+    assert listed[3].webhook == replaced
+    assert [d.seq for d in await outbox.deliveries(("t", "w3"), 10)] == [0]  # nothing added
+    assert await outbox.get_webhook(("t", "one-too-many")) is None
+
+
+async def test_a_delivered_delivery_is_gone_and_counted_and_the_webhook_due_until_none_is_left(
+    store: TaskStore,
+) -> None:
+    task = new_task("t")
+    await store.create(task)
+    outbox = webhooks(store)
+    assert await outbox.due_webhooks(1e12, 10) == []
+    await outbox.put_webhook(hook("t"))
+    await store.append("t", 0, [status(task, TaskState.WORKING, ts(1))])
+    assert await outbox.due_webhooks(0.0, 10) == [("t", "w")]
+    first, second = await outbox.deliveries(("t", "w"), 10)
+    assert await outbox.delivered(first) is True
+    assert await outbox.delivered(first) is False  # a second time: gone already
+    assert await outbox.get_webhook(("t", "w")) == WebhookState(hook("t"), 1, 1, 0, "")
+    assert await outbox.due_webhooks(0.0, 10) == [("t", "w")]
+    await outbox.delivered(second)
+    assert await outbox.get_webhook(("t", "w")) == WebhookState(hook("t"), 0, 2, 0, "")
+    assert await outbox.due_webhooks(1e12, 10) == []
+    await store.append("t", 1, [status(task, TaskState.COMPLETED, ts(2))])
+    assert await outbox.due_webhooks(0.0, 10) == [("t", "w")]
+
+
+async def test_a_failed_attempt_is_counted_and_retried_no_sooner_than_asked(
+    store: TaskStore,
+) -> None:
+    await store.create(new_task("t"))
+    outbox = webhooks(store)
+    await outbox.put_webhook(hook("t"))
+    (delivery,) = await outbox.deliveries(("t", "w"), 10)
+    await outbox.delivery_failed(delivery, "HTTP 503", retry_at=100.0)
+    assert await outbox.due_webhooks(99.9, 10) == []
+    assert await outbox.due_webhooks(100.0, 10) == [("t", "w")]
+    (again,) = await outbox.deliveries(("t", "w"), 10)
+    assert again == delivery._replace(attempts=1)
+    assert await outbox.get_webhook(("t", "w")) == WebhookState(hook("t"), 1, 0, 0, "HTTP 503")
+    await outbox.delivered(again)
+    assert await outbox.get_webhook(("t", "w")) == WebhookState(hook("t"), 0, 1, 0, "HTTP 503")
+
+
+async def test_a_dead_lettered_delivery_is_gone_and_counted_and_the_next_is_due(
+    store: TaskStore,
+) -> None:
+    task = new_task("t")
+    await store.create(task)
+    outbox = webhooks(store)
+    await outbox.put_webhook(hook("t"))
+    await store.append("t", 0, [status(task, TaskState.WORKING, ts(1))])
+    first, second = await outbox.deliveries(("t", "w"), 10)
+    await outbox.delivery_failed(first, "HTTP 500", retry_at=500.0)
+    await outbox.delivery_failed(first, "HTTP 500 again", retry_at=None)
+    assert await outbox.deliveries(("t", "w"), 10) == [second]
+    assert await outbox.due_webhooks(0.0, 10) == [("t", "w")]
+    state = await outbox.get_webhook(("t", "w"))
+    assert state == WebhookState(hook("t"), 1, 0, 1, "HTTP 500 again")
+    await outbox.delivery_failed(second, "refused", retry_at=None)
+    assert await outbox.due_webhooks(1e12, 10) == []
+    assert await outbox.get_webhook(("t", "w")) == WebhookState(hook("t"), 0, 0, 2, "refused")
+
+
+async def test_deleting_a_webhook_deletes_its_deliveries(store: TaskStore) -> None:
+    await store.create(new_task("t"))
+    outbox = webhooks(store)
+    await outbox.put_webhook(hook("t"))
+    (delivery,) = await outbox.deliveries(("t", "w"), 10)
+    assert await outbox.delete_webhook(("t", "w")) is True
+    assert await outbox.delete_webhook(("t", "w")) is False
+    assert await outbox.list_webhooks("t") == []
+    assert await outbox.deliveries(("t", "w"), 10) == []
+    assert await outbox.due_webhooks(1e12, 10) == []
+    assert await outbox.delivered(delivery) is False  # gone: nothing happens
+    assert await outbox.delivery_failed(delivery, "x", retry_at=None) is False
+    assert await outbox.delivery_failed(delivery, "x", retry_at=1.0) is False
+    # Set again under the same id, it starts afresh.
+    await outbox.put_webhook(hook("t"))
+    assert await outbox.get_webhook(("t", "w")) == WebhookState(hook("t"), 1, 0, 0, "")
+
+
+async def test_due_webhooks_come_longest_due_first_and_at_most_limit(store: TaskStore) -> None:
+    outbox = webhooks(store)
+    for name in ("a", "b", "c"):
+        await store.create(new_task(name))
+        await outbox.put_webhook(hook(name))
+    for name, at in (("a", 30.0), ("b", 10.0), ("c", 20.0)):
+        (delivery,) = await outbox.deliveries((name, "w"), 1)
+        await outbox.delivery_failed(delivery, "x", retry_at=at)
+    assert await outbox.due_webhooks(25.0, 10) == [("b", "w"), ("c", "w")]
+    assert await outbox.due_webhooks(99.0, 2) == [("b", "w"), ("c", "w")]
+    assert await outbox.due_webhooks(99.0, 10) == [("b", "w"), ("c", "w"), ("a", "w")]
+
+
+async def test_a_deleted_task_takes_its_webhooks_and_deliveries_with_it(store: TaskStore) -> None:
+    task = new_task("t", timestamp=ts(1))
+    await store.create(task)
+    outbox = webhooks(store)
+    await outbox.put_webhook(hook("t"))
+    await store.append("t", 0, [status(task, TaskState.COMPLETED, ts(2))])
+    assert await store.delete_terminal(ts(9), 10) == ["t"]
+    assert await outbox.list_webhooks("t") is None
+    assert await outbox.get_webhook(("t", "w")) is None
+    assert await outbox.deliveries(("t", "w"), 10) == []
+    assert await outbox.due_webhooks(1e12, 10) == []
+    await store.create(new_task("t", timestamp=ts(10)))
+    assert await outbox.list_webhooks("t") == []
+
+
+async def test_a_refused_append_enqueues_nothing(store: TaskStore) -> None:
+    task = new_task("t")
+    await store.create(task)
+    outbox = webhooks(store)
+    await outbox.put_webhook(hook("t"))
+    with pytest.raises(SequenceConflictError):
+        await store.append("t", 5, [status(task, TaskState.WORKING, ts(1))])
+    too_many = artifact(task, "a", *["p"] * (MAX_ARTIFACT_PARTS + 1))
+    with pytest.raises(EventLimitError):
+        await store.append("t", 0, [status(task, TaskState.WORKING, ts(1)), too_many])
+    assert [d.seq for d in await outbox.deliveries(("t", "w"), 10)] == [0]

@@ -173,6 +173,14 @@ def serve(
             help="A request's body must arrive within this of its headers (408 otherwise)."
         ),
     ] = "30s",
+    allow_private_webhooks: Annotated[
+        bool,
+        typer.Option(
+            "--allow-private-webhooks",
+            help="Deliver push notifications to webhooks on loopback, private or link-local "
+            "addresses too (refused by default, against server-side request forgery).",
+        ),
+    ] = False,
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
     model: Annotated[
         str | None,
@@ -224,6 +232,7 @@ def serve(
         retention_seconds=keep,
         task_timeout=timeout,
         lease_seconds=lease_seconds,
+        allow_private_webhooks=allow_private_webhooks,
     )
     # After the usage checks, so that a usage error stays one line.
     limits = ConnectionLimits(

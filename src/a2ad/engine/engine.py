@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -20,6 +21,7 @@ from msgspec import UNSET
 from ..agent import Agent
 from ..protocol.errors import (
     InvalidParamsError,
+    PushNotificationNotSupportedError,
     ServerBusyError,
     TaskNotCancelableError,
     TaskNotFoundError,
@@ -45,11 +47,14 @@ from ..store.base import (
     TaskStore,
     TerminalTaskError,
     Upkeep,
+    Webhook,
+    Webhooks,
 )
 from .bus import Bus, LocalBus
 from .deadlines import Deadline, deadline_for
 from .invocation import Invocation, agent_message
 from .lifecycle import InvalidTransitionError
+from .push import PushNotifications, PushPolicy
 from .runner import Runner
 from .streams import EventStream
 from .upkeep import Maintenance
@@ -79,7 +84,9 @@ def task_view(
 
 class Engine:
     """Runs ``agent`` over tasks kept in ``store``, publishing on ``bus`` (this
-    process's own by default)."""
+    process's own by default). With a store that keeps webhooks, ``push``
+    delivers task events to them (engine/push.py): under ``push_policy``, and
+    to hosts that are not public only with ``allow_private_webhooks``."""
 
     def __init__(
         self,
@@ -93,6 +100,8 @@ class Engine:
         retention_seconds: float | None = None,
         task_timeout: float | None = None,
         clock: Clock = system_clock,
+        push_policy: PushPolicy | None = None,
+        allow_private_webhooks: bool = False,
     ) -> None:
         if lease_seconds <= 0:
             raise ValueError("lease_seconds must be positive")
@@ -106,7 +115,14 @@ class Engine:
         self.clock = clock
         # This server instance: it holds the leases of the tasks it runs.
         self.instance = uuid.uuid4().hex
-        self._writer = Writer(store, self.bus)
+        self.push = (
+            PushNotifications(
+                store, clock=clock, policy=push_policy, allow_private=allow_private_webhooks
+            )
+            if isinstance(store, Webhooks)
+            else None
+        )
+        self._writer = Writer(store, self.bus, stored=self.push.stored if self.push else None)
         self._runner = Runner()
         self._maintenance = (
             Maintenance(
@@ -146,6 +162,8 @@ class Engine:
         await self.maintain_once()
         if self._maintenance is not None:
             self._upkeep_loop = asyncio.ensure_future(self._maintenance.run())
+        if self.push is not None:
+            await self.push.start()
         self._started = True
 
     async def maintain_once(self) -> None:
@@ -198,6 +216,8 @@ class Engine:
                 extra={"running": left},
             )
         await self._runner.aclose()
+        if self.push is not None:  # what it has not delivered waits in the store
+            await self.push.aclose()
         self.bus.close_all()
         self._watchdog.stop()
 
@@ -210,14 +230,17 @@ class Engine:
 
     # --- operations ---
 
-    async def send(self, request: SendMessageRequest) -> Task | Message:
+    async def send(
+        self, request: SendMessageRequest, *, webhooks: Sequence[Webhook] = ()
+    ) -> Task | Message:
         """SendMessage: blocks until the task is terminal or interrupted, unless
         ``configuration.returnImmediately``; returns the task, or the agent's
-        single Message."""
+        single Message. ``webhooks`` (checked by the caller) are set on the
+        task before the agent starts."""
         config = request.configuration
         immediately = config is not UNSET and config.return_immediately
         history_length = config.history_length if config is not UNSET else UNSET
-        invocation = await self._start(request, immediately=immediately)
+        invocation = await self._start(request, immediately=immediately, webhooks=webhooks)
         if immediately:
             head = invocation.head.result()
             assert isinstance(head, StoredTask)
@@ -227,12 +250,16 @@ class Engine:
         result = await invocation.outcome
         return result if isinstance(result, Message) else task_view(result, history_length)
 
-    async def stream(self, request: SendMessageRequest) -> EventStream:
+    async def stream(
+        self, request: SendMessageRequest, *, webhooks: Sequence[Webhook] = ()
+    ) -> EventStream:
         """SendStreamingMessage: the stream of this request's turn."""
         task_id = request.message.task_id or new_id()
         sub = self.bus.subscribe(task_id, maxsize=self.stream_buffer)
         try:
-            invocation = await self._start(request, immediately=False, task_id=task_id)
+            invocation = await self._start(
+                request, immediately=False, task_id=task_id, webhooks=webhooks
+            )
             head = await invocation.head  # this request's alone, as in send
         except BaseException:
             sub.close()
@@ -324,17 +351,29 @@ class Engine:
     # --- starting a turn ---
 
     async def _start(
-        self, request: SendMessageRequest, *, immediately: bool, task_id: TaskId = ""
+        self,
+        request: SendMessageRequest,
+        *,
+        immediately: bool,
+        task_id: TaskId = "",
+        webhooks: Sequence[Webhook] = (),
     ) -> Invocation:
-        """Start the agent on a new task or on a follow-up; with ``immediately``,
-        a new task is stored before the agent starts."""
+        """Start the agent on a new task or on a follow-up; with ``immediately``
+        or ``webhooks``, a new task is stored before the agent starts (and the
+        webhooks set on it, so that they get every event)."""
         if self._closing:
             raise ServerBusyError("The server is shutting down; send the message again later")
+        if webhooks and self.push is None:
+            raise PushNotificationNotSupportedError(
+                "This server's task store keeps no push notification configs"
+            )
         message = request.message
         metadata = request.metadata if request.metadata is not UNSET else {}
         deadline: Deadline | None = None
         created: StoredTask | None = None
         if message.task_id:
+            if webhooks and self.push is not None:  # before its events: it gets them all
+                await self.push.register(message.task_id, webhooks)
             created = await self._resume(message)
             task = created.task
             message, history, context_id = task.history[-1], task.history, task.context_id
@@ -360,8 +399,10 @@ class Engine:
             closing=lambda: self._closing,
             clock=self.clock,
         )
-        if immediately and created is None:
+        if (immediately or webhooks) and created is None:
             await invocation.create_now()
+            if self.push is not None:
+                await self.push.register(invocation.task_id, webhooks)
         self._runner.start(invocation)
         return invocation
 

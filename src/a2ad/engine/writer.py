@@ -20,7 +20,7 @@ the rest are stored, as if each had been applied on its own.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import msgspec
@@ -54,9 +54,16 @@ class Batch(NamedTuple):
 
 
 class Writer:
-    def __init__(self, store: TaskStore, bus: Bus) -> None:
+    """``stored(task_id, ended)`` is called after each event is stored (the push
+    worker's wake-up: the store has queued the event's deliveries by then);
+    ``ended``: the event made the task terminal."""
+
+    def __init__(
+        self, store: TaskStore, bus: Bus, *, stored: Callable[[TaskId, bool], None] | None = None
+    ) -> None:
         self.store = store
         self.bus = bus
+        self._stored = stored
 
     async def create(
         self,
@@ -186,6 +193,8 @@ class Writer:
     def _announce(self, task_id: TaskId, item: Published) -> None:
         self.bus.publish(task_id, item)
         state = item.snapshot.status.state
+        if self._stored is not None:
+            self._stored(task_id, state.terminal)
         if (state.terminal or state.interrupted) and isinstance(item.event, TaskStatusUpdateEvent):
             log.info(
                 "task %s",

@@ -23,13 +23,18 @@ import msgspec
 
 from .errors import A2AError, MethodNotFoundError, VersionNotSupportedError
 from .model import (
+    GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse,
     ListTasksRequest,
     ListTasksResponse,
     Message,
     SendMessageRequest,
     Task,
+    TaskEvent,
     TaskIdRequest,
+    TaskPushNotificationConfig,
 )
 from .requests import TaskQuery
 from .types import StreamItem
@@ -105,6 +110,22 @@ class Dialect(Protocol):
         """HTTP headers a client sends with every request of this version."""
         ...
 
+    @property
+    def send_push_field(self) -> str:
+        """Where a send's params carry a webhook for its task (to name it in errors)."""
+        ...
+
+    @property
+    def push_config_field(self) -> str:
+        """Where CreateTaskPushNotificationConfig's params carry the config's own
+        fields (``url``, ``token``...): "" at the top."""
+        ...
+
+    @property
+    def push_media_type(self) -> str:
+        """The Content-Type of what ``encode_push`` gives."""
+        ...
+
     def wire_error(self, error: A2AError, method: str) -> A2AError:
         """``error`` as this version answers it (where the versions differ)."""
         ...
@@ -146,6 +167,54 @@ class Dialect(Protocol):
     def encode_stream_item(self, item: StreamItem, final: bool) -> bytes: ...
 
     def decode_stream_item(self, raw: bytes) -> StreamItem: ...
+
+    # --- push notifications: the four config methods, and the webhook's payload ---
+
+    def decode_push_config(self, raw: msgspec.Raw, method: str) -> TaskPushNotificationConfig:
+        """CreateTaskPushNotificationConfig params, checked (``checked_push_config``)."""
+        ...
+
+    def encode_push_config(self, config: TaskPushNotificationConfig) -> bytes:
+        """A config: the client's create params, and the server's answer to
+        create and get (params and result have one shape in each version)."""
+        ...
+
+    def decode_push_config_result(self, raw: bytes) -> TaskPushNotificationConfig: ...
+
+    def decode_push_config_id(
+        self, raw: msgspec.Raw, method: str
+    ) -> GetTaskPushNotificationConfigRequest:
+        """Get and DeleteTaskPushNotificationConfig params."""
+        ...
+
+    def encode_push_config_id(self, request: GetTaskPushNotificationConfigRequest) -> bytes: ...
+
+    def decode_list_push_configs(
+        self, raw: msgspec.Raw, method: str
+    ) -> ListTaskPushNotificationConfigsRequest: ...
+
+    def encode_list_push_configs(
+        self, request: ListTaskPushNotificationConfigsRequest
+    ) -> bytes: ...
+
+    def encode_push_config_page(self, page: ListTaskPushNotificationConfigsResponse) -> bytes: ...
+
+    def decode_push_config_page(self, raw: bytes) -> ListTaskPushNotificationConfigsResponse: ...
+
+    def encode_deleted(self) -> bytes:
+        """DeleteTaskPushNotificationConfig's result."""
+        ...
+
+    def decode_deleted(self, raw: bytes) -> None: ...
+
+    def encode_push(self, item: Task | TaskEvent, snapshot: Task | None) -> bytes:
+        """What a webhook of this version receives for ``item`` (the task as it
+        stood when the webhook was set, or a stored event); ``snapshot`` is the
+        task right after it, which 0.3 sends. The receiver reads it back with
+        ``decode_push``."""
+        ...
+
+    def decode_push(self, raw: bytes) -> StreamItem: ...
 
 
 DIALECTS: Mapping[str, Dialect] = MappingProxyType({"1.0": V1, "0.3": V03})

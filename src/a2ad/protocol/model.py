@@ -23,15 +23,21 @@ __all__ = [
     "MAX_ID_LENGTH",
     "MAX_JSON_DEPTH",
     "MAX_PARTS",
+    "MAX_PUSH_URL_LENGTH",
     "TERMINAL_STATES",
     "Artifact",
+    "AuthenticationInfo",
     "DataPart",
     "FilePart",
+    "GetTaskPushNotificationConfigRequest",
     "GetTaskRequest",
+    "ListTaskPushNotificationConfigsRequest",
+    "ListTaskPushNotificationConfigsResponse",
     "ListTasksRequest",
     "ListTasksResponse",
     "Message",
     "Part",
+    "PushDeliveryStatus",
     "Role",
     "SendMessageConfiguration",
     "SendMessageRequest",
@@ -41,6 +47,7 @@ __all__ = [
     "TaskArtifactUpdateEvent",
     "TaskEvent",
     "TaskIdRequest",
+    "TaskPushNotificationConfig",
     "TaskState",
     "TaskStatus",
     "TaskStatusUpdateEvent",
@@ -245,6 +252,71 @@ class SendMessageResponse(_Wire, frozen=True):
     message: Message | UnsetType = UNSET
 
 
+# --- push notifications ---
+
+MAX_PUSH_URL_LENGTH = 2048
+# Sent as HTTP header values, so bounded like headers; checked for control
+# characters where a request is decoded (protocol/requests.py).
+PushUrl = Annotated[str, Meta(min_length=1, max_length=MAX_PUSH_URL_LENGTH)]
+PushToken = Annotated[str, Meta(max_length=1024)]
+AuthScheme = Annotated[str, Meta(min_length=1, max_length=64)]
+AuthCredentials = Annotated[str, Meta(max_length=4096)]
+OptionalId = Annotated[str, Meta(max_length=MAX_ID_LENGTH)]
+
+
+class AuthenticationInfo(_Wire, frozen=True):
+    """What a webhook's receiver wants in ``Authorization: <scheme> <credentials>``."""
+
+    scheme: AuthScheme
+    credentials: AuthCredentials = ""
+
+
+class PushDeliveryStatus(_Wire, frozen=True):
+    """a2ad extension, beside a config that GetTaskPushNotificationConfig and
+    ListTaskPushNotificationConfigs answer (``a2adDelivery``): how its deliveries
+    went. ``deadLettered`` counts events given up after every attempt failed;
+    ``lastError`` says why the last attempt that failed did."""
+
+    pending: int
+    delivered: int
+    dead_lettered: int
+    last_error: str = ""
+
+
+class TaskPushNotificationConfig(_Wire, frozen=True):
+    """A webhook of a task: CreateTaskPushNotificationConfig's params and the
+    config every push-config method answers. An empty ``id`` means the task's id."""
+
+    url: PushUrl
+    id: OptionalId = ""
+    task_id: OptionalId = ""
+    token: PushToken = ""
+    authentication: AuthenticationInfo | UnsetType = UNSET
+    tenant: str = ""
+    a2ad_delivery: PushDeliveryStatus | UnsetType = UNSET  # answers only; ignored in requests
+
+
+class GetTaskPushNotificationConfigRequest(_Wire, frozen=True):
+    """GetTaskPushNotificationConfig params, and DeleteTaskPushNotificationConfig's
+    (the same fields). 0.3 may leave ``id`` empty on a get: the task's first config."""
+
+    task_id: Id
+    id: OptionalId = ""
+    tenant: str = ""
+
+
+class ListTaskPushNotificationConfigsRequest(_Wire, frozen=True):
+    task_id: Id
+    page_size: Annotated[int, Meta(ge=0, le=2**31 - 1)] = 0  # 0: all of them
+    page_token: str = ""
+    tenant: str = ""
+
+
+class ListTaskPushNotificationConfigsResponse(_Wire, frozen=True):
+    configs: list[TaskPushNotificationConfig]
+    next_page_token: str = ""
+
+
 # --- requests (the 1.0 params; 0.3 params are translated into these) ---
 
 HistoryLength = Annotated[int, Meta(ge=0, le=2**31 - 1)]  # proto int32
@@ -254,7 +326,8 @@ class SendMessageConfiguration(_Wire, frozen=True):
     accepted_output_modes: list[str] = field(default_factory=list)
     history_length: HistoryLength | UnsetType = UNSET
     return_immediately: bool = False
-    task_push_notification_config: Json | UnsetType = UNSET
+    # A webhook for the message's task (its taskId and id are left empty).
+    task_push_notification_config: TaskPushNotificationConfig | UnsetType = UNSET
 
 
 class SendMessageRequest(_Wire, frozen=True):

@@ -1,8 +1,9 @@
 """Checks on requests that the wire types cannot express, done once as they are
 decoded, so the engine receives requests that are already valid: context ids, how
 deep a message's free-form JSON nests, ListTasks' state, timestamp and page token
-(an opaque cursor, base64 of JSON), and no push-notification config in a message
-(this server sends no pushes)."""
+(an opaque cursor, base64 of JSON), and a push-notification config's URL and
+header values. (Where a webhook's URL may point, which needs DNS, is checked by
+the engine: engine/webhook_urls.py.)"""
 
 from __future__ import annotations
 
@@ -10,17 +11,19 @@ import base64
 import binascii
 from datetime import UTC
 from typing import Any, NamedTuple
+from urllib.parse import urlsplit
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from .errors import InvalidParamsError, PushNotificationNotSupportedError
+from .errors import InvalidParamsError
 from .model import (
     MAX_ID_LENGTH,
     MAX_JSON_DEPTH,
     HistoryLength,
     ListTasksRequest,
     SendMessageRequest,
+    TaskPushNotificationConfig,
     TaskState,
     parse_state,
     parse_timestamp,
@@ -29,6 +32,7 @@ from .types import Cursor, format_timestamp
 
 __all__ = [
     "TaskQuery",
+    "checked_push_config",
     "checked_send",
     "decode_page_token",
     "encode_page_token",
@@ -73,11 +77,17 @@ def task_query(request: ListTasksRequest) -> TaskQuery:
 
 
 def checked_send(
-    request: SendMessageRequest, params: msgspec.Raw, *, method: str, push_field: str
+    request: SendMessageRequest,
+    params: msgspec.Raw,
+    *,
+    method: str,
+    push_field: str,
+    scheme_field: str = "authentication.scheme",
 ) -> SendMessageRequest:
     """``request``, decoded from ``params``, once it passed the checks its type
     cannot express; raises InvalidParamsError naming the field. ``push_field`` is
-    where the request's dialect carries a push-notification config, to name it."""
+    where the request's dialect carries a push-notification config, to name it
+    (and ``scheme_field`` its authentication scheme, as ``checked_push_config``)."""
     message = request.message
     context_id = message.context_id
     if context_id and (len(context_id) > MAX_ID_LENGTH or not context_id.isprintable()):
@@ -87,12 +97,11 @@ def checked_send(
         )
     config = request.configuration
     if config is not UNSET and config.task_push_notification_config is not UNSET:
-        # Refused, not ignored: a client that asked for pushes would wait for them forever.
-        raise PushNotificationNotSupportedError(
-            f"{method}: `{push_field}` asks for push notifications, which this server does "
-            "not support (its agent card says capabilities.pushNotifications: false); send "
-            "the message without it and follow the task with a stream or GetTask",
+        checked_push_config(
+            config.task_push_notification_config,
+            method=method,
             field=push_field,
+            scheme_field=scheme_field,
         )
     # Nesting past MAX_JSON_DEPTH takes more opening brackets than that (those in
     # strings count too; the walk then decides): most messages skip the walk.
@@ -100,6 +109,63 @@ def checked_send(
     if text.count(b"{") + text.count(b"[") > MAX_JSON_DEPTH:
         _check_nesting(request)
     return request
+
+
+def checked_push_config(
+    config: TaskPushNotificationConfig,
+    *,
+    method: str,
+    field: str,
+    scheme_field: str = "authentication.scheme",
+) -> TaskPushNotificationConfig:
+    """``config``, or InvalidParamsError: its URL is not an absolute http(s) URL
+    with a host, or a value sent as a header holds a control character.
+    ``field`` is where the dialect carries the config ("" at the top), and
+    ``scheme_field`` where, in it, the authentication scheme is."""
+    at = f"{field}." if field else ""
+    url = config.url
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (raises ValueError for a port that is not one)
+    except ValueError:
+        parts = None
+    if (
+        parts is None
+        or parts.scheme.lower() not in ("http", "https")
+        or not parts.hostname
+        or not url.isprintable()
+        or " " in url
+    ):
+        raise InvalidParamsError(
+            f"{method}: `{at}url` must be an absolute http:// or https:// URL with a host, "
+            f"not {url[:200]!r}",
+            field=f"{at}url",
+        )
+    if parts.username is not None:
+        raise InvalidParamsError(
+            f"{method}: `{at}url` must not carry a user name or password; put the receiver's "
+            f"credentials in `{at}authentication` (or its token in `{at}token`)",
+            field=f"{at}url",
+        )
+    auth = config.authentication
+    for name, value in (
+        ("token", config.token),
+        (scheme_field, "" if auth is UNSET else auth.scheme),
+        ("authentication.credentials", "" if auth is UNSET else auth.credentials),
+    ):
+        if not (value.isascii() and value.isprintable()):
+            raise InvalidParamsError(
+                f"{method}: `{at}{name}` is sent as an HTTP header value: use printable ASCII "
+                "only (no line break or other control character)",
+                field=f"{at}{name}",
+            )
+    if auth is not UNSET and " " in auth.scheme:
+        raise InvalidParamsError(
+            f"{method}: `{at}{scheme_field}` must be one word, such as Bearer or Basic, "
+            f"not {auth.scheme!r}",
+            field=f"{at}{scheme_field}",
+        )
+    return config
 
 
 def _check_nesting(request: SendMessageRequest) -> None:

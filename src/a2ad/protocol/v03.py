@@ -28,29 +28,41 @@ from .model import (
     MAX_ID_LENGTH,
     MAX_PARTS,
     Artifact,
+    AuthCredentials,
+    AuthenticationInfo,
+    AuthScheme,
+    GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
     HistoryLength,
+    ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse,
     ListTasksRequest,
     ListTasksResponse,
     Message,
+    OptionalId,
     Part,
+    PushDeliveryStatus,
+    PushToken,
+    PushUrl,
     Role,
     SendMessageConfiguration,
     SendMessageRequest,
     Task,
     TaskArtifactUpdateEvent,
+    TaskEvent,
     TaskIdRequest,
+    TaskPushNotificationConfig,
     TaskState,
     TaskStatus,
     TaskStatusUpdateEvent,
     new_id,
     parse_state,
 )
-from .requests import TaskQuery, checked_send
+from .requests import TaskQuery, checked_push_config, checked_send
 from .types import StreamItem
 from .v1 import V1
 
-__all__ = ["V03", "state_to_03"]
+__all__ = ["V03", "push_config_from_03", "push_config_to_03", "state_to_03"]
 
 _encode = msgspec.json.Encoder().encode
 Json = dict[str, Any]
@@ -91,11 +103,23 @@ class _MessageIn(_In):
     reference_task_ids: list[str] | None = None
 
 
+class _PushAuthIn(_In):
+    schemes: Annotated[list[AuthScheme], Meta(min_length=1)]
+    credentials: AuthCredentials | None = None
+
+
+class _PushConfigIn(_In):
+    url: PushUrl
+    id: OptionalId | None = None
+    token: PushToken | None = None
+    authentication: _PushAuthIn | None = None
+
+
 class _ConfigIn(_In):
     accepted_output_modes: list[str] | None = None
     history_length: HistoryLength | None = None
     blocking: bool | None = None
-    push_notification_config: Json | None = None
+    push_notification_config: _PushConfigIn | None = None
 
 
 class _SendIn(_In):
@@ -113,6 +137,47 @@ class _GetIn(_In):
 class _TaskIdIn(_In):
     id: Id
     metadata: Json | None = None
+
+
+class _SetPushIn(_In):
+    task_id: Id
+    push_notification_config: _PushConfigIn
+
+
+class _PushIdIn(_In):
+    id: Id
+    push_notification_config_id: OptionalId | None = None
+    metadata: Json | None = None
+
+
+def push_config_from_03(
+    value: Any, *, task_id: str, method: str, field: str
+) -> TaskPushNotificationConfig:
+    """A 0.3 PushNotificationConfig (decoded JSON, camelCase) as the model, for
+    the task ``task_id``; raises InvalidParamsError naming ``field``."""
+    try:
+        config = msgspec.convert(value, _PushConfigIn)
+    except msgspec.ValidationError as exc:
+        raise InvalidParamsError(
+            f"Invalid params for {method}: {str(exc).replace('`$', f'`{field}')}", field=field
+        ) from None
+    return _push_config_from_03(config, task_id)
+
+
+def _push_config_from_03(c: _PushConfigIn, task_id: str = "") -> TaskPushNotificationConfig:
+    # 0.3 lists the schemes the receiver accepts; the first is the one a2ad uses.
+    auth = c.authentication
+    return TaskPushNotificationConfig(
+        url=c.url,
+        id=c.id or "",
+        task_id=task_id,
+        token=c.token or "",
+        authentication=(
+            AuthenticationInfo(scheme=auth.schemes[0], credentials=auth.credentials or "")
+            if auth is not None
+            else UNSET
+        ),
+    )
 
 
 _ROLES = {"user": Role.USER, "agent": Role.AGENT, "role_user": Role.USER, "role_agent": Role.AGENT}
@@ -281,6 +346,46 @@ class ListTasks03(_Out):
     total_size: int
 
 
+class PushAuth03(_Out):
+    schemes: list[str]
+    credentials: str | UnsetType = UNSET
+
+
+class PushConfig03(_Out):
+    url: str
+    id: str | UnsetType = UNSET
+    token: str | UnsetType = UNSET
+    authentication: PushAuth03 | UnsetType = UNSET
+
+
+class TaskPushConfig03(_Out):
+    task_id: str
+    push_notification_config: PushConfig03
+    a2ad_delivery: PushDeliveryStatus | UnsetType = UNSET  # a2ad extension
+
+
+def push_config_to_03(c: TaskPushNotificationConfig) -> PushConfig03:
+    auth = c.authentication
+    return PushConfig03(
+        url=c.url,
+        id=_opt(c.id),
+        token=_opt(c.token),
+        authentication=(
+            PushAuth03(schemes=[auth.scheme], credentials=_opt(auth.credentials))
+            if auth is not UNSET
+            else UNSET
+        ),
+    )
+
+
+def _task_push_config_to_03(c: TaskPushNotificationConfig) -> TaskPushConfig03:
+    return TaskPushConfig03(
+        task_id=c.task_id,
+        push_notification_config=push_config_to_03(c),
+        a2ad_delivery=c.a2ad_delivery,
+    )
+
+
 def state_to_03(state: TaskState) -> str:
     return "unknown" if state is TaskState.UNSPECIFIED else state.word
 
@@ -411,6 +516,40 @@ class _ResultIn(_In):
     metadata: Json | None = None
 
 
+class _PushConfigResultIn(_In):
+    url: str
+    id: str | None = None
+    token: str | None = None
+    authentication: _PushAuthIn | None = None
+
+
+class _TaskPushConfigIn(_In):
+    task_id: str
+    push_notification_config: _PushConfigResultIn
+    a2ad_delivery: PushDeliveryStatus | None = None
+
+
+def _task_push_config_from_03(c: _TaskPushConfigIn) -> TaskPushNotificationConfig:
+    p = c.push_notification_config
+    auth = p.authentication
+    return TaskPushNotificationConfig(
+        url=p.url,
+        id=p.id or "",
+        task_id=c.task_id,
+        token=p.token or "",
+        authentication=(
+            AuthenticationInfo(scheme=auth.schemes[0], credentials=auth.credentials or "")
+            if auth is not None
+            else UNSET
+        ),
+        a2ad_delivery=c.a2ad_delivery if c.a2ad_delivery is not None else UNSET,
+    )
+
+
+_task_push_config_in = msgspec.json.Decoder(_TaskPushConfigIn).decode
+_task_push_configs_in = msgspec.json.Decoder(list[_TaskPushConfigIn]).decode
+
+
 class _ListIn(_In):
     tasks: list[_TaskIn]
     next_page_token: str = ""
@@ -513,6 +652,9 @@ def _send_params_to_03(request: SendMessageRequest) -> dict[str, Any]:
             c["acceptedOutputModes"] = config.accepted_output_modes
         if config.history_length is not UNSET:
             c["historyLength"] = config.history_length
+        if config.task_push_notification_config is not UNSET:
+            push = push_config_to_03(config.task_push_notification_config)
+            c["pushNotificationConfig"] = msgspec.to_builtins(push)
         params["configuration"] = c
     if request.metadata is not UNSET:
         params["metadata"] = request.metadata
@@ -525,6 +667,9 @@ class V03:
     version: ClassVar[Literal["0.3"]] = "0.3"
     # 0.3 is what a request without an A2A-Version header speaks.
     headers: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    send_push_field: ClassVar[str] = "configuration.pushNotificationConfig"
+    push_config_field: ClassVar[str] = "pushNotificationConfig"
+    push_media_type: ClassVar[str] = "application/json"
 
     @staticmethod
     def wire_error(error: A2AError, method: str) -> A2AError:
@@ -548,7 +693,9 @@ class V03:
                 history_length=c.history_length if c.history_length is not None else UNSET,
                 return_immediately=c.blocking is False,
                 task_push_notification_config=(
-                    c.push_notification_config if c.push_notification_config is not None else UNSET
+                    _push_config_from_03(c.push_notification_config)
+                    if c.push_notification_config is not None
+                    else UNSET
                 ),
             )
         return checked_send(
@@ -559,7 +706,8 @@ class V03:
             ),
             raw,
             method=method,
-            push_field="configuration.pushNotificationConfig",
+            push_field=V03.send_push_field,
+            scheme_field="authentication.schemes[0]",
         )
 
     @staticmethod
@@ -663,3 +811,88 @@ class V03:
     @staticmethod
     def decode_stream_item(raw: bytes) -> StreamItem:
         return _result_from_03(raw)
+
+    # --- push notifications ---
+
+    @staticmethod
+    def decode_push_config(raw: msgspec.Raw, method: str) -> TaskPushNotificationConfig:
+        p = decode_params(raw, _SetPushIn, method=method)
+        config = _push_config_from_03(p.push_notification_config, p.task_id)
+        return checked_push_config(
+            config,
+            method=method,
+            field=V03.push_config_field,
+            scheme_field="authentication.schemes[0]",
+        )
+
+    @staticmethod
+    def encode_push_config(config: TaskPushNotificationConfig) -> bytes:
+        return _encode(_task_push_config_to_03(config))
+
+    @staticmethod
+    def decode_push_config_result(raw: bytes) -> TaskPushNotificationConfig:
+        return _task_push_config_from_03(_task_push_config_in(raw))
+
+    @staticmethod
+    def decode_push_config_id(
+        raw: msgspec.Raw, method: str
+    ) -> GetTaskPushNotificationConfigRequest:
+        p = decode_params(raw, _PushIdIn, method=method)
+        # A get may leave it out (the task's first config); a delete may not.
+        if not p.push_notification_config_id and method.endswith("/delete"):
+            raise InvalidParamsError(
+                f"Invalid params for {method}: `pushNotificationConfigId` is required: the "
+                "config's id (tasks/pushNotificationConfig/list lists them)",
+                field="pushNotificationConfigId",
+            )
+        return GetTaskPushNotificationConfigRequest(
+            task_id=p.id, id=p.push_notification_config_id or ""
+        )
+
+    @staticmethod
+    def encode_push_config_id(request: GetTaskPushNotificationConfigRequest) -> bytes:
+        params: dict[str, str] = {"id": request.task_id}
+        if request.id:
+            params["pushNotificationConfigId"] = request.id
+        return _encode(params)
+
+    @staticmethod
+    def decode_list_push_configs(
+        raw: msgspec.Raw, method: str
+    ) -> ListTaskPushNotificationConfigsRequest:
+        p = decode_params(raw, _TaskIdIn, method=method)
+        return ListTaskPushNotificationConfigsRequest(task_id=p.id)
+
+    @staticmethod
+    def encode_list_push_configs(request: ListTaskPushNotificationConfigsRequest) -> bytes:
+        return _encode({"id": request.task_id})
+
+    @staticmethod
+    def encode_push_config_page(page: ListTaskPushNotificationConfigsResponse) -> bytes:
+        return _encode([_task_push_config_to_03(c) for c in page.configs])  # a bare array
+
+    @staticmethod
+    def decode_push_config_page(raw: bytes) -> ListTaskPushNotificationConfigsResponse:
+        configs = [_task_push_config_from_03(c) for c in _task_push_configs_in(raw)]
+        return ListTaskPushNotificationConfigsResponse(configs=configs)
+
+    @staticmethod
+    def encode_deleted() -> bytes:
+        return b"null"
+
+    @staticmethod
+    def decode_deleted(raw: bytes) -> None:
+        if msgspec.json.decode(raw) is not None:
+            raise ValueError("a tasks/pushNotificationConfig/delete result that is not null")
+
+    @staticmethod
+    def encode_push(item: Task | TaskEvent, snapshot: Task | None) -> bytes:
+        # 0.3 receivers get the task as it stood right after the event.
+        task = item if isinstance(item, Task) else snapshot
+        if task is None:
+            raise ValueError("a 0.3 push needs the task after the event")
+        return _encode(task_to_03(task))
+
+    @staticmethod
+    def decode_push(raw: bytes) -> StreamItem:
+        return V03.decode_task(raw)

@@ -34,8 +34,11 @@ from .model import (
     MAX_ID_LENGTH,
     MAX_PARTS,
     Artifact,
+    GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
     HistoryLength,
+    ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse,
     ListTasksResponse,
     Message,
     Part,
@@ -44,16 +47,19 @@ from .model import (
     SendMessageRequest,
     Task,
     TaskIdRequest,
+    TaskPushNotificationConfig,
     TaskState,
     TaskStatus,
     TaskStatusUpdateEvent,
     new_id,
 )
-from .requests import TaskQuery, checked_send
+from .requests import TaskQuery, checked_push_config, checked_send
 from .types import StreamItem
-from .v03 import V03
+from .v03 import V03, push_config_from_03, push_config_to_03
 
 __all__ = ["V03Rest"]
+
+_SEND_PUSH_FIELD = "configuration.pushNotification"
 
 _encode = msgspec.json.Encoder().encode
 Json = dict[str, Any]
@@ -127,6 +133,30 @@ class _ConfigIn(_In):
     blocking: bool | None = None
     push_notification: Json | None = None
     push_notification_config: Json | None = None  # the 0.3 JSON-RPC name
+
+
+class _TaskPushIn(_In):
+    name: str | None = None
+    push_notification_config: Json | None = None
+
+
+class _CreatePushIn(_In):
+    """The body of ``POST /v1/tasks/{id}/pushNotificationConfigs`` (with the path's
+    ``taskId``): the config itself (the proto's ``body: "config"``), the whole
+    CreateTaskPushNotificationConfigRequest (what the official SDKs send), or
+    the 0.3 JSON-RPC params."""
+
+    task_id: Id
+    push_notification_config: Json | None = None
+    config: _TaskPushIn | None = None
+    config_id: str | None = None
+    parent: str | None = None
+    name: str | None = None
+
+
+class _PushIdIn(_In):
+    id: Id
+    push_notification_config_id: Id
 
 
 class _SendIn(_In):
@@ -379,6 +409,8 @@ class V03Rest:
 
     version: ClassVar[Literal["0.3"]] = "0.3"
     headers: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    send_push_field: ClassVar[str] = _SEND_PUSH_FIELD
+    push_config_field: ClassVar[str] = "pushNotificationConfig"
 
     @staticmethod
     def wire_error(error: A2AError, method: str) -> A2AError:
@@ -403,12 +435,15 @@ class V03Rest:
         # (`message` with `parts`) keeps 0.3 JSON-RPC's meaning: absent blocks.
         proto = p.request is not None or message.content is not None
         config: SendMessageConfiguration | UnsetType = UNSET
-        push: Json | UnsetType = UNSET
+        push: TaskPushNotificationConfig | UnsetType = UNSET
         if p.configuration is not None:
             c = p.configuration
             blocking = c.blocking if c.blocking is not None else not proto
             push_config = c.push_notification or c.push_notification_config
-            push = push_config if push_config is not None else UNSET
+            if push_config is not None:
+                push = push_config_from_03(
+                    push_config, task_id="", method=method, field=_SEND_PUSH_FIELD
+                )
             config = SendMessageConfiguration(
                 accepted_output_modes=c.accepted_output_modes or [],
                 # proto3 int32 without presence: 0 is "not set", so the whole history.
@@ -424,7 +459,8 @@ class V03Rest:
             ),
             raw,
             method=method,
-            push_field="configuration.pushNotification",
+            push_field=_SEND_PUSH_FIELD,
+            scheme_field="authentication.schemes[0]",
         )
 
     @staticmethod
@@ -484,3 +520,69 @@ class V03Rest:
             metadata=item.metadata,
         )
         return b'{"artifactUpdate":%s}' % _encode(artifact)
+
+    # --- push notifications: 0.3's proto names a config by its resource name ---
+
+    @staticmethod
+    def decode_push_config(raw: msgspec.Raw, method: str) -> TaskPushNotificationConfig:
+        body = _camel_keys(decode_params(raw, dict[str, Any], method=method))
+        try:
+            p = msgspec.convert(body, _CreatePushIn)
+        except msgspec.ValidationError as exc:
+            raise InvalidParamsError(
+                f"Invalid params for {method}: {str(exc).replace('`$.', '`')}"
+            ) from None
+        inner = p.config.push_notification_config if p.config is not None else None
+        value = inner if inner is not None else p.push_notification_config
+        if value is None:
+            raise InvalidParamsError(
+                f"Invalid params for {method}: the body needs `pushNotificationConfig` "
+                "(or `config.pushNotificationConfig`)",
+                field="pushNotificationConfig",
+            )
+        config = push_config_from_03(
+            value, task_id=p.task_id, method=method, field="pushNotificationConfig"
+        )
+        if not config.id and p.config_id:
+            config = msgspec.structs.replace(config, id=p.config_id)
+        return checked_push_config(
+            config,
+            method=method,
+            field="pushNotificationConfig",
+            scheme_field="authentication.schemes[0]",
+        )
+
+    @staticmethod
+    def encode_push_config(config: TaskPushNotificationConfig) -> bytes:
+        out: dict[str, Any] = {
+            "name": f"tasks/{config.task_id}/pushNotificationConfigs/{config.id}",
+            "pushNotificationConfig": msgspec.to_builtins(push_config_to_03(config)),
+        }
+        if config.a2ad_delivery is not UNSET:  # a2ad's extension, as in JSON-RPC
+            out["a2adDelivery"] = msgspec.to_builtins(config.a2ad_delivery)
+        return _encode(out)
+
+    @staticmethod
+    def decode_push_config_id(
+        raw: msgspec.Raw, method: str
+    ) -> GetTaskPushNotificationConfigRequest:
+        p = decode_params(raw, _PushIdIn, method=method)  # both from the path
+        return GetTaskPushNotificationConfigRequest(task_id=p.id, id=p.push_notification_config_id)
+
+    @staticmethod
+    def decode_list_push_configs(
+        raw: msgspec.Raw, method: str
+    ) -> ListTaskPushNotificationConfigsRequest:
+        return V03.decode_list_push_configs(raw, method)
+
+    @staticmethod
+    def encode_push_config_page(page: ListTaskPushNotificationConfigsResponse) -> bytes:
+        configs = [msgspec.json.decode(V03Rest.encode_push_config(c)) for c in page.configs]
+        out: dict[str, Any] = {"configs": configs}
+        if page.next_page_token:
+            out["nextPageToken"] = page.next_page_token
+        return _encode(out)
+
+    @staticmethod
+    def encode_deleted() -> bytes:
+        return b"{}"  # google.protobuf.Empty

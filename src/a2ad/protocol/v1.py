@@ -13,7 +13,10 @@ from .errors import A2AError, InvalidParamsError
 from .jsonrpc import decode_params
 from .model import (
     MAX_PARTS,
+    GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse,
     ListTasksRequest,
     ListTasksResponse,
     Message,
@@ -21,10 +24,12 @@ from .model import (
     SendMessageResponse,
     StreamResponse,
     Task,
+    TaskEvent,
     TaskIdRequest,
+    TaskPushNotificationConfig,
     TaskStatusUpdateEvent,
 )
-from .requests import TaskQuery, checked_send, task_query
+from .requests import TaskQuery, checked_push_config, checked_send, task_query
 from .types import StreamItem
 
 __all__ = ["V1"]
@@ -34,6 +39,8 @@ _send_result = msgspec.json.Decoder(SendMessageResponse).decode
 _stream_item = msgspec.json.Decoder(StreamResponse).decode
 _task = msgspec.json.Decoder(Task).decode
 _page = msgspec.json.Decoder(ListTasksResponse).decode
+_push_config = msgspec.json.Decoder(TaskPushNotificationConfig).decode
+_push_config_page = msgspec.json.Decoder(ListTaskPushNotificationConfigsResponse).decode
 
 
 class V1:
@@ -41,6 +48,9 @@ class V1:
 
     version: ClassVar[Literal["1.0"]] = "1.0"
     headers: ClassVar[Mapping[str, str]] = MappingProxyType({"A2A-Version": "1.0"})
+    send_push_field: ClassVar[str] = "configuration.taskPushNotificationConfig"
+    push_config_field: ClassVar[str] = ""
+    push_media_type: ClassVar[str] = "application/a2a+json"
 
     @staticmethod
     def wire_error(error: A2AError, method: str) -> A2AError:
@@ -55,9 +65,7 @@ class V1:
                 f"{len(request.message.parts)} parts; at most {MAX_PARTS} are allowed",
                 field="message.parts",
             )
-        return checked_send(
-            request, raw, method=method, push_field="configuration.taskPushNotificationConfig"
-        )
+        return checked_send(request, raw, method=method, push_field=V1.send_push_field)
 
     @staticmethod
     def encode_send(request: SendMessageRequest) -> bytes:
@@ -142,3 +150,77 @@ class V1:
             if value is not UNSET:
                 return value
         raise ValueError("a stream event with none of task, message, statusUpdate, artifactUpdate")
+
+    # --- push notifications ---
+
+    @staticmethod
+    def decode_push_config(raw: msgspec.Raw, method: str) -> TaskPushNotificationConfig:
+        config = decode_params(raw, TaskPushNotificationConfig, method=method)
+        if not config.task_id:
+            raise InvalidParamsError(
+                f"Invalid params for {method}: `taskId` is required: the task whose "
+                "events go to this webhook",
+                field="taskId",
+            )
+        return checked_push_config(config, method=method, field="")
+
+    @staticmethod
+    def encode_push_config(config: TaskPushNotificationConfig) -> bytes:
+        return _encode(config)
+
+    @staticmethod
+    def decode_push_config_result(raw: bytes) -> TaskPushNotificationConfig:
+        return _push_config(raw)
+
+    @staticmethod
+    def decode_push_config_id(
+        raw: msgspec.Raw, method: str
+    ) -> GetTaskPushNotificationConfigRequest:
+        request = decode_params(raw, GetTaskPushNotificationConfigRequest, method=method)
+        if not request.id:
+            raise InvalidParamsError(
+                f"Invalid params for {method}: `id` is required: the config's id "
+                "(ListTaskPushNotificationConfigs lists them)",
+                field="id",
+            )
+        return request
+
+    @staticmethod
+    def encode_push_config_id(request: GetTaskPushNotificationConfigRequest) -> bytes:
+        return _encode(request)
+
+    @staticmethod
+    def decode_list_push_configs(
+        raw: msgspec.Raw, method: str
+    ) -> ListTaskPushNotificationConfigsRequest:
+        return decode_params(raw, ListTaskPushNotificationConfigsRequest, method=method)
+
+    @staticmethod
+    def encode_list_push_configs(request: ListTaskPushNotificationConfigsRequest) -> bytes:
+        return _encode(request)
+
+    @staticmethod
+    def encode_push_config_page(page: ListTaskPushNotificationConfigsResponse) -> bytes:
+        return _encode(page)
+
+    @staticmethod
+    def decode_push_config_page(raw: bytes) -> ListTaskPushNotificationConfigsResponse:
+        return _push_config_page(raw)
+
+    @staticmethod
+    def encode_deleted() -> bytes:
+        return b"{}"  # google.protobuf.Empty
+
+    @staticmethod
+    def decode_deleted(raw: bytes) -> None:
+        if msgspec.json.decode(raw) not in ({}, None):
+            raise ValueError("a DeleteTaskPushNotificationConfig result that is not empty")
+
+    @staticmethod
+    def encode_push(item: Task | TaskEvent, snapshot: Task | None) -> bytes:
+        # The StreamResponse a stream would carry for the same event.
+        return V1.encode_stream_item(item, False)
+
+    @staticmethod
+    def decode_push(raw: bytes) -> StreamItem:
+        return V1.decode_stream_item(raw)

@@ -17,6 +17,7 @@ from ..agents.demo import DemoAgent
 from ..agents.echo import EchoAgent
 from ..agents.settings import AgentSettings
 from ..engine import Engine
+from ..engine.push import PushPolicy
 from ..protocol.errors import A2AError, InvalidRequestError
 from ..protocol.jsonrpc import encode_error
 from ..store.base import StoreError, TaskStore
@@ -143,6 +144,8 @@ def create_app(
     lease_seconds: float = 15.0,
     task_timeout: float | None = None,
     keepalive_seconds: float = KEEPALIVE_SECONDS,
+    allow_private_webhooks: bool = False,
+    push_policy: PushPolicy | None = None,
 ) -> A2AApp:
     """An ASGI app serving ``agent`` (default: the echo agent) over A2A.
 
@@ -156,7 +159,10 @@ def create_app(
     ``metadata.deadline`` or ``metadata.timeoutSeconds`` its message sets) is
     failed. An SSE
     stream with nothing to send for ``keepalive_seconds`` gets a ``: keep-alive``
-    comment, so that proxies and clients do not take it for dead."""
+    comment, so that proxies and clients do not take it for dead. Push
+    notifications are delivered as ``push_policy`` says (retries, timeout,
+    concurrency: engine/push.py), and to webhooks on loopback, private or
+    link-local addresses only with ``allow_private_webhooks``."""
     engine = Engine(
         agent if agent is not None else EchoAgent(),
         store if store is not None else MemoryStore(max_tasks=max_tasks),
@@ -165,6 +171,8 @@ def create_app(
         retention_seconds=retention_seconds,
         lease_seconds=lease_seconds,
         task_timeout=task_timeout,
+        push_policy=push_policy,
+        allow_private_webhooks=allow_private_webhooks,
     )
     return A2AApp(engine, max_body_bytes=max_body_bytes, keepalive_seconds=keepalive_seconds)
 

@@ -39,7 +39,7 @@ def agent_card(agent: Agent, base_url: str) -> dict[str, Any]:
             {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
             {"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "0.3"},
         ],
-        "capabilities": {"streaming": True, "pushNotifications": False},
+        "capabilities": {"streaming": True, "pushNotifications": True},
         "defaultInputModes": list(agent.input_modes),
         "defaultOutputModes": list(agent.output_modes),
         "skills": skills,

@@ -22,12 +22,16 @@ from ..engine import EventStream
 from ..protocol.dialect import Operation, Version
 from ..protocol.errors import A2AError, InternalError
 from ..protocol.model import (
+    GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse,
     ListTasksResponse,
     Message,
     SendMessageRequest,
     Task,
     TaskIdRequest,
+    TaskPushNotificationConfig,
 )
 from ..protocol.requests import TaskQuery
 from ..protocol.types import StreamItem
@@ -47,6 +51,12 @@ class ServerDialect(Protocol):
     @property
     def version(self) -> Version: ...
 
+    @property
+    def send_push_field(self) -> str: ...
+
+    @property
+    def push_config_field(self) -> str: ...
+
     def wire_error(self, error: A2AError, method: str) -> A2AError: ...
 
     def decode_send(self, raw: msgspec.Raw, method: str) -> SendMessageRequest: ...
@@ -64,6 +74,22 @@ class ServerDialect(Protocol):
     def encode_page(self, page: ListTasksResponse) -> bytes: ...
 
     def encode_stream_item(self, item: StreamItem, final: bool) -> bytes: ...
+
+    def decode_push_config(self, raw: msgspec.Raw, method: str) -> TaskPushNotificationConfig: ...
+
+    def encode_push_config(self, config: TaskPushNotificationConfig) -> bytes: ...
+
+    def decode_push_config_id(
+        self, raw: msgspec.Raw, method: str
+    ) -> GetTaskPushNotificationConfigRequest: ...
+
+    def decode_list_push_configs(
+        self, raw: msgspec.Raw, method: str
+    ) -> ListTaskPushNotificationConfigsRequest: ...
+
+    def encode_push_config_page(self, page: ListTaskPushNotificationConfigsResponse) -> bytes: ...
+
+    def encode_deleted(self) -> bytes: ...
 
 
 def version_text(scope: Scope) -> str:
@@ -103,7 +129,8 @@ class Dispatcher:
         match operation:
             case Operation.SEND:
                 request = dialect.decode_send(params, method)
-                return dialect.encode_send_result(await handler.send_message(request))
+                result = await handler.send_message(request, dialect=dialect)
+                return dialect.encode_send_result(result)
             case Operation.GET:
                 task = await handler.get_task(dialect.decode_get(params, method))
                 return dialect.encode_task(task)
@@ -113,10 +140,21 @@ class Dispatcher:
             case Operation.CANCEL:
                 task = await handler.cancel_task(dialect.decode_task_id(params, method))
                 return dialect.encode_task(task)
-            case Operation.EXTENDED_CARD:
-                await handler.get_extended_agent_card(method)
-        assert operation.push_config, operation
-        await handler.push_config(method)
+            case Operation.CREATE_PUSH_CONFIG:
+                config = dialect.decode_push_config(params, method)
+                created = await handler.create_push_config(config, dialect=dialect)
+                return dialect.encode_push_config(created)
+            case Operation.GET_PUSH_CONFIG:
+                config_id = dialect.decode_push_config_id(params, method)
+                return dialect.encode_push_config(await handler.get_push_config(config_id))
+            case Operation.LIST_PUSH_CONFIGS:
+                listing = dialect.decode_list_push_configs(params, method)
+                return dialect.encode_push_config_page(await handler.list_push_configs(listing))
+            case Operation.DELETE_PUSH_CONFIG:
+                await handler.delete_push_config(dialect.decode_push_config_id(params, method))
+                return dialect.encode_deleted()
+        assert operation is Operation.EXTENDED_CARD, operation
+        await handler.get_extended_agent_card(method)
 
     async def open_stream(
         self,
@@ -131,7 +169,8 @@ class Dispatcher:
         binding answers with an ordinary error, not a stream). ``last_event_id``
         resumes a subscription after that event."""
         if operation is Operation.STREAM:
-            return await self.handler.send_streaming_message(dialect.decode_send(params, method))
+            request = dialect.decode_send(params, method)
+            return await self.handler.send_streaming_message(request, dialect=dialect)
         assert operation is Operation.SUBSCRIBE, operation
         return await self.handler.subscribe_to_task(
             dialect.decode_task_id(params, method), last_event_id=last_event_id

@@ -5,11 +5,12 @@ events applied since creation; 0 at creation). ``append`` is the only write afte
 ``create`` and is a compare-and-set on that number, so concurrent writers cannot
 interleave, and a terminal task never changes again.
 
-Two interfaces: ``TaskStore`` (create, get, append, events, list: what serving
-requests needs) and ``Upkeep`` (leases, orphans, overdue tasks, retention: what
-the engine's background round needs). The built-in stores implement both; a
-store without ``Upkeep`` still serves, without crash recovery, deadlines or
-retention.
+Three interfaces: ``TaskStore`` (create, get, append, events, list: what serving
+requests needs), ``Upkeep`` (leases, orphans, overdue tasks, retention: what
+the engine's background round needs) and ``Webhooks`` (tasks' push-notification
+configs and the outbox of their deliveries). The built-in stores implement all
+three; a store without ``Upkeep`` still serves, without crash recovery,
+deadlines or retention, and one without ``Webhooks`` without push notifications.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ..protocol.model import (
     Task,
     TaskArtifactUpdateEvent,
     TaskEvent,
+    TaskPushNotificationConfig,
     TaskState,
     parse_state,
 )
@@ -38,6 +40,8 @@ __all__ = [
     "MAX_ARTIFACT_PARTS",
     "MAX_EVENTS",
     "MAX_HISTORY",
+    "MAX_WEBHOOKS",
+    "Delivery",
     "EventLimitError",
     "Lease",
     "ListPage",
@@ -51,6 +55,11 @@ __all__ = [
     "TaskStore",
     "TerminalTaskError",
     "Upkeep",
+    "Webhook",
+    "WebhookKey",
+    "WebhookLimitError",
+    "WebhookState",
+    "Webhooks",
     "apply_event",
     "log_evicted",
     "status_timestamp",
@@ -62,6 +71,7 @@ MAX_HISTORY = 1000  # messages kept per task; the oldest go first
 MAX_ARTIFACTS = 1000  # artifacts per task
 MAX_ARTIFACT_PARTS = 10_000  # parts per artifact, chunks included
 MAX_EVENTS = 10_000  # events kept per task for replay; the oldest go first
+MAX_WEBHOOKS = 10  # push-notification configs per task
 
 
 class StoredTask(NamedTuple):
@@ -97,6 +107,43 @@ class ListPage(NamedTuple):
     total: int  # matching tasks, before pagination
 
 
+class Webhook(NamedTuple):
+    """A task's push-notification config as stored (its ``task_id`` and ``id``
+    set), and the protocol version of the request that set it, which is the
+    shape its receiver takes: "1.0" (each event's StreamResponse) or "0.3" (the
+    task right after each event)."""
+
+    config: TaskPushNotificationConfig
+    version: str
+
+
+# (task id, config id): one webhook, whose deliveries go out one at a time, in order.
+WebhookKey = tuple[str, str]
+
+
+class WebhookState(NamedTuple):
+    """A webhook and how its deliveries went."""
+
+    webhook: Webhook
+    pending: int
+    delivered: int
+    dead_lettered: int  # given up after the last attempt failed
+    last_error: str  # why the last failed attempt failed ("" if none has)
+
+
+class Delivery(NamedTuple):
+    """One pending delivery to a webhook."""
+
+    id: int  # increases with each delivery enqueued for the webhook: their order
+    key: WebhookKey
+    seq: Seq  # the task's sequence number after ``item``
+    # The task as it stood when the webhook was set (its first delivery), or a
+    # stored event.
+    item: Task | TaskEvent
+    snapshot: Task | None  # the task right after ``item``: for "0.3" webhooks, else None
+    attempts: int  # failed so far
+
+
 class StoreError(Exception):
     """Base of the store's errors."""
 
@@ -123,6 +170,10 @@ class TerminalTaskError(StoreError):
 
 class EventLimitError(StoreError):
     """The event would take the task past a size bound."""
+
+
+class WebhookLimitError(StoreError):
+    """The task already has MAX_WEBHOOKS push-notification configs."""
 
 
 class TaskStore(abc.ABC):
@@ -243,6 +294,59 @@ class Upkeep(abc.ABC):
     async def delete_terminal(self, updated_before: str, limit: int) -> builtins.list[str]:
         """Delete up to ``limit`` terminal tasks (and their events) whose status
         timestamp is before ``updated_before``, oldest first; returns their ids."""
+
+
+class Webhooks(abc.ABC):
+    """Tasks' push-notification configs, and the durable outbox of their deliveries.
+
+    A store that implements it enqueues, in the same step as each ``append``
+    (and so in the same transaction, where there is one), one delivery of each
+    stored event per webhook of the task; a webhook that is set enqueues the
+    task as it stands. Deleting a task deletes its webhooks; deleting a webhook
+    deletes its pending deliveries. A webhook is *due* while it has a pending
+    delivery and its next attempt's time has come.
+    """
+
+    @abc.abstractmethod
+    async def put_webhook(self, webhook: Webhook) -> bool:
+        """Set the webhook (replacing the task's config of the same id; True if
+        it is new, in which case the task as it stands is its first delivery),
+        in one step. Raises MissingTaskError, WebhookLimitError (a new one past
+        MAX_WEBHOOKS)."""
+
+    @abc.abstractmethod
+    async def get_webhook(self, key: WebhookKey) -> WebhookState | None:
+        """The webhook, or None if the task or the config is unknown."""
+
+    @abc.abstractmethod
+    async def list_webhooks(self, task_id: str) -> builtins.list[WebhookState] | None:
+        """The task's webhooks, oldest first; None if the task is unknown."""
+
+    @abc.abstractmethod
+    async def delete_webhook(self, key: WebhookKey) -> bool:
+        """Delete the webhook and its pending deliveries; False if there was none."""
+
+    @abc.abstractmethod
+    async def due_webhooks(self, now: float, limit: int) -> builtins.list[WebhookKey]:
+        """Up to ``limit`` due webhooks (next attempt at or before ``now``, epoch
+        seconds), the longest due first."""
+
+    @abc.abstractmethod
+    async def deliveries(self, key: WebhookKey, limit: int) -> builtins.list[Delivery]:
+        """The webhook's oldest ``limit`` pending deliveries, in order."""
+
+    @abc.abstractmethod
+    async def delivered(self, delivery: Delivery) -> bool:
+        """The delivery succeeded: remove it and count it. False (and nothing
+        done) if it is gone: its webhook was deleted meanwhile."""
+
+    @abc.abstractmethod
+    async def delivery_failed(
+        self, delivery: Delivery, error: str, *, retry_at: float | None
+    ) -> bool:
+        """An attempt failed with ``error``: count it, and try again no sooner
+        than ``retry_at``; with None, give the delivery up (dead-letter it:
+        remove it and count it). False (and nothing done) if it is gone."""
 
 
 def log_evicted(task_id: str, state: TaskState, max_tasks: int) -> None:

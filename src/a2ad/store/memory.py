@@ -13,9 +13,11 @@ tasks never change, and they are most of what a long-running store holds.
 from __future__ import annotations
 
 import bisect
+import builtins
 import heapq
+import itertools
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import msgspec
@@ -35,6 +37,8 @@ from ..protocol.model import (
 from ..protocol.types import IN_FLIGHT, Cursor, Seq
 from .base import (
     MAX_EVENTS,
+    MAX_WEBHOOKS,
+    Delivery,
     Lease,
     ListPage,
     ListQuery,
@@ -46,12 +50,42 @@ from .base import (
     TaskStore,
     TerminalTaskError,
     Upkeep,
+    Webhook,
+    WebhookKey,
+    WebhookLimitError,
+    Webhooks,
+    WebhookState,
     apply_event,
     log_evicted,
     status_timestamp,
 )
 
 __all__ = ["MemoryStore"]
+
+
+class _Hook:
+    """A webhook, its pending deliveries in order, and how they went."""
+
+    __slots__ = ("dead_lettered", "delivered", "due_at", "last_error", "queue", "webhook")
+
+    def __init__(self, webhook: Webhook) -> None:
+        self.webhook = webhook
+        self.queue: deque[Delivery] = deque()
+        self.due_at: float | None = None  # None while nothing is pending
+        self.delivered = 0
+        self.dead_lettered = 0
+        self.last_error = ""
+
+    def state(self) -> WebhookState:
+        return WebhookState(
+            self.webhook, len(self.queue), self.delivered, self.dead_lettered, self.last_error
+        )
+
+    def find(self, delivery: Delivery) -> int | None:
+        for i, pending in enumerate(self.queue):  # the one sought is nearly always first
+            if pending.id == delivery.id:
+                return i
+        return None
 
 
 def _key(task: Task) -> Cursor:
@@ -134,7 +168,7 @@ def _thaw_log(frozen: _Frozen) -> list[TaskEvent]:
     ]
 
 
-class MemoryStore(TaskStore, Upkeep):
+class MemoryStore(TaskStore, Upkeep, Webhooks):
     """Tasks in a dict, plus sorted keys for listing (O(log n) search)."""
 
     def __init__(self, *, max_tasks: int = 10_000) -> None:
@@ -157,6 +191,9 @@ class MemoryStore(TaskStore, Upkeep):
         # an interrupted one is current while it still has the seq it had then.
         self._terminal: deque[str] = deque()
         self._interrupted: deque[tuple[str, int]] = deque()
+        self._hooks: dict[str, dict[str, _Hook]] = {}  # task id -> config id -> webhook
+        self._due: dict[WebhookKey, _Hook] = {}  # the webhooks with pending deliveries
+        self._delivery_ids = itertools.count(1)
 
     def __len__(self) -> int:
         return len(self._tasks)
@@ -212,8 +249,11 @@ class MemoryStore(TaskStore, Upkeep):
                 raise TerminalTaskError(task_id, task.status.state)
             task = apply_event(task, event, user_message if i == 0 else None)
             snapshots.append(task)
+        hooks = self._hooks.get(task_id)
         for event, new in zip(events, snapshots, strict=True):
             record = self._commit(record, event, new, lease)
+            if hooks:
+                self._enqueue(hooks.values(), record.seq, event, new)
         return record
 
     async def get(self, task_id: str) -> StoredTask | None:
@@ -359,6 +399,109 @@ class MemoryStore(TaskStore, Upkeep):
     async def aclose(self) -> None:
         return None
 
+    # --- webhooks ---
+
+    async def put_webhook(self, webhook: Webhook) -> bool:
+        config = webhook.config
+        stored = await self.get(config.task_id)
+        if stored is None:
+            raise MissingTaskError(config.task_id)
+        hooks = self._hooks.get(config.task_id, {})
+        hook = hooks.get(config.id)
+        if hook is not None:
+            hook.webhook = webhook
+            return False
+        if len(hooks) >= MAX_WEBHOOKS:
+            raise WebhookLimitError(f"task {config.task_id} has {len(hooks)} webhooks already")
+        hook = self._hooks.setdefault(config.task_id, {})[config.id] = _Hook(webhook)
+        self._enqueue([hook], stored.seq, stored.task, stored.task)
+        return True
+
+    async def get_webhook(self, key: WebhookKey) -> WebhookState | None:
+        hook = self._hooks.get(key[0], {}).get(key[1])
+        return None if hook is None else hook.state()
+
+    async def list_webhooks(self, task_id: str) -> builtins.list[WebhookState] | None:
+        if task_id not in self._tasks:
+            return None
+        return [hook.state() for hook in self._hooks.get(task_id, {}).values()]
+
+    async def delete_webhook(self, key: WebhookKey) -> bool:
+        hooks = self._hooks.get(key[0])
+        if hooks is None or key[1] not in hooks:
+            return False
+        del hooks[key[1]]
+        if not hooks:
+            del self._hooks[key[0]]
+        self._due.pop(key, None)
+        return True
+
+    async def due_webhooks(self, now: float, limit: int) -> builtins.list[WebhookKey]:
+        due = [
+            (hook.due_at, key)
+            for key, hook in self._due.items()
+            if hook.due_at is not None and hook.due_at <= now
+        ]
+        return [key for _, key in heapq.nsmallest(limit, due)]
+
+    async def deliveries(self, key: WebhookKey, limit: int) -> builtins.list[Delivery]:
+        hook = self._hooks.get(key[0], {}).get(key[1])
+        return [] if hook is None else list(itertools.islice(hook.queue, limit))
+
+    async def delivered(self, delivery: Delivery) -> bool:
+        hook = self._hooks.get(delivery.key[0], {}).get(delivery.key[1])
+        i = None if hook is None else hook.find(delivery)
+        if hook is None or i is None:
+            return False
+        del hook.queue[i]
+        hook.delivered += 1
+        self._next_due(delivery.key, hook, 0.0)
+        return True
+
+    async def delivery_failed(
+        self, delivery: Delivery, error: str, *, retry_at: float | None
+    ) -> bool:
+        hook = self._hooks.get(delivery.key[0], {}).get(delivery.key[1])
+        i = None if hook is None else hook.find(delivery)
+        if hook is None or i is None:
+            return False
+        hook.last_error = error
+        if retry_at is None:
+            del hook.queue[i]
+            hook.dead_lettered += 1
+            self._next_due(delivery.key, hook, 0.0)
+        else:
+            hook.queue[i] = hook.queue[i]._replace(attempts=hook.queue[i].attempts + 1)
+            self._next_due(delivery.key, hook, retry_at)
+        return True
+
+    def _enqueue(
+        self, hooks: Iterable[_Hook], seq: Seq, item: Task | TaskEvent, snapshot: Task
+    ) -> None:
+        for hook in hooks:
+            config = hook.webhook.config
+            key = (config.task_id, config.id)
+            hook.queue.append(
+                Delivery(
+                    next(self._delivery_ids),
+                    key,
+                    seq,
+                    item,
+                    snapshot if hook.webhook.version == "0.3" else None,
+                    0,
+                )
+            )
+            if hook.due_at is None:
+                hook.due_at = 0.0
+                self._due[key] = hook
+
+    def _next_due(self, key: WebhookKey, hook: _Hook, at: float) -> None:
+        if hook.queue:
+            hook.due_at = at
+        else:
+            hook.due_at = None
+            self._due.pop(key, None)
+
     def _is_overdue(self, task_id: str, now: str) -> bool:
         deadline = self._deadlines.get(task_id)  # none once terminal
         return deadline is not None and deadline < now
@@ -404,6 +547,8 @@ class MemoryStore(TaskStore, Upkeep):
 
     def _drop(self, task_id: str) -> None:
         record = self._tasks.pop(task_id)
+        for config_id in self._hooks.pop(task_id, {}):
+            self._due.pop((task_id, config_id), None)
         self._events.pop(task_id, None)
         self._leases.pop(task_id, None)
         self._deadlines.pop(task_id, None)

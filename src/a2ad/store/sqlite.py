@@ -20,7 +20,10 @@ row per task: the snapshot as msgspec JSON (``body``) beside the columns that
 queries use.
 ``events`` is the log (``kind`` says which struct ``body`` decodes to), deleted with
 its task by ON DELETE CASCADE. ``task_count`` is kept by triggers, so that a capped
-``create`` need not count the table.
+``create`` need not count the table. ``webhooks`` and ``deliveries`` are the push
+configs and their outbox: an append inserts a delivery per webhook of the task in
+its own transaction (``tasks.webhooks`` counts them, so a task without any costs
+nothing more).
 
 Eviction (``max_tasks``) follows MemoryStore: ``evict_class`` is 0 for a terminal
 task, 1 for an interrupted one and NULL for one in flight (never evicted), and
@@ -50,12 +53,15 @@ from ..protocol.model import (
     Task,
     TaskArtifactUpdateEvent,
     TaskEvent,
+    TaskPushNotificationConfig,
     TaskState,
     TaskStatusUpdateEvent,
 )
 from ..protocol.types import IN_FLIGHT, Cursor, Seq
 from .base import (
     MAX_EVENTS,
+    MAX_WEBHOOKS,
+    Delivery,
     Lease,
     ListPage,
     ListQuery,
@@ -67,6 +73,11 @@ from .base import (
     TaskStore,
     TerminalTaskError,
     Upkeep,
+    Webhook,
+    WebhookKey,
+    WebhookLimitError,
+    Webhooks,
+    WebhookState,
     apply_event,
     log_evicted,
     status_timestamp,
@@ -84,11 +95,12 @@ _encode = msgspec.json.Encoder().encode
 _decode_task = msgspec.json.Decoder(Task).decode
 # The two event structs share no tag, so a union of them cannot be decoded; the
 # row's kind column picks the decoder instead.
-_STATUS_EVENT, _ARTIFACT_EVENT = 0, 1
+_STATUS_EVENT, _ARTIFACT_EVENT, _TASK = 0, 1, 2  # _TASK: a delivery of the task itself
 _decode_event: dict[int, Callable[[bytes], TaskEvent]] = {
     _STATUS_EVENT: msgspec.json.Decoder(TaskStatusUpdateEvent).decode,
     _ARTIFACT_EVENT: msgspec.json.Decoder(TaskArtifactUpdateEvent).decode,
 }
+_decode_config = msgspec.json.Decoder(TaskPushNotificationConfig).decode
 
 _TERMINAL, _INTERRUPTED = 0, 1  # evict_class, in eviction order
 
@@ -123,8 +135,8 @@ _EVICTABLE = """SELECT id, evict_class, state FROM tasks WHERE evict_class IS NO
     ORDER BY evict_class, evict_order LIMIT ?"""
 _DELETE_TASK = "DELETE FROM tasks WHERE id = ?"
 _SELECT_TASK = "SELECT seq, body FROM tasks WHERE id = ?"
-_SELECT_FOR_APPEND = """SELECT seq, state, evict_class, lease_owner, lease_expires, body
-    FROM tasks WHERE id = ?"""
+_SELECT_FOR_APPEND = """SELECT seq, state, evict_class, lease_owner, lease_expires, body,
+    webhooks FROM tasks WHERE id = ?"""
 _INSERT_EVENT = "INSERT INTO events (task_id, seq, kind, body) VALUES (?, ?, ?, ?)"
 _TRIM_EVENTS = "DELETE FROM events WHERE task_id = ? AND seq <= ?"
 _SELECT_EVENTS = "SELECT seq, kind, body FROM events WHERE task_id = ? AND seq > ? ORDER BY seq"
@@ -139,6 +151,36 @@ _OLD_TERMINAL = """SELECT id FROM tasks INDEXED BY tasks_terminal_by_time
     WHERE evict_class = 0 AND status_ts < ? ORDER BY status_ts, id LIMIT ?"""
 _OVERDUE = "SELECT id FROM tasks WHERE deadline < ? ORDER BY deadline, id LIMIT ?"
 _COUNT_ALL = "SELECT n FROM task_count"
+_TASK_WEBHOOKS = "SELECT id, version FROM webhooks WHERE task_id = ?"
+_INSERT_DELIVERY = """INSERT INTO deliveries (task_id, webhook_id, seq, kind, body, snapshot)
+    VALUES (?, ?, ?, ?, ?, ?)"""
+_MARK_DUE = "UPDATE webhooks SET due_at = 0 WHERE task_id = ? AND due_at IS NULL"
+_PENDING = "(SELECT count(*) FROM deliveries d WHERE d.task_id = w.task_id AND d.webhook_id = w.id)"
+_SELECT_WEBHOOK = f"""SELECT version, body, {_PENDING}, delivered, dead_lettered, last_error
+    FROM webhooks w WHERE task_id = ? AND id = ?"""
+_SELECT_WEBHOOKS = f"""SELECT version, body, {_PENDING}, delivered, dead_lettered, last_error
+    FROM webhooks w WHERE task_id = ? ORDER BY rowid"""
+_DUE_WEBHOOKS = "SELECT task_id, id FROM webhooks WHERE due_at <= ? ORDER BY due_at LIMIT ?"
+_SELECT_DELIVERIES = """SELECT id, seq, kind, body, snapshot, attempts FROM deliveries
+    WHERE task_id = ? AND webhook_id = ? ORDER BY id LIMIT ?"""
+# After a delivery leaves (delivered, or dead-lettered): count it; the next is
+# due at once, or nothing is pending.
+_LEFT = """UPDATE webhooks SET {counter} = {counter} + 1, last_error = coalesce(?3, last_error),
+    due_at = CASE WHEN EXISTS (SELECT 1 FROM deliveries WHERE task_id = ?1 AND webhook_id = ?2)
+        THEN 0 ELSE NULL END
+    WHERE task_id = ?1 AND id = ?2"""
+_DELIVERED = _LEFT.format(counter="delivered")
+_DEAD_LETTERED = _LEFT.format(counter="dead_lettered")
+_RETRY = """UPDATE webhooks SET last_error = ?3, due_at = ?4 WHERE task_id = ?1 AND id = ?2"""
+_COUNT_ATTEMPT = "UPDATE deliveries SET attempts = attempts + 1 WHERE id = ?"
+_DELETE_DELIVERY = "DELETE FROM deliveries WHERE id = ?"
+_DELETE_WEBHOOK = "DELETE FROM webhooks WHERE task_id = ? AND id = ?"
+_TASK_EXISTS = "SELECT 1 FROM tasks WHERE id = ?"
+_WEBHOOK_EXISTS = "SELECT 1 FROM webhooks WHERE task_id = ? AND id = ?"
+_UPDATE_WEBHOOK = "UPDATE webhooks SET version = ?, body = ? WHERE task_id = ? AND id = ?"
+_COUNT_WEBHOOKS = "SELECT count(*) FROM webhooks WHERE task_id = ?"
+_INSERT_WEBHOOK = """INSERT INTO webhooks (task_id, id, version, body, due_at)
+    VALUES (?, ?, ?, ?, 0)"""
 
 
 @cache
@@ -303,7 +345,7 @@ def _nothing(conn: sqlite3.Connection) -> None:
     return None
 
 
-class SqliteStore(TaskStore, Upkeep):
+class SqliteStore(TaskStore, Upkeep, Webhooks):
     """Tasks in one SQLite file, kept across restarts; unbounded unless
     ``max_tasks`` is set, then evicting like MemoryStore. A file that holds more
     than the cap (it was opened with a higher one) is brought down to it by the
@@ -381,7 +423,7 @@ class SqliteStore(TaskStore, Upkeep):
 
         def create(conn: sqlite3.Connection) -> StoredTask:
             stored = self._create(conn, final, lease, deadline, seq=len(events), evicted=evicted)
-            _log_events(conn, task.id, 1, events)
+            _log_events(conn, task.id, 1, events)  # a new task has no webhooks yet
             return stored
 
         stored = await self._run(create, write=True)
@@ -436,6 +478,68 @@ class SqliteStore(TaskStore, Upkeep):
         return await self._run(
             lambda conn: [row[0] for row in conn.execute(_OVERDUE, (now, limit))]
         )
+
+    # --- the Webhooks contract ---
+
+    async def put_webhook(self, webhook: Webhook) -> bool:
+        return await self._run(lambda conn: _put_webhook(conn, webhook), write=True)
+
+    async def get_webhook(self, key: WebhookKey) -> WebhookState | None:
+        def get(conn: sqlite3.Connection) -> WebhookState | None:
+            row = conn.execute(_SELECT_WEBHOOK, key).fetchone()
+            return None if row is None else _webhook_state(row)
+
+        return await self._run(get)
+
+    async def list_webhooks(self, task_id: str) -> builtins.list[WebhookState] | None:
+        def list_(conn: sqlite3.Connection) -> builtins.list[WebhookState] | None:
+            if conn.execute(_TASK_EXISTS, (task_id,)).fetchone() is None:
+                return None
+            return [_webhook_state(row) for row in conn.execute(_SELECT_WEBHOOKS, (task_id,))]
+
+        return await self._run(list_)
+
+    async def delete_webhook(self, key: WebhookKey) -> bool:
+        return await self._run(
+            lambda conn: conn.execute(_DELETE_WEBHOOK, key).rowcount > 0, write=True
+        )
+
+    async def due_webhooks(self, now: float, limit: int) -> builtins.list[WebhookKey]:
+        return await self._run(
+            lambda conn: [(row[0], row[1]) for row in conn.execute(_DUE_WEBHOOKS, (now, limit))]
+        )
+
+    async def deliveries(self, key: WebhookKey, limit: int) -> builtins.list[Delivery]:
+        def deliveries(conn: sqlite3.Connection) -> builtins.list[Delivery]:
+            rows = conn.execute(_SELECT_DELIVERIES, (*key, limit)).fetchall()
+            return [_delivery(key, row) for row in rows]
+
+        return await self._run(deliveries)
+
+    async def delivered(self, delivery: Delivery) -> bool:
+        def delivered(conn: sqlite3.Connection) -> bool:
+            if not conn.execute(_DELETE_DELIVERY, (delivery.id,)).rowcount:
+                return False
+            conn.execute(_DELIVERED, (*delivery.key, None))
+            return True
+
+        return await self._run(delivered, write=True)
+
+    async def delivery_failed(
+        self, delivery: Delivery, error: str, *, retry_at: float | None
+    ) -> bool:
+        def failed(conn: sqlite3.Connection) -> bool:
+            if retry_at is None:
+                if not conn.execute(_DELETE_DELIVERY, (delivery.id,)).rowcount:
+                    return False
+                conn.execute(_DEAD_LETTERED, (*delivery.key, error))
+            else:
+                if not conn.execute(_COUNT_ATTEMPT, (delivery.id,)).rowcount:
+                    return False
+                conn.execute(_RETRY, (*delivery.key, error, retry_at))
+            return True
+
+        return await self._run(failed, write=True)
 
     async def _run(self, job: Callable[[sqlite3.Connection], T], *, write: bool = False) -> T:
         if self._closed:
@@ -510,16 +614,20 @@ def _append(
     row = conn.execute(_SELECT_FOR_APPEND, (task_id,)).fetchone()
     if row is None:
         raise MissingTaskError(task_id)
-    seq, state_value, old_class, owner, expires, body = row
+    seq, state_value, old_class, owner, expires, body, webhook_count = row
     if seq != expected_seq:
         raise SequenceConflictError(f"task {task_id} is at {seq}, not {expected_seq}")
     state = TaskState(state_value)
     new = _decode_task(body)
+    webhooks = conn.execute(_TASK_WEBHOOKS, (task_id,)).fetchall() if webhook_count else []
+    snapshots: list[Task] | None = [] if any(v == "0.3" for _, v in webhooks) else None
     for i, event in enumerate(events):
         if new.status.state.terminal:
             raise TerminalTaskError(task_id, new.status.state)
         # may raise EventLimitError
         new = apply_event(new, event, user_message if i == 0 else None)
+        if snapshots is not None:
+            snapshots.append(new)
     seq += len(events)
     new_state = new.status.state
     # Only the columns whose value changes are set: SQLite rewrites the entries of
@@ -539,7 +647,9 @@ def _append(
         if new_state.terminal:
             changes["deadline"] = None  # a terminal task is overdue no more
     conn.execute(_update_sql(tuple(changes)), (*changes.values(), task_id))
-    _log_events(conn, task_id, expected_seq + 1, events)
+    logged = _log_events(conn, task_id, expected_seq + 1, events)
+    if webhooks:
+        _enqueue(conn, task_id, webhooks, logged, snapshots)
     if seq > MAX_EVENTS:
         conn.execute(_TRIM_EVENTS, (task_id, seq - MAX_EVENTS))
     return StoredTask(new, seq)
@@ -547,18 +657,85 @@ def _append(
 
 def _log_events(
     conn: sqlite3.Connection, task_id: str, first_seq: int, events: Sequence[TaskEvent]
+) -> list[tuple[str, int, int, bytes]]:
+    """Log ``events``; the rows written: (task id, seq, kind, body)."""
+    rows = [
+        (
+            task_id,
+            first_seq + i,
+            _STATUS_EVENT if isinstance(event, TaskStatusUpdateEvent) else _ARTIFACT_EVENT,
+            _encode(event),
+        )
+        for i, event in enumerate(events)
+    ]
+    conn.executemany(_INSERT_EVENT, rows)
+    return rows
+
+
+def _enqueue(
+    conn: sqlite3.Connection,
+    task_id: str,
+    webhooks: list[tuple[str, str]],
+    logged: list[tuple[str, int, int, bytes]],
+    snapshots: list[Task] | None,
 ) -> None:
+    """A delivery of each logged event to each of the task's webhooks."""
+    tasks = [_encode(task) for task in snapshots] if snapshots is not None else None
     conn.executemany(
-        _INSERT_EVENT,
+        _INSERT_DELIVERY,
         [
             (
                 task_id,
-                first_seq + i,
-                _STATUS_EVENT if isinstance(event, TaskStatusUpdateEvent) else _ARTIFACT_EVENT,
-                _encode(event),
+                webhook_id,
+                seq,
+                kind,
+                body,
+                tasks[i] if version == "0.3" and tasks is not None else None,
             )
-            for i, event in enumerate(events)
+            for webhook_id, version in webhooks
+            for i, (_, seq, kind, body) in enumerate(logged)
         ],
+    )
+    conn.execute(_MARK_DUE, (task_id,))
+
+
+def _put_webhook(conn: sqlite3.Connection, webhook: Webhook) -> bool:
+    config = webhook.config
+    key = (config.task_id, config.id)
+    body = _encode(config)
+    if conn.execute(_WEBHOOK_EXISTS, key).fetchone() is not None:
+        conn.execute(_UPDATE_WEBHOOK, (webhook.version, body, *key))
+        return False
+    row = conn.execute(_SELECT_TASK, (config.task_id,)).fetchone()
+    if row is None:
+        raise MissingTaskError(config.task_id)
+    (count,) = conn.execute(_COUNT_WEBHOOKS, (config.task_id,)).fetchone()
+    if count >= MAX_WEBHOOKS:
+        raise WebhookLimitError(f"task {config.task_id} has {count} webhooks already")
+    seq, task_body = row
+    conn.execute(_INSERT_WEBHOOK, (*key, webhook.version, body))
+    snapshot = task_body if webhook.version == "0.3" else None
+    conn.execute(_INSERT_DELIVERY, (*key, seq, _TASK, task_body, snapshot))
+    return True
+
+
+def _webhook_state(row: tuple[Any, ...]) -> WebhookState:
+    version, body, pending, delivered, dead_lettered, last_error = row
+    return WebhookState(
+        Webhook(_decode_config(body), version), pending, delivered, dead_lettered, last_error
+    )
+
+
+def _delivery(key: WebhookKey, row: tuple[Any, ...]) -> Delivery:
+    delivery_id, seq, kind, body, snapshot, attempts = row
+    item: Task | TaskEvent = _decode_task(body) if kind == _TASK else _decode_event[kind](body)
+    return Delivery(
+        delivery_id,
+        key,
+        seq,
+        item,
+        _decode_task(snapshot) if snapshot is not None else None,
+        attempts,
     )
 
 

@@ -86,8 +86,52 @@ def _create_v1(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
+# Version 2: push notifications. ``webhooks`` holds each task's configs (``body``,
+# the config's JSON) and how their deliveries went; ``due_at`` is when the next
+# attempt may be made while deliveries are pending, NULL while none is.
+# ``deliveries`` is the outbox, one row per (webhook, event), in ``id`` order.
+# ``tasks.webhooks`` counts a task's webhooks (kept by triggers), so that an
+# append to a task without any (nearly all) does not look for them.
+_SCHEMA_V2 = (
+    "ALTER TABLE tasks ADD COLUMN webhooks INTEGER NOT NULL DEFAULT 0",
+    """CREATE TABLE webhooks (
+        task_id TEXT NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
+        id TEXT NOT NULL,
+        version TEXT NOT NULL,
+        body BLOB NOT NULL,
+        due_at REAL,
+        delivered INTEGER NOT NULL DEFAULT 0,
+        dead_lettered INTEGER NOT NULL DEFAULT 0,
+        last_error TEXT NOT NULL DEFAULT '',
+        PRIMARY KEY (task_id, id)
+    )""",
+    "CREATE INDEX webhooks_due ON webhooks (due_at) WHERE due_at IS NOT NULL",
+    """CREATE TABLE deliveries (
+        id INTEGER PRIMARY KEY,
+        task_id TEXT NOT NULL,
+        webhook_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        kind INTEGER NOT NULL,
+        body BLOB NOT NULL,
+        snapshot BLOB,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        FOREIGN KEY (task_id, webhook_id) REFERENCES webhooks (task_id, id) ON DELETE CASCADE
+    )""",
+    "CREATE INDEX deliveries_by_webhook ON deliveries (task_id, webhook_id, id)",
+    """CREATE TRIGGER webhooks_count_insert AFTER INSERT ON webhooks
+        BEGIN UPDATE tasks SET webhooks = webhooks + 1 WHERE id = new.task_id; END""",
+    """CREATE TRIGGER webhooks_count_delete AFTER DELETE ON webhooks
+        BEGIN UPDATE tasks SET webhooks = webhooks - 1 WHERE id = old.task_id; END""",
+)
+
+
+def _create_v2(conn: sqlite3.Connection) -> None:
+    for statement in _SCHEMA_V2:
+        conn.execute(statement)
+
+
 # Step i upgrades a file at version i to version i + 1; append, never edit.
-_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_create_v1,)
+_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_create_v1, _create_v2)
 SCHEMA_VERSION = len(_MIGRATIONS)
 
 

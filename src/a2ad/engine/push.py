@@ -1,0 +1,480 @@
+"""Push notifications: tasks' webhooks, and the worker that delivers their events.
+
+The store keeps each task's webhooks and an outbox of deliveries: storing an
+event enqueues one per webhook in the same step (store/base.py, ``Webhooks``),
+and a webhook that is set enqueues the task as it stands, so a receiver starts
+from the task and then gets every event after it. Nothing on the agent's or a
+stream's path waits for a receiver: the writer only wakes this worker (and
+only for a task it knows to have webhooks).
+
+The worker: a dispatcher asks the store which webhooks are due and starts a
+*lane* for each (at most ``PushPolicy.concurrency`` at once), in one task
+group. A lane delivers one webhook's pending deliveries one at a time, in
+order, and ends when none is left or an attempt fails; the failed delivery is
+then due again after an exponential, jittered delay, and given up
+(dead-lettered, counted on the webhook) after ``max_attempts`` attempts or at
+once when the receiver refuses it for good (a 4xx other than 408/425/429, an
+address that is not allowed). A delivery leaves the outbox only once its
+receiver answered 2xx, so each event is delivered at least once: an attempt cut
+short by a crash or a shutdown is made again on the next start, and a receiver
+may see an event twice (``X-A2AD-Event-Id`` tells them apart). One slow
+receiver holds only its own lane.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import logging
+import random
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import msgspec
+from msgspec import UNSET
+
+from ..protocol.dialect import DIALECTS
+from ..protocol.errors import (
+    InvalidParamsError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from ..protocol.model import (
+    ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse,
+    PushDeliveryStatus,
+    TaskPushNotificationConfig,
+)
+from ..protocol.types import Clock, TaskId
+from ..store.base import (
+    MAX_WEBHOOKS,
+    Delivery,
+    MissingTaskError,
+    Webhook,
+    WebhookKey,
+    WebhookLimitError,
+    Webhooks,
+    WebhookState,
+)
+from .webhook_urls import Target, WebhookRefused, check_url, target
+
+__all__ = ["PushNotifications", "PushPolicy"]
+
+log = logging.getLogger("a2ad.push")
+
+POLL_SECONDS = 1.0  # the dispatcher looks at the outbox at least this often
+MAX_HOOKED = 100_000  # tasks remembered to have webhooks (past it, the poll finds them)
+BATCH = 32  # deliveries a lane reads at once
+MAX_ANSWER_BYTES = 64 * 1024  # of a receiver's answer, read to keep its connection
+# Client errors a receiver may answer and then accept the same request later.
+_TRANSIENT_4XX = frozenset({408, 425, 429})
+
+
+@dataclass(frozen=True, kw_only=True)
+class PushPolicy:
+    """How webhooks are called. An event is tried at most ``max_attempts`` times;
+    after the n-th failure the next try waits ``first_retry * 2**(n-1)`` seconds
+    (at most ``max_retry``), less up to half of it at random, so that receivers
+    coming back are not met by every server at once. Each attempt gets
+    ``timeout`` seconds; at most ``concurrency`` webhooks are called at once."""
+
+    max_attempts: int = 10
+    first_retry: float = 1.0
+    max_retry: float = 60.0
+    timeout: float = 10.0
+    concurrency: int = 100
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1 or self.concurrency < 1:
+            raise ValueError("max_attempts and concurrency must be at least 1")
+        if not (0 < self.first_retry <= self.max_retry and self.timeout > 0):
+            raise ValueError("need 0 < first_retry <= max_retry, and a positive timeout")
+
+    def retry_delay(self, failures: int) -> float:
+        """Seconds to wait after the ``failures``-th failed attempt."""
+        delay = min(self.max_retry, self.first_retry * 2.0 ** min(failures - 1, 64))
+        return delay * random.uniform(0.5, 1.0)
+
+
+class PushNotifications:
+    """The webhooks of the tasks in ``store``, and their delivery (``start`` and
+    ``aclose`` it). Calls a webhook whose host is not public only with
+    ``allow_private`` (engine/webhook_urls.py)."""
+
+    def __init__(
+        self,
+        store: Webhooks,
+        *,
+        clock: Clock,
+        policy: PushPolicy | None = None,
+        allow_private: bool = False,
+    ) -> None:
+        self.store = store
+        self.policy = policy or PushPolicy()
+        self.allow_private = allow_private
+        self._clock = clock
+        self._wake = asyncio.Event()
+        # Tasks known to have webhooks, whose stored events wake the dispatcher at
+        # once: the only cost a task without webhooks pays is a set lookup. One
+        # this process has not seen yet (set before a restart) is found by the
+        # poll, within POLL_SECONDS, and known from then on.
+        self._hooked: set[TaskId] = set()
+        self._lanes: set[WebhookKey] = set()
+        self._retries: list[float] = []  # when failed deliveries are due again (a heap)
+        self._worker: asyncio.Task[None] | None = None
+        self._clients: _Clients | None = None
+        self._closed = False
+
+    # --- configs: what the four push-config operations and a send do ---
+
+    async def check(self, config: TaskPushNotificationConfig, *, field: str) -> None:
+        """Raise InvalidParamsError naming ``field`` if the config's URL may not
+        be called (webhook_urls.py); the rest was checked as it was decoded."""
+        try:
+            await check_url(config.url, allow_private=self.allow_private)
+        except WebhookRefused as exc:
+            raise InvalidParamsError(
+                f"Invalid push notification URL {config.url[:200]!r}: {exc}", field=field
+            ) from None
+
+    async def set(self, task_id: TaskId, webhook: Webhook) -> TaskPushNotificationConfig:
+        """Set ``webhook`` on the task (an empty config id means the task's id;
+        the same id replaces); its receiver gets the task as it stands, then
+        every later event. Raises TaskNotFoundError, UnsupportedOperationError
+        (the task has MAX_WEBHOOKS already)."""
+        config = msgspec.structs.replace(
+            webhook.config,
+            task_id=task_id,
+            id=webhook.config.id or task_id,
+            tenant="",
+            a2ad_delivery=UNSET,
+        )
+        try:
+            await self.store.put_webhook(Webhook(config, webhook.version))
+        except MissingTaskError:
+            raise _not_found(task_id) from None
+        except WebhookLimitError:
+            raise UnsupportedOperationError(
+                f"Task {task_id} has {MAX_WEBHOOKS} push notification configs, the most a task "
+                "may have; delete one first, or set one of the same id to replace it",
+                metadata={"taskId": task_id, "limit": str(MAX_WEBHOOKS)},
+            ) from None
+        log.info(
+            "webhook set",
+            extra={
+                "task_id": task_id,
+                "config_id": config.id,
+                "host": urlsplit(config.url).hostname,
+                "version": webhook.version,
+            },
+        )
+        self._hook(task_id)
+        self._wake.set()
+        return config
+
+    async def register(self, task_id: TaskId, webhooks: Sequence[Webhook]) -> None:
+        """``set`` each of a message's webhooks on its task."""
+        for webhook in webhooks:
+            await self.set(task_id, webhook)
+
+    async def get(self, task_id: TaskId, config_id: str) -> TaskPushNotificationConfig:
+        """The config with how its deliveries went; an empty ``config_id`` means
+        the task's first. Raises TaskNotFoundError."""
+        if config_id:
+            state = await self.store.get_webhook((task_id, config_id))
+        else:
+            states = await self.store.list_webhooks(task_id)
+            state = states[0] if states else None
+        if state is not None:
+            return _answer(state)
+        if await self.store.list_webhooks(task_id) is None:
+            raise _not_found(task_id)
+        raise TaskNotFoundError(
+            f"Task {task_id} has no push notification config "
+            + (f"with id {config_id}" if config_id else "yet"),
+            metadata={"taskId": task_id, "configId": config_id},
+        )
+
+    async def list(
+        self, request: ListTaskPushNotificationConfigsRequest
+    ) -> ListTaskPushNotificationConfigsResponse:
+        """The task's configs, oldest first, ``pageSize`` at a time if given.
+        Raises TaskNotFoundError, InvalidParamsError (a page token not ours)."""
+        states = await self.store.list_webhooks(request.task_id)
+        if states is None:
+            raise _not_found(request.task_id)
+        start = 0
+        if request.page_token:
+            if not (request.page_token.isdigit() and int(request.page_token) <= len(states)):
+                raise InvalidParamsError(
+                    "Invalid pageToken: pass back a nextPageToken this server returned, or "
+                    "omit it to start from the first config",
+                    field="pageToken",
+                )
+            start = int(request.page_token)
+        end = start + request.page_size if request.page_size else len(states)
+        return ListTaskPushNotificationConfigsResponse(
+            configs=[_answer(state) for state in states[start:end]],
+            next_page_token=str(end) if end < len(states) else "",
+        )
+
+    async def delete(self, task_id: TaskId, config_id: str) -> None:
+        """Delete the config and its pending deliveries; deleting one that is
+        not there succeeds. Raises TaskNotFoundError for an unknown task."""
+        if not await self.store.delete_webhook((task_id, config_id)):
+            if await self.store.list_webhooks(task_id) is None:
+                raise _not_found(task_id)
+            return
+        log.info("webhook deleted", extra={"task_id": task_id, "config_id": config_id})
+
+    # --- lifetime ---
+
+    async def start(self) -> None:
+        """Start delivering (what the outbox holds from before, too). Idempotent."""
+        if self._worker is not None or self._closed:
+            return
+        self._clients = _Clients(keep=self.policy.concurrency, timeout=self.policy.timeout)
+        self._worker = asyncio.ensure_future(self._dispatch())
+
+    async def aclose(self) -> None:
+        """Stop: attempts under way are cut short, and stay in the outbox to be
+        made again on the next start. Idempotent."""
+        self._closed = True
+        if self._worker is not None:
+            self._worker.cancel()
+            await asyncio.wait({self._worker})
+        if self._clients is not None:
+            await self._clients.aclose()
+            self._clients = None
+
+    def stored(self, task_id: TaskId, ended: bool) -> None:
+        """The writer stored an event of the task (``ended``: a terminal one, its
+        last): if it has webhooks, the store has queued their deliveries."""
+        if task_id in self._hooked:
+            self._wake.set()
+            if ended:
+                self._hooked.discard(task_id)
+
+    def _hook(self, task_id: TaskId) -> None:
+        if len(self._hooked) >= MAX_HOOKED:
+            self._hooked.clear()
+        self._hooked.add(task_id)
+
+    # --- delivery ---
+
+    async def _dispatch(self) -> None:
+        async with asyncio.TaskGroup() as lanes:
+            while True:
+                self._wake.clear()
+                free = self.policy.concurrency - len(self._lanes)
+                if free > 0:
+                    try:
+                        due = await self.store.due_webhooks(self._clock(), free + len(self._lanes))
+                    except Exception:
+                        log.exception("push: reading the outbox failed; retrying")
+                        due = []
+                    for key in due:
+                        if key not in self._lanes and len(self._lanes) < self.policy.concurrency:
+                            self._lanes.add(key)
+                            self._hook(key[0])
+                            lanes.create_task(self._lane(key))
+                await self._idle()
+
+    async def _idle(self) -> None:
+        """Wait until woken, a retry falls due, or POLL_SECONDS pass."""
+        now = self._clock()
+        while self._retries and self._retries[0] <= now:
+            heapq.heappop(self._retries)
+        wait = min(POLL_SECONDS, self._retries[0] - now) if self._retries else POLL_SECONDS
+        try:
+            async with asyncio.timeout(max(wait, 0.0)):
+                await self._wake.wait()
+        except TimeoutError:
+            pass
+
+    async def _lane(self, key: WebhookKey) -> None:
+        assert self._clients is not None
+        client = self._clients.take(key)
+        try:
+            await self._deliver(key, client)
+        except Exception:
+            log.exception(
+                "push: delivering failed; retrying", extra={"task_id": key[0], "config_id": key[1]}
+            )
+            heapq.heappush(self._retries, self._clock() + POLL_SECONDS)
+        finally:
+            self._lanes.discard(key)
+            self._wake.set()  # its webhook may be due again already
+            await self._clients.give_back(key, client)
+
+    async def _deliver(self, key: WebhookKey, client: httpx.AsyncClient) -> None:
+        """Deliver the webhook's pending deliveries in order, until none is left
+        or one fails and must wait before it is tried again."""
+        reached: tuple[str, Target | WebhookRefused] | None = None  # (url, where it led)
+        while True:
+            # Read afresh for each batch: the config may have been replaced.
+            state = await self.store.get_webhook(key)
+            pending = await self.store.deliveries(key, BATCH) if state is not None else []
+            if state is None or not pending:
+                return
+            webhook = state.webhook
+            if reached is None or reached[0] != webhook.config.url:
+                # Resolved once a run (and checked again): it holds for the run.
+                reached = webhook.config.url, await self._reach(webhook)
+            for delivery in pending:
+                failure = await self._attempt(client, webhook, delivery, reached[1])
+                if failure is None:
+                    if not await self.store.delivered(delivery):
+                        return  # deleted meanwhile: the rest of the batch is gone too
+                    continue
+                error, permanent = failure
+                failures = delivery.attempts + 1
+                if permanent or failures >= self.policy.max_attempts:
+                    if not await self.store.delivery_failed(delivery, error, retry_at=None):
+                        return
+                    log.warning(
+                        "push delivery given up: %s",
+                        error,
+                        extra=_about(delivery, failures),
+                    )
+                    continue
+                retry_at = self._clock() + self.policy.retry_delay(failures)
+                await self.store.delivery_failed(delivery, error, retry_at=retry_at)
+                heapq.heappush(self._retries, retry_at)
+                log.info(
+                    "push delivery failed, will retry: %s", error, extra=_about(delivery, failures)
+                )
+                return
+
+    async def _reach(self, webhook: Webhook) -> Target | WebhookRefused:
+        try:
+            return await target(webhook.config.url, allow_private=self.allow_private)
+        except WebhookRefused as exc:
+            return exc
+
+    async def _attempt(
+        self,
+        client: httpx.AsyncClient,
+        webhook: Webhook,
+        delivery: Delivery,
+        reached: Target | WebhookRefused,
+    ) -> tuple[str, bool] | None:
+        """One POST; None if the receiver took it, else (why, whether retrying is
+        pointless)."""
+        if isinstance(reached, WebhookRefused):
+            return f"refused: {reached}", reached.permanent
+        dialect = DIALECTS[webhook.version]
+        config = webhook.config
+        headers = {
+            "Host": reached.host_header,
+            "Content-Type": dialect.push_media_type,
+            "X-A2AD-Event-Id": str(delivery.seq),
+        }
+        if config.token:
+            headers["X-A2A-Notification-Token"] = config.token
+        auth = config.authentication
+        if auth is not UNSET:
+            headers["Authorization"] = f"{auth.scheme} {auth.credentials}".rstrip()
+        extensions: dict[str, Any] = {}
+        if reached.sni_hostname is not None:
+            extensions["sni_hostname"] = reached.sni_hostname
+        body = dialect.encode_push(delivery.item, delivery.snapshot)
+        timeout = self.policy.timeout
+        try:
+            async with asyncio.timeout(timeout):  # the whole attempt, however it trickles
+                request = client.build_request(
+                    "POST", reached.url, content=body, headers=headers, extensions=extensions
+                )
+                response = await client.send(request, stream=True)
+                try:
+                    # The status is all that counts, but a body read to its end
+                    # lets the connection be used again; a long one is cut off.
+                    size = 0
+                    async for chunk in response.aiter_raw():
+                        size += len(chunk)
+                        if size > MAX_ANSWER_BYTES:
+                            break
+                finally:
+                    await response.aclose()
+        except TimeoutError:
+            return f"no answer within {timeout:g} s", False
+        except httpx.HTTPError as exc:
+            return f"{type(exc).__name__}: {exc}".rstrip(": "), False
+        status = response.status_code
+        if 200 <= status < 300:
+            return None
+        permanent = 400 <= status < 500 and status not in _TRANSIENT_4XX
+        return f"HTTP {status}", permanent
+
+
+class _Clients:
+    """An HTTP client per webhook, holding at most one connection, kept alive
+    between its lane's runs. Not one shared pool: its bookkeeping on every
+    request grows with the connections it holds (httpcore), and a connection of
+    its own means no webhook waits for another's. The ``keep`` most recently
+    used are kept while idle; older ones are closed."""
+
+    def __init__(self, *, keep: int, timeout: float) -> None:
+        self._keep = keep
+        self._timeout = timeout
+        self._tls = httpx.create_ssl_context()  # made once: it costs milliseconds
+        self._idle: OrderedDict[WebhookKey, httpx.AsyncClient] = OrderedDict()
+        self._open: set[httpx.AsyncClient] = set()  # idle or in use: closed by aclose
+
+    def take(self, key: WebhookKey) -> httpx.AsyncClient:
+        client = self._idle.pop(key, None)
+        if client is None:
+            client = httpx.AsyncClient(
+                verify=self._tls,
+                timeout=self._timeout,
+                limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
+                follow_redirects=False,  # a redirect could lead where the guard would refuse
+                trust_env=False,  # the address checked is the one connected to: no proxy
+                headers={"User-Agent": "a2ad"},
+            )
+            self._open.add(client)
+        return client
+
+    async def give_back(self, key: WebhookKey, client: httpx.AsyncClient) -> None:
+        self._idle[key] = client
+        while len(self._idle) > self._keep:
+            _, old = self._idle.popitem(last=False)
+            await self._close(old)
+
+    async def aclose(self) -> None:
+        self._idle.clear()
+        for client in list(self._open):
+            await self._close(client)
+
+    async def _close(self, client: httpx.AsyncClient) -> None:
+        await client.aclose()
+        self._open.discard(client)
+
+
+def _answer(state: WebhookState) -> TaskPushNotificationConfig:
+    return msgspec.structs.replace(
+        state.webhook.config,
+        a2ad_delivery=PushDeliveryStatus(
+            pending=state.pending,
+            delivered=state.delivered,
+            dead_lettered=state.dead_lettered,
+            last_error=state.last_error,
+        ),
+    )
+
+
+def _about(delivery: Delivery, attempts: int) -> dict[str, Any]:
+    return {
+        "task_id": delivery.key[0],
+        "config_id": delivery.key[1],
+        "seq": delivery.seq,
+        "attempts": attempts,
+    }
+
+
+def _not_found(task_id: TaskId) -> TaskNotFoundError:
+    return TaskNotFoundError(f"Task not found: {task_id}", metadata={"taskId": task_id})
