@@ -9,11 +9,31 @@ class Hello(Agent):
 app = create_app(Hello())   # any ASGI server runs it
 """
 
-from .agent import Agent, AgentSkill, TaskContext
+from .agent import Agent, RequestContext, TaskContext
 from .agents.echo import EchoAgent
 from .client import Client, ClientError, SyncClient
 from .engine import Engine
-from .protocol.errors import A2AError
+from .protocol.card import (
+    AgentCardInfo,
+    AgentExtension,
+    AgentProvider,
+    AgentSkill,
+    APIKeySecurityScheme,
+    AuthorizationCodeOAuthFlow,
+    ClientCredentialsOAuthFlow,
+    DeviceCodeOAuthFlow,
+    HTTPAuthSecurityScheme,
+    MutualTlsSecurityScheme,
+    OAuth2SecurityScheme,
+    OpenIdConnectSecurityScheme,
+)
+from .protocol.errors import (
+    A2AError,
+    ContentTypeNotSupportedError,
+    ExtensionSupportRequiredError,
+    InvalidParamsError,
+    UnsupportedOperationError,
+)
 from .protocol.model import (
     Artifact,
     DataPart,
@@ -36,18 +56,33 @@ from .store.sqlite import SqliteStore
 __all__ = [
     "A2AApp",
     "A2AError",
+    "APIKeySecurityScheme",
     "Agent",
+    "AgentCardInfo",
+    "AgentExtension",
+    "AgentProvider",
     "AgentSkill",
     "Artifact",
+    "AuthorizationCodeOAuthFlow",
     "Client",
+    "ClientCredentialsOAuthFlow",
     "ClientError",
+    "ContentTypeNotSupportedError",
     "DataPart",
+    "DeviceCodeOAuthFlow",
     "EchoAgent",
     "Engine",
+    "ExtensionSupportRequiredError",
     "FilePart",
+    "HTTPAuthSecurityScheme",
+    "InvalidParamsError",
     "MemoryStore",
     "Message",
+    "MutualTlsSecurityScheme",
+    "OAuth2SecurityScheme",
+    "OpenIdConnectSecurityScheme",
     "Part",
+    "RequestContext",
     "Role",
     "SqliteStore",
     "SyncClient",
@@ -59,6 +94,7 @@ __all__ = [
     "TaskStatusUpdateEvent",
     "TaskStore",
     "TextPart",
+    "UnsupportedOperationError",
     "create_app",
     "load_agent",
 ]

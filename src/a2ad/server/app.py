@@ -18,7 +18,7 @@ from ..protocol.jsonrpc import encode_error
 from ..store.base import StoreError, TaskStore
 from ..store.memory import MemoryStore
 from .card import CARD_PATHS, serve_card
-from .handler import RequestHandler
+from .handler import ExtendedCardCheck, RequestHandler, allow_everyone
 from .jsonrpc import MAX_BODY_BYTES, JsonRpcEndpoint
 from .sse import KEEPALIVE_SECONDS
 from .types import Receive, Scope, Send, respond
@@ -41,12 +41,13 @@ class A2AApp:
         *,
         max_body_bytes: int = MAX_BODY_BYTES,
         keepalive_seconds: float = KEEPALIVE_SECONDS,
+        extended_card_check: ExtendedCardCheck = allow_everyone,
     ) -> None:
         self.engine = engine
         self.agent = engine.agent
         self.store = engine.store
         self._jsonrpc = JsonRpcEndpoint(
-            RequestHandler(engine),
+            RequestHandler(engine, extended_card_check=extended_card_check),
             max_body_bytes=max_body_bytes,
             keepalive_seconds=keepalive_seconds,
         )
@@ -136,6 +137,7 @@ def create_app(
     lease_seconds: float = 15.0,
     task_timeout: float | None = None,
     keepalive_seconds: float = KEEPALIVE_SECONDS,
+    extended_card_check: ExtendedCardCheck = allow_everyone,
 ) -> A2AApp:
     """An ASGI app serving ``agent`` (default: the echo agent) over A2A.
 
@@ -149,7 +151,10 @@ def create_app(
     ``metadata.deadline`` or ``metadata.timeoutSeconds`` its message sets) is
     failed. An SSE
     stream with nothing to send for ``keepalive_seconds`` gets a ``: keep-alive``
-    comment, so that proxies and clients do not take it for dead."""
+    comment, so that proxies and clients do not take it for dead. An agent's
+    extended card (``Agent.extended_card``) goes to callers for whom
+    ``extended_card_check(request_context)`` (a function, or an async one) is
+    true; by default every caller, until callers are authenticated."""
     engine = Engine(
         agent if agent is not None else EchoAgent(),
         store if store is not None else MemoryStore(max_tasks=max_tasks),
@@ -159,7 +164,12 @@ def create_app(
         lease_seconds=lease_seconds,
         task_timeout=task_timeout,
     )
-    return A2AApp(engine, max_body_bytes=max_body_bytes, keepalive_seconds=keepalive_seconds)
+    return A2AApp(
+        engine,
+        max_body_bytes=max_body_bytes,
+        keepalive_seconds=keepalive_seconds,
+        extended_card_check=extended_card_check,
+    )
 
 
 def load_agent(spec: str, settings: AgentSettings | None = None) -> Agent:

@@ -16,6 +16,7 @@ import uuid
 
 import msgspec
 
+from ..agent import RequestContext
 from ..engine import EventStream
 from ..protocol.dialect import Dialect, Operation
 from ..protocol.errors import InternalError
@@ -47,27 +48,34 @@ class Dispatcher:
         self.handler = handler
 
     async def call(
-        self, dialect: Dialect, operation: Operation, method: str, params: msgspec.Raw
+        self,
+        dialect: Dialect,
+        operation: Operation,
+        method: str,
+        params: msgspec.Raw,
+        context: RequestContext,
     ) -> bytes:
-        """The result's JSON for a non-streaming operation; raises A2AError."""
+        """The result's JSON for a non-streaming operation; raises A2AError.
+        ``context``: the request's, from ``RequestHandler.request_context``."""
         handler = self.handler
         match operation:
             case Operation.SEND:
                 request = dialect.decode_send(params, method)
-                return dialect.encode_send_result(await handler.send_message(request))
+                return dialect.encode_send_result(await handler.send_message(request, context))
             case Operation.GET:
-                task = await handler.get_task(dialect.decode_get(params, method))
+                task = await handler.get_task(dialect.decode_get(params, method), context)
                 return dialect.encode_task(task)
             case Operation.LIST:
-                page = await handler.list_tasks(dialect.decode_list(params, method))
+                page = await handler.list_tasks(dialect.decode_list(params, method), context)
                 return dialect.encode_page(page)
             case Operation.CANCEL:
-                task = await handler.cancel_task(dialect.decode_task_id(params, method))
+                task = await handler.cancel_task(dialect.decode_task_id(params, method), context)
                 return dialect.encode_task(task)
             case Operation.EXTENDED_CARD:
-                await handler.get_extended_agent_card(method)
+                card = await handler.get_extended_agent_card(method, context)
+                return msgspec.json.encode(card)
         assert operation.push_config, operation
-        await handler.push_config(method)
+        await handler.push_config(method, context)
 
     async def open_stream(
         self,
@@ -75,6 +83,7 @@ class Dispatcher:
         operation: Operation,
         method: str,
         params: msgspec.Raw,
+        context: RequestContext,
         *,
         last_event_id: int | None = None,
     ) -> EventStream:
@@ -82,8 +91,9 @@ class Dispatcher:
         binding answers with an ordinary error, not a stream). ``last_event_id``
         resumes a subscription after that event."""
         if operation is Operation.STREAM:
-            return await self.handler.send_streaming_message(dialect.decode_send(params, method))
+            request = dialect.decode_send(params, method)
+            return await self.handler.send_streaming_message(request, context)
         assert operation is Operation.SUBSCRIBE, operation
         return await self.handler.subscribe_to_task(
-            dialect.decode_task_id(params, method), last_event_id=last_event_id
+            dialect.decode_task_id(params, method), context, last_event_id=last_event_id
         )

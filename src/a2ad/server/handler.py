@@ -2,18 +2,30 @@
 
 Typed requests in (already decoded and checked by a dialect), model objects out;
 the JSON-RPC endpoint is a thin adapter over it, and so will be any other
-binding. It holds the server's policy for what the engine does not do: push
-notifications and the extended agent card are not offered (the agent card says
-so), and the answer says why. (A message that asks for push notifications in
-its configuration is refused as it is decoded: protocol/requests.py.)
+binding. A binding first makes the request's ``RequestContext`` with
+``request_context``, which activates the extensions the client asked for and
+refuses a request that leaves out one the agent requires; every operation then
+takes it. The handler holds the server's policy for what the engine does not do:
+push notifications are not offered (the agent card says so), and the extended
+agent card goes only to callers the ``extended_card_check`` lets through. (A
+message that asks for push notifications in its configuration is refused as it
+is decoded: protocol/requests.py.)
 """
 
 from __future__ import annotations
 
-from typing import NoReturn
+import inspect
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, NoReturn
 
+from ..agent import RequestContext
 from ..engine import Engine, EventStream
-from ..protocol.errors import PushNotificationNotSupportedError, UnsupportedOperationError
+from ..protocol.errors import (
+    ExtendedAgentCardNotConfiguredError,
+    ExtensionSupportRequiredError,
+    PushNotificationNotSupportedError,
+    UnsupportedOperationError,
+)
 from ..protocol.model import (
     GetTaskRequest,
     ListTasksResponse,
@@ -23,43 +35,100 @@ from ..protocol.model import (
     TaskIdRequest,
 )
 from ..protocol.requests import TaskQuery
+from .card import render_card
 
-__all__ = ["RequestHandler"]
+__all__ = ["ExtendedCardCheck", "RequestHandler", "allow_everyone"]
+
+# Whether a caller may read the extended agent card; the authentication work
+# fills this in. It may also raise an A2AError of its own to answer with.
+ExtendedCardCheck = Callable[[RequestContext], bool | Awaitable[bool]]
+
+
+def allow_everyone(request: RequestContext) -> bool:
+    """The default extended-card check, while callers are not authenticated."""
+    return True
 
 
 class RequestHandler:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(
+        self, engine: Engine, *, extended_card_check: ExtendedCardCheck = allow_everyone
+    ) -> None:
         self.engine = engine
+        self.extended_card_check = extended_card_check
+        extensions = engine.agent.card_info().extensions
+        self._declared = frozenset(e.uri for e in extensions)
+        self._required = [e.uri for e in extensions if e.required]
 
-    async def send_message(self, request: SendMessageRequest) -> Task | Message:
-        return await self.engine.send(request)
+    def request_context(
+        self, *, version: str, binding: str, requested: Iterable[str], base_url: str = ""
+    ) -> RequestContext:
+        """The context of a request that asked for the ``requested`` extension URIs:
+        it activates those the agent declares. Raises ExtensionSupportRequiredError
+        when one the agent requires is not among them."""
+        asked = frozenset(requested)
+        missing = [uri for uri in self._required if uri not in asked]
+        if missing:
+            header = "A2A-Extensions" if version != "0.3" else "X-A2A-Extensions"
+            raise ExtensionSupportRequiredError(
+                f"This agent requires the extension{'s' if len(missing) > 1 else ''} "
+                f"{', '.join(missing)}; activate it by sending the header "
+                f"{header}: {', '.join(missing)} (comma-separated URIs), "
+                "and follow what the extension asks of clients",
+                metadata={"extensions": ",".join(missing)},
+            )
+        return RequestContext(
+            version=version,
+            binding=binding,
+            extensions=asked & self._declared,
+            base_url=base_url,
+        )
 
-    async def send_streaming_message(self, request: SendMessageRequest) -> EventStream:
-        return await self.engine.stream(request)
+    async def send_message(
+        self, request: SendMessageRequest, context: RequestContext
+    ) -> Task | Message:
+        return await self.engine.send(request, context)
 
-    async def get_task(self, request: GetTaskRequest) -> Task:
+    async def send_streaming_message(
+        self, request: SendMessageRequest, context: RequestContext
+    ) -> EventStream:
+        return await self.engine.stream(request, context)
+
+    async def get_task(self, request: GetTaskRequest, context: RequestContext) -> Task:
         return await self.engine.get_task(request.id, request.history_length)
 
-    async def list_tasks(self, query: TaskQuery) -> ListTasksResponse:
+    async def list_tasks(self, query: TaskQuery, context: RequestContext) -> ListTasksResponse:
         return await self.engine.list_tasks(query)
 
-    async def cancel_task(self, request: TaskIdRequest) -> Task:
+    async def cancel_task(self, request: TaskIdRequest, context: RequestContext) -> Task:
         return await self.engine.cancel(request.id)
 
     async def subscribe_to_task(
-        self, request: TaskIdRequest, *, last_event_id: int | None = None
+        self, request: TaskIdRequest, context: RequestContext, *, last_event_id: int | None = None
     ) -> EventStream:
         return await self.engine.subscribe(request.id, last_event_id=last_event_id)
 
-    async def push_config(self, method: str) -> NoReturn:
+    async def push_config(self, method: str, context: RequestContext) -> NoReturn:
         """Any of the four push-notification config operations."""
         raise PushNotificationNotSupportedError(
             f"{method}: push notifications are not supported by this server "
             "(its agent card says capabilities.pushNotifications: false)"
         )
 
-    async def get_extended_agent_card(self, method: str) -> NoReturn:
-        raise UnsupportedOperationError(
-            f"{method}: this agent has no extended agent card "
-            "(its agent card does not set capabilities.extendedAgentCard)"
-        )
+    async def get_extended_agent_card(self, method: str, context: RequestContext) -> dict[str, Any]:
+        """The extended card in the request's version (as builtins), for a caller
+        the ``extended_card_check`` lets through."""
+        agent = self.engine.agent
+        if not agent.has_extended_card:
+            raise UnsupportedOperationError(
+                f"{method}: this agent has no extended agent card "
+                "(its agent card does not set capabilities.extendedAgentCard)"
+            )
+        allowed = self.extended_card_check(context)
+        if inspect.isawaitable(allowed):
+            allowed = await allowed
+        info = agent.extended_card(context) if allowed else None
+        if info is None:
+            raise ExtendedAgentCardNotConfiguredError(
+                f"{method}: the extended agent card is not available to this caller",
+            )
+        return render_card(info, context.base_url, context.version, extended_card=True)

@@ -17,7 +17,9 @@ from ..protocol.dialect import Dialect, requested_version, resolve
 from ..protocol.errors import A2AError, InvalidRequestError
 from ..protocol.jsonrpc import RequestId, decode_request, encode_error, encode_result
 from ..protocol.types import StreamItem
+from .card import base_url
 from .dispatch import Dispatcher, internal_error, parse_event_id
+from .extensions import echo_headers, requested_extensions
 from .handler import RequestHandler
 from .sse import KEEPALIVE_SECONDS, stream_sse
 from .types import Receive, Scope, Send, header, read_body, respond
@@ -65,16 +67,25 @@ class JsonRpcEndpoint:
             request = decode_request(body)
             request_id, method = request.id, request.method  # type: ignore[assignment]
             dialect, operation = resolve(requested_version(_version_text(scope)), method)
+            context = self.handler.request_context(
+                version=dialect.version,
+                binding="JSONRPC",
+                requested=requested_extensions(scope),
+                base_url=base_url(scope),
+            )
             if operation.streaming:
                 events = await self._dispatch.open_stream(
                     dialect,
                     operation,
                     method,
                     request.params,
+                    context,
                     last_event_id=parse_event_id(header(scope, b"last-event-id")),
                 )
             else:
-                result = await self._dispatch.call(dialect, operation, method, request.params)
+                result = await self._dispatch.call(
+                    dialect, operation, method, request.params, context
+                )
         except A2AError as exc:
             wire = dialect.wire_error(exc, method) if dialect is not None else exc
             await respond(send, 200, encode_error(request_id, wire))
@@ -82,12 +93,15 @@ class JsonRpcEndpoint:
         except Exception:
             await respond(send, 200, encode_error(request_id, internal_error()))
             return
+        echo = echo_headers(dialect.version, context.extensions)
         if not operation.streaming:
-            await respond(send, 200, encode_result(request_id, result))
+            await respond(send, 200, encode_result(request_id, result), headers=echo)
             return
         encode_item = dialect.encode_stream_item
 
         def encode(item: StreamItem, last: bool) -> bytes:
             return encode_result(request_id, encode_item(item, last))
 
-        await stream_sse(send, receive, events, encode, keepalive=self.keepalive_seconds)
+        await stream_sse(
+            send, receive, events, encode, keepalive=self.keepalive_seconds, headers=echo
+        )

@@ -32,8 +32,10 @@ async def stream_sse(
     encode: Callable[[StreamItem, bool], bytes],
     *,
     keepalive: float = KEEPALIVE_SECONDS,
+    headers: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
-    """Send ``events`` as ``id:``/``data:`` frames; ``encode(item, last)`` makes a data line."""
+    """Send ``events`` as ``id:``/``data:`` frames; ``encode(item, last)`` makes a data line.
+    ``headers`` go with the response's own."""
     await send(
         {
             "type": "http.response.start",
@@ -42,6 +44,7 @@ async def stream_sse(
                 (b"content-type", b"text/event-stream"),
                 (b"cache-control", b"no-cache"),
                 (b"x-accel-buffering", b"no"),
+                *(headers or []),
             ],
         }
     )
