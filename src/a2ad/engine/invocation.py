@@ -15,6 +15,10 @@ Message, or the error). A new task is stored when the agent first acts (or when
 the request asked to have it at once), so an agent may answer with a single
 Message and nothing is stored.
 
+An ``A2AError`` the agent raises before it acted, while no task exists, is the
+request's answer (both futures fail with it) and nothing is stored; once the task
+exists, it fails the task with the error's message.
+
 Stopping: ``interrupt`` cancels the producer (the task's end was already stored
 by whoever decided it, after flushing the outbox); what the agent emits after
 that is dropped. At shutdown the producer itself stores the failure after what
