@@ -40,13 +40,11 @@ class RequestContext(msgspec.Struct, frozen=True, kw_only=True):
     ``version``: the A2A version it speaks ("1.0" or "0.3"); ``binding``: how it
     arrived ("JSONRPC"; "" when the engine is called in-process);
     ``extensions``: the extensions it activated (those of the ``A2A-Extensions``
-    header the agent declares); ``base_url``: the URL the client reached the
-    server at."""
+    header the agent declares)."""
 
     version: str = "1.0"
     binding: str = ""
     extensions: frozenset[str] = frozenset()
-    base_url: str = ""
 
 
 class Agent:

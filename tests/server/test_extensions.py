@@ -36,7 +36,6 @@ class Reporter(Agent):
             "version": ctx.request.version,
             "binding": ctx.request.binding,
             "extensions": sorted(ctx.extensions),
-            "baseUrl": ctx.request.base_url,
         }
         await ctx.artifact(DataPart(seen), name="request")
 
@@ -101,7 +100,6 @@ async def test_the_agent_sees_the_version_binding_and_activated_extensions_1_0(
         "version": "1.0",
         "binding": "JSONRPC",
         "extensions": [GEO],
-        "baseUrl": "http://a2ad.test",
     }
 
 

@@ -20,7 +20,9 @@ from ..agent import RequestContext
 from ..engine import EventStream
 from ..protocol.dialect import Dialect, Operation
 from ..protocol.errors import InternalError
+from .card import base_url, render_card
 from .handler import RequestHandler
+from .types import Scope
 
 __all__ = ["Dispatcher", "internal_error", "parse_event_id"]
 
@@ -54,9 +56,11 @@ class Dispatcher:
         method: str,
         params: msgspec.Raw,
         context: RequestContext,
+        scope: Scope,
     ) -> bytes:
         """The result's JSON for a non-streaming operation; raises A2AError.
-        ``context``: the request's, from ``RequestHandler.request_context``."""
+        ``context``: the request's, from ``RequestHandler.request_context``;
+        ``scope``: its ASGI scope (the extended card's URLs follow its Host)."""
         handler = self.handler
         match operation:
             case Operation.SEND:
@@ -72,7 +76,8 @@ class Dispatcher:
                 task = await handler.cancel_task(dialect.decode_task_id(params, method), context)
                 return dialect.encode_task(task)
             case Operation.EXTENDED_CARD:
-                card = await handler.get_extended_agent_card(method, context)
+                info = await handler.get_extended_agent_card(method, context)
+                card = render_card(info, base_url(scope), dialect.version, extended_card=True)
                 return msgspec.json.encode(card)
         assert operation.push_config, operation
         await handler.push_config(method, context)

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from ..agent import RequestContext
 from ..engine import Engine, EventStream
+from ..protocol.card import AgentCardInfo
 from ..protocol.errors import (
     ExtendedAgentCardNotConfiguredError,
     ExtensionSupportRequiredError,
@@ -35,7 +36,6 @@ from ..protocol.model import (
     TaskIdRequest,
 )
 from ..protocol.requests import TaskQuery
-from .card import render_card
 
 __all__ = ["ExtendedCardCheck", "RequestHandler", "allow_everyone"]
 
@@ -58,13 +58,21 @@ class RequestHandler:
         extensions = engine.agent.card_info().extensions
         self._declared = frozenset(e.uri for e in extensions)
         self._required = [e.uri for e in extensions if e.required]
+        self._plain: dict[tuple[str, str], RequestContext] = {}
 
     def request_context(
-        self, *, version: str, binding: str, requested: Iterable[str], base_url: str = ""
+        self, *, version: str, binding: str, requested: Iterable[str]
     ) -> RequestContext:
         """The context of a request that asked for the ``requested`` extension URIs:
         it activates those the agent declares. Raises ExtensionSupportRequiredError
         when one the agent requires is not among them."""
+        if not requested and not self._required:  # the common case: one shared context
+            plain = self._plain.get((version, binding))
+            if plain is None:
+                plain = self._plain[version, binding] = RequestContext(
+                    version=version, binding=binding
+                )
+            return plain
         asked = frozenset(requested)
         missing = [uri for uri in self._required if uri not in asked]
         if missing:
@@ -76,12 +84,7 @@ class RequestHandler:
                 "and follow what the extension asks of clients",
                 metadata={"extensions": ",".join(missing)},
             )
-        return RequestContext(
-            version=version,
-            binding=binding,
-            extensions=asked & self._declared,
-            base_url=base_url,
-        )
+        return RequestContext(version=version, binding=binding, extensions=asked & self._declared)
 
     async def send_message(
         self, request: SendMessageRequest, context: RequestContext
@@ -114,9 +117,9 @@ class RequestHandler:
             "(its agent card says capabilities.pushNotifications: false)"
         )
 
-    async def get_extended_agent_card(self, method: str, context: RequestContext) -> dict[str, Any]:
-        """The extended card in the request's version (as builtins), for a caller
-        the ``extended_card_check`` lets through."""
+    async def get_extended_agent_card(self, method: str, context: RequestContext) -> AgentCardInfo:
+        """The agent's extended card, for a caller the ``extended_card_check`` lets
+        through (the binding renders it in the request's version: server/card.py)."""
         agent = self.engine.agent
         if not agent.has_extended_card:
             raise UnsupportedOperationError(
@@ -131,4 +134,4 @@ class RequestHandler:
             raise ExtendedAgentCardNotConfiguredError(
                 f"{method}: the extended agent card is not available to this caller",
             )
-        return render_card(info, context.base_url, context.version, extended_card=True)
+        return info

@@ -17,7 +17,6 @@ from ..protocol.dialect import Dialect, requested_version, resolve
 from ..protocol.errors import A2AError, InvalidRequestError
 from ..protocol.jsonrpc import RequestId, decode_request, encode_error, encode_result
 from ..protocol.types import StreamItem
-from .card import base_url
 from .dispatch import Dispatcher, internal_error, parse_event_id
 from .extensions import echo_headers, requested_extensions
 from .handler import RequestHandler
@@ -68,10 +67,7 @@ class JsonRpcEndpoint:
             request_id, method = request.id, request.method  # type: ignore[assignment]
             dialect, operation = resolve(requested_version(_version_text(scope)), method)
             context = self.handler.request_context(
-                version=dialect.version,
-                binding="JSONRPC",
-                requested=requested_extensions(scope),
-                base_url=base_url(scope),
+                version=dialect.version, binding="JSONRPC", requested=requested_extensions(scope)
             )
             if operation.streaming:
                 events = await self._dispatch.open_stream(
@@ -84,7 +80,7 @@ class JsonRpcEndpoint:
                 )
             else:
                 result = await self._dispatch.call(
-                    dialect, operation, method, request.params, context
+                    dialect, operation, method, request.params, context, scope
                 )
         except A2AError as exc:
             wire = dialect.wire_error(exc, method) if dialect is not None else exc
