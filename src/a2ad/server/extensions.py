@@ -15,16 +15,14 @@ __all__ = ["echo_headers", "requested_extensions"]
 _NAMES = (b"a2a-extensions", b"x-a2a-extensions")
 
 
-_NONE: frozenset[str] = frozenset()
-
-
 def requested_extensions(scope: Scope) -> frozenset[str]:
-    found: set[str] | None = None
+    """The URIs the request's extension headers list. (A binding need not read
+    them for an agent that declares no extension: nothing could be activated.)"""
+    found: set[str] = set()
     for key, value in scope["headers"]:
         if key in _NAMES:
-            found = found or set()
             found.update(u for u in (v.strip() for v in value.decode("latin-1").split(",")) if u)
-    return frozenset(found) if found else _NONE  # most requests have none: no allocation
+    return frozenset(found)
 
 
 def echo_headers(version: str, activated: frozenset[str]) -> list[tuple[bytes, bytes]]:

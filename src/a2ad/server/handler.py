@@ -15,7 +15,7 @@ is decoded: protocol/requests.py.)
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Collection
 from typing import NoReturn
 
 from ..agent import RequestContext
@@ -56,12 +56,12 @@ class RequestHandler:
         self.engine = engine
         self.extended_card_check = extended_card_check
         extensions = engine.agent.card_info().extensions
-        self._declared = frozenset(e.uri for e in extensions)
+        self.extensions = frozenset(e.uri for e in extensions)  # the URIs the agent declares
         self._required = [e.uri for e in extensions if e.required]
         self._plain: dict[tuple[str, str], RequestContext] = {}
 
     def request_context(
-        self, *, version: str, binding: str, requested: Iterable[str]
+        self, version: str, binding: str, requested: Collection[str]
     ) -> RequestContext:
         """The context of a request that asked for the ``requested`` extension URIs:
         it activates those the agent declares. Raises ExtensionSupportRequiredError
@@ -84,7 +84,7 @@ class RequestHandler:
                 "and follow what the extension asks of clients",
                 metadata={"extensions": ",".join(missing)},
             )
-        return RequestContext(version=version, binding=binding, extensions=asked & self._declared)
+        return RequestContext(version=version, binding=binding, extensions=asked & self.extensions)
 
     async def send_message(
         self, request: SendMessageRequest, context: RequestContext

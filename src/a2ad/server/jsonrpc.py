@@ -66,9 +66,8 @@ class JsonRpcEndpoint:
             request = decode_request(body)
             request_id, method = request.id, request.method  # type: ignore[assignment]
             dialect, operation = resolve(requested_version(_version_text(scope)), method)
-            context = self.handler.request_context(
-                version=dialect.version, binding="JSONRPC", requested=requested_extensions(scope)
-            )
+            requested = requested_extensions(scope) if self.handler.extensions else ()
+            context = self.handler.request_context(dialect.version, "JSONRPC", requested)
             if operation.streaming:
                 events = await self._dispatch.open_stream(
                     dialect,
@@ -89,7 +88,7 @@ class JsonRpcEndpoint:
         except Exception:
             await respond(send, 200, encode_error(request_id, internal_error()))
             return
-        echo = echo_headers(dialect.version, context.extensions)
+        echo = echo_headers(dialect.version, context.extensions) if context.extensions else None
         if not operation.streaming:
             await respond(send, 200, encode_result(request_id, result), headers=echo)
             return
