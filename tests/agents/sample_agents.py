@@ -42,6 +42,16 @@ class Greeter(Agent):
 
 
 greeter = Greeter()
+
+
+class Shouter:
+    """Not an Agent: only a run method, as duck typing allows."""
+
+    async def run(self, ctx: TaskContext) -> None:
+        await ctx.artifact(ctx.text.upper(), name="shout")
+
+
+shouter = Shouter()
 agent = greeter  # what `--agent tests.agents.sample_agents` loads
 
 

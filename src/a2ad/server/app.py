@@ -202,8 +202,10 @@ def load_agent(spec: str, settings: AgentSettings | None = None) -> Agent:
         obj = obj(settings=settings if settings is not None else AgentSettings())
     elif isinstance(obj, type):
         obj = obj()
-    if hasattr(obj, "run") and callable(obj.run):
-        return obj  # type: ignore[no-any-return]
+    if isinstance(obj, Agent):
+        return obj
+    if hasattr(obj, "run") and callable(obj.run):  # not an Agent: its card is a function's
+        return _FunctionAgent(obj.run, attr)
     if callable(obj):
         return _FunctionAgent(obj, attr)
     raise ValueError(f"--agent {spec!r}: {attr!r} is not an agent (it needs an async run(ctx))")
