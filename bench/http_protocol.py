@@ -7,7 +7,8 @@ a2ad app on one keep-alive connection through an in-memory transport.
         --protocols a2ad --requests 1000 --repeat 1              # and again with 3000
 
 Prints CPU time (user + system) per request for each protocol, best of ``--repeat``
-runs (interleaved), each after ``--warm`` untimed requests.
+runs (interleaved), each after ``--warm`` untimed requests. ``--binding rest`` asks
+``GET /tasks/{id}`` (HTTP+JSON) instead of the JSON-RPC GetTask.
 Under callgrind, run it twice with different ``--requests`` and divide the difference of
 the instruction counts: the per-request count, without start-up.
 """
@@ -70,7 +71,7 @@ def cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-async def measure(name: str, requests: int, warm: int) -> float:
+async def measure(name: str, requests: int, warm: int, binding: str = "jsonrpc") -> float:
     app = create_app()
     await app.engine.start()
     cls = HttpToolsProtocol if name == "uvicorn" else protocol_class(ConnectionLimits())
@@ -93,6 +94,10 @@ async def measure(name: str, requests: int, warm: int) -> float:
     )
     task_id = json.loads(transport.out.partition(b"\r\n\r\n")[2])["result"]["task"]["id"]
     get = post({"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": task_id}})
+    if binding == "rest":
+        get = b"GET /tasks/%s HTTP/1.1\r\nhost: 127.0.0.1:8000\r\na2a-version: 1.0\r\n\r\n" % (
+            task_id.encode()
+        )
     for _ in range(warm):  # untimed
         await one(get)
     start = cpu()
@@ -111,12 +116,13 @@ def main() -> None:
     p.add_argument("--requests", type=int, default=20000)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--warm", type=int, default=500, help="untimed requests first")
+    p.add_argument("--binding", default="jsonrpc", choices=["jsonrpc", "rest"])
     args = p.parse_args()
     names = args.protocols.split(",")
     runs: dict[str, list[float]] = {name: [] for name in names}
     for _ in range(args.repeat):  # interleaved, so a busy moment hits both alike
         for name in names:
-            runs[name].append(uvloop.run(measure(name, args.requests, args.warm)))
+            runs[name].append(uvloop.run(measure(name, args.requests, args.warm, args.binding)))
     for name, times in runs.items():
         print(f"{name}: {min(times):.2f} µs CPU a request (best of {args.repeat})")
 

@@ -22,6 +22,14 @@ task reads canceled), fanout (one ``sleep:`` task, 100 SubscribeToTask streams, 
 and without one more subscriber that never reads), memory (fresh servers: RSS after
 10,000 and 100,000 more tasks, as bytes per task). It prints markdown tables and
 then one JSON line with every figure.
+
+The server ``a2ad-rest`` is a2ad again, driven over HTTP+JSON (POST /message:send,
+GET /tasks/{id}, POST /message:stream, GET /tasks, POST /tasks/{id}:cancel) in the
+send, get, list, stream and cancel workloads; beside ``a2ad`` it compares the two
+bindings window by window:
+
+    .venv/bin/python bench/load.py --servers a2ad,a2ad-rest --baseline a2ad \
+        --workloads send,get,stream
 """
 
 from __future__ import annotations
@@ -64,6 +72,7 @@ SERVER_NAMES = (
     "sdk",
     "bare",
     "sdk-nootel",
+    "a2ad-rest",
     "a2ad-before",
     "a2ad-sqlite-before",
 )
@@ -95,6 +104,9 @@ class Server:
         self.argv = argv
         self.port = port
         self.env = env
+        # Driven over HTTP+JSON (the 1.0 REST paths) instead of JSON-RPC; the
+        # prefill, fanout and memory phases still use JSON-RPC.
+        self.rest = name.endswith("-rest")
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = tempfile.NamedTemporaryFile(prefix=f"load-{name}-", suffix=".log", delete=False)
 
@@ -168,6 +180,7 @@ class Server:
 
 def server_argv(name: str, port: int, db: Path) -> list[str]:
     name = name.removesuffix("-before")  # the same server, from the --before commit
+    name = name.removesuffix("-rest")  # the same server, driven over HTTP+JSON
     if name == "a2ad":
         store = ["--store", "memory", "--max-tasks", "1000000"]  # never evicts here
     elif name == "a2ad-sqlite":
@@ -309,11 +322,19 @@ async def connect(port: int) -> Conn:
     return conn
 
 
-def post(port: int, body: bytes, stream: bool = False) -> bytes:
+def post(port: int, body: bytes, stream: bool = False, path: bytes = b"/") -> bytes:
     accept = b"Accept: text/event-stream\r\n" if stream else b""
     return (
-        b"POST / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
-        b"A2A-Version: 1.0\r\n%sContent-Length: %d\r\n\r\n%s" % (port, accept, len(body), body)
+        b"POST %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+        b"A2A-Version: 1.0\r\n%sContent-Length: %d\r\n\r\n%s"
+        % (path, port, accept, len(body), body)
+    )
+
+
+def get(port: int, path: str) -> bytes:
+    return b"GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nA2A-Version: 1.0\r\n\r\n" % (
+        path.encode(),
+        port,
     )
 
 
@@ -333,26 +354,53 @@ _SEND = (
 )
 
 
+_REST_SEND = (
+    b'{"message":{"messageId":"bench-%s-%d","role":"ROLE_USER",%s"parts":[{"text":"%s"}]}%s}'
+)
+
+
 def send_body(
     text: str,
     *,
     method: str = "SendMessage",
     context: str | None = None,
     immediately: bool = False,
+    rest: bool = False,
 ) -> bytes:
+    """A send request's body: the JSON-RPC request, or (``rest``) the bare
+    SendMessageRequest that HTTP+JSON posts to /message:send or /message:stream."""
     n = next(IDS)
     ctx = b'"contextId":"%s",' % context.encode() if context else b""
     conf = b',"configuration":{"returnImmediately":true}' if immediately else b""
+    if rest:
+        return _REST_SEND % (RUN.encode(), n, ctx, text.encode(), conf)
     return _SEND % (n, method.encode(), RUN.encode(), n, ctx, text.encode(), conf)
 
 
+def send_request(server: Server, text: str, *, stream: bool = False, **how: Any) -> bytes:
+    """The whole HTTP request of a SendMessage (or, ``stream``, SendStreamingMessage)."""
+    if server.rest:
+        path = b"/message:stream" if stream else b"/message:send"
+        return post(server.port, send_body(text, rest=True, **how), stream, path)
+    method = "SendStreamingMessage" if stream else "SendMessage"
+    return post(server.port, send_body(text, method=method, **how), stream)
+
+
+def get_task_request(server: Server, task_id: str) -> bytes:
+    if server.rest:
+        return get(server.port, f"/tasks/{task_id}")
+    return post(server.port, rpc("GetTask", {"id": task_id}))
+
+
 def is_result(body: bytes) -> bool:
+    """A JSON-RPC success; an HTTP+JSON answer of status 200 is one already."""
     head = body[:120]
-    return b'"result":' in head and b'"error":' not in head
+    return b'"error":' not in head and (b'"result":' in head or not head.startswith(b'{"jsonrpc"'))
 
 
 def task_id_of(body: bytes) -> str:
-    result = json.loads(body)["result"]
+    answer = json.loads(body)
+    result = answer.get("result", answer)
     return str(result.get("task", result)["id"])
 
 
@@ -416,16 +464,16 @@ class RequestResponse(Workload):
         self.name = name
         self.concurrency = concurrency
 
-    def make(self, port: int, state: State) -> bytes:
+    def make(self, server: Server, state: State) -> bytes:
         raise NotImplementedError
 
     def check(self, body: bytes) -> bool:
         raise NotImplementedError
 
     async def worker(self, conn: Conn, server: Server, state: State, end: float, w: Window) -> None:
-        make, check, port, lat = self.make, self.check, server.port, w.lat
+        make, check, lat = self.make, self.check, w.lat
         while True:
-            data = make(port, state)
+            data = make(server, state)
             t0 = perf()
             if t0 >= end:
                 return
@@ -444,26 +492,27 @@ class RequestResponse(Workload):
 
 
 class Send(RequestResponse):
-    def make(self, port: int, state: State) -> bytes:
-        return post(port, send_body("hello"))
+    def make(self, server: Server, state: State) -> bytes:
+        return send_request(server, "hello")
 
     def check(self, body: bytes) -> bool:
         return is_result(body) and b'"TASK_STATE_COMPLETED"' in body
 
 
 class Get(RequestResponse):
-    def make(self, port: int, state: State) -> bytes:
-        return post(port, rpc("GetTask", {"id": random.choice(state.ids)}))
+    def make(self, server: Server, state: State) -> bytes:
+        return get_task_request(server, random.choice(state.ids))
 
     def check(self, body: bytes) -> bool:
         return is_result(body) and b'"TASK_STATE_COMPLETED"' in body
 
 
 class ListTasks(RequestResponse):
-    def make(self, port: int, state: State) -> bytes:
-        return post(
-            port, rpc("ListTasks", {"contextId": random.choice(state.contexts), "pageSize": 50})
-        )
+    def make(self, server: Server, state: State) -> bytes:
+        context = random.choice(state.contexts)
+        if server.rest:
+            return get(server.port, f"/tasks?contextId={context}&pageSize=50")
+        return post(server.port, rpc("ListTasks", {"contextId": context, "pageSize": 50}))
 
     def check(self, body: bytes) -> bool:
         return is_result(body) and b'"tasks":[{' in body
@@ -479,9 +528,8 @@ class Stream(Workload):
         self.concurrency = concurrency
 
     async def worker(self, conn: Conn, server: Server, state: State, end: float, w: Window) -> None:
-        port = server.port
         while True:
-            data = post(port, send_body("hello", method="SendStreamingMessage"), stream=True)
+            data = send_request(server, "hello", stream=True)
             t0 = perf()
             if t0 >= end:
                 return
@@ -516,10 +564,9 @@ class Cancel(Workload):
         self.canceled: dict[str, list[str]] = {}
 
     async def worker(self, conn: Conn, server: Server, state: State, end: float, w: Window) -> None:
-        port = server.port
         canceled = self.canceled.setdefault(server.name, [])
         while True:
-            data = post(port, send_body("sleep:30 cancel me", immediately=True))
+            data = send_request(server, "sleep:30 cancel me", immediately=True)
             t0 = perf()
             if t0 >= end:
                 return
@@ -530,14 +577,18 @@ class Cancel(Workload):
                     continue
                 tid = task_id_of(body)
                 t1 = perf()
-                status, body = await conn.request(post(port, rpc("CancelTask", {"id": tid})))
+                if server.rest:
+                    cancel = post(server.port, b"", path=b"/tasks/%s:cancel" % tid.encode())
+                else:
+                    cancel = post(server.port, rpc("CancelTask", {"id": tid}))
+                status, body = await conn.request(cancel)
                 polls = 0
                 while status == 200 and is_result(body) and b"TASK_STATE_CANCELED" not in body:
                     polls += 1
                     if polls > 2000:
                         break
                     await asyncio.sleep(0.002)
-                    status, body = await conn.request(post(port, rpc("GetTask", {"id": tid})))
+                    status, body = await conn.request(get_task_request(server, tid))
             except ConnectionError as exc:
                 w.fail(exc)
                 return
@@ -891,7 +942,7 @@ async def throughput_phase(args: argparse.Namespace, report: dict[str, Any]) -> 
             if isinstance(workload, Cancel):
                 await verify_canceled(servers, workload, rows)
             report["workloads"][workload.name] = rows
-            print_workload(workload, rows, perf() - t_start)
+            print_workload(workload, rows, perf() - t_start, args.baseline)
         if "fanout" in wanted:
             report["fanout"] = await fanout_phase(args, servers)
         report["rss_after_throughput"] = {s.name: s.rss() for s in servers}
@@ -915,7 +966,9 @@ async def verify_canceled(servers: list[Server], workload: Cancel, rows: dict[st
         rows[s.name]["recheck"] = f"{len(ids) - bad}/{len(ids)} still canceled"
 
 
-def print_workload(workload: Workload, rows: dict[str, dict[str, Any]], took: float) -> None:
+def print_workload(
+    workload: Workload, rows: dict[str, dict[str, Any]], took: float, baseline: str = "sdk"
+) -> None:
     print(f"\n### {workload.name} ({took:.0f} s)\n")
     header = [
         "server",
@@ -923,8 +976,8 @@ def print_workload(workload: Workload, rows: dict[str, dict[str, Any]], took: fl
         f"p50 ms ({workload.lat_label})",
         "p99 ms",
         "server CPU µs/op",
-        "× sdk rate",
-        "× sdk CPU",
+        f"× {baseline} rate",
+        f"× {baseline} CPU",
         "errors",
         "resp B",
         "gen CPU",

@@ -85,7 +85,11 @@ async def test_sdk_reads_the_agent_card(live: LiveServer) -> None:
     interfaces = {
         (i.protocol_binding, i.protocol_version): i.url for i in card.supported_interfaces
     }
-    assert interfaces == {("JSONRPC", "1.0"): live.url + "/", ("JSONRPC", "0.3"): live.url + "/"}
+    assert interfaces == {
+        (binding, version): live.url + "/"
+        for binding in ("JSONRPC", "HTTP+JSON")
+        for version in ("1.0", "0.3")
+    }
     assert [s.name for s in card.skills] == ["scripted"]
 
 
@@ -302,7 +306,11 @@ async def wire(live: LiveServer) -> AsyncIterator[tuple[httpx.AsyncClient, list[
 
 async def only_03_card(http: httpx.AsyncClient, url: str) -> AgentCard:
     card = await A2ACardResolver(http, url).get_agent_card()
-    keep = [i for i in card.supported_interfaces if i.protocol_version == "0.3"]
+    keep = [
+        i
+        for i in card.supported_interfaces
+        if i.protocol_version == "0.3" and i.protocol_binding == "JSONRPC"
+    ]
     assert len(keep) == 1
     del card.supported_interfaces[:]
     card.supported_interfaces.extend(keep)

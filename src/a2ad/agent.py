@@ -38,7 +38,7 @@ class RequestContext(msgspec.Struct, frozen=True, kw_only=True):
     """What the server knows about the request at hand, whatever its binding.
 
     ``version``: the A2A version it speaks ("1.0" or "0.3"); ``binding``: how it
-    arrived ("JSONRPC"; "" when the engine is called in-process);
+    arrived ("JSONRPC", "HTTP+JSON"; "" when the engine is called in-process);
     ``extensions``: the extensions it activated (those of the ``A2A-Extensions``
     header the agent declares)."""
 

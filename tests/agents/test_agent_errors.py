@@ -24,7 +24,7 @@ from a2ad import (
     create_app,
 )
 
-from ..conformance.oracles import assert_error
+from ..conformance.oracles import assert_error, assert_status
 from ..conftest import V1, Rpc, msg03, msg10, wait_for
 
 
@@ -229,3 +229,26 @@ async def test_accepted_output_modes_that_meet_the_agents_are_served(
     params = {**msg10("hello"), "configuration": {"acceptedOutputModes": accepted}}
     task = (await rpc("SendMessage", params, v1=True))["result"]["task"]
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+# --- the same over HTTP+JSON --------------------------------------------------
+
+
+async def test_over_rest_an_error_before_the_first_event_is_its_http_status(
+    client: httpx.AsyncClient, rpc: Rpc
+) -> None:
+    r = await client.post("/message:send", json=msg10("type"))
+    info = assert_status(400, r.json(), reason="CONTENT_TYPE_NOT_SUPPORTED")
+    assert r.json()["error"]["message"] == "picky reads text/plain only; send the PDF as text"
+    assert info["domain"] == "a2a-protocol.org"
+    await no_tasks(rpc)
+
+
+async def test_over_rest_accepted_output_modes_that_miss_are_refused(
+    client: httpx.AsyncClient, agent: Picky
+) -> None:
+    params = {**msg10("hello"), "configuration": {"acceptedOutputModes": ["image/png"]}}
+    r = await client.post("/message:stream", json=params)
+    assert r.headers["content-type"].startswith("application/json")
+    assert_status(400, r.json(), reason="CONTENT_TYPE_NOT_SUPPORTED")
+    assert agent.started == []

@@ -92,8 +92,7 @@ async def test_card_names_the_echo_agent_and_its_skill(echo: httpx.AsyncClient) 
     assert "echo" in skill["tags"]
     assert skill["examples"]
     assert {(i["protocolBinding"], i["protocolVersion"]) for i in card["supportedInterfaces"]} == {
-        ("JSONRPC", "1.0"),
-        ("JSONRPC", "0.3"),
+        (binding, version) for binding in ("JSONRPC", "HTTP+JSON") for version in ("1.0", "0.3")
     }
     assert all(i["url"] == "http://a2ad.test/" for i in card["supportedInterfaces"])
 

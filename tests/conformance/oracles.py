@@ -5,7 +5,10 @@
   parsed with ``ParseDict(ignore_unknown_fields=False)`` after a strictness pass that
   ParseDict lacks (snake_case keys, integer enums, nulls, empty Parts, non-UTC
   timestamps), then checked for REQUIRED fields.
-* ``assert_error``: the error shape every a2ad error must have.
+* ``assert_error``: the error shape every a2ad JSON-RPC error must have;
+  ``assert_status``: the google.rpc.Status shape of every HTTP+JSON error.
+* ``parse_03_rest``: A2A 0.3 over HTTP+JSON, the 0.3 proto's JSON (the a2a-sdk's
+  compiled 0.3 proto), parsed with ``ParseDict(ignore_unknown_fields=False)``.
 
 Nothing here imports a2ad: the oracles must not share code with what they check.
 """
@@ -29,7 +32,9 @@ __all__ = [
     "STANDARD_CODES",
     "StrictnessError",
     "assert_error",
+    "assert_status",
     "error_of",
+    "parse_03_rest",
     "parse_v1",
     "validate_03",
 ]
@@ -228,3 +233,45 @@ def assert_error(
     if dialect == "0.3":
         validate_03(body, "JSONRPCErrorResponse")
     return error
+
+
+# --- HTTP+JSON ----------------------------------------------------------------
+
+
+def parse_03_rest(obj: Any, message_type: type[M]) -> M:
+    """``obj`` (decoded JSON) strictly parsed as the A2A 0.3 proto's ``message_type``
+    (``a2a.compat.v0_3.a2a_v0_3_pb2``): what 0.3 HTTP+JSON carries."""
+    message = message_type()
+    ParseDict(obj, message, ignore_unknown_fields=False)
+    return message
+
+
+RPC_CODES = {
+    400: {"INVALID_ARGUMENT", "FAILED_PRECONDITION", "OUT_OF_RANGE"},
+    404: {"NOT_FOUND"},
+    405: {"UNIMPLEMENTED"},
+    413: {"INVALID_ARGUMENT"},
+    500: {"INTERNAL"},
+}
+
+
+def assert_status(
+    status: int, body: dict[str, Any], *, reason: str | None = None
+) -> dict[str, Any]:
+    """``body`` is a google.rpc.Status error (AIP-193) for HTTP ``status``: code,
+    a google.rpc.Code name that fits it, a message, and an ErrorInfo first in
+    ``details``. Returns the ErrorInfo."""
+    error = body.get("error")
+    assert isinstance(error, dict), body
+    assert error.get("code") == status, error
+    assert error.get("status") in RPC_CODES.get(status, {error.get("status")}), error
+    assert isinstance(error.get("message"), str) and error["message"].strip(), error
+    details = error.get("details")
+    assert isinstance(details, list) and details, error
+    info = details[0]
+    assert info.get("@type") == ERROR_INFO, info
+    assert info.get("domain") == ERROR_DOMAIN, info
+    assert isinstance(info.get("reason"), str) and info["reason"], info
+    if reason is not None:
+        assert info["reason"] == reason, info
+    return info  # type: ignore[no-any-return]

@@ -19,7 +19,7 @@ from ..scripted import ScriptedAgent
 from .oracles import parse_v1, validate_03
 
 PATHS = ["/.well-known/agent-card.json", "/.well-known/agent.json"]
-COMPAT_03_FIELDS = {"url", "protocolVersion", "preferredTransport"}
+COMPAT_03_FIELDS = {"url", "protocolVersion", "preferredTransport", "additionalInterfaces"}
 
 
 async def fetch(client: httpx.AsyncClient, path: str, **headers: str) -> httpx.Response:
@@ -47,13 +47,18 @@ async def test_card_describes_the_agent(
 
 
 @pytest.mark.parametrize("path", PATHS)
-async def test_card_lists_json_rpc_interfaces_for_1_0_and_0_3(
+async def test_card_lists_json_rpc_and_http_json_interfaces_for_1_0_and_0_3(
     client: httpx.AsyncClient, path: str
 ) -> None:
     card = await card_at(client, path)
     interfaces = card["supportedInterfaces"]
     served = {(i["protocolBinding"], i["protocolVersion"]) for i in interfaces}
-    assert {("JSONRPC", "1.0"), ("JSONRPC", "0.3")} <= served
+    assert served == {
+        ("JSONRPC", "1.0"),
+        ("HTTP+JSON", "1.0"),
+        ("JSONRPC", "0.3"),
+        ("HTTP+JSON", "0.3"),
+    }
     for interface in interfaces:
         assert interface["url"].startswith("http://a2ad.test/"), interface
     # The first entry is the preferred one: 1.0 clients should land on 1.0.
@@ -83,6 +88,10 @@ async def test_card_is_a_valid_0_3_agent_card(client: httpx.AsyncClient, path: s
     assert card["protocolVersion"].startswith("0.3")
     assert card["preferredTransport"] == "JSONRPC"
     assert card["url"] == "http://a2ad.test/"
+    assert {(i["transport"], i["url"]) for i in card["additionalInterfaces"]} == {
+        ("JSONRPC", "http://a2ad.test/"),
+        ("HTTP+JSON", "http://a2ad.test/"),
+    }
 
 
 async def test_both_card_paths_serve_the_same_card(client: httpx.AsyncClient) -> None:
@@ -244,7 +253,12 @@ async def test_a_shaped_card_is_a_valid_0_3_card_with_everything_the_agent_decla
 async def test_the_official_sdk_reads_the_same_shaped_card(shop: httpx.AsyncClient) -> None:
     card = parse_agent_card(await card_at(shop, PATHS[0]))
     check_shape_1_0(card)
-    assert [i.protocol_version for i in card.supported_interfaces] == ["1.0", "0.3"]
+    assert [(i.protocol_binding, i.protocol_version) for i in card.supported_interfaces] == [
+        ("JSONRPC", "1.0"),
+        ("HTTP+JSON", "1.0"),
+        ("JSONRPC", "0.3"),
+        ("HTTP+JSON", "0.3"),
+    ]
 
 
 async def test_the_extended_card_in_1_0_is_a_strict_1_0_card_with_more_skills(

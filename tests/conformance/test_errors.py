@@ -123,6 +123,36 @@ async def test_body_that_is_not_json_is_parse_error(
     assert body["id"] is None
 
 
+SEND_WITH = {
+    "0.3": b'{"jsonrpc":"2.0","id":1,"method":"message/send",%(envelope)s"params":'
+    b'{%(params)s"message":{"role":"user","parts":[{"kind":"text","text":"echo %(text)s"}]}}}',
+    "1.0": b'{"jsonrpc":"2.0","id":1,"method":"SendMessage",%(envelope)s"params":{%(params)s'
+    b'"message":{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"echo %(text)s"}]}}}',
+}
+
+
+@pytest.mark.parametrize("dialect", ["0.3", "1.0"])
+@pytest.mark.parametrize(
+    "bad",
+    [b"\xff", b"\xc0\xaf", b"\xed\xa0\x80", b"\xe2\x80", b"\xf4\x90\x80\x80"],
+    ids=["ff", "overlong", "surrogate", "truncated", "beyond-10ffff"],
+)
+@pytest.mark.parametrize("where", ["envelope", "params", "text"])
+async def test_invalid_utf8_anywhere_in_the_body_is_a_parse_error_and_nothing_is_stored(
+    client: httpx.AsyncClient, rpc: Rpc, dialect: str, bad: bytes, where: str
+) -> None:
+    parts = {b"envelope": b"", b"params": b"", b"text": b"ok"}
+    parts[where.encode()] = b'"x-note":"%s",' % bad if where != "text" else b"ok" + bad
+    content = SEND_WITH[dialect] % parts
+    headers = V1 if dialect == "1.0" else {}
+    body = error_body(await post_raw(client, content, headers=headers))
+    error = assert_error(body, -32700, reason="PARSE_ERROR", dialect="0.3")
+    assert body["id"] is None
+    assert "UTF-8" in error["message"]
+    listed = await rpc("ListTasks", {}, v1=True)
+    assert listed["result"]["totalSize"] == 0
+
+
 @pytest.mark.parametrize(
     "content",
     [
@@ -346,6 +376,57 @@ async def test_deeply_nested_metadata_is_a_client_error_not_an_internal_one(
     assert_error(body, code, dialect=dialect)
 
 
+def _nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for i in range(depth):  # lists and objects in turn, an object outermost
+        value = {"k": value} if (depth - i) % 2 else [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("where", "field"),
+    [
+        ("data", "message.parts[1].data"),
+        ("part metadata", "message.parts[1].metadata"),
+        ("message metadata", "message.metadata"),
+        ("request metadata", "metadata"),
+    ],
+)
+@pytest.mark.parametrize("dialect", ["0.3", "1.0"])
+async def test_json_nested_past_32_levels_is_refused_naming_the_field(
+    rpc: Rpc, dialect: str, where: str, field: str
+) -> None:
+    # A 1.0 client on the official SDK (protobuf) cannot parse a task whose values
+    # nest past about 45 levels, and one such task in a ListTasks page breaks the
+    # page for it: such a message is refused, not stored.
+    def send(depth: int) -> dict[str, Any]:
+        value = _nested(depth)
+        part: dict[str, Any] = {"data": value if where == "data" else {"k": 1}}
+        if where == "part metadata":
+            part["metadata"] = value
+        params = msg10("echo x") if dialect == "1.0" else msg03("echo x")
+        params["message"]["parts"].append(part)
+        if where == "message metadata":
+            params["message"]["metadata"] = value
+        if where == "request metadata":
+            params["metadata"] = value
+        return params
+
+    method = "SendMessage" if dialect == "1.0" else "message/send"
+    refused = await rpc(method, send(33), v1=dialect == "1.0")
+    error = assert_error(refused, -32602, reason="INVALID_PARAMS", dialect=dialect)
+    assert field in error["message"]
+    assert error["data"][1]["fieldViolations"][0]["field"] == field
+    listed = await rpc("ListTasks", {"includeArtifacts": True}, v1=True)
+    assert listed["result"]["totalSize"] == 0
+
+    kept = await rpc(method, send(32), v1=dialect == "1.0")
+    assert "result" in kept, kept
+    listed = await rpc("ListTasks", {"includeArtifacts": True}, v1=True)
+    parse_v1(listed["result"], ListTasksResponse)
+    assert listed["result"]["totalSize"] == 1
+
+
 async def test_body_over_10_mib_is_413_with_a_json_rpc_error(client: httpx.AsyncClient) -> None:
     text = "a" * (10 * 1024 * 1024 + 1)
     content = ENVELOPE % ("message/send", json.dumps(msg03(text)))
@@ -371,17 +452,21 @@ async def test_get_on_the_json_rpc_endpoint_is_405_with_json(
     assert_error(body, body["error"]["code"], dialect="0.3")
 
 
-async def test_unknown_path_is_404_with_json(client: httpx.AsyncClient) -> None:
-    r = await client.post(
-        "/no/such/path",
-        json={"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": "x"}},
-    )
-    assert r.status_code == 404
-    body = error_body(r)
-    assert_error(body, body["error"]["code"], dialect="0.3")
-    r = await client.get("/no/such/path")
-    assert r.status_code == 404
-    error_body(r)
+async def test_unknown_path_is_a_rest_404_with_a_status_body(client: httpx.AsyncClient) -> None:
+    # Paths that are not JSON-RPC's or the card's belong to the HTTP+JSON binding,
+    # whose errors are google.rpc.Status bodies (tests/server/test_rest.py).
+    for r in (
+        await client.post(
+            "/no/such/path",
+            json={"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": "x"}},
+        ),
+        await client.get("/no/such/path"),
+    ):
+        assert r.status_code == 404
+        error = r.json()["error"]
+        assert (error["code"], error["status"]) == (404, "NOT_FOUND")
+        assert error["details"][0]["reason"] == "METHOD_NOT_FOUND"
+        assert "/no/such/path" in error["message"]
 
 
 # --- property: random params never break the server ---

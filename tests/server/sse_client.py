@@ -99,6 +99,10 @@ class Dialect:
     v1: bool
 
     @property
+    def version(self) -> str:
+        return "1.0" if self.v1 else "0.3"
+
+    @property
     def headers(self) -> dict[str, str]:
         return {"A2A-Version": "1.0"} if self.v1 else {}
 

@@ -13,7 +13,7 @@ import pytest
 from a2ad import A2AApp, AgentCardInfo, RequestContext, create_app
 
 from ..agents.sample_agents import STYLE, Storefront
-from ..conformance.oracles import assert_error
+from ..conformance.oracles import assert_error, assert_status
 
 METHODS = {True: "GetExtendedAgentCard", False: "agent/getAuthenticatedExtendedCard"}
 
@@ -95,3 +95,20 @@ async def test_the_public_card_offers_the_extended_card_whatever_the_check(
 ) -> None:
     assert public_card["capabilities"]["extendedAgentCard"] is True
     assert [s["id"] for s in public_card["skills"]] == ["search"]
+
+
+@pytest.mark.parametrize(("path", "v1"), [("/extendedAgentCard", True), ("/v1/card", False)])
+async def test_over_rest_the_extended_card_is_served_and_refused_alike(path: str, v1: bool) -> None:
+    headers = {"A2A-Extensions": STYLE}
+    for check, expected in ((lambda request: True, 200), (lambda request: False, 400)):
+        app = create_app(Storefront(), extended_card_check=check)
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://a2ad.test") as client:
+            r = await client.get(path, headers=headers)
+        await app.aclose()
+        assert r.status_code == expected, r.text
+        if expected == 200:
+            assert [s["id"] for s in r.json()["skills"]] == ["search", "restock"]
+            assert ("supportedInterfaces" in r.json()) is v1
+        else:
+            assert_status(400, r.json(), reason="EXTENDED_AGENT_CARD_NOT_CONFIGURED")

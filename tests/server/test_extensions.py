@@ -14,7 +14,7 @@ import pytest
 
 from a2ad import A2AApp, Agent, AgentExtension, DataPart, TaskContext, create_app
 
-from ..conformance.oracles import assert_error
+from ..conformance.oracles import assert_error, assert_status
 from ..conftest import V1, msg03, msg10
 
 GEO = "https://example.com/ext/geo/v1"
@@ -208,3 +208,32 @@ async def test_activating_the_required_extension_is_served(strict: httpx.AsyncCl
     r = await call(strict, "SendMessage", msg10("hi"), headers=[("A2A-Extensions", SIGNED)])
     assert seen(r)["extensions"] == [SIGNED]
     assert r.headers["a2a-extensions"] == SIGNED
+
+
+# --- the same over HTTP+JSON --------------------------------------------------
+
+
+async def test_over_rest_the_agent_sees_the_binding_and_the_answer_echoes(
+    reporter: httpx.AsyncClient,
+) -> None:
+    r = await reporter.post(
+        "/message:send", json=msg10("hi"), headers={"A2A-Extensions": f"{GEO}, {TRACE}"}
+    )
+    assert r.status_code == 200, r.text
+    data = r.json()["task"]["artifacts"][0]["parts"][0]["data"]
+    assert data == {"version": "1.0", "binding": "HTTP+JSON", "extensions": sorted([GEO, TRACE])}
+    assert r.headers["a2a-extensions"] == ", ".join(sorted([GEO, TRACE]))
+
+
+async def test_over_rest_0_3_echoes_in_the_0_3_header(reporter: httpx.AsyncClient) -> None:
+    r = await reporter.get("/v1/tasks", headers={"X-A2A-Extensions": GEO})
+    assert r.status_code == 200, r.text
+    assert r.headers["x-a2a-extensions"] == GEO
+
+
+async def test_over_rest_a_required_extension_left_out_is_400(strict: httpx.AsyncClient) -> None:
+    r = await strict.get("/tasks")
+    info = assert_status(400, r.json(), reason="EXTENSION_SUPPORT_REQUIRED")
+    assert info["metadata"] == {"extensions": SIGNED}
+    ok = await strict.get("/tasks", headers={"A2A-Extensions": SIGNED})
+    assert ok.status_code == 200 and ok.headers["a2a-extensions"] == SIGNED

@@ -140,3 +140,20 @@ async def test_each_failure_gets_its_own_incident_and_the_server_keeps_answering
     )
     answer = r.json()
     assert "error" not in answer, answer
+
+
+@pytest.mark.parametrize("path", ["/tasks/t1", "/v1/tasks/t1"])
+async def test_over_http_json_a_damaged_store_answers_500_with_an_incident(
+    client: httpx.AsyncClient, path: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.ERROR, logger="a2ad.server")
+    r = await client.get(path)
+    assert r.status_code == 500
+    error = r.json()["error"]
+    assert (error["code"], error["status"]) == (500, "INTERNAL")
+    assert error["details"][0]["reason"] == "INTERNAL_ERROR"
+    for internal in ("Traceback", "sqlite", "malformed", "DatabaseError", "tasks.db", ".py"):
+        assert internal not in r.text
+    match = INCIDENT.match(error["message"])
+    assert match, error["message"]
+    assert match.group(1) in {getattr(rec, "incident", None) for rec in caplog.records}

@@ -424,11 +424,14 @@ async def test_stalled_subscriber_is_dropped_without_slowing_agent_or_other_read
                 assert agent.finished - agent.began < FLOOD_CHUNKS * FLOOD_PACE_SECONDS + 3.0
                 assert read_all - go < FLOOD_CHUNKS * FLOOD_PACE_SECONDS + 4.0
 
-                # The stalled connection was cut short: once drained, it is closed
-                # without ever carrying the completion.
+                # The stalled connection was cut short: once drained, it ends with
+                # the error that says the reader fell behind, never the completion
+                # (tests/server/test_stream_edges.py checks that error in full).
                 data = head + await asyncio.to_thread(drain_until_closed, stalled, 5.0)
                 assert data.startswith(b"HTTP/1.1 200")
                 assert data.count(b"artifact-update") < FLOOD_CHUNKS
                 assert b'"completed"' not in data
+                assert data.rstrip().endswith(b"0")  # the chunked body's last chunk
+                assert b'"reason":"STREAM_READER_FELL_BEHIND"' in data
             finally:
                 stalled.close()

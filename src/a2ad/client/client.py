@@ -22,7 +22,14 @@ from httpx_sse import aconnect_sse
 from msgspec import UNSET
 
 from ..protocol.dialect import DIALECTS, Dialect, Operation, Version, method_name
-from ..protocol.errors import ERRORS_BY_CODE, A2AError, UnsupportedOperationError
+from ..protocol.errors import (
+    ERROR_DOMAIN,
+    ERRORS_BY_CODE,
+    ERRORS_BY_REASON,
+    A2AError,
+    StreamFellBehindError,
+    UnsupportedOperationError,
+)
 from ..protocol.model import (
     GetTaskRequest,
     ListTasksRequest,
@@ -80,10 +87,18 @@ def _error_from(payload: Any, url: str) -> A2AError:
         return RemoteError(f"{url} answered a malformed JSON-RPC error: {payload!r}", code=-32603)
     code, message = payload["code"], str(payload.get("message") or "(no message)")
     metadata: dict[str, str] = {}
-    for detail in payload.get("data") or []:
+    cls: type[A2AError] | None = None
+    data = payload.get("data")
+    for detail in data if isinstance(data, list) else []:
         if isinstance(detail, dict) and isinstance(detail.get("metadata"), dict):
             metadata.update({str(k): str(v) for k, v in detail["metadata"].items()})
-    cls = ERRORS_BY_CODE.get(code)
+        if isinstance(detail, dict) and detail.get("domain") == ERROR_DOMAIN:
+            # The reason tells apart errors that share a code (a reader that fell
+            # behind is -32000 like a busy server).
+            by_reason = ERRORS_BY_REASON.get(str(detail.get("reason")))
+            if by_reason is not None and by_reason.code == code:
+                cls = by_reason
+    cls = cls or ERRORS_BY_CODE.get(code)
     error = cls(message, metadata=metadata) if cls else RemoteError(message, code=code)
     error.data = payload.get("data")  # type: ignore[attr-defined]
     return error
@@ -247,7 +262,9 @@ class Client:
     ) -> AsyncIterator[StreamEvent]:
         """Send a message and yield what the server streams: the task (or a
         single message), then status and artifact updates, until the task ends
-        or needs input."""
+        or needs input. Raises ``StreamFellBehindError`` if the server cut the
+        stream off because the caller read too slowly; its ``last_event_id``
+        is where ``subscribe`` can pick the task up."""
         request = self._send_request(content, context_id, task_id, True, None, metadata)
         dialect = await self._speaking()
         async for _, item in self._sse(Operation.STREAM, dialect.encode_send(request)):
@@ -343,10 +360,11 @@ class Client:
         current state; 0 asks for the task's whole event log. a2ad keeps one; a
         server that does not starts with the current state.
 
-        A stream that breaks, or ends before the task does, is reopened with
-        ``Last-Event-ID``, so a server that keeps an event log (a2ad does) replays
-        what was missed. Up to ``reconnect`` attempts in a row without a new
-        update, waiting ``backoff`` seconds, doubled each time (at most 10 s)."""
+        A stream that breaks, ends before the task does, or is cut off because
+        the caller read too slowly, is reopened with ``Last-Event-ID``, so a
+        server that keeps an event log (a2ad does) replays what was missed. Up
+        to ``reconnect`` attempts in a row without a new update, waiting
+        ``backoff`` seconds, doubled each time (at most 10 s)."""
         params = (await self._speaking()).encode_task_id(TaskIdRequest(id=task_id))
         resume = None if last_event_id is None else str(last_event_id)
         failures = 0
@@ -379,6 +397,8 @@ class Client:
                 if not seen_any:
                     raise  # never got going: wrong URL, server down, not a stream
                 failure = exc
+            except StreamFellBehindError as exc:
+                failure = exc  # we read too slowly; the log has what we missed
             failures += 1
             if failures > reconnect:
                 raise failure

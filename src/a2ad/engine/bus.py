@@ -8,7 +8,8 @@ the invocation's outcome (see ``invocation.py``).
 
 ``LocalBus`` is the in-process default. Each subscriber has its own bounded
 buffer; ``publish`` appends to every buffer and returns, never awaiting anyone.
-A subscriber whose buffer is full is dropped (its stream ends), so a stalled
+A subscriber whose buffer is full is dropped (its stream ends with an error
+that tells its reader to resubscribe from the last event it got), so a stalled
 reader never slows the agent, the store or the other subscribers.
 """
 
@@ -36,7 +37,8 @@ class Published(NamedTuple):
 
 class Subscription:
     """A subscriber's bounded buffer; ``get`` returns None once it was dropped
-    (at once) or ended (after what it buffered)."""
+    (at once) or ended (after what it buffered). ``fell_behind`` says it was
+    dropped because its buffer was full."""
 
     def __init__(
         self, task_id: TaskId, maxsize: int, unsubscribe: Callable[[Subscription], None]
@@ -50,6 +52,7 @@ class Subscription:
         self._waiter: asyncio.Future[None] | None = None
         self.dropped = asyncio.Event()
         self.ending = asyncio.Event()
+        self.fell_behind = False
 
     def _wake(self) -> None:
         waiter = self._waiter
@@ -59,6 +62,7 @@ class Subscription:
     def push(self, item: Published) -> bool:
         """Buffer ``item``; False (and the subscriber dropped) if the buffer is full."""
         if len(self._items) >= self._maxsize:
+            self.fell_behind = True
             self.drop()
             return False
         self._items.append(item)

@@ -7,7 +7,7 @@ import collections
 from collections.abc import Awaitable, Callable
 
 from ..protocol.model import Message, TaskArtifactUpdateEvent
-from ..protocol.types import Seq, StreamItem
+from ..protocol.types import Seq, StreamItem, TaskId
 from .bus import Subscription
 
 __all__ = ["EventStream"]
@@ -37,7 +37,8 @@ class EventStream:
 
     @property
     def dropped(self) -> asyncio.Event | None:
-        """Set when the reader fell too far behind and was dropped."""
+        """Set when the stream was cut off: its reader fell too far behind
+        (``fell_behind``)."""
         return self._sub.dropped if self._sub else None
 
     @property
@@ -45,6 +46,16 @@ class EventStream:
         """Set when the server ends the stream (shutdown): what is buffered is
         still sent, then the stream ends."""
         return self._sub.ending if self._sub else None
+
+    @property
+    def fell_behind(self) -> bool:
+        """The reader fell so far behind that its buffer filled and it was dropped."""
+        return self._sub is not None and self._sub.fell_behind
+
+    @property
+    def task_id(self) -> TaskId | None:
+        """The task followed (None for a stream of a single Message)."""
+        return self._sub.task_id if self._sub else None
 
     def _ends(self, item: StreamItem) -> bool:
         if isinstance(item, Message):

@@ -7,6 +7,7 @@
      ├── InvalidParamsError        -32602  params fail validation (names the field)
      ├── InternalError             -32603
      ├── ServerBusyError           -32000  the store is full of work in flight
+     │    └── StreamFellBehindError  -32000  a stream's reader fell too far behind
      ├── TaskNotFoundError         -32001  unknown, evicted, or not the caller's
      ├── TaskNotCancelableError    -32002  the task is already terminal
      ├── PushNotificationNotSupportedError  -32003
@@ -18,6 +19,8 @@
      └── VersionNotSupportedError  -32009  wrong or missing A2A-Version for the method
 
 Raise the specific class; the server turns it into a wire error in one place.
+``ERRORS_BY_CODE`` maps a code to its class; ``ERRORS_BY_REASON`` maps an
+ErrorInfo reason to its class, subclasses included (a client reads it first).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any, ClassVar
 
 __all__ = [
     "ERRORS_BY_CODE",
+    "ERRORS_BY_REASON",
     "ERROR_DOMAIN",
     "A2AError",
     "ContentTypeNotSupportedError",
@@ -39,6 +43,7 @@ __all__ = [
     "MethodNotFoundError",
     "PushNotificationNotSupportedError",
     "ServerBusyError",
+    "StreamFellBehindError",
     "TaskNotCancelableError",
     "TaskNotFoundError",
     "UnsupportedOperationError",
@@ -124,6 +129,19 @@ class ServerBusyError(A2AError):
     code, reason, http_status = -32000, "SERVER_BUSY", 503
 
 
+class StreamFellBehindError(ServerBusyError):
+    """A stream's reader fell so far behind that the server stopped holding
+    events for it; resubscribe with ``Last-Event-ID: last_event_id``."""
+
+    reason = "STREAM_READER_FELL_BEHIND"
+
+    @property
+    def last_event_id(self) -> int | None:
+        """The id of the last event the stream carried (``metadata["lastEventId"]``)."""
+        text = self.metadata.get("lastEventId", "")
+        return int(text) if text.isdigit() else None
+
+
 class TaskNotFoundError(A2AError):
     """No such task visible to the caller."""
 
@@ -178,3 +196,18 @@ def _registry() -> dict[int, type[A2AError]]:
 
 
 ERRORS_BY_CODE = _registry()
+
+
+def _by_reason() -> dict[str, type[A2AError]]:
+    table: dict[str, type[A2AError]] = {}
+    pending = list(A2AError.__subclasses__())
+    while pending:
+        cls = pending.pop()
+        if cls.reason in table:
+            raise RuntimeError(f"error reason {cls.reason} registered twice")
+        table[cls.reason] = cls
+        pending.extend(cls.__subclasses__())
+    return table
+
+
+ERRORS_BY_REASON = _by_reason()

@@ -41,7 +41,11 @@ _request_decoder = msgspec.json.Decoder(Request)
 
 
 def decode_request(body: bytes) -> Request:
-    """The request envelope; raises JSONParseError or InvalidRequestError."""
+    """The request envelope; raises JSONParseError (not JSON, or not UTF-8) or
+    InvalidRequestError."""
+    # msgspec checks UTF-8 only in the strings it decodes, not in the params it
+    # keeps raw nor in fields it skips; the whole body must be UTF-8 (RFC 8259 §8.1).
+    check_utf8(body)
     try:
         request = _request_decoder.decode(body)
     except msgspec.ValidationError as exc:
@@ -59,6 +63,19 @@ def decode_request(body: bytes) -> Request:
             "a2ad answers requests, not notifications, so give every request an id"
         )
     return request
+
+
+def check_utf8(body: bytes) -> None:
+    """Raise JSONParseError unless ``body`` is UTF-8 (ASCII passes at once)."""
+    if body.isascii():
+        return
+    try:
+        body.decode()
+    except UnicodeDecodeError as exc:
+        raise JSONParseError(
+            f"Invalid JSON payload: byte 0x{body[exc.start]:02x} at offset {exc.start} is not "
+            "valid UTF-8; send the body as UTF-8"
+        ) from None
 
 
 _TOO_DEEP = "the JSON is nested too deeply to process; flatten it"

@@ -21,6 +21,7 @@ from msgspec import UNSET, Meta, UnsetType, field
 __all__ = [
     "INTERRUPTED_STATES",
     "MAX_ID_LENGTH",
+    "MAX_JSON_DEPTH",
     "MAX_PARTS",
     "TERMINAL_STATES",
     "Artifact",
@@ -50,6 +51,11 @@ __all__ = [
 
 MAX_ID_LENGTH = 256
 MAX_PARTS = 256
+# How deep a request's free-form JSON (data parts, metadata) may nest. Protobuf's
+# JSON parser stops at 100 message levels, each JSON level taking two (Value, and
+# Struct or ListValue), so a 1.0 client on the official SDK cannot read a task
+# whose values nest past about 45 levels; 32 leaves room on every path to them.
+MAX_JSON_DEPTH = 32
 
 Id = Annotated[str, Meta(min_length=1, max_length=MAX_ID_LENGTH)]
 Json = dict[str, Any]

@@ -1,14 +1,15 @@
 """Checks on requests that the wire types cannot express, done once as they are
-decoded, so the engine receives requests that are already valid: context ids,
-ListTasks' state, timestamp and page token (an opaque cursor, base64 of JSON),
-and no push-notification config in a message (this server sends no pushes)."""
+decoded, so the engine receives requests that are already valid: context ids, how
+deep a message's free-form JSON nests, ListTasks' state, timestamp and page token
+(an opaque cursor, base64 of JSON), and no push-notification config in a message
+(this server sends no pushes)."""
 
 from __future__ import annotations
 
 import base64
 import binascii
 from datetime import UTC
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -16,6 +17,7 @@ from msgspec import UNSET, UnsetType
 from .errors import InvalidParamsError, PushNotificationNotSupportedError
 from .model import (
     MAX_ID_LENGTH,
+    MAX_JSON_DEPTH,
     HistoryLength,
     ListTasksRequest,
     SendMessageRequest,
@@ -75,7 +77,8 @@ def checked_send(
 ) -> SendMessageRequest:
     """``request``, or the error its first problem makes. ``push_field`` is where
     the request's dialect carries a push-notification config, to name it."""
-    context_id = request.message.context_id
+    message = request.message
+    context_id = message.context_id
     if context_id and (len(context_id) > MAX_ID_LENGTH or not context_id.isprintable()):
         raise InvalidParamsError(
             f"message.contextId must be 1..{MAX_ID_LENGTH} printable characters",
@@ -90,7 +93,34 @@ def checked_send(
             "the message without it and follow the task with a stream or GetTask",
             field=push_field,
         )
+    _check_depth(request.metadata, "metadata")
+    _check_depth(message.metadata, "message.metadata")
+    for i, part in enumerate(message.parts):
+        _check_depth(part.data, f"message.parts[{i}].data")
+        _check_depth(part.metadata, f"message.parts[{i}].metadata")
     return request
+
+
+def _check_depth(value: Any, field: str) -> None:
+    """Raise InvalidParamsError naming ``field`` if ``value`` nests lists and
+    objects more than MAX_JSON_DEPTH deep (``{"a": [1]}`` is 2 deep)."""
+    if not isinstance(value, dict | list):
+        return
+    level: list[Any] = [value]
+    for _ in range(MAX_JSON_DEPTH):
+        level = [
+            child
+            for container in level
+            for child in (container.values() if isinstance(container, dict) else container)
+            if isinstance(child, dict | list)
+        ]
+        if not level:
+            return
+    raise InvalidParamsError(
+        f"`{field}` nests more than {MAX_JSON_DEPTH} levels of lists and objects, more than "
+        "A2A clients can read back; flatten it",
+        field=field,
+    )
 
 
 def normalized_time(text: str, field: str) -> str:

@@ -1,4 +1,8 @@
-"""The ASGI application: routes, lifespan, and ``create_app``."""
+"""The ASGI application: routes, lifespan, and ``create_app``.
+
+JSON-RPC at ``/`` and ``/a2a``, the agent card at its well-known paths, and
+every other path to the HTTP+JSON binding (which answers 404 for one it lacks).
+"""
 
 from __future__ import annotations
 
@@ -13,13 +17,14 @@ from ..agents.demo import DemoAgent
 from ..agents.echo import EchoAgent
 from ..agents.settings import AgentSettings
 from ..engine import Engine
-from ..protocol.errors import A2AError, InvalidRequestError, MethodNotFoundError
+from ..protocol.errors import A2AError, InvalidRequestError
 from ..protocol.jsonrpc import encode_error
 from ..store.base import StoreError, TaskStore
 from ..store.memory import MemoryStore
 from .card import CARD_PATHS, serve_card
 from .handler import ExtendedCardCheck, RequestHandler, allow_everyone
 from .jsonrpc import MAX_BODY_BYTES, JsonRpcEndpoint
+from .rest import RestEndpoint
 from .sse import KEEPALIVE_SECONDS
 from .types import Receive, Scope, Send, respond
 
@@ -46,8 +51,14 @@ class A2AApp:
         self.engine = engine
         self.agent = engine.agent
         self.store = engine.store
+        handler = RequestHandler(engine, extended_card_check=extended_card_check)
         self._jsonrpc = JsonRpcEndpoint(
-            RequestHandler(engine, extended_card_check=extended_card_check),
+            handler,
+            max_body_bytes=max_body_bytes,
+            keepalive_seconds=keepalive_seconds,
+        )
+        self._rest = RestEndpoint(
+            handler,
             max_body_bytes=max_body_bytes,
             keepalive_seconds=keepalive_seconds,
         )
@@ -98,11 +109,7 @@ class A2AApp:
             error = InvalidRequestError(f"{method} {path}: the agent card takes GET")
             await respond(send, 405, encode_error(None, error), headers=[(b"allow", b"GET")])
             return
-        error = MethodNotFoundError(
-            f"No route for {method} {path}; POST JSON-RPC to / or /a2a, "
-            f"GET the agent card at {CARD_PATHS[0]}"
-        )
-        await respond(send, 404, encode_error(None, error))
+        await self._rest.serve(path, scope, receive, send)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:

@@ -1,13 +1,13 @@
 """The agent card: one document that 1.0 and 0.3 clients both read.
 
 1.0 clients read ``supportedInterfaces`` (one entry per binding and version we
-serve); 0.3 clients read ``url``, ``protocolVersion`` and ``preferredTransport``.
-Each side ignores the other's fields, as both specs ask. The document is the 1.0
-card plus the 0.3 card's fields the 1.0 one lacks; where both have a field in
-different shapes, it carries both: each security scheme is the 1.0 oneof member
-plus the 0.3 ``type`` and fields beside it, each skill has ``security`` beside
-``securityRequirements``. ``render_card`` gives the card of one version alone
-(the extended card is answered that way).
+serve); 0.3 clients read ``url``, ``protocolVersion``, ``preferredTransport`` and
+``additionalInterfaces``. Each side ignores the other's fields, as both specs ask.
+The document is the 1.0 card plus the 0.3 card's fields the 1.0 one lacks; where
+both have a field in different shapes, it carries both: each security scheme is
+the 1.0 oneof member plus the 0.3 ``type`` and fields beside it, each skill has
+``security`` beside ``securityRequirements``. ``render_card`` gives the card of
+one version alone (the extended card is answered that way).
 """
 
 from __future__ import annotations
@@ -30,9 +30,13 @@ CACHE_SECONDS = 300
 
 def _interfaces(base: str) -> list[dict[str, str]]:
     url = base.rstrip("/") + "/"
+    # HTTP+JSON at the same URL: its paths (/message:send, /v1/message:send)
+    # never collide with JSON-RPC's (/, /a2a).
     return [
         {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+        {"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
         {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
+        {"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "0.3"},
     ]
 
 

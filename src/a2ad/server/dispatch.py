@@ -13,20 +13,68 @@ from __future__ import annotations
 
 import logging
 import uuid
+from typing import Protocol
+from urllib.parse import parse_qsl
 
 import msgspec
 
 from ..agent import RequestContext
 from ..engine import EventStream
-from ..protocol.dialect import Dialect, Operation
-from ..protocol.errors import InternalError
+from ..protocol.dialect import Operation, Version
+from ..protocol.errors import A2AError, InternalError
+from ..protocol.model import (
+    GetTaskRequest,
+    ListTasksResponse,
+    Message,
+    SendMessageRequest,
+    Task,
+    TaskIdRequest,
+)
+from ..protocol.requests import TaskQuery
+from ..protocol.types import StreamItem
 from .card import base_url, render_card
 from .handler import RequestHandler
-from .types import Scope
+from .types import Scope, header
 
-__all__ = ["Dispatcher", "internal_error", "parse_event_id"]
+__all__ = ["Dispatcher", "ServerDialect", "internal_error", "parse_event_id", "version_text"]
 
 log = logging.getLogger("a2ad.server")
+
+
+class ServerDialect(Protocol):
+    """The server's half of a ``protocol.dialect.Dialect``: what the dispatcher
+    decodes requests and encodes results with. ``V1`` and ``V03`` (both bindings
+    of 1.0, JSON-RPC 0.3) and ``V03Rest`` (0.3 over HTTP+JSON) are ones."""
+
+    @property
+    def version(self) -> Version: ...
+
+    def wire_error(self, error: A2AError, method: str) -> A2AError: ...
+
+    def decode_send(self, raw: msgspec.Raw, method: str) -> SendMessageRequest: ...
+
+    def decode_get(self, raw: msgspec.Raw, method: str) -> GetTaskRequest: ...
+
+    def decode_list(self, raw: msgspec.Raw, method: str) -> TaskQuery: ...
+
+    def decode_task_id(self, raw: msgspec.Raw, method: str) -> TaskIdRequest: ...
+
+    def encode_send_result(self, result: Task | Message) -> bytes: ...
+
+    def encode_task(self, task: Task) -> bytes: ...
+
+    def encode_page(self, page: ListTasksResponse) -> bytes: ...
+
+    def encode_stream_item(self, item: StreamItem, final: bool) -> bytes: ...
+
+
+def version_text(scope: Scope) -> str:
+    """The request's ``A2A-Version``: the header, else the query parameter of that name."""
+    value = header(scope, b"a2a-version").strip()
+    if not value and scope.get("query_string"):
+        query = dict(parse_qsl(scope["query_string"].decode("latin-1")))
+        value = query.get("A2A-Version", "").strip()
+    return value
 
 
 def parse_event_id(text: str) -> int | None:
@@ -51,7 +99,7 @@ class Dispatcher:
 
     async def call(
         self,
-        dialect: Dialect,
+        dialect: ServerDialect,
         operation: Operation,
         method: str,
         params: msgspec.Raw,
@@ -84,7 +132,7 @@ class Dispatcher:
 
     async def open_stream(
         self,
-        dialect: Dialect,
+        dialect: ServerDialect,
         operation: Operation,
         method: str,
         params: msgspec.Raw,

@@ -11,29 +11,19 @@ never a traceback.
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl
-
 from ..protocol.dialect import Dialect, requested_version, resolve
 from ..protocol.errors import A2AError, InvalidRequestError
 from ..protocol.jsonrpc import RequestId, decode_request, encode_error, encode_result
 from ..protocol.types import StreamItem
-from .dispatch import Dispatcher, internal_error, parse_event_id
+from .dispatch import Dispatcher, internal_error, parse_event_id, version_text
 from .extensions import echo_headers, requested_extensions
 from .handler import RequestHandler
 from .sse import KEEPALIVE_SECONDS, stream_sse
-from .types import Receive, Scope, Send, header, read_body, respond
+from .types import ClientGone, Receive, Scope, Send, header, read_body, respond
 
 __all__ = ["MAX_BODY_BYTES", "JsonRpcEndpoint"]
 
 MAX_BODY_BYTES = 10 * 1024 * 1024
-
-
-def _version_text(scope: Scope) -> str:
-    value = header(scope, b"a2a-version").strip()
-    if not value and scope.get("query_string"):
-        query = dict(parse_qsl(scope["query_string"].decode("latin-1")))
-        value = query.get("A2A-Version", "")
-    return value
 
 
 class JsonRpcEndpoint:
@@ -52,7 +42,10 @@ class JsonRpcEndpoint:
         self.keepalive_seconds = keepalive_seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        body = await read_body(receive, self.max_body_bytes)
+        try:
+            body = await read_body(receive, self.max_body_bytes)
+        except ClientGone:
+            return
         if body is None:
             error: A2AError = InvalidRequestError(
                 f"Request body is larger than {self.max_body_bytes} bytes; send less"
@@ -65,7 +58,7 @@ class JsonRpcEndpoint:
         try:
             request = decode_request(body)
             request_id, method = request.id, request.method  # type: ignore[assignment]
-            dialect, operation = resolve(requested_version(_version_text(scope)), method)
+            dialect, operation = resolve(requested_version(version_text(scope)), method)
             requested = requested_extensions(scope) if self.handler.extensions else ()
             context = self.handler.request_context(dialect.version, "JSONRPC", requested)
             if operation.streaming:
@@ -92,11 +85,14 @@ class JsonRpcEndpoint:
         if not operation.streaming:
             await respond(send, 200, encode_result(request_id, result), headers=echo)
             return
-        encode_item = dialect.encode_stream_item
+        encode_item, wire_error = dialect.encode_stream_item, dialect.wire_error
 
         def encode(item: StreamItem, last: bool) -> bytes:
             return encode_result(request_id, encode_item(item, last))
 
+        def fail(error: A2AError) -> bytes:
+            return encode_error(request_id, wire_error(error, method))
+
         await stream_sse(
-            send, receive, events, encode, keepalive=self.keepalive_seconds, headers=echo
+            send, receive, events, encode, fail, keepalive=self.keepalive_seconds, headers=echo
         )

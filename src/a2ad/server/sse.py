@@ -5,7 +5,9 @@ a watcher for the client's disconnect, a watcher for the subscriber being
 dropped (its buffer filled because the client stopped reading; then the writer
 may be stuck in ``send`` and must be cancelled, not awaited), and at shutdown a
 watcher that gives the writer a moment to send what is buffered (the task's
-final event) before it is cancelled the same way.
+final event) before it is cancelled the same way. A stream whose reader fell
+behind ends with a JSON-RPC error event naming the last event it carried, so
+the reader knows the task is not over and where to resubscribe from.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import contextlib
 from collections.abc import Callable
 
 from ..engine import EventStream
-from ..protocol.types import StreamItem
+from ..protocol.errors import A2AError, StreamFellBehindError
+from ..protocol.types import Seq, StreamItem
 from .types import Receive, Send
 
 __all__ = ["KEEPALIVE_SECONDS", "stream_sse"]
@@ -23,6 +26,45 @@ __all__ = ["KEEPALIVE_SECONDS", "stream_sse"]
 KEEPALIVE_SECONDS = 15.0
 _FINISH_SECONDS = 1.0
 _SHUTDOWN_FLUSH_SECONDS = 2.0  # at shutdown, the writer's time to send what is buffered
+# How long a reader that fell behind has to take the error that says so. The
+# server's cost meanwhile is one idle coroutine and what the socket already holds.
+_BEHIND_SECONDS = 10.0
+
+# JSON allows these raw in strings, but they end a line for readers that split
+# lines the way str.splitlines does (httpx-sse before 0.4.2, among others), which
+# cuts a data line in two. In valid UTF-8 each sequence is that character alone.
+_LINE_BREAKS = (
+    (b"\xc2\x85", b"\\u0085"),
+    (b"\xe2\x80\xa8", b"\\u2028"),
+    (b"\xe2\x80\xa9", b"\\u2029"),
+)
+
+
+def _one_line(data: bytes) -> bytes:
+    """Non-ASCII JSON (as msgspec writes it: control characters already escaped)
+    with the Unicode line breaks escaped too, so it stays one ``data:`` line for
+    any reader. Callers skip ASCII data, the common case, without a call."""
+    for raw, escaped in _LINE_BREAKS:
+        data = data.replace(raw, escaped)
+    return data
+
+
+def _fell_behind(events: EventStream, last_id: Seq | None) -> StreamFellBehindError:
+    task_id = events.task_id or ""
+    metadata = {"taskId": task_id}
+    if last_id is None:
+        resume = "resubscribe (SubscribeToTask, or tasks/resubscribe in 0.3) to get it anew"
+    else:
+        metadata["lastEventId"] = str(last_id)
+        resume = (
+            "resubscribe (SubscribeToTask, or tasks/resubscribe in 0.3) with the header "
+            f"Last-Event-ID: {last_id} to get the events after the last one it carried"
+        )
+    return StreamFellBehindError(
+        f"Task {task_id}: this stream's reader fell too far behind, so the server stopped "
+        f"holding events for it and ended the stream; the task goes on: {resume}",
+        metadata=metadata,
+    )
 
 
 async def stream_sse(
@@ -30,11 +72,13 @@ async def stream_sse(
     receive: Receive,
     events: EventStream,
     encode: Callable[[StreamItem, bool], bytes],
+    fail: Callable[[A2AError], bytes],
     *,
     keepalive: float = KEEPALIVE_SECONDS,
     headers: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
-    """Send ``events`` as ``id:``/``data:`` frames; ``encode(item, last)`` makes a data line.
+    """Send ``events`` as ``id:``/``data:`` frames; ``encode(item, last)`` makes a
+    data line, ``fail(error)`` the error event that ends a stream cut short.
     ``headers`` go with the response's own."""
     await send(
         {
@@ -48,8 +92,13 @@ async def stream_sse(
             ],
         }
     )
+    # The id of the last frame handed to the server (uvicorn waits for the socket
+    # to drain before it writes, so a frame whose send was cancelled was not sent).
+    last_id: Seq | None = None
+    ended = False
 
     async def write() -> None:
+        nonlocal last_id, ended
         while True:
             try:
                 step = await events.next(timeout=keepalive)
@@ -62,9 +111,14 @@ async def stream_sse(
                 return
             seq, item, last = step
             head = b"id: %d\n" % seq if seq is not None else b""
-            frame = b"%sdata: %s\n\n" % (head, encode(item, last))
+            data = encode(item, last)
+            if not data.isascii():
+                data = _one_line(data)
+            frame = b"%sdata: %s\n\n" % (head, data)
             await send({"type": "http.response.body", "body": frame, "more_body": True})
+            last_id = seq  # None only in the stream of a single Message
             if last:
+                ended = True
                 return
 
     async def disconnected() -> None:
@@ -91,9 +145,14 @@ async def stream_sse(
     for job in done:
         if not job.cancelled() and job.exception() is not None:
             raise job.exception()  # type: ignore[misc]
+    closing: list[bytes] = []
+    if events.fell_behind and not ended and jobs[1] not in done:
+        closing.append(b"data: %s\n\n" % _one_line(fail(_fell_behind(events, last_id))))
     # A stalled client may never take the closing chunk; don't wait on it forever.
     with contextlib.suppress(TimeoutError, OSError):
-        async with asyncio.timeout(_FINISH_SECONDS):
+        async with asyncio.timeout(_BEHIND_SECONDS if closing else _FINISH_SECONDS):
+            for body in closing:
+                await send({"type": "http.response.body", "body": body, "more_body": True})
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 

@@ -22,15 +22,20 @@ def header(scope: Scope, name: bytes) -> str:
     return ""
 
 
+class ClientGone(Exception):
+    """The client disconnected before its request body was complete: there is
+    no one to answer, and half a body must not be acted on."""
+
+
 async def read_body(receive: Receive, limit: int) -> bytes | None:
     """The request body, or None once it grows past ``limit`` bytes (the rest is
-    not read)."""
+    not read). Raises ClientGone if the client leaves before the body ends."""
     chunks: list[bytes] = []
     size = 0
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
-            break
+            raise ClientGone
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:

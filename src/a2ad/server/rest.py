@@ -1,0 +1,492 @@
+"""The HTTP+JSON (REST) binding: a thin adapter over the dispatcher, like JSON-RPC.
+
+The path says the operation and the version: A2A 1.0 at the spec's paths
+(``POST /message:send``, ``GET /tasks/{id}``, ...), each also under
+``/{tenant}/``; A2A 0.3 under ``/v1/`` (its proto's paths). An ``A2A-Version``
+that names the other version is VersionNotSupported, naming the path to use.
+
+A request becomes the params JSON that the JSON-RPC binding would carry: the
+body's fields, then the path's (``id``, ``tenant``) and the query's
+(``historyLength=2`` as the number 2), so the same dialect decoders check it and
+fail the same way. The answer is the result's JSON, or SSE whose ``data:`` is a
+bare StreamResponse; an error is the spec's HTTP status with a google.rpc.Status
+body carrying the ErrorInfo: for A2A errors, unknown paths (404), wrong methods
+(405 and ``Allow``), bad JSON, bad query parameters and bodies too large (413).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, NamedTuple
+from urllib.parse import parse_qsl
+
+import msgspec
+
+from ..protocol.dialect import METHODS, Operation, Version, requested_version
+from ..protocol.errors import (
+    A2AError,
+    InvalidParamsError,
+    InvalidRequestError,
+    JSONParseError,
+    MethodNotFoundError,
+    VersionNotSupportedError,
+)
+from ..protocol.jsonrpc import check_utf8
+from ..protocol.types import StreamItem
+from ..protocol.v03_rest import V03Rest
+from ..protocol.v1 import V1
+from .dispatch import Dispatcher, ServerDialect, internal_error, parse_event_id, version_text
+from .extensions import echo_headers, requested_extensions
+from .handler import RequestHandler
+from .sse import KEEPALIVE_SECONDS, stream_sse
+from .types import ClientGone, Receive, Scope, Send, header, read_body, respond
+
+__all__ = ["RestEndpoint", "error_body"]
+
+_encode = msgspec.json.Encoder().encode
+_fields = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
+
+# The google.rpc.Code name beside each ErrorInfo reason (the spec's table; the
+# official SDK's); by HTTP status for any other.
+_RPC_STATUS = MappingProxyType(
+    {
+        "TASK_NOT_CANCELABLE": "FAILED_PRECONDITION",
+        "PUSH_NOTIFICATION_NOT_SUPPORTED": "FAILED_PRECONDITION",
+        "UNSUPPORTED_OPERATION": "FAILED_PRECONDITION",
+        "EXTENDED_AGENT_CARD_NOT_CONFIGURED": "FAILED_PRECONDITION",
+        "EXTENSION_SUPPORT_REQUIRED": "FAILED_PRECONDITION",
+        "VERSION_NOT_SUPPORTED": "FAILED_PRECONDITION",
+    }
+)
+_RPC_STATUS_BY_HTTP = MappingProxyType(
+    {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 405: "UNIMPLEMENTED", 413: "INVALID_ARGUMENT"}
+    | {500: "INTERNAL", 503: "UNAVAILABLE"}
+)
+
+
+def error_body(error: A2AError, status: int | None = None, *, v03: bool = False) -> bytes:
+    """A google.rpc.Status JSON body (AIP-193) for ``error``. For 0.3 paths also
+    ``type`` (the error's name in the spec) and ``message`` beside it: 0.3 named
+    no error format, and that is the one 0.3 clients (the Python SDK's) read."""
+    code = status if status is not None else error.http_status
+    name = _RPC_STATUS.get(error.reason) or _RPC_STATUS_BY_HTTP.get(code, "UNKNOWN")
+    body: dict[str, Any] = {
+        "error": {
+            "code": code,
+            "status": name,
+            "message": error.message,
+            "details": error.details(),
+        }
+    }
+    if v03:
+        body["type"] = type(error).__name__
+        body["message"] = error.message
+    return _encode(body)
+
+
+class _Kind(enum.Enum):
+    INT = "an integer"
+    BOOL = "true or false"
+    TEXT = "text"
+
+
+# The query parameters each operation takes (A2A 1.0 §11.5: camelCase names; the
+# proto's snake_case names are accepted too). `A2A-Version` is read apart.
+_QUERY: Mapping[Operation, Mapping[str, _Kind]] = MappingProxyType(
+    {
+        Operation.GET: {"historyLength": _Kind.INT},
+        Operation.LIST: {
+            "contextId": _Kind.TEXT,
+            "status": _Kind.TEXT,
+            "pageSize": _Kind.INT,
+            "pageToken": _Kind.TEXT,
+            "historyLength": _Kind.INT,
+            "statusTimestampAfter": _Kind.TEXT,
+            "includeArtifacts": _Kind.BOOL,
+            "overdue": _Kind.BOOL,  # a2ad extension, as in ListTasks' params
+        },
+        Operation.LIST_PUSH_CONFIGS: {"pageSize": _Kind.INT, "pageToken": _Kind.TEXT},
+    }
+)
+_NO_QUERY: Mapping[str, _Kind] = MappingProxyType({})
+
+
+def _snake(name: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in name)
+
+
+_ALIASES = MappingProxyType(
+    {_snake(name): name for names in _QUERY.values() for name in names if _snake(name) != name}
+)
+
+
+class _Route(NamedTuple):
+    method: str  # HTTP
+    template: str  # as the docs write it: "/tasks/{id}:cancel"
+    dialect: ServerDialect
+    operation: Operation
+    body: bool  # the body holds request fields (else it is not read)
+
+    @property
+    def label(self) -> str:
+        """How messages name the route: ``GET /tasks/{id}``."""
+        return f"{self.method} {self.template}"
+
+    @property
+    def rpc_method(self) -> str:
+        """The JSON-RPC method of the same operation and version (where a dialect's
+        errors differ by method, ``wire_error`` knows it by that name)."""
+        return _RPC_METHODS[self.dialect.version, self.operation]
+
+
+_RPC_METHODS: Mapping[tuple[Version, Operation], str] = MappingProxyType(
+    {(d.version, op): name for name, (d, op) in METHODS.items()}
+)
+
+
+def _routes() -> tuple[_Route, ...]:
+    v1 = [
+        ("POST", "/message:send", Operation.SEND, True),
+        ("POST", "/message:stream", Operation.STREAM, True),
+        ("GET", "/tasks", Operation.LIST, False),
+        ("GET", "/tasks/{id}", Operation.GET, False),
+        ("POST", "/tasks/{id}:cancel", Operation.CANCEL, True),
+        # The proto says GET, the spec's prose POST (A2A#1574): both are served.
+        ("GET", "/tasks/{id}:subscribe", Operation.SUBSCRIBE, False),
+        ("POST", "/tasks/{id}:subscribe", Operation.SUBSCRIBE, True),
+        ("POST", "/tasks/{taskId}/pushNotificationConfigs", Operation.CREATE_PUSH_CONFIG, True),
+        ("GET", "/tasks/{taskId}/pushNotificationConfigs", Operation.LIST_PUSH_CONFIGS, False),
+        ("GET", "/tasks/{taskId}/pushNotificationConfigs/{id}", Operation.GET_PUSH_CONFIG, False),
+        (
+            "DELETE",
+            "/tasks/{taskId}/pushNotificationConfigs/{id}",
+            Operation.DELETE_PUSH_CONFIG,
+            False,
+        ),
+        ("GET", "/extendedAgentCard", Operation.EXTENDED_CARD, False),
+    ]
+    # 0.3: the path ids carry the 0.3 JSON-RPC param names, as V03 decodes them.
+    v03 = [
+        ("POST", "/v1/message:send", Operation.SEND, True),
+        ("POST", "/v1/message:stream", Operation.STREAM, True),
+        ("GET", "/v1/tasks", Operation.LIST, False),  # as tasks/list: an a2ad extension
+        ("GET", "/v1/tasks/{id}", Operation.GET, False),
+        ("POST", "/v1/tasks/{id}:cancel", Operation.CANCEL, True),
+        ("GET", "/v1/tasks/{id}:subscribe", Operation.SUBSCRIBE, False),
+        ("POST", "/v1/tasks/{id}:subscribe", Operation.SUBSCRIBE, True),
+        ("POST", "/v1/tasks/{taskId}/pushNotificationConfigs", Operation.CREATE_PUSH_CONFIG, True),
+        ("GET", "/v1/tasks/{id}/pushNotificationConfigs", Operation.LIST_PUSH_CONFIGS, False),
+        (
+            "GET",
+            "/v1/tasks/{id}/pushNotificationConfigs/{pushNotificationConfigId}",
+            Operation.GET_PUSH_CONFIG,
+            False,
+        ),
+        (
+            "DELETE",
+            "/v1/tasks/{id}/pushNotificationConfigs/{pushNotificationConfigId}",
+            Operation.DELETE_PUSH_CONFIG,
+            False,
+        ),
+        ("GET", "/v1/card", Operation.EXTENDED_CARD, False),
+    ]
+    return tuple(
+        [_Route(m, t, V1, op, body) for m, t, op, body in v1]
+        + [_Route(m, t, V03Rest, op, body) for m, t, op, body in v03]
+    )
+
+
+ROUTES = _routes()
+
+# "1.0" paths are "/message:send"; "0.3" paths "/v1/message:send".
+_PATH_OF: Mapping[tuple[str, Operation], str] = MappingProxyType(
+    {(r.dialect.version, r.operation): r.template for r in reversed(ROUTES)}
+)
+
+
+_Pattern = tuple[tuple[str, str, str], ...]  # per segment: (literal, param name, verb)
+
+
+def _pattern(template: str) -> _Pattern:
+    out = []
+    for segment in template.strip("/").split("/"):
+        if segment.startswith("{"):
+            name, _, verb = segment[1:].partition("}")
+            out.append(("", name, verb))
+        else:
+            out.append((segment, "", ""))
+    return tuple(out)
+
+
+def _index() -> dict[tuple[int, str, str], list[tuple[_Pattern, _Route]]]:
+    """The routes by segment count, first segment (literal in every template) and
+    the verb suffix of the last (``:cancel`` in ``{id}:cancel``; "" for none)."""
+    index: dict[tuple[int, str, str], list[tuple[_Pattern, _Route]]] = {}
+    for route in ROUTES:
+        pattern = _pattern(route.template)
+        key = (len(pattern), pattern[0][0], pattern[-1][2])
+        index.setdefault(key, []).append((pattern, route))
+    return index
+
+
+_ROUTE_INDEX = _index()
+
+
+def _match(parts: list[str], pattern: _Pattern) -> dict[str, str] | None:
+    """The path's parameters if ``parts`` (as many as the pattern has) fits
+    ``pattern``, else None. ``{id}`` takes a whole segment, ``{id}:cancel`` one
+    that ends so."""
+    captured: dict[str, str] = {}
+    for part, (literal, name, verb) in zip(parts, pattern, strict=True):
+        if not name:
+            if part != literal:
+                return None
+            continue
+        if verb:
+            part = part[: -len(verb)]
+        if not part:
+            return None
+        captured[name] = part
+    return captured
+
+
+class _Found(NamedTuple):
+    route: _Route
+    params: dict[str, str]  # from the path, tenant included
+
+
+def _find(path: str, method: str) -> _Found | list[str]:
+    """The route for ``method`` on ``path``, or the methods the path takes (empty:
+    no such path). A first segment that starts no route is a tenant (1.0 only:
+    ``/v1/`` is 0.3's)."""
+    parts = path.strip("/").split("/")
+    allowed: list[str] = []
+    found = _scan(parts, method, allowed)
+    if found is None and not allowed and len(parts) > 1 and parts[0] != "v1":
+        found = _scan(parts[1:], method, allowed, tenant=parts[0])
+    return found if found is not None else allowed
+
+
+def _scan(
+    parts: list[str], method: str, allowed: list[str], tenant: str | None = None
+) -> _Found | None:
+    # A last segment "x:cancel" is tried as {id}:cancel, then as a bare {id}.
+    verb = parts[-1][parts[-1].rfind(":") :] if ":" in parts[-1] else ""
+    for key_verb in (verb, "") if verb else ("",):
+        for pattern, route in _ROUTE_INDEX.get((len(parts), parts[0], key_verb), ()):
+            if tenant is not None and route.dialect is not V1:
+                continue
+            captured = _match(parts, pattern)
+            if captured is None:
+                continue
+            if route.method != method:
+                allowed.append(route.method)
+                continue
+            if tenant is not None:
+                captured["tenant"] = tenant
+            return _Found(route, captured)
+        if allowed:
+            break
+    return None
+
+
+def _query_params(scope: Scope, route: _Route) -> dict[str, Any]:
+    text = scope.get("query_string", b"").decode("latin-1")
+    if not text:
+        return {}
+    takes = _QUERY.get(route.operation, _NO_QUERY)
+    out: dict[str, Any] = {}
+    for raw_name, value in parse_qsl(text, keep_blank_values=True):
+        if raw_name == "A2A-Version":
+            continue
+        name = _ALIASES.get(raw_name, raw_name)
+        kind = takes.get(name)
+        if kind is None:
+            known = ", ".join(takes) if takes else "none"
+            raise InvalidParamsError(
+                f"{route.label} has no query parameter `{raw_name}` (it takes: {known})",
+                field=raw_name,
+            )
+        if name in out:
+            raise InvalidParamsError(
+                f"{route.label}: the query parameter `{name}` is given twice; give it once",
+                field=name,
+            )
+        out[name] = _typed(route, raw_name, value, kind)
+    return out
+
+
+def _typed(route: _Route, name: str, value: str, kind: _Kind) -> Any:
+    if kind is _Kind.INT:
+        digits = value[1:] if value[:1] == "-" else value
+        if digits.isascii() and digits.isdigit() and len(digits) <= 19:
+            return int(value)
+    elif kind is _Kind.BOOL:
+        if value in ("true", "false"):
+            return value == "true"
+    else:
+        return value
+    raise InvalidParamsError(
+        f"{route.label}: the query parameter `{name}` must be {kind.value}, not {value!r}",
+        field=name,
+    )
+
+
+def _params(body: bytes, found: _Found, query: dict[str, Any]) -> msgspec.Raw:
+    """The request as the params JSON the dialect decodes: the body's fields,
+    then the path's and the query's (which must agree with the body's)."""
+    extra = {**query, **found.params}
+    text = body.strip()
+    if not extra:
+        if not text:
+            return msgspec.Raw(b"{}")
+        _fields_of(text)  # an object, with a clear error if not
+        return msgspec.Raw(text)
+    fields = _fields_of(text) if text else {}
+    for name, value in extra.items():
+        given = fields.get(name)
+        encoded = _encode(value)
+        if given is not None and msgspec.json.decode(given) != value:
+            raise InvalidParamsError(
+                f"{found.route.label}: the body's `{name}` {bytes(given).decode()} differs "
+                f"from the path's or query's {encoded.decode()}; leave it out of the body",
+                field=name,
+            )
+        fields[name] = msgspec.Raw(encoded)
+    return msgspec.Raw(_encode(fields))
+
+
+def _fields_of(body: bytes) -> dict[str, msgspec.Raw]:
+    check_utf8(body)  # msgspec checks only the strings it decodes
+    try:
+        return _fields(body)
+    except msgspec.ValidationError:
+        raise InvalidRequestError(
+            "The request body must be a JSON object (the request's fields), "
+            f"not {body[:40].decode('utf-8', 'replace')!r}"
+        ) from None
+    except msgspec.DecodeError as exc:
+        raise JSONParseError(f"Invalid JSON body: {exc}") from None
+
+
+class RestEndpoint:
+    """Serves the HTTP+JSON paths; ``serve`` takes the path with any mount prefix removed."""
+
+    def __init__(
+        self,
+        handler: RequestHandler,
+        *,
+        max_body_bytes: int,
+        keepalive_seconds: float = KEEPALIVE_SECONDS,
+    ) -> None:
+        self.handler = handler
+        self._dispatch = Dispatcher(handler)
+        self.max_body_bytes = max_body_bytes
+        self.keepalive_seconds = keepalive_seconds
+
+    async def serve(self, path: str, scope: Scope, receive: Receive, send: Send) -> None:
+        method = scope["method"]
+        found = _find(path, method)
+        if not isinstance(found, _Found):
+            await self._no_route(send, path, method, found)
+            return
+        route = found.route
+        dialect = route.dialect
+        v03 = dialect.version == "0.3"
+        try:
+            self._check_version(scope, route)
+            handler = self.handler
+            requested = requested_extensions(scope) if handler.extensions else ()
+            context = handler.request_context(dialect.version, "HTTP+JSON", requested)
+            query = _query_params(scope, route)
+            body = b""
+            if route.body:
+                try:
+                    read = await read_body(receive, self.max_body_bytes)
+                except ClientGone:
+                    return
+                if read is None:
+                    error: A2AError = InvalidRequestError(
+                        f"Request body is larger than {self.max_body_bytes} bytes; send less"
+                    )
+                    await respond(send, 413, error_body(error, 413, v03=v03))
+                    return
+                body = read
+            params = _params(body, found, query)
+            if route.operation.streaming:
+                events = await self._dispatch.open_stream(
+                    dialect,
+                    route.operation,
+                    route.label,
+                    params,
+                    context,
+                    last_event_id=parse_event_id(header(scope, b"last-event-id")),
+                )
+            else:
+                result = await self._dispatch.call(
+                    dialect, route.operation, route.label, params, context, scope
+                )
+        except A2AError as exc:
+            wire = dialect.wire_error(exc, route.rpc_method)
+            await respond(send, wire.http_status, error_body(wire, v03=v03))
+            return
+        except Exception:
+            await respond(send, 500, error_body(internal_error(), v03=v03))
+            return
+        echo = echo_headers(dialect.version, context.extensions) if context.extensions else None
+        if not route.operation.streaming:
+            await respond(send, 200, result, headers=echo)
+            return
+
+        def encode(item: StreamItem, last: bool) -> bytes:
+            return dialect.encode_stream_item(item, last)
+
+        def fail(error: A2AError) -> bytes:  # a stream cut short: its last event says why
+            return error_body(dialect.wire_error(error, route.rpc_method), v03=v03)
+
+        await stream_sse(
+            send, receive, events, encode, fail, keepalive=self.keepalive_seconds, headers=echo
+        )
+
+    @staticmethod
+    def _check_version(scope: Scope, route: _Route) -> None:
+        text = version_text(scope)
+        if not text:
+            return  # the path says the version
+        asked = requested_version(text)
+        ours = route.dialect.version
+        if asked == ours:
+            return
+        other = _PATH_OF.get((asked, route.operation))
+        hint = (
+            f"A2A {asked} is served at {route.method} {other}"
+            if other is not None
+            else "this server speaks A2A 1.0 (at /message:send, ...) and 0.3 (at /v1/...)"
+        )
+        raise VersionNotSupportedError(
+            f"{route.label} is an A2A {ours} path but the request asked for A2A {asked}; {hint}",
+            metadata={"path": route.template, "pathVersion": ours, "requestedVersion": asked},
+        )
+
+    @staticmethod
+    async def _no_route(send: Send, path: str, method: str, allowed: list[str]) -> None:
+        if allowed:
+            methods = ", ".join(sorted(set(allowed)))
+            error: A2AError = InvalidRequestError(
+                f"{method} {path}: this path takes {methods}",
+                metadata={"allow": methods},
+            )
+            body = error_body(error, 405, v03=path.startswith("/v1/"))
+            await respond(send, 405, body, headers=[(b"allow", methods.encode())])
+            return
+        error = MethodNotFoundError(
+            f"No route for {method} {path}. A2A 1.0 over HTTP+JSON: POST /message:send, "
+            "POST /message:stream, GET /tasks, GET /tasks/{id}, POST /tasks/{id}:cancel, "
+            "POST /tasks/{id}:subscribe (each also under /{tenant}/); A2A 0.3: the same "
+            "under /v1/; JSON-RPC: POST / or /a2a; the agent card: "
+            "GET /.well-known/agent-card.json",
+            metadata={"method": method, "path": path},
+        )
+        await respond(send, 404, error_body(error, v03=path.startswith("/v1/")))
