@@ -9,12 +9,32 @@ class Hello(Agent):
 app = create_app(Hello())   # any ASGI server runs it
 """
 
-from .agent import Agent, AgentSkill, TaskContext
+from .agent import Agent, RequestContext, TaskContext
 from .agents.echo import EchoAgent
 from .client import Client, ClientError, SyncClient
 from .engine import Engine
 from .engine.push import PushPolicy
-from .protocol.errors import A2AError
+from .protocol.card import (
+    AgentCardInfo,
+    AgentExtension,
+    AgentProvider,
+    AgentSkill,
+    APIKeySecurityScheme,
+    AuthorizationCodeOAuthFlow,
+    ClientCredentialsOAuthFlow,
+    DeviceCodeOAuthFlow,
+    HTTPAuthSecurityScheme,
+    MutualTlsSecurityScheme,
+    OAuth2SecurityScheme,
+    OpenIdConnectSecurityScheme,
+)
+from .protocol.errors import (
+    A2AError,
+    ContentTypeNotSupportedError,
+    ExtensionSupportRequiredError,
+    InvalidParamsError,
+    UnsupportedOperationError,
+)
 from .protocol.model import (
     Artifact,
     DataPart,
@@ -37,19 +57,34 @@ from .store.sqlite import SqliteStore
 __all__ = [
     "A2AApp",
     "A2AError",
+    "APIKeySecurityScheme",
     "Agent",
+    "AgentCardInfo",
+    "AgentExtension",
+    "AgentProvider",
     "AgentSkill",
     "Artifact",
+    "AuthorizationCodeOAuthFlow",
     "Client",
+    "ClientCredentialsOAuthFlow",
     "ClientError",
+    "ContentTypeNotSupportedError",
     "DataPart",
+    "DeviceCodeOAuthFlow",
     "EchoAgent",
     "Engine",
+    "ExtensionSupportRequiredError",
     "FilePart",
+    "HTTPAuthSecurityScheme",
+    "InvalidParamsError",
     "MemoryStore",
     "Message",
+    "MutualTlsSecurityScheme",
+    "OAuth2SecurityScheme",
+    "OpenIdConnectSecurityScheme",
     "Part",
     "PushPolicy",
+    "RequestContext",
     "Role",
     "SqliteStore",
     "SyncClient",
@@ -61,6 +96,7 @@ __all__ = [
     "TaskStatusUpdateEvent",
     "TaskStore",
     "TextPart",
+    "UnsupportedOperationError",
     "create_app",
     "load_agent",
 ]

@@ -5,33 +5,53 @@ the engine checks against the lifecycle, stores, then publishes. Returning
 normally completes the task (unless it already ended or asked for input);
 raising fails it; a CancelTask interrupts it with ``asyncio.CancelledError``.
 Once the task is terminal, further calls are dropped (logged) and return False.
+
+Raising an ``A2AError`` (``ContentTypeNotSupportedError``, ``InvalidParamsError``,
+...) before the first ``ctx`` call answers the request with that error and
+stores nothing, when no task exists yet; otherwise it fails the task with the
+error's message.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
 import msgspec
 from msgspec import UNSET
 
+from .protocol.card import (
+    AgentCardInfo,
+    AgentExtension,
+    AgentProvider,
+    AgentSkill,
+    SecurityRequirement,
+    SecurityScheme,
+)
 from .protocol.model import Artifact, Message, Part, Role, TaskState, TextPart, new_id
 
-__all__ = ["Agent", "AgentSkill", "Emitter", "TaskContext"]
+__all__ = ["Agent", "AgentSkill", "Emitter", "RequestContext", "TaskContext"]
 
 
-class AgentSkill(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True, frozen=True):
-    """A skill as the agent card shows it."""
+class RequestContext(msgspec.Struct, frozen=True, kw_only=True):
+    """What the server knows about the request at hand, whatever its binding.
 
-    id: str
-    name: str
-    description: str
-    tags: list[str] = msgspec.field(default_factory=list)
-    examples: list[str] = msgspec.field(default_factory=list)
+    ``version``: the A2A version it speaks ("1.0" or "0.3"); ``binding``: how it
+    arrived ("JSONRPC", "HTTP+JSON"; "" when the engine is called in-process);
+    ``extensions``: the extensions it activated (those of the ``A2A-Extensions``
+    header the agent declares)."""
+
+    version: str = "1.0"
+    binding: str = ""
+    extensions: frozenset[str] = frozenset()
 
 
 class Agent:
-    """Subclass and implement ``run``; the class attributes fill the agent card."""
+    """Subclass and implement ``run``; the class attributes fill the agent card.
+
+    To offer an extended card (GetExtendedAgentCard), override ``extended_card``;
+    the public card then says so (``capabilities.extendedAgentCard``)."""
 
     name: str = "a2ad agent"
     description: str = "An agent served by a2ad."
@@ -39,9 +59,43 @@ class Agent:
     skills: Sequence[AgentSkill] = ()
     input_modes: Sequence[str] = ("text/plain",)
     output_modes: Sequence[str] = ("text/plain",)
+    extensions: Sequence[AgentExtension] = ()
+    security_schemes: Mapping[str, SecurityScheme] = MappingProxyType({})
+    security_requirements: Sequence[SecurityRequirement] = ()
+    provider: AgentProvider | None = None
+    documentation_url: str = ""
+    icon_url: str = ""
 
     async def run(self, ctx: TaskContext) -> None:
         raise NotImplementedError(f"{type(self).__name__}.run(ctx) is not implemented")
+
+    def card_info(self) -> AgentCardInfo:
+        """The public card's content, from the attributes above."""
+        return AgentCardInfo(
+            name=self.name,
+            description=self.description,
+            version=self.version,
+            skills=tuple(self.skills),
+            input_modes=tuple(self.input_modes),
+            output_modes=tuple(self.output_modes),
+            extensions=tuple(self.extensions),
+            security_schemes=dict(self.security_schemes),
+            security_requirements=tuple(self.security_requirements),
+            provider=self.provider,
+            documentation_url=self.documentation_url,
+            icon_url=self.icon_url,
+        )
+
+    def extended_card(self, request: RequestContext) -> AgentCardInfo | None:
+        """The card for callers the server's check lets through (see
+        ``create_app(extended_card_check=...)``), e.g.
+        ``self.card_info().replace(skills=[*self.skills, ADMIN])``; None: not
+        for this caller."""
+        return None
+
+    @property
+    def has_extended_card(self) -> bool:
+        return type(self).extended_card is not Agent.extended_card
 
 
 class Emitter(Protocol):
@@ -72,13 +126,21 @@ class TaskContext:
         history: Sequence[Message],
         metadata: dict[str, Any],
         emitter: Emitter,
+        request: RequestContext | None = None,
     ) -> None:
         self.task_id = task_id
         self.context_id = context_id
         self.message = message
         self.history = list(history)
         self.metadata = metadata
+        self.request = request if request is not None else RequestContext()
         self._emit = emitter
+
+    @property
+    def extensions(self) -> frozenset[str]:
+        """The extensions this request activated: URIs the agent declares that the
+        client listed in its ``A2A-Extensions`` header."""
+        return self.request.extensions
 
     @property
     def text(self) -> str:

@@ -330,6 +330,15 @@ async def test_agent_class_with_a_settings_parameter_is_given_the_servers_settin
         ]
 
 
+async def test_an_object_with_only_a_run_method_serves_tasks_and_a_card() -> None:
+    agent = load_agent("tests.agents.sample_agents:shouter")
+    async with served(agent) as (_, c):
+        task = (await send(Rpc(c), "hey"))["task"]
+        assert [a["parts"] for a in task["artifacts"]] == [[{"text": "HEY"}]]
+        card = (await c.get("/.well-known/agent-card.json")).json()
+        assert card["name"] == "shouter"
+
+
 def test_agent_instance_loaded_by_spec_is_returned_as_is() -> None:
     from . import sample_agents
 

@@ -1,13 +1,20 @@
-"""The agent card at the well-known paths: readable by 1.0 and 0.3 clients, cacheable."""
+"""The agent card at the well-known paths: readable by 1.0 and 0.3 clients,
+cacheable; shaped by the agent (skills, modes, extensions, security schemes,
+provider, documentation and icon URLs); its extended card in either version."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
+from a2a.client.card_resolver import parse_agent_card
 from a2a.types import AgentCard
 
+from a2ad import AgentSkill, create_app
+
+from ..agents.sample_agents import GLOSSARY, STYLE, Storefront
 from ..scripted import ScriptedAgent
 from .oracles import parse_v1, validate_03
 
@@ -132,3 +139,158 @@ async def test_card_path_takes_only_get(client: httpx.AsyncClient) -> None:
     r = await client.post(PATHS[0], json={})
     assert r.status_code == 405
     assert "error" in r.json()
+
+
+# --- an agent that shapes its whole card -------------------------------------
+
+WITH_STYLE = {"A2A-Version": "1.0", "A2A-Extensions": STYLE}
+
+
+@pytest.fixture
+async def shop() -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(Storefront())
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://a2ad.test") as c:
+        yield c
+    await app.aclose()
+
+
+async def extended(client: httpx.AsyncClient, *, v1: bool) -> dict[str, Any]:
+    method = "GetExtendedAgentCard" if v1 else "agent/getAuthenticatedExtendedCard"
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {}}
+    headers = WITH_STYLE if v1 else {"X-A2A-Extensions": STYLE}
+    r = await client.post("/", json=body, headers=headers)
+    assert "result" in r.json(), r.json()
+    return r.json()["result"]  # type: ignore[no-any-return]
+
+
+def check_shape_1_0(card: AgentCard) -> None:
+    """What Storefront declares, as a 1.0 AgentCard shows it."""
+    assert (card.name, card.description, card.version) == ("storefront", "Sells books.", "2.3.1")
+    assert (card.provider.organization, card.provider.url) == (
+        "Example Books",
+        "https://books.example.com",
+    )
+    assert card.documentation_url == "https://books.example.com/docs"
+    assert card.icon_url == "https://books.example.com/icon.png"
+    assert list(card.default_input_modes) == ["text/plain", "application/json"]
+    assert list(card.default_output_modes) == ["text/plain"]
+    glossary, style = card.capabilities.extensions
+    assert (glossary.uri, glossary.required) == (GLOSSARY, False)
+    assert dict(glossary.params)["languages"] == ["en", "fr"]
+    assert (style.uri, style.description, style.required) == (STYLE, "House style", True)
+    schemes = card.security_schemes
+    assert {name: schemes[name].WhichOneof("scheme") for name in schemes} == {
+        "bearer": "http_auth_security_scheme",
+        "key": "api_key_security_scheme",
+        "oauth": "oauth2_security_scheme",
+        "device": "oauth2_security_scheme",
+        "oidc": "open_id_connect_security_scheme",
+        "mtls": "mtls_security_scheme",
+    }
+    bearer = schemes["bearer"].http_auth_security_scheme
+    assert (bearer.scheme.lower(), bearer.bearer_format) == ("bearer", "JWT")
+    key = schemes["key"].api_key_security_scheme
+    assert (key.name, key.location, key.description) == ("X-Api-Key", "header", "Partners")
+    code = schemes["oauth"].oauth2_security_scheme.flows.authorization_code
+    assert code.token_url == "https://auth.example.com/token"
+    assert dict(code.scopes) == {"read": "Read the catalogue"}
+    assert schemes["oidc"].open_id_connect_security_scheme.open_id_connect_url.endswith(
+        "/openid-configuration"
+    )
+    assert [
+        {name: list(scopes.list) for name, scopes in r.schemes.items()}
+        for r in card.security_requirements
+    ] == [{"bearer": []}, {"oauth": ["read"], "mtls": []}]
+    search = card.skills[0]
+    assert (search.id, list(search.output_modes), list(search.examples)) == (
+        "search",
+        ["application/json"],
+        ["books about tides"],
+    )
+    assert [
+        {name: list(scopes.list) for name, scopes in r.schemes.items()}
+        for r in search.security_requirements
+    ] == [{"oauth": ["read"]}]
+    assert card.capabilities.extended_agent_card is True
+
+
+@pytest.mark.parametrize("path", PATHS)
+async def test_a_shaped_card_reads_as_1_0_with_everything_the_agent_declared(
+    shop: httpx.AsyncClient, path: str
+) -> None:
+    card = await card_at(shop, path)
+    check_shape_1_0(parse_v1(card, AgentCard, ignore_unknown_fields=True))
+
+
+@pytest.mark.parametrize("path", PATHS)
+async def test_a_shaped_card_is_a_valid_0_3_card_with_everything_the_agent_declared(
+    shop: httpx.AsyncClient, path: str
+) -> None:
+    card = validate_03(await card_at(shop, path), "AgentCard")
+    assert card["supportsAuthenticatedExtendedCard"] is True
+    schemes = card["securitySchemes"]
+    assert {name: s["type"] for name, s in schemes.items()} == {
+        "bearer": "http",
+        "key": "apiKey",
+        "oauth": "oauth2",
+        "device": "oauth2",
+        "oidc": "openIdConnect",
+        "mtls": "mutualTLS",
+    }
+    assert (schemes["key"]["in"], schemes["key"]["name"]) == ("header", "X-Api-Key")
+    assert schemes["bearer"]["scheme"] == "Bearer"
+    assert "authorizationCode" in schemes["oauth"]["flows"]
+    assert card["security"] == [{"bearer": []}, {"oauth": ["read"], "mtls": []}]
+    assert card["skills"][0]["security"] == [{"oauth": ["read"]}]
+    assert card["provider"]["organization"] == "Example Books"
+    for scheme in schemes.values():  # each 0.3 scheme checked on its own
+        validate_03(
+            {k: v for k, v in scheme.items() if not k.endswith("SecurityScheme")},
+            "SecurityScheme",
+        )
+
+
+async def test_the_official_sdk_reads_the_same_shaped_card(shop: httpx.AsyncClient) -> None:
+    card = parse_agent_card(await card_at(shop, PATHS[0]))
+    check_shape_1_0(card)
+    assert [(i.protocol_binding, i.protocol_version) for i in card.supported_interfaces] == [
+        ("JSONRPC", "1.0"),
+        ("HTTP+JSON", "1.0"),
+        ("JSONRPC", "0.3"),
+        ("HTTP+JSON", "0.3"),
+    ]
+
+
+async def test_the_extended_card_in_1_0_is_a_strict_1_0_card_with_more_skills(
+    shop: httpx.AsyncClient,
+) -> None:
+    card = await extended(shop, v1=True)
+    proto = parse_v1(card, AgentCard)  # no field a 1.0 card does not have
+    check_shape_1_0(proto)
+    assert [s.id for s in proto.skills] == ["search", "restock"]
+    assert {i["url"] for i in card["supportedInterfaces"]} == {"http://a2ad.test/"}
+
+
+async def test_the_extended_card_in_0_3_is_a_0_3_card_with_more_skills(
+    shop: httpx.AsyncClient,
+) -> None:
+    card = validate_03(await extended(shop, v1=False), "AgentCard")
+    assert [s["id"] for s in card["skills"]] == ["search", "restock"]
+    assert set(card) & {"supportedInterfaces", "securityRequirements"} == set()
+    assert "extendedAgentCard" not in card["capabilities"]
+    assert card["supportsAuthenticatedExtendedCard"] is True
+    assert card["url"] == "http://a2ad.test/"
+
+
+async def test_a_card_without_an_extended_card_does_not_offer_one(
+    client: httpx.AsyncClient,
+) -> None:
+    card = await card_at(client, PATHS[0])
+    assert "extendedAgentCard" not in card["capabilities"]
+    assert "supportsAuthenticatedExtendedCard" not in card
+
+
+def test_a_skill_without_tags_is_refused_when_declared() -> None:
+    with pytest.raises(ValueError, match="tags"):
+        AgentSkill(id="x", name="X", description="none", tags=[])

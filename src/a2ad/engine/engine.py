@@ -18,8 +18,9 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
-from ..agent import Agent
+from ..agent import Agent, RequestContext
 from ..protocol.errors import (
+    ContentTypeNotSupportedError,
     InvalidParamsError,
     PushNotificationNotSupportedError,
     ServerBusyError,
@@ -144,6 +145,7 @@ class Engine:
         self._started = False
         self._upkeep_loop: asyncio.Task[None] | None = None
         self._watchdog = LoopWatchdog()  # logs an agent that blocks the event loop
+        self._output_modes = agent.card_info().all_output_modes
         self.bus.on_cancel(self._cancel_signalled)
 
     # --- lifetime ---
@@ -231,16 +233,24 @@ class Engine:
     # --- operations ---
 
     async def send(
-        self, request: SendMessageRequest, *, webhooks: Sequence[Webhook] = ()
+        self,
+        request: SendMessageRequest,
+        context: RequestContext | None = None,
+        *,
+        webhooks: Sequence[Webhook] = (),
     ) -> Task | Message:
         """SendMessage: blocks until the task is terminal or interrupted, unless
         ``configuration.returnImmediately``; returns the task, or the agent's
-        single Message. ``webhooks`` (checked by the caller) are set on the
-        task before the agent starts."""
+        single Message. ``context`` (the request's version, binding, activated
+        extensions) reaches the agent as ``ctx.request``; ``webhooks`` (checked
+        by the caller) are set on the task before the agent starts. Raises
+        ContentTypeNotSupportedError when the agent produces none of
+        ``configuration.acceptedOutputModes``, or the A2AError the agent raised
+        before its task existed."""
         config = request.configuration
         immediately = config is not UNSET and config.return_immediately
         history_length = config.history_length if config is not UNSET else UNSET
-        invocation = await self._start(request, immediately=immediately, webhooks=webhooks)
+        invocation = await self._start(request, context, immediately=immediately, webhooks=webhooks)
         if immediately:
             head = invocation.head.result()
             assert isinstance(head, StoredTask)
@@ -251,14 +261,19 @@ class Engine:
         return result if isinstance(result, Message) else task_view(result, history_length)
 
     async def stream(
-        self, request: SendMessageRequest, *, webhooks: Sequence[Webhook] = ()
+        self,
+        request: SendMessageRequest,
+        context: RequestContext | None = None,
+        *,
+        webhooks: Sequence[Webhook] = (),
     ) -> EventStream:
-        """SendStreamingMessage: the stream of this request's turn."""
+        """SendStreamingMessage: the stream of this request's turn; raises as
+        ``send`` does, before the stream starts."""
         task_id = request.message.task_id or new_id()
         sub = self.bus.subscribe(task_id, maxsize=self.stream_buffer)
         try:
             invocation = await self._start(
-                request, immediately=False, task_id=task_id, webhooks=webhooks
+                request, context, immediately=False, task_id=task_id, webhooks=webhooks
             )
             head = await invocation.head  # this request's alone, as in send
         except BaseException:
@@ -353,6 +368,7 @@ class Engine:
     async def _start(
         self,
         request: SendMessageRequest,
+        context: RequestContext | None,
         *,
         immediately: bool,
         task_id: TaskId = "",
@@ -367,6 +383,9 @@ class Engine:
             raise PushNotificationNotSupportedError(
                 "This server's task store keeps no push notification configs"
             )
+        config = request.configuration
+        if config is not UNSET and config.accepted_output_modes:
+            self._check_output_modes(config.accepted_output_modes)
         message = request.message
         metadata = request.metadata if request.metadata is not UNSET else {}
         deadline: Deadline | None = None
@@ -395,6 +414,7 @@ class Engine:
             metadata=metadata,
             created=created,
             deadline=deadline,
+            request=context if context is not None else RequestContext(),
             lease=self._lease,
             closing=lambda: self._closing,
             clock=self.clock,
@@ -405,6 +425,20 @@ class Engine:
                 await self.push.register(invocation.task_id, webhooks)
         self._runner.start(invocation)
         return invocation
+
+    def _check_output_modes(self, accepted: list[str]) -> None:
+        """Refuse a message whose caller accepts nothing the agent produces (its
+        card's output modes: the agent's and its skills')."""
+        produced = self._output_modes
+        if any(_media_match(a, p) for a in accepted for p in produced):
+            return
+        raise ContentTypeNotSupportedError(
+            f"configuration.acceptedOutputModes {accepted} has nothing this agent produces: "
+            f"it answers in {', '.join(produced)} (its card's output modes); accept one of "
+            "them, or send no acceptedOutputModes",
+            field="configuration.acceptedOutputModes",
+            metadata={"acceptedOutputModes": ",".join(accepted), "outputModes": ",".join(produced)},
+        )
 
     async def _resume(self, message: Message) -> StoredTask:
         task_id = message.task_id
@@ -514,6 +548,18 @@ class Engine:
 
     async def _exists(self, task_id: TaskId) -> bool:
         return await self.store.get(task_id) is not None
+
+
+def _media_match(accepted: str, produced: str) -> bool:
+    """Whether media type ``accepted`` covers ``produced`` or the reverse (either may
+    be a wildcard, ``*/*`` or ``text/*``); parameters and case do not matter."""
+    a = accepted.partition(";")[0].strip().lower()
+    p = produced.partition(";")[0].strip().lower()
+    if a == p or a == "*/*" or p == "*/*":
+        return True
+    a_type, _, a_sub = a.partition("/")
+    p_type, _, p_sub = p.partition("/")
+    return a_type == p_type and "*" in (a_sub, p_sub)
 
 
 def _not_found(task_id: TaskId) -> TaskNotFoundError:

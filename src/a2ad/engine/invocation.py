@@ -15,6 +15,10 @@ Message, or the error). A new task is stored when the agent first acts (or when
 the request asked to have it at once), so an agent may answer with a single
 Message and nothing is stored.
 
+An ``A2AError`` the agent raises before it acted, while no task exists, is the
+request's answer (both futures fail with it) and nothing is stored; once the task
+exists, it fails the task with the error's message.
+
 Stopping: ``interrupt`` cancels the producer (the task's end was already stored
 by whoever decided it, after flushing the outbox); what the agent emits after
 that is dropped. At shutdown the producer itself stores the failure after what
@@ -31,7 +35,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
-from ..agent import Agent, TaskContext
+from ..agent import Agent, RequestContext, TaskContext
 from ..protocol.errors import A2AError, InternalError, ServerBusyError
 from ..protocol.model import (
     Artifact,
@@ -77,6 +81,7 @@ class Invocation:
         metadata: dict[str, Any],
         created: StoredTask | None,
         deadline: Deadline | None,
+        request: RequestContext,
         lease: Callable[[], Lease],
         closing: Callable[[], bool],
         clock: Clock,
@@ -89,6 +94,7 @@ class Invocation:
         self._history = history
         self._metadata = metadata
         self._deadline = deadline
+        self._request = request
         self._lease = lease
         self._closing = closing
         self._clock = clock
@@ -104,7 +110,8 @@ class Invocation:
         self._turn_error: Exception | None = None  # what ended the turn, if not the agent
         self._ended = False  # the task is terminal (or gone): later events are dropped
         self._replied = False  # answered with a Message: there is no task
-        self._failed: A2AError | None = None  # the task could not be created
+        self._emitted = False  # the agent acted (an event or a reply)
+        self._failed: A2AError | None = None  # the task could not be created, or was refused
         self._cancelled = False
 
     # --- running ---
@@ -186,9 +193,20 @@ class Invocation:
             history=self._history,
             metadata=self._metadata,
             emitter=self,
+            request=self._request,
         )
         try:
             await self._agent.run(ctx)
+        except A2AError as exc:
+            if self.current is None and not self._emitted:
+                self._refuse(exc)
+                return
+            log.info(
+                "agent raised %s; the task fails",
+                type(exc).__name__,
+                extra={"task_id": self.task_id, "code": exc.code},
+            )
+            await self._finish(TaskState.FAILED, exc.message, error=exc)
         except asyncio.CancelledError:
             self._cancelled = True
             if self._closing() and not self._ended and (self.current is not None or self._outbox):
@@ -207,10 +225,28 @@ class Invocation:
             if self.current is None or self.current.task.status.state in IN_FLIGHT:
                 await self.status(TaskState.COMPLETED, None)
 
-    async def _finish(self, state: TaskState, text: str) -> None:
+    def _refuse(self, error: A2AError) -> None:
+        """The agent answered the request with ``error`` before its task existed:
+        the caller gets it, and nothing is stored."""
+        log.info(
+            "agent refused the request: %s",
+            type(error).__name__,
+            extra={"task_id": self.task_id, "code": error.code},
+        )
+        self._failed = error
+        for future in (self.head, self.outcome):
+            if not future.done():
+                future.set_exception(error)
+
+    async def _finish(self, state: TaskState, text: str, *, error: A2AError | None = None) -> None:
         if self._replied or self._failed is not None:
             return
-        await self.status(state, agent_message(self.task_id, self.context_id, text))
+        message = agent_message(self.task_id, self.context_id, text)
+        if error is not None:  # what the caller would have got, had the task not existed
+            message = msgspec.structs.replace(
+                message, metadata={"error": {"code": error.code, "reason": error.reason}}
+            )
+        await self.status(state, message)
 
     async def _write(self, events: list[TaskEvent]) -> list[bool]:
         """The outbox's writer: create the task with the first batch, then append."""
@@ -329,6 +365,7 @@ class Invocation:
         )
 
     async def reply(self, message: Message) -> bool:
+        self._emitted = True
         if self.current is not None or self._outbox:
             return await self.status(TaskState.COMPLETED, message)
         if self._replied or self._failed is not None:
@@ -344,6 +381,7 @@ class Invocation:
         """Queue an agent's event. One that ends the turn, or fills the queue, waits
         until it is written and says whether it was stored; others return True
         unless the task already ended under the agent."""
+        self._emitted = True
         if self._replied:
             log.warning("event after a message reply dropped", extra={"task_id": self.task_id})
             return False

@@ -23,7 +23,7 @@ from ..protocol.jsonrpc import encode_error
 from ..store.base import StoreError, TaskStore
 from ..store.memory import MemoryStore
 from .card import CARD_PATHS, serve_card
-from .handler import RequestHandler
+from .handler import ExtendedCardCheck, RequestHandler, allow_everyone
 from .jsonrpc import MAX_BODY_BYTES, JsonRpcEndpoint
 from .rest import RestEndpoint
 from .sse import KEEPALIVE_SECONDS
@@ -47,11 +47,12 @@ class A2AApp:
         *,
         max_body_bytes: int = MAX_BODY_BYTES,
         keepalive_seconds: float = KEEPALIVE_SECONDS,
+        extended_card_check: ExtendedCardCheck = allow_everyone,
     ) -> None:
         self.engine = engine
         self.agent = engine.agent
         self.store = engine.store
-        handler = RequestHandler(engine)
+        handler = RequestHandler(engine, extended_card_check=extended_card_check)
         self._jsonrpc = JsonRpcEndpoint(
             handler,
             max_body_bytes=max_body_bytes,
@@ -146,6 +147,7 @@ def create_app(
     keepalive_seconds: float = KEEPALIVE_SECONDS,
     allow_private_webhooks: bool = False,
     push_policy: PushPolicy | None = None,
+    extended_card_check: ExtendedCardCheck = allow_everyone,
 ) -> A2AApp:
     """An ASGI app serving ``agent`` (default: the echo agent) over A2A.
 
@@ -162,7 +164,10 @@ def create_app(
     comment, so that proxies and clients do not take it for dead. Push
     notifications are delivered as ``push_policy`` says (retries, timeout,
     concurrency: engine/push.py), and to webhooks on loopback, private or
-    link-local addresses only with ``allow_private_webhooks``."""
+    link-local addresses only with ``allow_private_webhooks``. An agent's
+    extended card (``Agent.extended_card``) goes to callers for whom
+    ``extended_card_check(request_context)`` (a function, or an async one) is
+    true; by default every caller, until callers are authenticated."""
     engine = Engine(
         agent if agent is not None else EchoAgent(),
         store if store is not None else MemoryStore(max_tasks=max_tasks),
@@ -174,7 +179,12 @@ def create_app(
         push_policy=push_policy,
         allow_private_webhooks=allow_private_webhooks,
     )
-    return A2AApp(engine, max_body_bytes=max_body_bytes, keepalive_seconds=keepalive_seconds)
+    return A2AApp(
+        engine,
+        max_body_bytes=max_body_bytes,
+        keepalive_seconds=keepalive_seconds,
+        extended_card_check=extended_card_check,
+    )
 
 
 def load_agent(spec: str, settings: AgentSettings | None = None) -> Agent:
@@ -207,8 +217,10 @@ def load_agent(spec: str, settings: AgentSettings | None = None) -> Agent:
         obj = obj(settings=settings if settings is not None else AgentSettings())
     elif isinstance(obj, type):
         obj = obj()
-    if hasattr(obj, "run") and callable(obj.run):
-        return obj  # type: ignore[no-any-return]
+    if isinstance(obj, Agent):
+        return obj
+    if hasattr(obj, "run") and callable(obj.run):  # not an Agent: its card is a function's
+        return _FunctionAgent(obj.run, attr)
     if callable(obj):
         return _FunctionAgent(obj, attr)
     raise ValueError(f"--agent {spec!r}: {attr!r} is not an agent (it needs an async run(ctx))")

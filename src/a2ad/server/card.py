@@ -2,8 +2,12 @@
 
 1.0 clients read ``supportedInterfaces`` (one entry per binding and version we
 serve); 0.3 clients read ``url``, ``protocolVersion``, ``preferredTransport`` and
-``additionalInterfaces``.
-Each side ignores the other's fields, as both specs ask.
+``additionalInterfaces``. Each side ignores the other's fields, as both specs ask.
+The document is the 1.0 card plus the 0.3 card's fields the 1.0 one lacks; where
+both have a field in different shapes, it carries both: each security scheme is
+the 1.0 oneof member plus the 0.3 ``type`` and fields beside it, each skill has
+``security`` beside ``securityRequirements``. ``render_card`` gives the card of
+one version alone (the extended card is answered that way).
 """
 
 from __future__ import annotations
@@ -14,47 +18,60 @@ from typing import Any
 import msgspec
 
 from ..agent import Agent
+from ..protocol.card import AgentCardInfo, card_v1
+from ..protocol.v03 import card_to_03
 from .types import Scope, Send, header, respond
 
-__all__ = ["CARD_PATHS", "agent_card", "serve_card"]
+__all__ = ["CARD_PATHS", "agent_card", "base_url", "render_card", "serve_card"]
 
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 CACHE_SECONDS = 300
 
 
-def agent_card(agent: Agent, base_url: str) -> dict[str, Any]:
-    url = base_url.rstrip("/") + "/"
-    skills = [msgspec.to_builtins(s) for s in agent.skills] or [
-        {"id": "default", "name": agent.name, "description": agent.description, "tags": ["general"]}
+def _interfaces(base: str) -> list[dict[str, str]]:
+    url = base.rstrip("/") + "/"
+    # HTTP+JSON at the same URL: its paths (/message:send, /v1/message:send)
+    # never collide with JSON-RPC's (/, /a2a).
+    return [
+        {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+        {"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
+        {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
+        {"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "0.3"},
     ]
-    return {
-        "name": agent.name,
-        "description": agent.description,
-        "version": agent.version,
-        # HTTP+JSON at the same URL: its paths (/message:send, /v1/message:send)
-        # never collide with JSON-RPC's (/, /a2a).
-        "supportedInterfaces": [
-            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
-            {"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
-            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
-            {"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "0.3"},
-        ],
-        "capabilities": {"streaming": True, "pushNotifications": True},
-        "defaultInputModes": list(agent.input_modes),
-        "defaultOutputModes": list(agent.output_modes),
-        "skills": skills,
-        # A2A 0.3 fields:
-        "url": url,
-        "protocolVersion": "0.3.0",
-        "preferredTransport": "JSONRPC",
-        "additionalInterfaces": [
-            {"url": url, "transport": "JSONRPC"},
-            {"url": url, "transport": "HTTP+JSON"},
-        ],
-    }
 
 
-def _base_url(scope: Scope) -> str:
+def render_card(
+    info: AgentCardInfo, base: str, version: str, *, extended_card: bool
+) -> dict[str, Any]:
+    """The card of ``info`` served at ``base``, in A2A ``version`` ("1.0" or "0.3")."""
+    capabilities = {"streaming": True, "pushNotifications": True}
+    if extended_card:
+        capabilities["extendedAgentCard"] = True
+    card = card_v1(info, interfaces=_interfaces(base), capabilities=capabilities)
+    return card_to_03(card) if version == "0.3" else card
+
+
+def agent_card(agent: Agent, base: str) -> dict[str, Any]:
+    """The public card served at ``base``: the 1.0 card with the 0.3 one inside."""
+    info = agent.card_info()
+    card = render_card(info, base, "1.0", extended_card=agent.has_extended_card)
+    old = card_to_03(card)
+    for key, value in old.items():
+        card.setdefault(key, value)
+    if "securitySchemes" in card:
+        card["securitySchemes"] = {
+            name: {**old["securitySchemes"][name], **scheme}
+            for name, scheme in card["securitySchemes"].items()
+        }
+    card["skills"] = [
+        {**skill, "security": then["security"]} if "security" in then else skill
+        for skill, then in zip(card["skills"], old["skills"], strict=True)
+    ]
+    return card
+
+
+def base_url(scope: Scope) -> str:
+    """The URL the client reached the server at (scheme, host, root path)."""
     host = header(scope, b"host")
     if not host:
         server = scope.get("server") or ("127.0.0.1", 80)
@@ -67,7 +84,7 @@ async def serve_card(
     scope: Scope, send: Send, agent: Agent, cache: dict[str, tuple[bytes, bytes]]
 ) -> None:
     """GET the card, with an ETag, Cache-Control and 304 on a matching If-None-Match."""
-    base = _base_url(scope)
+    base = base_url(scope)
     entry = cache.get(base)
     if entry is None:
         if len(cache) > 64:  # one entry per Host a client used; keep that bounded

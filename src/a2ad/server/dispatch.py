@@ -18,6 +18,7 @@ from urllib.parse import parse_qsl
 
 import msgspec
 
+from ..agent import RequestContext
 from ..engine import EventStream
 from ..protocol.dialect import Operation, Version
 from ..protocol.errors import A2AError, InternalError
@@ -35,6 +36,7 @@ from ..protocol.model import (
 )
 from ..protocol.requests import TaskQuery
 from ..protocol.types import StreamItem
+from .card import base_url, render_card
 from .handler import RequestHandler
 from .types import Scope, header
 
@@ -122,39 +124,52 @@ class Dispatcher:
         self.handler = handler
 
     async def call(
-        self, dialect: ServerDialect, operation: Operation, method: str, params: msgspec.Raw
+        self,
+        dialect: ServerDialect,
+        operation: Operation,
+        method: str,
+        params: msgspec.Raw,
+        context: RequestContext,
+        scope: Scope,
     ) -> bytes:
-        """The result's JSON for a non-streaming operation; raises A2AError."""
+        """The result's JSON for a non-streaming operation; raises A2AError.
+        ``context``: the request's, from ``RequestHandler.request_context``;
+        ``scope``: its ASGI scope (the extended card's URLs follow its Host)."""
         handler = self.handler
         match operation:
             case Operation.SEND:
                 request = dialect.decode_send(params, method)
-                result = await handler.send_message(request, dialect=dialect)
+                result = await handler.send_message(request, context, dialect=dialect)
                 return dialect.encode_send_result(result)
             case Operation.GET:
-                task = await handler.get_task(dialect.decode_get(params, method))
+                task = await handler.get_task(dialect.decode_get(params, method), context)
                 return dialect.encode_task(task)
             case Operation.LIST:
-                page = await handler.list_tasks(dialect.decode_list(params, method))
+                page = await handler.list_tasks(dialect.decode_list(params, method), context)
                 return dialect.encode_page(page)
             case Operation.CANCEL:
-                task = await handler.cancel_task(dialect.decode_task_id(params, method))
+                task = await handler.cancel_task(dialect.decode_task_id(params, method), context)
                 return dialect.encode_task(task)
             case Operation.CREATE_PUSH_CONFIG:
                 config = dialect.decode_push_config(params, method)
-                created = await handler.create_push_config(config, dialect=dialect)
+                created = await handler.create_push_config(config, context, dialect=dialect)
                 return dialect.encode_push_config(created)
             case Operation.GET_PUSH_CONFIG:
                 config_id = dialect.decode_push_config_id(params, method)
-                return dialect.encode_push_config(await handler.get_push_config(config_id))
+                got = await handler.get_push_config(config_id, context)
+                return dialect.encode_push_config(got)
             case Operation.LIST_PUSH_CONFIGS:
                 listing = dialect.decode_list_push_configs(params, method)
-                return dialect.encode_push_config_page(await handler.list_push_configs(listing))
+                configs = await handler.list_push_configs(listing, context)
+                return dialect.encode_push_config_page(configs)
             case Operation.DELETE_PUSH_CONFIG:
-                await handler.delete_push_config(dialect.decode_push_config_id(params, method))
+                config_id = dialect.decode_push_config_id(params, method)
+                await handler.delete_push_config(config_id, context)
                 return dialect.encode_deleted()
         assert operation is Operation.EXTENDED_CARD, operation
-        await handler.get_extended_agent_card(method)
+        info = await handler.get_extended_agent_card(method, context)
+        card = render_card(info, base_url(scope), dialect.version, extended_card=True)
+        return msgspec.json.encode(card)
 
     async def open_stream(
         self,
@@ -162,6 +177,7 @@ class Dispatcher:
         operation: Operation,
         method: str,
         params: msgspec.Raw,
+        context: RequestContext,
         *,
         last_event_id: int | None = None,
     ) -> EventStream:
@@ -170,8 +186,8 @@ class Dispatcher:
         resumes a subscription after that event."""
         if operation is Operation.STREAM:
             request = dialect.decode_send(params, method)
-            return await self.handler.send_streaming_message(request, dialect=dialect)
+            return await self.handler.send_streaming_message(request, context, dialect=dialect)
         assert operation is Operation.SUBSCRIBE, operation
         return await self.handler.subscribe_to_task(
-            dialect.decode_task_id(params, method), last_event_id=last_event_id
+            dialect.decode_task_id(params, method), context, last_event_id=last_event_id
         )

@@ -2,22 +2,34 @@
 
 Typed requests in (already decoded and checked by a dialect), model objects out;
 the JSON-RPC endpoint is a thin adapter over it, and so will be any other
-binding. It holds the server's policy for what the engine does not do: the
-extended agent card is not offered (the agent card says so), and the answer says
-why. Push notifications are the engine's (engine/push.py); the dialect a request
-came in says what its webhook's receiver takes, and where its URL sits in the
-params (to name it when it is refused).
+binding. A binding first makes the request's ``RequestContext`` with
+``request_context``, which activates the extensions the client asked for and
+refuses a request that leaves out one the agent requires; every operation then
+takes it. The handler holds the server's policy for what the engine does not do: the
+extended agent card goes only to callers the ``extended_card_check`` lets
+through. Push notifications are the engine's (engine/push.py); the dialect a
+request came in says what its webhook's receiver takes, and where its URL sits
+in the params (to name it when it is refused).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NoReturn
+import inspect
+from collections.abc import Awaitable, Callable, Collection
+from typing import TYPE_CHECKING
 
 from msgspec import UNSET
 
+from ..agent import RequestContext
 from ..engine import Engine, EventStream
 from ..engine.push import PushNotifications
-from ..protocol.errors import PushNotificationNotSupportedError, UnsupportedOperationError
+from ..protocol.card import AgentCardInfo
+from ..protocol.errors import (
+    ExtendedAgentCardNotConfiguredError,
+    ExtensionSupportRequiredError,
+    PushNotificationNotSupportedError,
+    UnsupportedOperationError,
+)
 from ..protocol.model import (
     GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
@@ -36,41 +48,83 @@ from ..store.base import Webhook
 if TYPE_CHECKING:  # dispatch.py imports this module
     from .dispatch import ServerDialect as Dialect
 
-__all__ = ["RequestHandler"]
+__all__ = ["ExtendedCardCheck", "RequestHandler", "allow_everyone"]
+
+# Whether a caller may read the extended agent card; the authentication work
+# fills this in. It may also raise an A2AError of its own to answer with.
+ExtendedCardCheck = Callable[[RequestContext], bool | Awaitable[bool]]
+
+
+def allow_everyone(request: RequestContext) -> bool:
+    """The default extended-card check, while callers are not authenticated."""
+    return True
 
 
 class RequestHandler:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(
+        self, engine: Engine, *, extended_card_check: ExtendedCardCheck = allow_everyone
+    ) -> None:
         self.engine = engine
+        self.extended_card_check = extended_card_check
+        extensions = engine.agent.card_info().extensions
+        self.extensions = frozenset(e.uri for e in extensions)  # the URIs the agent declares
+        self._required = [e.uri for e in extensions if e.required]
+        self._plain: dict[tuple[str, str], RequestContext] = {}
+
+    def request_context(
+        self, version: str, binding: str, requested: Collection[str]
+    ) -> RequestContext:
+        """The context of a request that asked for the ``requested`` extension URIs:
+        it activates those the agent declares. Raises ExtensionSupportRequiredError
+        when one the agent requires is not among them."""
+        if not requested and not self._required:  # the common case: one shared context
+            plain = self._plain.get((version, binding))
+            if plain is None:
+                plain = self._plain[version, binding] = RequestContext(
+                    version=version, binding=binding
+                )
+            return plain
+        asked = frozenset(requested)
+        missing = [uri for uri in self._required if uri not in asked]
+        if missing:
+            header = "A2A-Extensions" if version != "0.3" else "X-A2A-Extensions"
+            raise ExtensionSupportRequiredError(
+                f"This agent requires the extension{'s' if len(missing) > 1 else ''} "
+                f"{', '.join(missing)}; activate it by sending the header "
+                f"{header}: {', '.join(missing)} (comma-separated URIs), "
+                "and follow what the extension asks of clients",
+                metadata={"extensions": ",".join(missing)},
+            )
+        return RequestContext(version=version, binding=binding, extensions=asked & self.extensions)
 
     async def send_message(
-        self, request: SendMessageRequest, *, dialect: Dialect
+        self, request: SendMessageRequest, context: RequestContext, *, dialect: Dialect
     ) -> Task | Message:
         webhooks = await self._webhooks(request, dialect)
-        return await self.engine.send(request, webhooks=webhooks)
+        return await self.engine.send(request, context, webhooks=webhooks)
 
     async def send_streaming_message(
-        self, request: SendMessageRequest, *, dialect: Dialect
+        self, request: SendMessageRequest, context: RequestContext, *, dialect: Dialect
     ) -> EventStream:
         webhooks = await self._webhooks(request, dialect)
-        return await self.engine.stream(request, webhooks=webhooks)
+        return await self.engine.stream(request, context, webhooks=webhooks)
 
-    async def get_task(self, request: GetTaskRequest) -> Task:
+    async def get_task(self, request: GetTaskRequest, context: RequestContext) -> Task:
         return await self.engine.get_task(request.id, request.history_length)
 
-    async def list_tasks(self, query: TaskQuery) -> ListTasksResponse:
+    async def list_tasks(self, query: TaskQuery, context: RequestContext) -> ListTasksResponse:
         return await self.engine.list_tasks(query)
 
-    async def cancel_task(self, request: TaskIdRequest) -> Task:
+    async def cancel_task(self, request: TaskIdRequest, context: RequestContext) -> Task:
         return await self.engine.cancel(request.id)
 
     async def subscribe_to_task(
-        self, request: TaskIdRequest, *, last_event_id: int | None = None
+        self, request: TaskIdRequest, context: RequestContext, *, last_event_id: int | None = None
     ) -> EventStream:
         return await self.engine.subscribe(request.id, last_event_id=last_event_id)
 
     async def create_push_config(
-        self, config: TaskPushNotificationConfig, *, dialect: Dialect
+        self, config: TaskPushNotificationConfig, context: RequestContext, *, dialect: Dialect
     ) -> TaskPushNotificationConfig:
         push = self._push()
         at = dialect.push_config_field
@@ -78,16 +132,18 @@ class RequestHandler:
         return await push.set(config.task_id, Webhook(config, dialect.version))
 
     async def get_push_config(
-        self, request: GetTaskPushNotificationConfigRequest
+        self, request: GetTaskPushNotificationConfigRequest, context: RequestContext
     ) -> TaskPushNotificationConfig:
         return await self._push().get(request.task_id, request.id)
 
     async def list_push_configs(
-        self, request: ListTaskPushNotificationConfigsRequest
+        self, request: ListTaskPushNotificationConfigsRequest, context: RequestContext
     ) -> ListTaskPushNotificationConfigsResponse:
         return await self._push().list(request)
 
-    async def delete_push_config(self, request: GetTaskPushNotificationConfigRequest) -> None:
+    async def delete_push_config(
+        self, request: GetTaskPushNotificationConfigRequest, context: RequestContext
+    ) -> None:
         await self._push().delete(request.task_id, request.id)
 
     async def _webhooks(self, request: SendMessageRequest, dialect: Dialect) -> tuple[Webhook, ...]:
@@ -107,8 +163,21 @@ class RequestHandler:
             )
         return self.engine.push
 
-    async def get_extended_agent_card(self, method: str) -> NoReturn:
-        raise UnsupportedOperationError(
-            f"{method}: this agent has no extended agent card "
-            "(its agent card does not set capabilities.extendedAgentCard)"
-        )
+    async def get_extended_agent_card(self, method: str, context: RequestContext) -> AgentCardInfo:
+        """The agent's extended card, for a caller the ``extended_card_check`` lets
+        through (the binding renders it in the request's version: server/card.py)."""
+        agent = self.engine.agent
+        if not agent.has_extended_card:
+            raise UnsupportedOperationError(
+                f"{method}: this agent has no extended agent card "
+                "(its agent card does not set capabilities.extendedAgentCard)"
+            )
+        allowed = self.extended_card_check(context)
+        if inspect.isawaitable(allowed):
+            allowed = await allowed
+        info = agent.extended_card(context) if allowed else None
+        if info is None:
+            raise ExtendedAgentCardNotConfiguredError(
+                f"{method}: the extended agent card is not available to this caller",
+            )
+        return info

@@ -16,6 +16,7 @@ from ..protocol.errors import A2AError, InvalidRequestError
 from ..protocol.jsonrpc import RequestId, decode_request, encode_error, encode_result
 from ..protocol.types import StreamItem
 from .dispatch import Dispatcher, internal_error, parse_event_id, version_text
+from .extensions import echo_headers, requested_extensions
 from .handler import RequestHandler
 from .sse import KEEPALIVE_SECONDS, stream_sse
 from .types import ClientGone, Receive, Scope, Send, header, read_body, respond
@@ -58,16 +59,21 @@ class JsonRpcEndpoint:
             request = decode_request(body)
             request_id, method = request.id, request.method  # type: ignore[assignment]
             dialect, operation = resolve(requested_version(version_text(scope)), method)
+            requested = requested_extensions(scope) if self.handler.extensions else ()
+            context = self.handler.request_context(dialect.version, "JSONRPC", requested)
             if operation.streaming:
                 events = await self._dispatch.open_stream(
                     dialect,
                     operation,
                     method,
                     request.params,
+                    context,
                     last_event_id=parse_event_id(header(scope, b"last-event-id")),
                 )
             else:
-                result = await self._dispatch.call(dialect, operation, method, request.params)
+                result = await self._dispatch.call(
+                    dialect, operation, method, request.params, context, scope
+                )
         except A2AError as exc:
             wire = dialect.wire_error(exc, method) if dialect is not None else exc
             await respond(send, 200, encode_error(request_id, wire))
@@ -75,8 +81,9 @@ class JsonRpcEndpoint:
         except Exception:
             await respond(send, 200, encode_error(request_id, internal_error()))
             return
+        echo = echo_headers(dialect.version, context.extensions) if context.extensions else None
         if not operation.streaming:
-            await respond(send, 200, encode_result(request_id, result))
+            await respond(send, 200, encode_result(request_id, result), headers=echo)
             return
         encode_item, wire_error = dialect.encode_stream_item, dialect.wire_error
 
@@ -86,4 +93,6 @@ class JsonRpcEndpoint:
         def fail(error: A2AError) -> bytes:
             return encode_error(request_id, wire_error(error, method))
 
-        await stream_sse(send, receive, events, encode, fail, keepalive=self.keepalive_seconds)
+        await stream_sse(
+            send, receive, events, encode, fail, keepalive=self.keepalive_seconds, headers=echo
+        )

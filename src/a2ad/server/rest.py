@@ -38,6 +38,7 @@ from ..protocol.types import StreamItem
 from ..protocol.v03_rest import V03Rest
 from ..protocol.v1 import V1
 from .dispatch import Dispatcher, ServerDialect, internal_error, parse_event_id, version_text
+from .extensions import echo_headers, requested_extensions
 from .handler import RequestHandler
 from .sse import KEEPALIVE_SECONDS, stream_sse
 from .types import ClientGone, Receive, Scope, Send, header, read_body, respond
@@ -380,6 +381,7 @@ class RestEndpoint:
         max_body_bytes: int,
         keepalive_seconds: float = KEEPALIVE_SECONDS,
     ) -> None:
+        self.handler = handler
         self._dispatch = Dispatcher(handler)
         self.max_body_bytes = max_body_bytes
         self.keepalive_seconds = keepalive_seconds
@@ -395,6 +397,9 @@ class RestEndpoint:
         v03 = dialect.version == "0.3"
         try:
             self._check_version(scope, route)
+            handler = self.handler
+            requested = requested_extensions(scope) if handler.extensions else ()
+            context = handler.request_context(dialect.version, "HTTP+JSON", requested)
             query = _query_params(scope, route)
             body = b""
             if route.body:
@@ -416,10 +421,13 @@ class RestEndpoint:
                     route.operation,
                     route.label,
                     params,
+                    context,
                     last_event_id=parse_event_id(header(scope, b"last-event-id")),
                 )
             else:
-                result = await self._dispatch.call(dialect, route.operation, route.label, params)
+                result = await self._dispatch.call(
+                    dialect, route.operation, route.label, params, context, scope
+                )
         except A2AError as exc:
             wire = dialect.wire_error(exc, route.rpc_method)
             await respond(send, wire.http_status, error_body(wire, v03=v03))
@@ -427,8 +435,9 @@ class RestEndpoint:
         except Exception:
             await respond(send, 500, error_body(internal_error(), v03=v03))
             return
+        echo = echo_headers(dialect.version, context.extensions) if context.extensions else None
         if not route.operation.streaming:
-            await respond(send, 200, result)
+            await respond(send, 200, result, headers=echo)
             return
 
         def encode(item: StreamItem, last: bool) -> bytes:
@@ -437,7 +446,9 @@ class RestEndpoint:
         def fail(error: A2AError) -> bytes:  # a stream cut short: its last event says why
             return error_body(dialect.wire_error(error, route.rpc_method), v03=v03)
 
-        await stream_sse(send, receive, events, encode, fail, keepalive=self.keepalive_seconds)
+        await stream_sse(
+            send, receive, events, encode, fail, keepalive=self.keepalive_seconds, headers=echo
+        )
 
     @staticmethod
     def _check_version(scope: Scope, route: _Route) -> None:

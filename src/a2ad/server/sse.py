@@ -75,9 +75,11 @@ async def stream_sse(
     fail: Callable[[A2AError], bytes],
     *,
     keepalive: float = KEEPALIVE_SECONDS,
+    headers: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
     """Send ``events`` as ``id:``/``data:`` frames; ``encode(item, last)`` makes a
-    data line, ``fail(error)`` the error event that ends a stream cut short."""
+    data line, ``fail(error)`` the error event that ends a stream cut short.
+    ``headers`` go with the response's own."""
     await send(
         {
             "type": "http.response.start",
@@ -86,6 +88,7 @@ async def stream_sse(
                 (b"content-type", b"text/event-stream"),
                 (b"cache-control", b"no-cache"),
                 (b"x-accel-buffering", b"no"),
+                *(headers or []),
             ],
         }
     )
