@@ -163,19 +163,61 @@ async def test_body_that_is_not_a_request_object_is_invalid_request(
 
 
 @pytest.mark.parametrize(
-    "content",
+    ("content", "request_id"),
     [
-        '{"id": 1, "method": "tasks/get", "params": {"id": "x"}}',
-        '{"jsonrpc": "1.0", "id": 1, "method": "tasks/get", "params": {"id": "x"}}',
-        '{"jsonrpc": "2.0", "id": 1, "params": {"id": "x"}}',
-        '{"jsonrpc": "2.0", "id": 1, "method": 5}',
-        '{"jsonrpc": "2.0", "id": {"a": 1}, "method": "tasks/get", "params": {"id": "x"}}',
+        ('{"id": 1, "method": "tasks/get", "params": {"id": "x"}}', 1),
+        ('{"jsonrpc": "1.0", "id": "a-1", "method": "tasks/get", "params": {"id": "x"}}', "a-1"),
+        ('{"jsonrpc": "2.0", "id": 2, "params": {"id": "x"}}', 2),
+        ('{"jsonrpc": "2.0", "id": -3, "method": 5}', -3),
+        ('{"id": 8, "jsonrpc": 2.0, "method": "GetTask", "params": {"id": "x"}}', 8),
+        # No id to read, or not one a response can carry:
+        ('{"jsonrpc": "2.0", "id": {"a": 1}, "method": "tasks/get", "params": {"id": "x"}}', None),
+        ('{"jsonrpc": "2.0", "id": [1], "method": "tasks/get"}', None),
+        ('{"jsonrpc": "2.0", "id": true, "method": "tasks/get"}', None),
+        ('{"jsonrpc": "1.0", "method": "tasks/get"}', None),
+        ('{"jsonrpc": "2.0", "params": {}}', None),
     ],
 )
-async def test_request_object_missing_members_is_invalid_request(
-    client: httpx.AsyncClient, content: str
+async def test_request_object_missing_members_is_invalid_request_with_its_id(
+    client: httpx.AsyncClient, content: str, request_id: Any
 ) -> None:
-    assert_error(error_body(await post_raw(client, content)), -32600, dialect="0.3")
+    body = error_body(await post_raw(client, content))
+    assert_error(body, -32600, dialect="0.3")
+    assert body["id"] == request_id and type(body["id"]) is type(request_id)
+
+
+@pytest.mark.parametrize(
+    ("method", "headers"),
+    [
+        ("SendMessage", V1),
+        ("message/send", {}),
+        ("SendStreamingMessage", V1),
+        ("tasks/get", {}),
+        ("NoSuchMethod", V1),
+    ],
+)
+async def test_a_notification_is_neither_run_nor_answered(
+    client: httpx.AsyncClient, rpc: Rpc, agent: ScriptedAgent, method: str, headers: dict[str, str]
+) -> None:
+    params = msg10("hang") if headers else msg03("hang")
+    if method == "tasks/get":
+        params = {"id": "x"}
+    notification = {"jsonrpc": "2.0", "method": method, "params": params}
+    r = await post_raw(client, json.dumps(notification), headers=headers)
+    assert (r.status_code, r.content) == (204, b"")
+    assert "content-type" not in r.headers
+    assert agent.started == {}  # nothing ran
+    listed = await rpc("ListTasks", {}, v1=True)
+    assert listed["result"]["totalSize"] == 0
+
+
+async def test_a_request_whose_id_is_null_is_answered_with_a_null_id(rpc: Rpc) -> None:
+    r = await rpc.client.post(
+        "/", json={"jsonrpc": "2.0", "id": None, "method": "tasks/get", "params": {"id": "x"}}
+    )
+    body = r.json()
+    assert body["id"] is None
+    assert_error(body, -32001, reason="TASK_NOT_FOUND", dialect="0.3")  # it was run
 
 
 @pytest.mark.parametrize(

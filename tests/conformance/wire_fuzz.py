@@ -809,6 +809,10 @@ def check_answer(request: WireRequest, answer: Answer | None) -> str:
     sent, version = _sent(request)
     if answer.status == 400 and (request.short_by or not _valid_http(request)):
         return "HTTP 400 (bad HTTP)"  # the HTTP parser's own answer
+    if answer.status == 204:  # a JSON-RPC notification: neither run nor answered
+        assert isinstance(sent, dict) and "id" not in sent, answer
+        assert isinstance(sent.get("method"), str) and answer.body == b"", answer
+        return "no answer (a notification)"
     if answer.content_type.startswith("text/event-stream"):
         assert answer.status == 200, answer
         return _check_stream(sent, version, answer.body)

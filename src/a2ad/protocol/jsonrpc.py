@@ -1,7 +1,8 @@
 """The JSON-RPC 2.0 envelope: decode a request, encode a result or an error.
 
 Params stay raw (``msgspec.Raw``) until the method is known, so each method
-decodes them once, straight into its own typed request.
+decodes them once, straight into its own typed request. A request without an
+``id`` is a notification, which the server does not answer (docs/protocol.md).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ __all__ = [
     "decode_request",
     "encode_error",
     "encode_result",
+    "readable_id",
 ]
 
 RequestId = str | int | float | None
@@ -33,16 +35,21 @@ _EMPTY_PARAMS = msgspec.Raw(b"{}")
 class Request(msgspec.Struct):
     jsonrpc: Literal["2.0"]
     method: str
-    id: RequestId | UnsetType = UNSET
+    id: RequestId | UnsetType = UNSET  # UNSET: a notification
     params: msgspec.Raw = _EMPTY_PARAMS
 
 
+class _IdOnly(msgspec.Struct):
+    id: Any = None
+
+
 _request_decoder = msgspec.json.Decoder(Request)
+_id_decoder = msgspec.json.Decoder(_IdOnly)
 
 
 def decode_request(body: bytes) -> Request:
-    """The request envelope; raises JSONParseError (not JSON, or not UTF-8) or
-    InvalidRequestError."""
+    """The request envelope (``id`` UNSET for a notification); raises
+    JSONParseError (not JSON, or not UTF-8) or InvalidRequestError."""
     # msgspec checks UTF-8 only in the strings it decodes, not in the params it
     # keeps raw nor in fields it skips; the whole body must be UTF-8 (RFC 8259 §8.1).
     check_utf8(body)
@@ -57,11 +64,6 @@ def decode_request(body: bytes) -> Request:
         raise JSONParseError(f"Invalid JSON payload: {exc}") from None
     except RecursionError:
         raise InvalidRequestError(_TOO_DEEP) from None
-    if request.id is UNSET:
-        raise InvalidRequestError(
-            f"Invalid JSON-RPC request: `{request.method}` has no `id`; "
-            "a2ad answers requests, not notifications, so give every request an id"
-        )
     return request
 
 
@@ -76,6 +78,19 @@ def check_utf8(body: bytes) -> None:
             f"Invalid JSON payload: byte 0x{body[exc.start]:02x} at offset {exc.start} is not "
             "valid UTF-8; send the body as UTF-8"
         ) from None
+
+
+def readable_id(body: bytes) -> RequestId:
+    """The ``id`` of a body that is not a valid request, for its error response:
+    the id if the body is a JSON object whose ``id`` is a string or a number,
+    else None (JSON-RPC 2.0 §5: null when the id cannot be read)."""
+    try:
+        found = _id_decoder.decode(body).id
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    if isinstance(found, bool) or not isinstance(found, str | int | float):
+        return None
+    return found
 
 
 _TOO_DEEP = "the JSON is nested too deeply to process; flatten it"

@@ -4,26 +4,53 @@ Read the body, decode the envelope, look up (dialect, operation) from the
 method and the ``A2A-Version`` header (or query parameter of that name), and
 hand the params to the ``Dispatcher`` (decode with the dialect, call the
 handler, encode): one JSON result, or an SSE stream for the streaming
-operations. Every A2AError becomes a JSON-RPC error in the dialect's terms;
-anything else is logged with an incident id and answered -32603 with that id,
-never a traceback.
+operations. Every A2AError becomes a JSON-RPC error in the dialect's terms,
+with the request's ``id`` whenever it can be read; anything else is logged with
+an incident id and answered -32603 with that id, never a traceback. A
+notification (no ``id``) is not run and gets no answer: HTTP 204
+(docs/protocol.md says why).
 """
 
 from __future__ import annotations
 
+import logging
+
+from msgspec import UNSET
+
 from ..protocol.dialect import Dialect, requested_version, resolve
-from ..protocol.errors import A2AError, InvalidRequestError
-from ..protocol.jsonrpc import RequestId, decode_request, encode_error, encode_result
+from ..protocol.errors import A2AError, InvalidRequestError, JSONParseError
+from ..protocol.jsonrpc import (
+    Request,
+    RequestId,
+    decode_request,
+    encode_error,
+    encode_result,
+    readable_id,
+)
 from ..protocol.types import StreamItem
 from .dispatch import Dispatcher, internal_error, parse_event_id, version_text
 from .extensions import echo_headers, requested_extensions
 from .handler import RequestHandler
 from .sse import KEEPALIVE_SECONDS, stream_sse
-from .types import ClientGone, Receive, Scope, Send, header, read_body, respond
+from .types import ClientGone, Receive, Scope, Send, header, read_body, respond, respond_empty
 
 __all__ = ["MAX_BODY_BYTES", "JsonRpcEndpoint"]
 
+log = logging.getLogger("a2ad.server")
+
 MAX_BODY_BYTES = 10 * 1024 * 1024
+
+
+async def _ignore_notification(send: Send, method: str) -> None:
+    # A2A has no notifications (every method answers, and requires an id), and
+    # JSON-RPC 2.0 forbids answering one: so it is neither run nor answered.
+    log.info(
+        "ignored a JSON-RPC notification (a request without an id) for %r; "
+        "A2A requests need an id to be answered",
+        method[:200],
+        extra={"method": method[:200]},
+    )
+    await respond_empty(send, 204)
 
 
 class JsonRpcEndpoint:
@@ -53,11 +80,15 @@ class JsonRpcEndpoint:
             await respond(send, 413, encode_error(None, error))
             return
         request_id: RequestId = None
+        request: Request | None = None
         dialect: Dialect | None = None
         method = ""
         try:
             request = decode_request(body)
-            request_id, method = request.id, request.method  # type: ignore[assignment]
+            if request.id is UNSET:
+                await _ignore_notification(send, request.method)
+                return
+            request_id, method = request.id, request.method
             dialect, operation = resolve(requested_version(version_text(scope)), method)
             requested = requested_extensions(scope) if self.handler.extensions else ()
             context = self.handler.request_context(dialect.version, "JSONRPC", requested)
@@ -76,6 +107,10 @@ class JsonRpcEndpoint:
                 )
         except A2AError as exc:
             wire = dialect.wire_error(exc, method) if dialect is not None else exc
+            # Not a valid request object: its id, if readable. Not JSON (or not
+            # UTF-8) is a parse error, whose id is null (JSON-RPC 2.0 §5).
+            if request is None and not isinstance(exc, JSONParseError):
+                request_id = readable_id(body)
             await respond(send, 200, encode_error(request_id, wire))
             return
         except Exception:

@@ -11,7 +11,18 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-__all__ = ["ASGIApp", "Message", "Receive", "Scope", "Send", "header", "read_body", "respond"]
+__all__ = [
+    "ASGIApp",
+    "ClientGone",
+    "Message",
+    "Receive",
+    "Scope",
+    "Send",
+    "header",
+    "read_body",
+    "respond",
+    "respond_empty",
+]
 
 
 def header(scope: Scope, name: bytes) -> str:
@@ -66,3 +77,11 @@ async def respond(
         }
     )
     await send({"type": "http.response.body", "body": body})
+
+
+async def respond_empty(
+    send: Send, status: int, *, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    """A response without a body (204, 304): no content headers either."""
+    await send({"type": "http.response.start", "status": status, "headers": headers or []})
+    await send({"type": "http.response.body", "body": b""})
