@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import os
-import queue
 import re
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +22,7 @@ from a2ad import A2AApp, SyncClient, Task, TaskState, create_app
 
 from .agents.test_task_manager import ScriptedLLM, answer, status, status_text, texts, tool_call
 from .conftest import LiveServer, free_port
+from .process_output import ProcessOutput
 from .scripted import ScriptedAgent
 from .test_cli_client import Recording
 
@@ -42,7 +41,7 @@ def run_a2ad(*args: str, timeout: float = 20) -> subprocess.CompletedProcess[str
     )
 
 
-class Served:
+class Served(ProcessOutput):
     """``a2ad serve …`` in the background; its output (stdout and stderr) read
     line by line on a thread so the test can wait for what it prints. With
     ``port=0`` the system picks the port, and ``url`` reads it from the banner."""
@@ -68,48 +67,7 @@ class Served:
             text=True,
             env={**os.environ, "COLUMNS": "200", **(env or {})},
         )
-        self.lines: queue.Queue[str | None] = queue.Queue()
-        self.seen: list[str] = []
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.put(line)
-        self.lines.put(None)
-
-    @property
-    def output(self) -> str:
-        while True:
-            try:
-                line = self.lines.get_nowait()
-            except queue.Empty:
-                break
-            if line is not None:
-                self.seen.append(line)
-        return "".join(self.seen)
-
-    def expect(self, pattern: str, timeout: float = 10.0) -> re.Match[str]:
-        """Wait for a line matching ``pattern``; fail with what was printed."""
-        deadline = time.monotonic() + timeout
-        for line in self.seen:
-            if m := re.search(pattern, line):
-                return m
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            try:
-                line = self.lines.get(timeout=remaining)
-            except queue.Empty:
-                break
-            if line is None:
-                break
-            self.seen.append(line)
-            if m := re.search(pattern, line):
-                return m
-        raise AssertionError(f"a2ad never printed {pattern!r}; it printed:\n{''.join(self.seen)}")
+        self.watch(self.proc)
 
     @property
     def url(self) -> str:

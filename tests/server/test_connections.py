@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import queue
 import re
 import resource
 import select
 import socket
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -23,14 +21,18 @@ from typing import Any
 import httpx
 import pytest
 
+from ..process_output import ProcessOutput
+
 A2AD = Path(sys.executable).parent / "a2ad"
 MAX_CONNECTIONS = 20
 LIMIT_MESSAGE = "connection limit reached"
 
 
-class Server:
+class Server(ProcessOutput):
     """``a2ad serve --port 0 …`` started by a shell that first sets the soft limit on
     open files (``ulimit``), its output read on a thread."""
+
+    expect_timeout = 15.0
 
     def __init__(self, *args: str, ulimit: str) -> None:
         command = " ".join([str(A2AD), "serve", "--port", "0", "--store", "memory", *args])
@@ -40,43 +42,10 @@ class Server:
             stderr=subprocess.STDOUT,
             text=True,
         )
-        self.lines: queue.Queue[str | None] = queue.Queue()
-        self.seen: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
+        self.watch(self.proc)
         port = int(self.expect(r"JSON-RPC:\s+http://127\.0\.0\.1:(\d+)/").group(1))
         self.address = ("127.0.0.1", port)
         self.url = f"http://127.0.0.1:{port}/"
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.put(line)
-        self.lines.put(None)
-
-    def expect(self, pattern: str, timeout: float = 15.0) -> re.Match[str]:
-        """The first line matching ``pattern``, waited for; fails with the output."""
-        for line in self.seen:
-            if m := re.search(pattern, line):
-                return m
-        deadline = time.monotonic() + timeout
-        while (remaining := deadline - time.monotonic()) > 0:
-            try:
-                line = self.lines.get(timeout=remaining)
-            except queue.Empty:
-                break
-            if line is None:
-                break
-            self.seen.append(line)
-            if m := re.search(pattern, line):
-                return m
-        raise AssertionError(f"a2ad never printed {pattern!r}; it printed:\n{self.output}")
-
-    @property
-    def output(self) -> str:
-        with contextlib.suppress(queue.Empty):
-            while (line := self.lines.get_nowait()) is not None:
-                self.seen.append(line)
-        return "".join(self.seen)
 
     def log(self, message: str) -> list[dict[str, Any]]:
         """The JSON log lines whose ``msg`` starts with ``message``."""
