@@ -47,6 +47,7 @@ from a2ad.protocol.dialect import METHODS, Operation
 
 from .fuzz_agent import HOLD
 from .oracles import assert_error, parse_v1, validate_03
+from .test_errors import KEYS as PARAM_KEYS
 
 __all__ = [
     "FuzzServer",
@@ -403,39 +404,8 @@ RAW_NUMBERS = [
 ]
 BAD_UTF8 = [b"\xff", b"\xc0\xaf", b"\xed\xa0\x80", b"\xe2\x80", b"\xf4\x90\x80\x80", b"\x80"]
 DEPTHS = [32, 100, 1_000, 10_000, 100_000]
-KEYS = [
-    "message",
-    "role",
-    "parts",
-    "text",
-    "kind",
-    "file",
-    "bytes",
-    "uri",
-    "data",
-    "raw",
-    "url",
-    "id",
-    "taskId",
-    "contextId",
-    "messageId",
-    "historyLength",
-    "pageSize",
-    "pageToken",
-    "status",
-    "configuration",
-    "blocking",
-    "returnImmediately",
-    "metadata",
-    "includeArtifacts",
-    "statusTimestampAfter",
-    "tenant",
-    "jsonrpc",
-    "method",
-    "params",
-    "__proto__",
-    "",
-]
+# The params' field names that test_errors.py draws from, and the envelope's.
+KEYS = [*PARAM_KEYS, "jsonrpc", "method", "params", "__proto__", ""]
 # (httpx refuses to send a header value with spaces around it.)
 VERSION_HEADERS = ["", "0.3", "1.0", "1.0.7", "1", "1.1", "2.0", "0.2", "abc", "1.0,0.3", "1.0 x"]
 LAST_EVENT_IDS = [
