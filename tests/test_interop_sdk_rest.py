@@ -23,13 +23,8 @@ from a2a.types import (
     GetTaskRequest,
     ListTaskPushNotificationConfigsRequest,
     ListTasksRequest,
-    Message,
-    Part,
-    Role,
-    SendMessageRequest,
     StreamResponse,
     SubscribeToTaskRequest,
-    Task,
     TaskPushNotificationConfig,
     TaskState,
 )
@@ -39,28 +34,10 @@ from a2ad import create_app
 
 from .conftest import LiveServer, wait_for
 from .scripted import ScriptedAgent
+from .test_interop_sdk import collect, request, send_task
 from .webhook_receiver import Receiver
 
 TIMEOUT = 10
-
-
-def request(text: str, **message: str) -> SendMessageRequest:
-    return SendMessageRequest(
-        message=Message(
-            message_id=str(uuid.uuid4()), role=Role.ROLE_USER, parts=[Part(text=text)], **message
-        )
-    )
-
-
-async def collect(events: AsyncIterator[StreamResponse]) -> list[StreamResponse]:
-    async with asyncio.timeout(TIMEOUT):
-        return [event async for event in events]
-
-
-async def send_task(client: Client, text: str, **message: str) -> Task:
-    (event,) = await collect(client.send_message(request(text, **message)))
-    assert event.WhichOneof("payload") == "task", event
-    return event.task
 
 
 @pytest.fixture(scope="module")
