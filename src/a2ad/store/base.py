@@ -198,8 +198,8 @@ class TaskStore(abc.ABC):
         snapshot at the last sequence. ``lease``: the instance running it, while it
         is in flight. ``deadline`` (timestamp text): when it becomes overdue, until
         it is terminal. ``message_key``: the key of the message that created it
-        (see ``find_message``), recorded in the same step. Raises StoreFullError when full (evicting first what may be
-        evicted), ValueError if a task with that id exists, and what ``append``
+        (see ``find_message``), recorded in the same step. Raises StoreFullError
+        when full (evicting first what may be evicted), ValueError if a task with that id exists, and what ``append``
         raises for an event; then nothing is stored. Like every write, it completes
         even if the awaiting caller is cancelled meanwhile."""
 
