@@ -277,10 +277,23 @@ async def test_the_extended_card_in_1_0_is_a_strict_1_0_card_with_more_skills(
     shop: httpx.AsyncClient,
 ) -> None:
     card = await extended(shop, v1=True)
+    assert fields_not_in_1_0(card, "AgentCard") == []
     proto = parse_v1(card, AgentCard)  # no field a 1.0 card does not have
     check_shape_1_0(proto)
     assert [s.id for s in proto.skills] == ["search", "restock"]
     assert {i["url"] for i in card["supportedInterfaces"]} == {"http://a2ad.test/"}
+
+
+async def test_the_extended_card_over_http_json_is_the_card_of_its_paths_version(
+    shop: httpx.AsyncClient,
+) -> None:
+    v1 = await shop.get("/extendedAgentCard", headers={"A2A-Extensions": STYLE})
+    assert v1.status_code == 200, v1.text
+    assert fields_not_in_1_0(v1.json(), "AgentCard") == []
+    assert v1.json() == await extended(shop, v1=True)
+    v03 = await shop.get("/v1/card", headers={"X-A2A-Extensions": STYLE})
+    assert v03.status_code == 200, v03.text
+    assert validate_03(v03.json(), "AgentCard") == await extended(shop, v1=False)
 
 
 async def test_the_extended_card_in_0_3_is_a_0_3_card_with_more_skills(
