@@ -199,9 +199,10 @@ class TaskStore(abc.ABC):
         is in flight. ``deadline`` (timestamp text): when it becomes overdue, until
         it is terminal. ``message_key``: the key of the message that created it
         (see ``find_message``), recorded in the same step. Raises StoreFullError
-        when full (evicting first what may be evicted), ValueError if a task with that id exists, and what ``append``
-        raises for an event; then nothing is stored. Like every write, it completes
-        even if the awaiting caller is cancelled meanwhile."""
+        when full (evicting first what may be evicted), ValueError if a task with
+        that id exists, and what ``append`` raises for an event; then nothing is
+        stored. Like every write, it completes even if the awaiting caller is
+        cancelled meanwhile."""
 
     @abc.abstractmethod
     async def get(self, task_id: str) -> StoredTask | None:
