@@ -23,8 +23,8 @@ its task by ON DELETE CASCADE. ``task_count`` is kept by triggers, so that a cap
 ``create`` need not count the table. ``webhooks`` and ``deliveries`` are the push
 configs and their outbox: an append inserts a delivery per webhook of the task in
 its own transaction (``tasks.webhooks`` counts them, so a task without any costs
-nothing more). ``message_keys`` holds the keys of the messages that created a
-task or were added to one (idempotent send), deleted with their task.
+nothing more). ``message_keys`` holds the keys of the follow-up messages added to a
+task (idempotent send), deleted with their task.
 
 Eviction (``max_tasks``) follows MemoryStore: ``evict_class`` is 0 for a terminal
 task, 1 for an interrupted one and NULL for one in flight (never evicted), and
@@ -411,7 +411,6 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
         events: Sequence[TaskEvent] = (),
         lease: Lease | None = None,
         deadline: str | None = None,
-        message_key: bytes | None = None,
     ) -> StoredTask:
         # The row goes in once, as it stands after the events: one set of index
         # entries instead of one per event.
@@ -428,8 +427,6 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
         def create(conn: sqlite3.Connection) -> StoredTask:
             stored = self._create(conn, final, lease, deadline, seq=len(events), evicted=evicted)
             _log_events(conn, task.id, 1, events)  # a new task has no webhooks yet
-            if message_key is not None:
-                conn.execute(_INSERT_MESSAGE_KEY, (message_key, task.id))
             return stored
 
         stored = await self._run(create, write=True)

@@ -130,8 +130,9 @@ def _create_v2(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
-# Version 3: idempotent send. ``message_keys`` maps the key of each message that
-# created a task or was added to one to that task, and goes with the task.
+# Version 3: idempotent send. ``message_keys`` maps the key of each follow-up
+# message to the task it was added to, and goes with the task. (A message that
+# creates a task needs no row: the task's id is derived from its key.)
 _SCHEMA_V3 = (
     """CREATE TABLE message_keys (
         key BLOB PRIMARY KEY NOT NULL,
