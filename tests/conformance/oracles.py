@@ -1,6 +1,8 @@
 """Independent oracles for a2ad's wire output.
 
 * ``validate_03``: the A2A 0.3.0 JSON Schema (tests/data/a2a-v0.3.schema.json).
+* ``fields_not_in_1_0``: the keys of a JSON object that the A2A 1.0 proto
+  (tests/data/a2a-v1.0.proto, read as text) does not give its message, recursively.
 * ``parse_v1``: the official A2A 1.0 protobuf types (a2a-sdk, test-only dependency),
   parsed with ``ParseDict(ignore_unknown_fields=False)`` after a strictness pass that
   ParseDict lacks (snake_case keys, integer enums, nulls, empty Parts, non-UTC
@@ -16,9 +18,10 @@ Nothing here imports a2ad: the oracles must not share code with what they check.
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import jsonschema
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -34,6 +37,7 @@ __all__ = [
     "assert_error",
     "assert_status",
     "error_of",
+    "fields_not_in_1_0",
     "parse_03_rest",
     "parse_v1",
     "validate_03",
@@ -74,6 +78,73 @@ def validate_03(instance: Any, definition_name: str) -> Any:
     if error is not None:
         raise error
     return instance
+
+
+# --- A2A 1.0: the proto's field names, read from the .proto text -------------
+
+_COMMENT = re.compile(r"//[^\n]*")
+_MESSAGE = re.compile(r"\bmessage\s+(\w+)\s*\{")
+_FIELD = re.compile(
+    r"(?:\b(?:repeated|optional)\s+)?(?:map<\s*\w+\s*,\s*([\w.]+)\s*>|([\w.]+))"
+    r"\s+(\w+)\s*=\s*\d+\s*(?:\[([^\]]*)\])?\s*;"
+)
+_JSON_NAME = re.compile(r'\bjson_name\s*=\s*"([^"]+)"')
+
+
+class ProtoField(NamedTuple):
+    type: str  # the message or scalar type; a map's value type
+    is_map: bool
+
+
+def _lower_camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+@cache
+def proto_fields_1_0() -> dict[str, dict[str, ProtoField]]:
+    """Each message of the 1.0 proto: its fields by JSON name (``json_name``, else
+    the lowerCamelCase of the field name), oneof members included."""
+    text = _COMMENT.sub("", (DATA / "a2a-v1.0.proto").read_text())
+    messages: dict[str, dict[str, ProtoField]] = {}
+    for match in _MESSAGE.finditer(text):
+        depth, end = 1, match.end()
+        while depth:
+            depth += {"{": 1, "}": -1}.get(text[end], 0)
+            end += 1
+        fields: dict[str, ProtoField] = {}
+        for field in _FIELD.finditer(text, match.end(), end - 1):
+            map_value, kind, name, options = field.groups()
+            json_name = _JSON_NAME.search(options or "")
+            key = json_name.group(1) if json_name else _lower_camel(name)
+            fields[key] = ProtoField(map_value or kind, map_value is not None)
+        messages[match.group(1)] = fields
+    return messages
+
+
+def fields_not_in_1_0(obj: Any, message: str, path: str = "$") -> list[str]:
+    """The paths of ``obj``'s keys that the 1.0 ``message`` (and the messages its
+    fields hold) lacks; ``google.protobuf.Struct`` values are free JSON."""
+    messages = proto_fields_1_0()
+    fields = messages[message]
+    extra: list[str] = []
+    for key, value in obj.items():
+        where = f"{path}.{key}"
+        field = fields.get(key)
+        if field is None:
+            extra.append(where)
+            continue
+        if field.type not in messages:
+            continue  # a scalar, an enum, or a well-known type
+        if field.is_map:
+            items = [(f"{where}.{k}", v) for k, v in value.items()]
+        elif isinstance(value, list):
+            items = [(f"{where}[{i}]", v) for i, v in enumerate(value)]
+        else:
+            items = [(where, value)]
+        for item_path, item in items:
+            extra += fields_not_in_1_0(item, field.type, item_path)
+    return extra
 
 
 # --- A2A 1.0: strict ProtoJSON into the official protobuf types --------------

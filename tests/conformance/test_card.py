@@ -1,10 +1,15 @@
-"""The agent card at the well-known paths: readable by 1.0 and 0.3 clients,
-cacheable; shaped by the agent (skills, modes, extensions, security schemes,
-provider, documentation and icon URLs); its extended card in either version."""
+"""The agent card at the well-known paths: readable by 1.0 and 0.3 clients (the
+combined card without A2A-Version, the card of one version with it), cacheable
+(ETag per variant, Last-Modified, conditional requests); shaped by the agent
+(skills, modes, extensions, security schemes, provider, documentation and icon
+URLs); its extended card in either version."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime, parsedate_to_datetime
 from typing import Any
 
 import httpx
@@ -16,7 +21,13 @@ from a2ad import AgentSkill, create_app
 
 from ..agents.sample_agents import GLOSSARY, STYLE, Storefront
 from ..scripted import ScriptedAgent
-from .oracles import parse_v1, validate_03
+from .oracles import (
+    assert_status,
+    fields_not_in_1_0,
+    parse_v1,
+    proto_fields_1_0,
+    validate_03,
+)
 
 PATHS = ["/.well-known/agent-card.json", "/.well-known/agent.json"]
 COMPAT_03_FIELDS = {"url", "protocolVersion", "preferredTransport", "additionalInterfaces"}
@@ -266,10 +277,23 @@ async def test_the_extended_card_in_1_0_is_a_strict_1_0_card_with_more_skills(
     shop: httpx.AsyncClient,
 ) -> None:
     card = await extended(shop, v1=True)
+    assert fields_not_in_1_0(card, "AgentCard") == []
     proto = parse_v1(card, AgentCard)  # no field a 1.0 card does not have
     check_shape_1_0(proto)
     assert [s.id for s in proto.skills] == ["search", "restock"]
     assert {i["url"] for i in card["supportedInterfaces"]} == {"http://a2ad.test/"}
+
+
+async def test_the_extended_card_over_http_json_is_the_card_of_its_paths_version(
+    shop: httpx.AsyncClient,
+) -> None:
+    v1 = await shop.get("/extendedAgentCard", headers={"A2A-Extensions": STYLE})
+    assert v1.status_code == 200, v1.text
+    assert fields_not_in_1_0(v1.json(), "AgentCard") == []
+    assert v1.json() == await extended(shop, v1=True)
+    v03 = await shop.get("/v1/card", headers={"X-A2A-Extensions": STYLE})
+    assert v03.status_code == 200, v03.text
+    assert validate_03(v03.json(), "AgentCard") == await extended(shop, v1=False)
 
 
 async def test_the_extended_card_in_0_3_is_a_0_3_card_with_more_skills(
@@ -294,3 +318,202 @@ async def test_a_card_without_an_extended_card_does_not_offer_one(
 def test_a_skill_without_tags_is_refused_when_declared() -> None:
     with pytest.raises(ValueError, match="tags"):
         AgentSkill(id="x", name="X", description="none", tags=[])
+
+
+# --- the card by version -------------------------------------------------------
+
+V1_0 = {"A2A-Version": "1.0"}
+V0_3 = {"A2A-Version": "0.3"}
+
+
+def test_the_proto_field_reader_agrees_with_the_official_sdk() -> None:
+    """The oracle below reads the .proto text; the SDK's compiled AgentCard is a
+    second reading of the same file."""
+    ours = proto_fields_1_0()
+    theirs = AgentCard.DESCRIPTOR.file.message_types_by_name
+    assert set(ours) == set(theirs)
+    for name, descriptor in theirs.items():
+        assert set(ours[name]) == {f.json_name for f in descriptor.fields}, name
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("how", ["header", "query"])
+async def test_asking_for_1_0_gets_a_card_with_only_the_1_0_protos_fields(
+    shop: httpx.AsyncClient, path: str, how: str
+) -> None:
+    if how == "header":
+        r = await shop.get(path, headers=V1_0)
+    else:
+        r = await shop.get(path, params={"A2A-Version": "1.0"})
+    assert r.status_code == 200, r.text
+    card = r.json()
+    assert fields_not_in_1_0(card, "AgentCard") == []
+    check_shape_1_0(parse_v1(card, AgentCard))  # strict: no unknown field either
+    # The walk reached every nested message the shaped card fills.
+    assert card["securitySchemes"]["oauth"]["oauth2SecurityScheme"]["flows"]
+    assert card["capabilities"]["extensions"][0]["params"]
+    assert card["skills"][0]["securityRequirements"]
+
+
+async def test_the_field_check_finds_the_0_3_fields_of_the_combined_card(
+    shop: httpx.AsyncClient,
+) -> None:
+    extra = fields_not_in_1_0(await card_at(shop, PATHS[0]), "AgentCard")
+    assert {"$.url", "$.preferredTransport", "$.security", "$.skills[0].security"} <= set(extra)
+    assert "$.securitySchemes.key.type" in extra
+    assert "$.securitySchemes.key.in" in extra
+
+
+async def test_a_1_0_x_version_gets_the_1_0_card(shop: httpx.AsyncClient) -> None:
+    one = await shop.get(PATHS[0], headers=V1_0)
+    patch = await shop.get(PATHS[0], headers={"A2A-Version": "1.0.3"})
+    assert patch.status_code == 200
+    assert patch.content == one.content
+
+
+@pytest.mark.parametrize("path", PATHS)
+async def test_asking_for_0_3_gets_a_valid_0_3_card_without_the_1_0_fields(
+    shop: httpx.AsyncClient, path: str
+) -> None:
+    r = await shop.get(path, headers=V0_3)
+    card = validate_03(r.json(), "AgentCard")
+    assert card["url"] == "http://a2ad.test/"
+    assert card["preferredTransport"] == "JSONRPC"
+    assert card["supportsAuthenticatedExtendedCard"] is True
+    assert set(card) & {"supportedInterfaces", "securityRequirements"} == set()
+    assert "extendedAgentCard" not in card["capabilities"]
+    for scheme in card["securitySchemes"].values():
+        assert not any(key.endswith("SecurityScheme") for key in scheme), scheme
+        validate_03(scheme, "SecurityScheme")
+    assert all("securityRequirements" not in skill for skill in card["skills"])
+    assert card["skills"][0]["security"] == [{"oauth": ["read"]}]
+
+
+async def test_without_a_version_the_combined_card_still_validates_as_0_3(
+    shop: httpx.AsyncClient,
+) -> None:
+    card = validate_03(await card_at(shop, PATHS[0]), "AgentCard")
+    assert card["supportedInterfaces"] and card["url"]
+
+
+@pytest.mark.parametrize("version", ["2.0", "0.2", "banana"])
+async def test_an_unsupported_version_is_refused_as_version_not_supported(
+    client: httpx.AsyncClient, version: str
+) -> None:
+    r = await fetch(client, PATHS[0], **{"A2A-Version": version})
+    assert r.status_code == 400
+    info = assert_status(400, r.json(), reason="VERSION_NOT_SUPPORTED")
+    assert info["metadata"]["supportedVersions"] == "1.0,0.3"
+    assert "A2A-Version: 1.0" in r.json()["error"]["message"]
+    assert r.headers["vary"] == "A2A-Version"
+
+
+async def test_the_official_sdk_parses_the_1_0_card_and_the_0_3_card(
+    shop: httpx.AsyncClient,
+) -> None:
+    v1 = parse_agent_card((await shop.get(PATHS[0], headers=V1_0)).json())
+    check_shape_1_0(v1)
+    first = v1.supported_interfaces[0]
+    assert (first.protocol_binding, first.protocol_version) == ("JSONRPC", "1.0")
+    old = (await shop.get(PATHS[0], headers=V0_3)).json()
+    v03 = parse_agent_card(copy.deepcopy(old))  # it rewrites what it is given
+    assert (v03.name, v03.version, v03.icon_url) == (old["name"], old["version"], old["iconUrl"])
+    assert v03.capabilities.extended_agent_card is True
+    assert {(i.protocol_binding, i.protocol_version) for i in v03.supported_interfaces} == {
+        ("JSONRPC", old["protocolVersion"]),
+        ("HTTP+JSON", old["protocolVersion"]),
+    }
+    assert v03.security_schemes["key"].api_key_security_scheme.location == "header"
+    assert [s.id for s in v03.skills] == ["search"]
+    assert list(v03.skills[0].security_requirements[0].schemes["oauth"].list) == ["read"]
+
+
+# --- caching by variant: ETag, Vary, Last-Modified -----------------------------
+
+VARIANTS = [{}, V1_0, V0_3]
+
+
+async def test_each_variant_has_its_own_etag_and_says_it_varies_by_version(
+    client: httpx.AsyncClient,
+) -> None:
+    answers = [await fetch(client, PATHS[0], **h) for h in VARIANTS]
+    assert len({r.headers["etag"] for r in answers}) == 3
+    assert len({r.content for r in answers}) == 3
+    assert all(r.headers["vary"] == "A2A-Version" for r in answers)
+    # One variant's tag does not validate another's body.
+    r = await fetch(client, PATHS[0], **{"If-None-Match": answers[1].headers["etag"], **V0_3})
+    assert r.status_code == 200
+    assert r.content == answers[2].content
+
+
+async def test_last_modified_is_an_http_date_stable_across_requests_and_variants(
+    client: httpx.AsyncClient,
+) -> None:
+    dates = {
+        (await fetch(client, p, **h)).headers["last-modified"] for p in PATHS for h in VARIANTS
+    }
+    assert len(dates) == 1
+    (text,) = dates
+    assert text.endswith(" GMT")
+    when = parsedate_to_datetime(text)
+    assert when <= datetime.now(UTC) < when + timedelta(minutes=5)
+
+
+def _http_date(when: datetime) -> str:
+    return format_datetime(when.astimezone(UTC), usegmt=True)
+
+
+@pytest.mark.parametrize("headers", VARIANTS)
+async def test_if_modified_since_the_card_gives_304_with_the_cache_headers(
+    client: httpx.AsyncClient, headers: dict[str, str]
+) -> None:
+    first = await fetch(client, PATHS[0], **headers)
+    modified = parsedate_to_datetime(first.headers["last-modified"])
+    for since in (first.headers["last-modified"], _http_date(modified + timedelta(hours=1))):
+        r = await fetch(client, PATHS[0], **{"If-Modified-Since": since, **headers})
+        assert r.status_code == 304, since
+        assert r.content == b""
+        for name in ("etag", "last-modified", "cache-control", "vary"):
+            assert r.headers[name] == first.headers[name], name
+
+
+async def test_if_modified_since_before_the_card_gives_the_card(
+    client: httpx.AsyncClient,
+) -> None:
+    first = await fetch(client, PATHS[0])
+    earlier = parsedate_to_datetime(first.headers["last-modified"]) - timedelta(seconds=1)
+    r = await fetch(client, PATHS[0], **{"If-Modified-Since": _http_date(earlier)})
+    assert r.status_code == 200
+    assert r.content == first.content
+
+
+@pytest.mark.parametrize("since", ["yesterday", "Mon, 99 Foo 2020 25:61:00 GMT", "0"])
+async def test_an_unreadable_if_modified_since_is_ignored(
+    client: httpx.AsyncClient, since: str
+) -> None:
+    r = await fetch(client, PATHS[0], **{"If-Modified-Since": since})
+    assert r.status_code == 200
+    assert r.json()["name"]
+
+
+async def test_if_none_match_decides_over_if_modified_since(client: httpx.AsyncClient) -> None:
+    first = await fetch(client, PATHS[0])
+    modified = parsedate_to_datetime(first.headers["last-modified"])
+    later = _http_date(modified + timedelta(hours=1))
+    earlier = _http_date(modified - timedelta(hours=1))
+    stale = await fetch(
+        client, PATHS[0], **{"If-None-Match": '"another"', "If-Modified-Since": later}
+    )
+    assert stale.status_code == 200
+    fresh = await fetch(
+        client,
+        PATHS[0],
+        **{"If-None-Match": first.headers["etag"], "If-Modified-Since": earlier},
+    )
+    assert fresh.status_code == 304
+
+
+async def test_if_none_match_compares_weakly(client: httpx.AsyncClient) -> None:
+    etag = (await fetch(client, PATHS[0])).headers["etag"]
+    r = await fetch(client, PATHS[0], **{"If-None-Match": f'"x", W/{etag}'})
+    assert r.status_code == 304

@@ -374,6 +374,9 @@ class TasksOnlyStore(TaskStore):
     async def events(self, task_id: str, after_seq: int) -> Any:
         return await self.tasks.events(task_id, after_seq)
 
+    async def find_message(self, message_key: bytes) -> str | None:
+        return await self.tasks.find_message(message_key)
+
     async def list(self, query: Any) -> Any:
         return await self.tasks.list(query)
 

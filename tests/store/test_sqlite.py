@@ -222,13 +222,29 @@ async def test_everything_written_is_read_back_identically_after_reopening(path:
 async def test_a_new_file_gets_the_current_schema_in_wal_mode(
     store: SqliteStore, path: Path
 ) -> None:
-    assert SCHEMA_VERSION == 2
+    assert SCHEMA_VERSION == 3
     assert pragma(path, "user_version") == SCHEMA_VERSION
     assert pragma(path, "journal_mode") == "wal"
     with raw(path) as conn:
         names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
     assert {"tasks", "events", "tasks_by_time", "tasks_by_context", "tasks_by_state"} <= names
-    assert {"webhooks", "deliveries"} <= names
+    assert {"webhooks", "deliveries", "message_keys"} <= names
+
+
+async def test_a_version_2_file_gets_message_keys_and_keeps_its_tasks(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with monkeypatch.context() as patched:  # an a2ad from before idempotent send
+        patched.setattr(sqlite_schema, "_MIGRATIONS", sqlite_schema._MIGRATIONS[:2])
+        patched.setattr(sqlite_schema, "SCHEMA_VERSION", 2)
+        async with SqliteStore(path) as store:
+            created = await store.create(new_task("t"))
+    assert pragma(path, "user_version") == 2
+    async with SqliteStore(path) as store:
+        assert await store.get("t") == created
+        await store.create(new_task("u"), message_key=b"k" * 32)
+        assert await store.find_message(b"k" * 32) == "u"
+    assert pragma(path, "user_version") == SCHEMA_VERSION
 
 
 async def test_a_version_1_file_gets_webhooks_and_keeps_its_tasks(

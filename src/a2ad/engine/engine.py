@@ -53,6 +53,7 @@ from ..store.base import (
 )
 from .bus import Bus, LocalBus
 from .deadlines import Deadline, deadline_for
+from .idempotency import Claims, message_key
 from .invocation import Invocation, agent_message
 from .lifecycle import InvalidTransitionError
 from .push import PushNotifications, PushPolicy
@@ -125,6 +126,7 @@ class Engine:
         )
         self._writer = Writer(store, self.bus, stored=self.push.stored if self.push else None)
         self._runner = Runner()
+        self._claims = Claims()  # the keys of the sends being started
         self._maintenance = (
             Maintenance(
                 store,
@@ -241,7 +243,9 @@ class Engine:
     ) -> Task | Message:
         """SendMessage: blocks until the task is terminal or interrupted, unless
         ``configuration.returnImmediately``; returns the task, or the agent's
-        single Message. ``context`` (the request's version, binding, activated
+        single Message. The same message sent again (see ``idempotency``) is
+        answered with the task it started, once its turn is over, and starts
+        nothing. ``context`` (the request's version, binding, activated
         extensions) reaches the agent as ``ctx.request``; ``webhooks`` (checked
         by the caller) are set on the task before the agent starts. Raises
         ContentTypeNotSupportedError when the agent produces none of
@@ -250,7 +254,13 @@ class Engine:
         config = request.configuration
         immediately = config is not UNSET and config.return_immediately
         history_length = config.history_length if config is not UNSET else UNSET
-        invocation = await self._start(request, context, immediately=immediately, webhooks=webhooks)
+        key = message_key(request.message, scope=request.tenant)
+        sent_before = await self._claims.find_or_claim(key, self.store.find_message)
+        if sent_before is not None:
+            return await self._sent_again(sent_before, history_length, wait=not immediately)
+        invocation = await self._start_claimed(
+            key, request, context, immediately=immediately, webhooks=webhooks
+        )
         if immediately:
             head = invocation.head.result()
             assert isinstance(head, StoredTask)
@@ -268,12 +278,18 @@ class Engine:
         webhooks: Sequence[Webhook] = (),
     ) -> EventStream:
         """SendStreamingMessage: the stream of this request's turn; raises as
-        ``send`` does, before the stream starts."""
+        ``send`` does, before the stream starts. The same message sent again gets
+        the stream of its task from where it stands: the task, then its events
+        until the turn is over."""
+        key = message_key(request.message, scope=request.tenant)
+        sent_before = await self._claims.find_or_claim(key, self.store.find_message)
+        if sent_before is not None:
+            return await self._follow_turn(sent_before)
         task_id = request.message.task_id or new_id()
         sub = self.bus.subscribe(task_id, maxsize=self.stream_buffer)
         try:
-            invocation = await self._start(
-                request, context, immediately=False, task_id=task_id, webhooks=webhooks
+            invocation = await self._start_claimed(
+                key, request, context, immediately=False, task_id=task_id, webhooks=webhooks
             )
             head = await invocation.head  # this request's alone, as in send
         except BaseException:
@@ -365,6 +381,64 @@ class Engine:
 
     # --- starting a turn ---
 
+    async def _start_claimed(
+        self,
+        key: bytes,
+        request: SendMessageRequest,
+        context: RequestContext | None,
+        *,
+        immediately: bool,
+        task_id: TaskId = "",
+        webhooks: Sequence[Webhook] = (),
+    ) -> Invocation:
+        """``_start`` for a message whose ``key`` this request claimed; the claim
+        ends once the task (and the key with it) is stored, or the turn ended
+        without one."""
+        try:
+            invocation = await self._start(
+                request,
+                context,
+                immediately=immediately,
+                task_id=task_id,
+                webhooks=webhooks,
+                message_key=key,
+            )
+        except BaseException:
+            self._claims.release(key, None)
+            raise
+        invocation.head.add_done_callback(lambda head: self._claims.release(key, _stored_id(head)))
+        return invocation
+
+    async def _sent_again(self, task_id: TaskId, history_length: int | Any, *, wait: bool) -> Task:
+        """The answer to a message sent again: its task, once the turn it is in
+        is over (terminal or interrupted) unless not ``wait``."""
+        if wait:
+            stream = await self._follow_turn(task_id)
+            try:
+                while await stream.next() is not None:
+                    pass
+            finally:
+                stream.close()
+        return await self.get_task(task_id, history_length)
+
+    async def _follow_turn(self, task_id: TaskId) -> EventStream:
+        """The task as it stands, then its events until it is terminal or interrupted."""
+        sub = self.bus.subscribe(task_id, maxsize=self.stream_buffer)
+        try:
+            stored = await self.store.get(task_id)
+            if stored is None:
+                raise _not_found(task_id)
+        except BaseException:
+            sub.close()
+            raise
+        return EventStream(
+            sub,
+            [(stored.seq, stored.task)],
+            after_seq=stored.seq,
+            end_on_interrupt=True,
+            exists=lambda: self._exists(task_id),
+        )
+
     async def _start(
         self,
         request: SendMessageRequest,
@@ -373,6 +447,7 @@ class Engine:
         immediately: bool,
         task_id: TaskId = "",
         webhooks: Sequence[Webhook] = (),
+        message_key: bytes | None = None,
     ) -> Invocation:
         """Start the agent on a new task or on a follow-up; with ``immediately``
         or ``webhooks``, a new task is stored before the agent starts (and the
@@ -393,7 +468,7 @@ class Engine:
         if message.task_id:
             if webhooks and self.push is not None:  # before its events: it gets them all
                 await self.push.register(message.task_id, webhooks)
-            created = await self._resume(message)
+            created = await self._resume(message, message_key)
             task = created.task
             message, history, context_id = task.history[-1], task.history, task.context_id
         else:
@@ -418,6 +493,7 @@ class Engine:
             lease=self._lease,
             closing=lambda: self._closing,
             clock=self.clock,
+            message_key=message_key,
         )
         if (immediately or webhooks) and created is None:
             await invocation.create_now()
@@ -440,7 +516,7 @@ class Engine:
             metadata={"acceptedOutputModes": ",".join(accepted), "outputModes": ",".join(produced)},
         )
 
-    async def _resume(self, message: Message) -> StoredTask:
+    async def _resume(self, message: Message, message_key: bytes | None) -> StoredTask:
         task_id = message.task_id
         current = await self.store.get(task_id)
         if current is None:
@@ -479,7 +555,12 @@ class Engine:
         )
         try:
             return await self._writer.apply(
-                task_id, event, user_message=message, resume=True, lease=self._lease()
+                task_id,
+                event,
+                user_message=message,
+                resume=True,
+                lease=self._lease(),
+                message_key=message_key,
             )
         except (TerminalTaskError, InvalidTransitionError) as exc:
             raise UnsupportedOperationError(
@@ -560,6 +641,14 @@ def _media_match(accepted: str, produced: str) -> bool:
     a_type, _, a_sub = a.partition("/")
     p_type, _, p_sub = p.partition("/")
     return a_type == p_type and "*" in (a_sub, p_sub)
+
+
+def _stored_id(head: asyncio.Future[StoredTask | Message]) -> TaskId | None:
+    """The id of the task a turn stored, from its ``head``; None if it stored none."""
+    if head.cancelled() or head.exception() is not None:
+        return None
+    result = head.result()
+    return result.task.id if isinstance(result, StoredTask) else None
 
 
 def _not_found(task_id: TaskId) -> TaskNotFoundError:

@@ -17,7 +17,7 @@ log = logging.getLogger("a2ad.engine")
 
 ORPHANED = (
     "The server stopped while this task was running; it did not finish. "
-    "Send the message again to retry."
+    "Send the message again, with a new messageId, to retry."
 )
 OVERDUE = "deadline exceeded"
 BATCH = 100  # tasks failed per kind and round

@@ -72,16 +72,22 @@ class Writer:
         events: Sequence[TaskEvent] = (),
         lease: Lease | None = None,
         deadline: str | None = None,
+        message_key: bytes | None = None,
     ) -> Batch:
         """Store a new task, with an agent's first ``events`` in the same write when
-        they fit. Raises StoreFullError (and nothing is stored)."""
+        they fit, and the key of the message that created it. Raises
+        StoreFullError (and nothing is stored)."""
         kept = self._lawful(task, events)
         marks = _marks(events, kept)
         kept = _in_time(task, kept)
         try:
-            stored = await self.store.create(task, events=kept, lease=lease, deadline=deadline)
+            stored = await self.store.create(
+                task, events=kept, lease=lease, deadline=deadline, message_key=message_key
+            )
         except EventLimitError:  # the batch broke a size bound: store what fits
-            stored = await self.store.create(task, lease=lease, deadline=deadline)
+            stored = await self.store.create(
+                task, lease=lease, deadline=deadline, message_key=message_key
+            )
             return await self._one_by_one(StoredTask(task, 0), events)
         self._publish(StoredTask(task, 0), kept, stored)
         return Batch(stored, marks, stored.task.status.state.terminal)
@@ -129,9 +135,11 @@ class Writer:
         user_message: Message | None = None,
         resume: bool = False,
         lease: Lease | None = None,
+        message_key: bytes | None = None,
     ) -> StoredTask:
-        """Store one event the engine decided on. Raises MissingTaskError,
-        TerminalTaskError (the task already ended), InvalidTransitionError."""
+        """Store one event the engine decided on (with ``user_message`` and its
+        key, a follow-up's). Raises MissingTaskError, TerminalTaskError (the task
+        already ended), InvalidTransitionError."""
         current = known
         while True:
             if current is None:
@@ -145,7 +153,12 @@ class Writer:
             (timed,) = _in_time(current.task, [event])
             try:
                 stored = await self.store.append(
-                    task_id, current.seq, [timed], user_message=user_message, lease=lease
+                    task_id,
+                    current.seq,
+                    [timed],
+                    user_message=user_message,
+                    lease=lease,
+                    message_key=message_key,
                 )
             except SequenceConflictError:
                 current = None

@@ -47,6 +47,7 @@ __all__ = [
     "Dialect",
     "Operation",
     "Version",
+    "dialect_of",
     "method_name",
     "requested_version",
     "resolve",
@@ -266,10 +267,9 @@ def requested_version(text: str) -> str:
     return ".".join(value.split(".")[:2])
 
 
-def resolve(version: str, method: str) -> tuple[Dialect, Operation]:
-    """The dialect and operation of a request; raises VersionNotSupportedError for
-    a version neither dialect is, or a method of the other version (naming the
-    header to send), and MethodNotFoundError for a name in neither version."""
+def dialect_of(version: str) -> Dialect:
+    """The dialect of a ``requested_version``; raises VersionNotSupportedError
+    (naming the versions served and how to ask for each) for any other."""
     dialect = DIALECTS.get(version)
     if dialect is None:
         raise VersionNotSupportedError(
@@ -277,6 +277,14 @@ def resolve(version: str, method: str) -> tuple[Dialect, Operation]:
             "(send the header A2A-Version: 1.0) and 0.3 (send no A2A-Version header)",
             metadata={"requestedVersion": version, "supportedVersions": "1.0,0.3"},
         )
+    return dialect
+
+
+def resolve(version: str, method: str) -> tuple[Dialect, Operation]:
+    """The dialect and operation of a request; raises VersionNotSupportedError for
+    a version neither dialect is, or a method of the other version (naming the
+    header to send), and MethodNotFoundError for a name in neither version."""
+    dialect = dialect_of(version)
     found = METHODS.get(method)
     if found is None:
         raise MethodNotFoundError(f"Method not found: {method}", metadata={"method": method})

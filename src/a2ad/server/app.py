@@ -22,12 +22,12 @@ from ..protocol.errors import A2AError, InvalidRequestError
 from ..protocol.jsonrpc import encode_error
 from ..store.base import StoreError, TaskStore
 from ..store.memory import MemoryStore
-from .card import CARD_PATHS, serve_card
 from .handler import ExtendedCardCheck, RequestHandler, allow_everyone
 from .jsonrpc import MAX_BODY_BYTES, JsonRpcEndpoint
 from .rest import RestEndpoint
 from .sse import KEEPALIVE_SECONDS
 from .types import Receive, Scope, Send, respond
+from .well_known import CARD_PATHS, CardEndpoint
 
 __all__ = ["A2AApp", "create_app", "load_agent"]
 
@@ -63,7 +63,7 @@ class A2AApp:
             max_body_bytes=max_body_bytes,
             keepalive_seconds=keepalive_seconds,
         )
-        self._card_cache: dict[str, tuple[bytes, bytes]] = {}
+        self._card = CardEndpoint(self.agent)
 
     async def aclose(self) -> None:
         """Stop the agents at once, end the streams, close the store."""
@@ -105,7 +105,7 @@ class A2AApp:
             return
         if path in CARD_PATHS:
             if method in ("GET", "HEAD"):
-                await serve_card(scope, send, self.agent, self._card_cache)
+                await self._card(scope, send)
                 return
             error = InvalidRequestError(f"{method} {path}: the agent card takes GET")
             await respond(send, 405, encode_error(None, error), headers=[(b"allow", b"GET")])

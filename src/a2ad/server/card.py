@@ -7,25 +7,20 @@ The document is the 1.0 card plus the 0.3 card's fields the 1.0 one lacks; where
 both have a field in different shapes, it carries both: each security scheme is
 the 1.0 oneof member plus the 0.3 ``type`` and fields beside it, each skill has
 ``security`` beside ``securityRequirements``. ``render_card`` gives the card of
-one version alone (the extended card is answered that way).
+one version alone (the extended card is answered that way, and the public card
+to a request that names its version: well_known.py says when each is served).
 """
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
-
-import msgspec
 
 from ..agent import Agent
 from ..protocol.card import AgentCardInfo, card_v1
 from ..protocol.v03 import card_to_03
-from .types import Scope, Send, header, respond
+from .types import Scope, header
 
-__all__ = ["CARD_PATHS", "agent_card", "base_url", "render_card", "serve_card"]
-
-CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
-CACHE_SECONDS = 300
+__all__ = ["agent_card", "base_url", "render_card"]
 
 
 def _interfaces(base: str) -> list[dict[str, str]]:
@@ -78,25 +73,3 @@ def base_url(scope: Scope) -> str:
         host = f"{server[0]}:{server[1]}"
     root = scope.get("root_path", "")
     return f"{scope.get('scheme', 'http')}://{host}{root}"
-
-
-async def serve_card(
-    scope: Scope, send: Send, agent: Agent, cache: dict[str, tuple[bytes, bytes]]
-) -> None:
-    """GET the card, with an ETag, Cache-Control and 304 on a matching If-None-Match."""
-    base = base_url(scope)
-    entry = cache.get(base)
-    if entry is None:
-        if len(cache) > 64:  # one entry per Host a client used; keep that bounded
-            cache.clear()
-        body = msgspec.json.encode(agent_card(agent, base))
-        etag = b'"%s"' % hashlib.sha256(body).hexdigest()[:32].encode()
-        entry = cache[base] = (body, etag)
-    body, etag = entry
-    headers = [(b"etag", etag), (b"cache-control", b"public, max-age=%d" % CACHE_SECONDS)]
-    tags = [t.strip() for t in header(scope, b"if-none-match").split(",")]
-    if etag.decode() in tags or "*" in tags:
-        await send({"type": "http.response.start", "status": 304, "headers": headers})
-        await send({"type": "http.response.body", "body": b""})
-        return
-    await respond(send, 200, body, headers=headers)

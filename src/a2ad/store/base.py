@@ -191,15 +191,18 @@ class TaskStore(abc.ABC):
         events: Sequence[TaskEvent] = (),
         lease: Lease | None = None,
         deadline: str | None = None,
+        message_key: bytes | None = None,
     ) -> StoredTask:
         """Store a new task at sequence 0 and apply ``events`` as sequences 1, 2, ...
         in the same step (one write where an agent acts at once); returns the
         snapshot at the last sequence. ``lease``: the instance running it, while it
         is in flight. ``deadline`` (timestamp text): when it becomes overdue, until
-        it is terminal. Raises StoreFullError when full (evicting first what may be
-        evicted), ValueError if a task with that id exists, and what ``append``
-        raises for an event; then nothing is stored. Like every write, it completes
-        even if the awaiting caller is cancelled meanwhile."""
+        it is terminal. ``message_key``: the key of the message that created it
+        (see ``find_message``), recorded in the same step. Raises StoreFullError
+        when full (evicting first what may be evicted), ValueError if a task with
+        that id exists, and what ``append`` raises for an event; then nothing is
+        stored. Like every write, it completes even if the awaiting caller is
+        cancelled meanwhile."""
 
     @abc.abstractmethod
     async def get(self, task_id: str) -> StoredTask | None:
@@ -214,10 +217,12 @@ class TaskStore(abc.ABC):
         *,
         user_message: Message | None = None,
         lease: Lease | None = None,
+        message_key: bytes | None = None,
     ) -> StoredTask:
         """Apply ``events`` in order (``user_message`` is added to the history before
         the first) if the task is at ``expected_seq``, log them, and set ``lease`` if
         given (a resumed task), all in one step: every event is stored or none.
+        ``message_key``: the key of ``user_message``, recorded in the same step.
         A task that leaves submitted/working loses its lease. Returns the snapshot
         after the last, at ``expected_seq + len(events)``. Raises MissingTaskError,
         SequenceConflictError, TerminalTaskError, EventLimitError (for the first
@@ -229,6 +234,13 @@ class TaskStore(abc.ABC):
         order (creation, seq 0, is the task itself and not an event). The log keeps
         the newest MAX_EVENTS; if events after ``after_seq`` were dropped, the
         first returned has a seq above ``after_seq + 1``. Unknown task: []."""
+
+    @abc.abstractmethod
+    async def find_message(self, message_key: bytes) -> str | None:
+        """The id of the task that the message with ``message_key`` created or was
+        added to (by ``create`` or ``append``), or None. A key lives as long as its
+        task: deleting or evicting the task forgets its keys. If a message with
+        the same key comes again, the key keeps its first task."""
 
     @abc.abstractmethod
     async def list(self, query: ListQuery) -> ListPage:

@@ -194,6 +194,8 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
         self._hooks: dict[str, dict[str, _Hook]] = {}  # task id -> config id -> webhook
         self._due: dict[WebhookKey, _Hook] = {}  # the webhooks with pending deliveries
         self._delivery_ids = itertools.count(1)
+        self._message_keys: dict[bytes, str] = {}  # message key -> task id
+        self._keys_of: dict[str, list[bytes]] = {}  # task id -> its message keys
 
     def __len__(self) -> int:
         return len(self._tasks)
@@ -205,6 +207,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
         events: Sequence[TaskEvent] = (),
         lease: Lease | None = None,
         deadline: str | None = None,
+        message_key: bytes | None = None,
     ) -> StoredTask:
         if task.id in self._tasks:
             raise ValueError(f"task {task.id} already exists")
@@ -227,6 +230,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
             except BaseException:
                 self._drop(task.id)
                 raise
+        self._remember(message_key, task.id)
         return record
 
     async def append(
@@ -237,6 +241,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
         *,
         user_message: Message | None = None,
         lease: Lease | None = None,
+        message_key: bytes | None = None,
     ) -> StoredTask:
         if not events:
             raise ValueError("append needs at least one event")
@@ -254,7 +259,16 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
             record = self._commit(record, event, new, lease)
             if hooks:
                 self._enqueue(hooks.values(), record.seq, event, new)
+        self._remember(message_key, task_id)
         return record
+
+    async def find_message(self, message_key: bytes) -> str | None:
+        return self._message_keys.get(message_key)
+
+    def _remember(self, message_key: bytes | None, task_id: str) -> None:
+        if message_key is not None and message_key not in self._message_keys:
+            self._message_keys[message_key] = task_id
+            self._keys_of.setdefault(task_id, []).append(message_key)
 
     async def get(self, task_id: str) -> StoredTask | None:
         record = self._tasks.get(task_id)
@@ -552,6 +566,8 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
         self._events.pop(task_id, None)
         self._leases.pop(task_id, None)
         self._deadlines.pop(task_id, None)
+        for message_key in self._keys_of.pop(task_id, ()):
+            del self._message_keys[message_key]
         self._unindex(_thaw(record).task if isinstance(record, bytes) else record.task)
 
 

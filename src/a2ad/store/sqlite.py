@@ -23,7 +23,8 @@ its task by ON DELETE CASCADE. ``task_count`` is kept by triggers, so that a cap
 ``create`` need not count the table. ``webhooks`` and ``deliveries`` are the push
 configs and their outbox: an append inserts a delivery per webhook of the task in
 its own transaction (``tasks.webhooks`` counts them, so a task without any costs
-nothing more).
+nothing more). ``message_keys`` holds the keys of the messages that created a
+task or were added to one (idempotent send), deleted with their task.
 
 Eviction (``max_tasks``) follows MemoryStore: ``evict_class`` is 0 for a terminal
 task, 1 for an interrupted one and NULL for one in flight (never evicted), and
@@ -151,6 +152,8 @@ _OLD_TERMINAL = """SELECT id FROM tasks INDEXED BY tasks_terminal_by_time
     WHERE evict_class = 0 AND status_ts < ? ORDER BY status_ts, id LIMIT ?"""
 _OVERDUE = "SELECT id FROM tasks WHERE deadline < ? ORDER BY deadline, id LIMIT ?"
 _COUNT_ALL = "SELECT n FROM task_count"
+_INSERT_MESSAGE_KEY = "INSERT OR IGNORE INTO message_keys (key, task_id) VALUES (?, ?)"
+_FIND_MESSAGE_KEY = "SELECT task_id FROM message_keys WHERE key = ?"
 _TASK_WEBHOOKS = "SELECT id, version FROM webhooks WHERE task_id = ?"
 _INSERT_DELIVERY = """INSERT INTO deliveries (task_id, webhook_id, seq, kind, body, snapshot)
     VALUES (?, ?, ?, ?, ?, ?)"""
@@ -408,6 +411,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
         events: Sequence[TaskEvent] = (),
         lease: Lease | None = None,
         deadline: str | None = None,
+        message_key: bytes | None = None,
     ) -> StoredTask:
         # The row goes in once, as it stands after the events: one set of index
         # entries instead of one per event.
@@ -424,6 +428,8 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
         def create(conn: sqlite3.Connection) -> StoredTask:
             stored = self._create(conn, final, lease, deadline, seq=len(events), evicted=evicted)
             _log_events(conn, task.id, 1, events)  # a new task has no webhooks yet
+            if message_key is not None:
+                conn.execute(_INSERT_MESSAGE_KEY, (message_key, task.id))
             return stored
 
         stored = await self._run(create, write=True)
@@ -442,13 +448,25 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
         *,
         user_message: Message | None = None,
         lease: Lease | None = None,
+        message_key: bytes | None = None,
     ) -> StoredTask:
         if not events:
             raise ValueError("append needs at least one event")
-        return await self._run(
-            lambda conn: _append(conn, task_id, expected_seq, events, user_message, lease),
-            write=True,
-        )
+
+        def append(conn: sqlite3.Connection) -> StoredTask:
+            stored = _append(conn, task_id, expected_seq, events, user_message, lease)
+            if message_key is not None:
+                conn.execute(_INSERT_MESSAGE_KEY, (message_key, task_id))
+            return stored
+
+        return await self._run(append, write=True)
+
+    async def find_message(self, message_key: bytes) -> str | None:
+        def find(conn: sqlite3.Connection) -> str | None:
+            row = conn.execute(_FIND_MESSAGE_KEY, (message_key,)).fetchone()
+            return None if row is None else str(row[0])
+
+        return await self._run(find)
 
     async def events(self, task_id: str, after_seq: Seq) -> builtins.list[LoggedEvent]:
         return await self._run(lambda conn: _events(conn, task_id, after_seq))

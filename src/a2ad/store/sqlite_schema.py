@@ -130,8 +130,28 @@ def _create_v2(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
+# Version 3: idempotent send. ``message_keys`` maps the key of each message that
+# created a task or was added to one to that task, and goes with the task.
+_SCHEMA_V3 = (
+    """CREATE TABLE message_keys (
+        key BLOB PRIMARY KEY NOT NULL,
+        task_id TEXT NOT NULL REFERENCES tasks (id) ON DELETE CASCADE
+    ) WITHOUT ROWID""",
+    "CREATE INDEX message_keys_by_task ON message_keys (task_id)",
+)
+
+
+def _create_v3(conn: sqlite3.Connection) -> None:
+    for statement in _SCHEMA_V3:
+        conn.execute(statement)
+
+
 # Step i upgrades a file at version i to version i + 1; append, never edit.
-_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_create_v1, _create_v2)
+_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
+    _create_v1,
+    _create_v2,
+    _create_v3,
+)
 SCHEMA_VERSION = len(_MIGRATIONS)
 
 
