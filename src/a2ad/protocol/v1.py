@@ -10,7 +10,6 @@ import msgspec
 from msgspec import UNSET
 
 from .errors import A2AError, InvalidParamsError
-from .jsonrpc import decode_params
 from .model import (
     MAX_PARTS,
     GetTaskPushNotificationConfigRequest,
@@ -29,6 +28,7 @@ from .model import (
     TaskPushNotificationConfig,
     TaskStatusUpdateEvent,
 )
+from .protojson import decode_params
 from .requests import TaskQuery, checked_push_config, checked_send, task_query
 from .types import StreamItem
 

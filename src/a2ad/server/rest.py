@@ -346,14 +346,19 @@ def _params(body: bytes, found: _Found, query: dict[str, Any]) -> msgspec.Raw:
         return msgspec.Raw(text)
     fields = _fields_of(text) if text else {}
     for name, value in extra.items():
-        given = fields.get(name)
         encoded = _encode(value)
-        if given is not None and msgspec.json.decode(given) != value:
-            raise InvalidParamsError(
-                f"{found.route.label}: the body's `{name}` {bytes(given).decode()} differs "
-                f"from the path's or query's {encoded.decode()}; leave it out of the body",
-                field=name,
-            )
+        # A 1.0 body may name the field as the proto does (`task_id`); taken out
+        # here, it does not meet the path's `taskId` as a field given twice.
+        spellings = (name, _snake(name)) if found.route.dialect is V1 else (name,)
+        for spelled in dict.fromkeys(spellings):
+            given = fields.pop(spelled, None)
+            if given is not None and msgspec.json.decode(given) != value:
+                raise InvalidParamsError(
+                    f"{found.route.label}: the body's `{spelled}` {bytes(given).decode()} "
+                    f"differs from the path's or query's {encoded.decode()}; leave it out "
+                    "of the body",
+                    field=spelled,
+                )
         fields[name] = msgspec.Raw(encoded)
     return msgspec.Raw(_encode(fields))
 
