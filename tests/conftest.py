@@ -66,10 +66,17 @@ class Rpc:
         return {"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params}
 
     async def __call__(
-        self, method: str, params: Any = None, *, v1: bool = False
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        v1: bool = False,
+        headers: dict[str, str] | None = None,
     ) -> dict[str, Any]:
         r = await self.client.post(
-            self.path, json=self.body(method, params), headers=V1 if v1 else {}
+            self.path,
+            json=self.body(method, params),
+            headers={**(V1 if v1 else {}), **(headers or {})},
         )  # type: ignore[misc]
         assert r.status_code == 200, r.text
         return r.json()  # type: ignore[no-any-return]

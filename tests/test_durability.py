@@ -20,6 +20,7 @@ import pytest
 
 from a2ad import Agent, TaskContext
 from a2ad.agents.echo import EchoAgent
+from a2ad.server.extensions import PUSH_DELIVERY
 
 from .conftest import V1, free_port
 from .scripted import ScriptedAgent
@@ -613,5 +614,9 @@ def test_a_delivery_cut_short_by_sigkill_is_made_after_the_restart_and_the_rest_
         # The cut delivery was made again (at least once), then every later event in order.
         assert [r.seq for r in got] == [0, *range(last + 1)]
         assert got[1].body == got[0].body and "task" in got[0].body
-        config = s.call("GetTaskPushNotificationConfig", {"taskId": task["id"], "id": "k"}, v1=True)
+        config = s.http.post(
+            s.url,
+            json=s.body("GetTaskPushNotificationConfig", {"taskId": task["id"], "id": "k"}),
+            headers={**V1, "A2A-Extensions": PUSH_DELIVERY.uri},
+        ).json()["result"]
         assert config["a2adDelivery"] == {"pending": 0, "delivered": last + 1, "deadLettered": 0}

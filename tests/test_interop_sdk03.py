@@ -36,17 +36,6 @@ CLIENT_TIMEOUT = 60
 
 TRANSPORTS = ["JSONRPC", "HTTP+JSON"]
 
-# Found by this module; a2ad's to fix (src/a2ad/protocol/v03_rest.py, encode_push_config).
-A2AD_DELIVERY_BREAKS_03_REST = pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "GET /v1/tasks/{id}/pushNotificationConfigs/{configId} answers a2ad's `a2adDelivery` "
-        "beside `name` and `pushNotificationConfig`; a2a-sdk 0.3.26's RestTransport parses it "
-        "with protobuf ParseDict, which refuses unknown fields: ParseError 'Message type "
-        '"a2a.v1.TaskPushNotificationConfig" has no field named "a2adDelivery"\''
-    ),
-)
-
 
 @pytest.fixture(scope="session")
 def sdk03_python() -> Path:
@@ -256,9 +245,7 @@ async def test_sdk03_sets_a_push_config_and_its_webhook_gets_the_task(
     )
 
 
-@pytest.mark.parametrize(
-    "transport", ["JSONRPC", pytest.param("HTTP+JSON", marks=A2AD_DELIVERY_BREAKS_03_REST)]
-)
+@pytest.mark.parametrize("transport", TRANSPORTS)
 def test_sdk03_gets_the_push_config_it_set(
     lines: Lines, receiver: Receiver, transport: str
 ) -> None:

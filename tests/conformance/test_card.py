@@ -18,6 +18,7 @@ from a2a.client.card_resolver import parse_agent_card
 from a2a.types import AgentCard
 
 from a2ad import AgentSkill, create_app
+from a2ad.server.extensions import PUSH_DELIVERY
 
 from ..agents.sample_agents import GLOSSARY, STYLE, Storefront
 from ..scripted import ScriptedAgent
@@ -186,7 +187,8 @@ def check_shape_1_0(card: AgentCard) -> None:
     assert card.icon_url == "https://books.example.com/icon.png"
     assert list(card.default_input_modes) == ["text/plain", "application/json"]
     assert list(card.default_output_modes) == ["text/plain"]
-    glossary, style = card.capabilities.extensions
+    glossary, style, server = card.capabilities.extensions  # the agent's, then a2ad's own
+    assert (server.uri, server.required) == (PUSH_DELIVERY.uri, False)
     assert (glossary.uri, glossary.required) == (GLOSSARY, False)
     assert dict(glossary.params)["languages"] == ["en", "fr"]
     assert (style.uri, style.description, style.required) == (STYLE, "House style", True)

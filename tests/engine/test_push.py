@@ -20,6 +20,7 @@ from a2a.types import StreamResponse
 
 from a2ad import A2AApp, PushPolicy, create_app
 from a2ad.protocol.model import TaskPushNotificationConfig
+from a2ad.server.extensions import PUSH_DELIVERY
 from a2ad.store.base import Webhook
 from a2ad.store.sqlite import SqliteStore
 
@@ -49,7 +50,11 @@ class AppRpc(Rpc):
 async def started(app: A2AApp) -> AsyncIterator[AppRpc]:
     await app.engine.start()
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://a2ad.test") as client:
+    # Activates a2ad's extension: config answers then carry ``a2adDelivery``.
+    headers = {"A2A-Extensions": PUSH_DELIVERY.uri}
+    async with httpx.AsyncClient(
+        transport=transport, base_url="http://a2ad.test", headers=headers
+    ) as client:
         yield AppRpc(client, app)
     await app.aclose()
 

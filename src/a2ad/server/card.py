@@ -15,9 +15,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from ..agent import Agent
 from ..protocol.card import AgentCardInfo, card_v1
 from ..protocol.v03 import card_to_03
+from .extensions import SERVER_EXTENSIONS
 from .types import Scope, header
 
 __all__ = ["agent_card", "base_url", "render_card"]
@@ -42,6 +45,7 @@ def render_card(
     capabilities = {"streaming": True, "pushNotifications": True}
     if extended_card:
         capabilities["extendedAgentCard"] = True
+    info = msgspec.structs.replace(info, extensions=(*info.extensions, *SERVER_EXTENSIONS))
     card = card_v1(info, interfaces=_interfaces(base), capabilities=capabilities)
     return card_to_03(card) if version == "0.3" else card
 

@@ -8,9 +8,22 @@ in the header of the request's version.
 
 from __future__ import annotations
 
+from ..protocol.card import AgentExtension
 from .types import Scope
 
-__all__ = ["echo_headers", "requested_extensions"]
+__all__ = ["PUSH_DELIVERY", "SERVER_EXTENSIONS", "echo_headers", "requested_extensions"]
+
+# a2ad's own extension: the delivery status of each push config, in an extra
+# member that strict ProtoJSON parsers (the official 0.3 SDK's REST client)
+# would refuse, so it is sent only to clients that ask for it.
+PUSH_DELIVERY = AgentExtension(
+    uri="urn:a2ad:ext:push-delivery:v1",
+    description=(
+        "GetTaskPushNotificationConfig and ListTaskPushNotificationConfigs answer each "
+        "config with `a2adDelivery`: pending, delivered, deadLettered and lastError"
+    ),
+)
+SERVER_EXTENSIONS = (PUSH_DELIVERY,)  # declared on every card, beside the agent's
 
 _NAMES = (b"a2a-extensions", b"x-a2a-extensions")
 

@@ -18,6 +18,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Collection
 from typing import TYPE_CHECKING
 
+import msgspec
 from msgspec import UNSET
 
 from ..agent import RequestContext
@@ -44,6 +45,7 @@ from ..protocol.model import (
 )
 from ..protocol.requests import TaskQuery
 from ..store.base import Webhook
+from .extensions import PUSH_DELIVERY, SERVER_EXTENSIONS
 
 if TYPE_CHECKING:  # dispatch.py imports this module
     from .dispatch import ServerDialect as Dialect
@@ -67,7 +69,8 @@ class RequestHandler:
         self.engine = engine
         self.extended_card_check = extended_card_check
         extensions = engine.agent.card_info().extensions
-        self.extensions = frozenset(e.uri for e in extensions)  # the URIs the agent declares
+        # the URIs a request may activate: the agent's and a2ad's own
+        self.extensions = frozenset(e.uri for e in (*extensions, *SERVER_EXTENSIONS))
         self._required = [e.uri for e in extensions if e.required]
         self._plain: dict[tuple[str, str], RequestContext] = {}
 
@@ -134,12 +137,18 @@ class RequestHandler:
     async def get_push_config(
         self, request: GetTaskPushNotificationConfigRequest, context: RequestContext
     ) -> TaskPushNotificationConfig:
-        return await self._push().get(request.task_id, request.id)
+        config = await self._push().get(request.task_id, request.id)
+        return _delivery_shown(config, context)
 
     async def list_push_configs(
         self, request: ListTaskPushNotificationConfigsRequest, context: RequestContext
     ) -> ListTaskPushNotificationConfigsResponse:
-        return await self._push().list(request)
+        page = await self._push().list(request)
+        if PUSH_DELIVERY.uri in context.extensions:
+            return page
+        return msgspec.structs.replace(
+            page, configs=[_delivery_shown(c, context) for c in page.configs]
+        )
 
     async def delete_push_config(
         self, request: GetTaskPushNotificationConfigRequest, context: RequestContext
@@ -181,3 +190,12 @@ class RequestHandler:
                 f"{method}: the extended agent card is not available to this caller",
             )
         return info
+
+
+def _delivery_shown(
+    config: TaskPushNotificationConfig, context: RequestContext
+) -> TaskPushNotificationConfig:
+    """``config`` with its ``a2adDelivery`` only for a request that activated PUSH_DELIVERY."""
+    if PUSH_DELIVERY.uri in context.extensions or config.a2ad_delivery is UNSET:
+        return config
+    return msgspec.structs.replace(config, a2ad_delivery=UNSET)
