@@ -42,6 +42,7 @@ def cpu() -> float:
 
 async def measure(store: TaskStore, senders: int, sends: int) -> dict[str, float]:
     engine = Engine(EchoAgent(), store)
+    await engine.start()  # as a server does: it claims the store (the SQLite serving lock)
 
     async def sender(n: int) -> None:
         for i in range(n):
@@ -52,6 +53,7 @@ async def measure(store: TaskStore, senders: int, sends: int) -> dict[str, float
     await asyncio.gather(*(sender(sends) for _ in range(senders)))
     elapsed, used = time.perf_counter() - t0, cpu() - cpu0
     total = senders * sends
+    await engine.shutdown(graceful=False)
     return {"sends_per_s": total / elapsed, "cpu_us_per_send": used / total * 1e6}
 
 

@@ -53,11 +53,14 @@ class CountingStore(MemoryStore):
         events: Sequence[TaskEvent] = (),
         lease: Lease | None = None,
         deadline: str | None = None,
+        message_key: bytes | None = None,
     ) -> StoredTask:
         self._count()
         self._creating = True  # MemoryStore.create applies events through append
         try:
-            return await super().create(task, events=events, lease=lease, deadline=deadline)
+            return await super().create(
+                task, events=events, lease=lease, deadline=deadline, message_key=message_key
+            )
         finally:
             self._creating = False
 

@@ -1063,7 +1063,14 @@ async def test_a_refused_append_enqueues_nothing(store: TaskStore) -> None:
     assert [d.seq for d in await outbox.deliveries(("t", "w"), 10)] == [0]
 
 
-# --- follow-up message keys (idempotent send) ---
+# --- message keys (idempotent send) ---
+
+
+async def test_a_created_task_is_found_by_its_message_key(store: TaskStore) -> None:
+    task = new_task()
+    await store.create(task, message_key=b"a" * 32)
+    assert await store.find_message(b"a" * 32) == task.id
+    assert await store.find_message(b"b" * 32) is None
 
 
 async def test_an_appended_message_is_found_by_its_key_and_a_conflicting_append_records_none(
@@ -1075,53 +1082,55 @@ async def test_an_appended_message_is_found_by_its_key_and_a_conflicting_append_
     with pytest.raises(SequenceConflictError):
         await store.append(task.id, s.seq + 5, [event], user_message=message("x"), message_key=b"x")
     assert await store.find_message(b"x") is None
-    assert await store.find_message(b"y") is None
     await store.append(task.id, s.seq, [event], user_message=message("y"), message_key=b"y")
     assert await store.find_message(b"y") == task.id
 
 
+async def test_a_refused_create_records_no_message_key(store: TaskStore) -> None:
+    task = new_task()
+    done = status(task, TaskState.COMPLETED, ts(1))
+    with pytest.raises(TerminalTaskError):
+        await store.create(
+            task, events=[done, status(task, TaskState.WORKING, ts(2))], message_key=b"k"
+        )
+    assert await store.find_message(b"k") is None
+
+
 async def test_a_message_key_keeps_its_first_task(store: TaskStore) -> None:
     first, second = new_task(), new_task()
-    for task in (first, second):
-        s = await put(store, task, (TaskState.INPUT_REQUIRED, ts(1)))
-        event = status(task, TaskState.WORKING, ts(2))
-        await store.append(task.id, s.seq, [event], user_message=message("m"), message_key=b"k")
+    await store.create(first, message_key=b"k")
+    await store.create(second, message_key=b"k")
     assert await store.find_message(b"k") == first.id
 
 
 async def test_deleting_a_task_forgets_its_message_keys(store: TaskStore) -> None:
     task = new_task()
-    s = await put(store, task, (TaskState.INPUT_REQUIRED, ts(1)))
+    s = await store.create(task, message_key=b"first")
+    s = await store.append(task.id, s.seq, [status(task, TaskState.INPUT_REQUIRED, ts(1))])
     s = await store.append(
         task.id,
         s.seq,
         [status(task, TaskState.COMPLETED, ts(2))],
         user_message=message("more"),
-        message_key=b"follow-up",
+        message_key=b"second",
     )
     assert await store.delete_terminal(ts(9), 10) == [task.id]
-    assert await store.find_message(b"follow-up") is None
+    assert await store.find_message(b"first") is None
+    assert await store.find_message(b"second") is None
 
 
 @pytest.mark.parametrize("backend", ["memory", "sqlite"])
-async def test_evicting_a_task_forgets_its_message_keys(backend: str, tmp_path: Path) -> None:
+async def test_evicting_a_task_forgets_its_message_key(backend: str, tmp_path: Path) -> None:
     capped: TaskStore = (
         MemoryStore(max_tasks=1)
         if backend == "memory"
         else SqliteStore(tmp_path / "t.db", max_tasks=1)
     )
     try:
-        old = new_task()
-        s = await put(capped, old, (TaskState.INPUT_REQUIRED, ts(1)))
-        await capped.append(
-            old.id,
-            s.seq,
-            [status(old, TaskState.COMPLETED, ts(2))],
-            user_message=message("more"),
-            message_key=b"old",
-        )
-        await capped.create(new_task())  # evicts the terminal one
+        old, new = new_task(), new_task()
+        await put(capped, old, (TaskState.COMPLETED, ts(1)))
+        await capped.create(new, message_key=b"new")  # evicts the terminal one
         assert await capped.get(old.id) is None
-        assert await capped.find_message(b"old") is None
+        assert await capped.find_message(b"new") == new.id
     finally:
         await capped.aclose()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -53,7 +53,7 @@ from ..store.base import (
 )
 from .bus import Bus, LocalBus
 from .deadlines import Deadline, deadline_for
-from .idempotency import Claims, message_key, task_id_for
+from .idempotency import Claims, message_key
 from .invocation import Invocation, agent_message
 from .lifecycle import InvalidTransitionError
 from .push import PushNotifications, PushPolicy
@@ -255,7 +255,7 @@ class Engine:
         immediately = config is not UNSET and config.return_immediately
         history_length = config.history_length if config is not UNSET else UNSET
         key = message_key(request.message, scope=request.tenant)
-        sent_before = await self._claims.find_or_claim(key, self._sent_before(request.message))
+        sent_before = await self._claims.find_or_claim(key, self.store.find_message)
         if sent_before is not None:
             return await self._sent_again(sent_before, history_length, wait=not immediately)
         invocation = await self._start_claimed(
@@ -282,10 +282,10 @@ class Engine:
         the stream of its task from where it stands: the task, then its events
         until the turn is over."""
         key = message_key(request.message, scope=request.tenant)
-        sent_before = await self._claims.find_or_claim(key, self._sent_before(request.message))
+        sent_before = await self._claims.find_or_claim(key, self.store.find_message)
         if sent_before is not None:
             return await self._follow_turn(sent_before)
-        task_id = request.message.task_id or task_id_for(key)
+        task_id = request.message.task_id or new_id()
         sub = self.bus.subscribe(task_id, maxsize=self.stream_buffer)
         try:
             invocation = await self._start_claimed(
@@ -409,17 +409,6 @@ class Engine:
         invocation.head.add_done_callback(lambda head: self._claims.release(key, _stored_id(head)))
         return invocation
 
-    def _sent_before(self, message: Message) -> Callable[[bytes], Awaitable[TaskId | None]]:
-        """How to find the task that ``message`` (by its key) started before."""
-        if message.task_id:
-            return self.store.find_message
-
-        async def created(key: bytes) -> TaskId | None:
-            task_id = task_id_for(key)
-            return task_id if await self._exists(task_id) else None
-
-        return created
-
     async def _sent_again(self, task_id: TaskId, history_length: int | Any, *, wait: bool) -> Task:
         """The answer to a message sent again: its task, once the turn it is in
         is over (terminal or interrupted) unless not ``wait``."""
@@ -483,14 +472,7 @@ class Engine:
             task = created.task
             message, history, context_id = task.history[-1], task.history, task.context_id
         else:
-            task_id = task_id or (task_id_for(message_key) if message_key else new_id())
-            # The same message, answered with a Message before, may still be returning.
-            if not await self._runner.wait(task_id, timeout=FOLLOW_UP_WAIT_SECONDS):
-                raise UnsupportedOperationError(
-                    "The agent is still finishing its answer to this same message "
-                    f"(messageId {message.message_id!r}); retry shortly",
-                    metadata={"messageId": message.message_id},
-                )
+            task_id = task_id or new_id()
             context_id = message.context_id or new_id()
             message = msgspec.structs.replace(message, task_id=task_id, context_id=context_id)
             history = [message]
@@ -511,6 +493,7 @@ class Engine:
             lease=self._lease,
             closing=lambda: self._closing,
             clock=self.clock,
+            message_key=message_key,
         )
         if (immediately or webhooks) and created is None:
             await invocation.create_now()

@@ -85,6 +85,7 @@ class Invocation:
         lease: Callable[[], Lease],
         closing: Callable[[], bool],
         clock: Clock,
+        message_key: bytes | None = None,
     ) -> None:
         self.task_id = task_id
         self.context_id = context_id
@@ -98,6 +99,7 @@ class Invocation:
         self._lease = lease
         self._closing = closing
         self._clock = clock
+        self._message_key = message_key
         self.current = created  # the latest snapshot this invocation knows
         self.head: asyncio.Future[StoredTask | Message] = retrieved_future()
         self.outcome: asyncio.Future[Task | Message] = retrieved_future()
@@ -292,6 +294,7 @@ class Invocation:
                 events=events,
                 lease=self._lease(),
                 deadline=self._deadline.at if self._deadline else None,
+                message_key=self._message_key,
             )
         except StoreFullError as exc:
             self._failed = ServerBusyError(

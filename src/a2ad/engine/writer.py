@@ -72,16 +72,22 @@ class Writer:
         events: Sequence[TaskEvent] = (),
         lease: Lease | None = None,
         deadline: str | None = None,
+        message_key: bytes | None = None,
     ) -> Batch:
         """Store a new task, with an agent's first ``events`` in the same write when
-        they fit. Raises StoreFullError (and nothing is stored)."""
+        they fit, and the key of the message that created it. Raises
+        StoreFullError (and nothing is stored)."""
         kept = self._lawful(task, events)
         marks = _marks(events, kept)
         kept = _in_time(task, kept)
         try:
-            stored = await self.store.create(task, events=kept, lease=lease, deadline=deadline)
+            stored = await self.store.create(
+                task, events=kept, lease=lease, deadline=deadline, message_key=message_key
+            )
         except EventLimitError:  # the batch broke a size bound: store what fits
-            stored = await self.store.create(task, lease=lease, deadline=deadline)
+            stored = await self.store.create(
+                task, lease=lease, deadline=deadline, message_key=message_key
+            )
             return await self._one_by_one(StoredTask(task, 0), events)
         self._publish(StoredTask(task, 0), kept, stored)
         return Batch(stored, marks, stored.task.status.state.terminal)

@@ -191,12 +191,14 @@ class TaskStore(abc.ABC):
         events: Sequence[TaskEvent] = (),
         lease: Lease | None = None,
         deadline: str | None = None,
+        message_key: bytes | None = None,
     ) -> StoredTask:
         """Store a new task at sequence 0 and apply ``events`` as sequences 1, 2, ...
         in the same step (one write where an agent acts at once); returns the
         snapshot at the last sequence. ``lease``: the instance running it, while it
         is in flight. ``deadline`` (timestamp text): when it becomes overdue, until
-        it is terminal. Raises StoreFullError
+        it is terminal. ``message_key``: the key of the message that created it
+        (see ``find_message``), recorded in the same step. Raises StoreFullError
         when full (evicting first what may be evicted), ValueError if a task with
         that id exists, and what ``append`` raises for an event; then nothing is
         stored. Like every write, it completes even if the awaiting caller is
@@ -220,8 +222,7 @@ class TaskStore(abc.ABC):
         """Apply ``events`` in order (``user_message`` is added to the history before
         the first) if the task is at ``expected_seq``, log them, and set ``lease`` if
         given (a resumed task), all in one step: every event is stored or none.
-        ``message_key``: the key of ``user_message`` (a follow-up's; see
-        ``find_message``), recorded in the same step.
+        ``message_key``: the key of ``user_message``, recorded in the same step.
         A task that leaves submitted/working loses its lease. Returns the snapshot
         after the last, at ``expected_seq + len(events)``. Raises MissingTaskError,
         SequenceConflictError, TerminalTaskError, EventLimitError (for the first
@@ -236,11 +237,10 @@ class TaskStore(abc.ABC):
 
     @abc.abstractmethod
     async def find_message(self, message_key: bytes) -> str | None:
-        """The id of the task that the follow-up message with ``message_key`` was
-        added to (by ``append``), or None. A key lives as long as its task:
-        deleting or evicting the task forgets its keys. If a message with the same
-        key comes again, the key keeps its first task. (A message that creates a
-        task needs no key here: the engine derives the task's id from it.)"""
+        """The id of the task that the message with ``message_key`` created or was
+        added to (by ``create`` or ``append``), or None. A key lives as long as its
+        task: deleting or evicting the task forgets its keys. If a message with
+        the same key comes again, the key keeps its first task."""
 
     @abc.abstractmethod
     async def list(self, query: ListQuery) -> ListPage:

@@ -207,6 +207,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
         events: Sequence[TaskEvent] = (),
         lease: Lease | None = None,
         deadline: str | None = None,
+        message_key: bytes | None = None,
     ) -> StoredTask:
         if task.id in self._tasks:
             raise ValueError(f"task {task.id} already exists")
@@ -229,6 +230,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
             except BaseException:
                 self._drop(task.id)
                 raise
+        self._remember(message_key, task.id)
         return record
 
     async def append(

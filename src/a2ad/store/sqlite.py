@@ -23,8 +23,9 @@ its task by ON DELETE CASCADE. ``task_count`` is kept by triggers, so that a cap
 ``create`` need not count the table. ``webhooks`` and ``deliveries`` are the push
 configs and their outbox: an append inserts a delivery per webhook of the task in
 its own transaction (``tasks.webhooks`` counts them, so a task without any costs
-nothing more). ``message_keys`` holds the keys of the follow-up messages added to a
-task (idempotent send), deleted with their task.
+nothing more). ``tasks.message_key`` is the key of the message that created the
+task, and ``message_keys`` holds those of the follow-ups added to it (idempotent
+send), deleted with their task.
 
 Eviction (``max_tasks``) follows MemoryStore: ``evict_class`` is 0 for a terminal
 task, 1 for an interrupted one and NULL for one in flight (never evicted), and
@@ -83,6 +84,7 @@ from .base import (
     log_evicted,
     status_timestamp,
 )
+from .key_filter import KeyFilter
 from .serving_lock import ServingLock
 from .sqlite_schema import SCHEMA_VERSION, SchemaVersionError, connect
 
@@ -130,8 +132,10 @@ def _evict_order(evict_class: int | None) -> int | None:
 
 
 _INSERT_TASK = """INSERT INTO tasks (id, context_id, state, status_ts, seq, evict_class,
-    evict_order, lease_owner, lease_expires, deadline, body)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+    evict_order, lease_owner, lease_expires, deadline, body{key})
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?{value})"""
+_INSERT_TASK_WITH_KEY = _INSERT_TASK.format(key=", message_key", value=", ?")
+_INSERT_TASK = _INSERT_TASK.format(key="", value="")
 _EVICTABLE = """SELECT id, evict_class, state FROM tasks WHERE evict_class IS NOT NULL AND id != ?
     ORDER BY evict_class, evict_order LIMIT ?"""
 _DELETE_TASK = "DELETE FROM tasks WHERE id = ?"
@@ -153,7 +157,10 @@ _OLD_TERMINAL = """SELECT id FROM tasks INDEXED BY tasks_terminal_by_time
 _OVERDUE = "SELECT id FROM tasks WHERE deadline < ? ORDER BY deadline, id LIMIT ?"
 _COUNT_ALL = "SELECT n FROM task_count"
 _INSERT_MESSAGE_KEY = "INSERT OR IGNORE INTO message_keys (key, task_id) VALUES (?, ?)"
-_FIND_MESSAGE_KEY = "SELECT task_id FROM message_keys WHERE key = ?"
+_ALL_MESSAGE_KEYS = """SELECT message_key FROM tasks WHERE message_key IS NOT NULL
+    UNION ALL SELECT key FROM message_keys"""
+_FIND_MESSAGE_KEY = """SELECT id FROM tasks WHERE message_key = ?1
+    UNION ALL SELECT task_id FROM message_keys WHERE key = ?1 LIMIT 1"""
 _TASK_WEBHOOKS = "SELECT id, version FROM webhooks WHERE task_id = ?"
 _INSERT_DELIVERY = """INSERT INTO deliveries (task_id, webhook_id, seq, kind, body, snapshot)
     VALUES (?, ?, ?, ?, ?, ?)"""
@@ -363,6 +370,8 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
         self._worker = _Worker(self.path)
         self._closed = False
         self._lock: ServingLock | None = None  # held while this process serves the file
+        self._reader: sqlite3.Connection | None = None  # find_message's, on the caller's thread
+        self._keys: KeyFilter | None = None  # every message key stored, while serving the file
 
     def __repr__(self) -> str:
         return f"SqliteStore({self.path!r}, max_tasks={self.max_tasks!r})"
@@ -399,6 +408,8 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
         try:
             await self._worker.stop()
         finally:
+            if self._reader is not None:
+                self._reader.close()
             if self._lock is not None:
                 self._lock.release()
 
@@ -411,6 +422,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
         events: Sequence[TaskEvent] = (),
         lease: Lease | None = None,
         deadline: str | None = None,
+        message_key: bytes | None = None,
     ) -> StoredTask:
         # The row goes in once, as it stands after the events: one set of index
         # entries instead of one per event.
@@ -423,9 +435,12 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
             lease = None
 
         evicted: builtins.list[tuple[str, str]] = []  # interrupted tasks: (id, state)
+        self._remember(message_key)
 
         def create(conn: sqlite3.Connection) -> StoredTask:
-            stored = self._create(conn, final, lease, deadline, seq=len(events), evicted=evicted)
+            stored = self._create(
+                conn, final, lease, deadline, seq=len(events), evicted=evicted, key=message_key
+            )
             _log_events(conn, task.id, 1, events)  # a new task has no webhooks yet
             return stored
 
@@ -449,6 +464,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
     ) -> StoredTask:
         if not events:
             raise ValueError("append needs at least one event")
+        self._remember(message_key)
 
         def append(conn: sqlite3.Connection) -> StoredTask:
             stored = _append(conn, task_id, expected_seq, events, user_message, lease)
@@ -458,12 +474,25 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
 
         return await self._run(append, write=True)
 
-    async def find_message(self, message_key: bytes) -> str | None:
-        def find(conn: sqlite3.Connection) -> str | None:
-            row = conn.execute(_FIND_MESSAGE_KEY, (message_key,)).fetchone()
-            return None if row is None else str(row[0])
+    def _remember(self, message_key: bytes | None) -> None:
+        # Before the write: should it fail, the filter says "maybe", which costs a lookup.
+        if message_key is not None and self._keys is not None:
+            self._keys.add(message_key)
 
-        return await self._run(find)
+    async def find_message(self, message_key: bytes) -> str | None:
+        # Asked before every new task, so it is answered on the caller's thread by
+        # a connection of its own: one point lookup costs far less than a round
+        # trip to the worker, whose extra transaction per send made an SQLite send
+        # a third dearer (bench/store_writes.py, one sender).
+        if self._closed:
+            raise RuntimeError(f"{self!r} is closed; open a new one")
+        if self._keys is not None and message_key not in self._keys:
+            return None
+        if self._reader is None:
+            found = await self._run(lambda conn: _find_message(conn, message_key))
+            self._reader = _connect_reader(self.path)  # the worker made the schema
+            return found
+        return _find_message(self._reader, message_key)
 
     async def events(self, task_id: str, after_seq: Seq) -> builtins.list[LoggedEvent]:
         return await self._run(lambda conn: _events(conn, task_id, after_seq))
@@ -473,6 +502,8 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
             self._lock = ServingLock.acquire(self.path)
         if self._lock is not None:
             await self._run(lambda conn: conn.execute(_EXPIRE_OTHERS, (owner,)), write=True)
+            if self._keys is None:  # no other process writes the file now: the filter holds
+                self._keys = await self._run(_key_filter)
 
     async def renew(self, owner: str, expires_at: float) -> None:
         await self._run(lambda conn: _renew(conn, owner, expires_at), write=True)
@@ -570,13 +601,14 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
         *,
         seq: Seq = 0,
         evicted: builtins.list[tuple[str, str]] | None = None,
+        key: bytes | None = None,
     ) -> StoredTask:
         """Insert ``task``; past the cap, evict, adding each interrupted task evicted
         to ``evicted`` as (id, state)."""
         evict_class = _evict_class(task.status.state)
         try:
             conn.execute(
-                _INSERT_TASK,
+                _INSERT_TASK if key is None else _INSERT_TASK_WITH_KEY,
                 (
                     task.id,
                     task.context_id,
@@ -589,6 +621,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
                     lease.expires_at if lease is not None else None,
                     None if task.status.state.terminal else deadline,
                     _encode(task),
+                    *((key,) if key is not None else ()),
                 ),
             )
         except sqlite3.IntegrityError:
@@ -611,6 +644,24 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
                         (victim, state) for victim, kind, state in victims if kind == _INTERRUPTED
                     )
         return StoredTask(task, seq)
+
+
+def _key_filter(conn: sqlite3.Connection) -> KeyFilter:
+    keys = conn.execute(_ALL_MESSAGE_KEYS).fetchall()
+    return KeyFilter((key for (key,) in keys), expected=len(keys))
+
+
+def _find_message(conn: sqlite3.Connection, message_key: bytes) -> str | None:
+    row = conn.execute(_FIND_MESSAGE_KEY, (message_key,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def _connect_reader(path: str) -> sqlite3.Connection:
+    # WAL readers do not wait for the writer; the timeout covers a checkpoint's
+    # brief exclusive moments. Autocommit: each lookup sees the latest commit.
+    conn = sqlite3.connect(path, timeout=1.0, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA query_only = ON")
+    return conn
 
 
 def _get(conn: sqlite3.Connection, task_id: str) -> StoredTask | None:

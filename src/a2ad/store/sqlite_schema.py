@@ -130,10 +130,12 @@ def _create_v2(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
-# Version 3: idempotent send. ``message_keys`` maps the key of each follow-up
-# message to the task it was added to, and goes with the task. (A message that
-# creates a task needs no row: the task's id is derived from its key.)
+# Version 3: idempotent send. ``message_keys`` maps the key of each message that
+# created a task or was added to one to that task, and goes with the task.
 _SCHEMA_V3 = (
+    "ALTER TABLE tasks ADD COLUMN message_key BLOB",
+    """CREATE INDEX tasks_by_message_key ON tasks (message_key)
+        WHERE message_key IS NOT NULL""",
     """CREATE TABLE message_keys (
         key BLOB PRIMARY KEY NOT NULL,
         task_id TEXT NOT NULL REFERENCES tasks (id) ON DELETE CASCADE
