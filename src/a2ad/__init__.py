@@ -9,7 +9,7 @@ class Hello(Agent):
 app = create_app(Hello())   # any ASGI server runs it
 """
 
-from .agent import Agent, RequestContext, TaskContext
+from .agent import Agent, Caller, RequestContext, TaskContext
 from .agents.echo import EchoAgent
 from .client import Client, ClientError, SyncClient
 from .engine import Engine
@@ -65,6 +65,7 @@ __all__ = [
     "AgentSkill",
     "Artifact",
     "AuthorizationCodeOAuthFlow",
+    "Caller",
     "Client",
     "ClientCredentialsOAuthFlow",
     "ClientError",

@@ -31,7 +31,48 @@ from .protocol.card import (
 )
 from .protocol.model import Artifact, Message, Part, Role, TaskState, TextPart, new_id
 
-__all__ = ["Agent", "AgentSkill", "Emitter", "RequestContext", "TaskContext"]
+__all__ = [
+    "ANONYMOUS",
+    "OPERATOR",
+    "Agent",
+    "AgentSkill",
+    "Caller",
+    "Emitter",
+    "RequestContext",
+    "TaskContext",
+]
+
+
+class Caller(msgspec.Struct, frozen=True, kw_only=True):
+    """Who sent a request, as the server's authentication established it.
+
+    ``principal``: the caller's name ("" for the anonymous caller of a server
+    without auth); ``tenants``: the tenants it may use, the first its default
+    (empty: any tenant, as without auth); ``roles``: such as ``operator``, who
+    sees and cancels every task of its tenant; ``authenticated``: whether
+    credentials proved it (False only for the anonymous caller)."""
+
+    principal: str = ""
+    tenants: tuple[str, ...] = ()
+    roles: frozenset[str] = frozenset()
+    authenticated: bool = False
+
+    @property
+    def operator(self) -> bool:
+        return OPERATOR in self.roles
+
+    def may_use(self, tenant: str) -> bool:
+        """Whether the caller may act in ``tenant``."""
+        return not self.tenants or tenant in self.tenants
+
+    @property
+    def default_tenant(self) -> str:
+        """The tenant of a request that names none."""
+        return self.tenants[0] if self.tenants else ""
+
+
+OPERATOR = "operator"
+ANONYMOUS = Caller()  # every caller of a server without auth
 
 
 class RequestContext(msgspec.Struct, frozen=True, kw_only=True):
@@ -40,11 +81,12 @@ class RequestContext(msgspec.Struct, frozen=True, kw_only=True):
     ``version``: the A2A version it speaks ("1.0" or "0.3"); ``binding``: how it
     arrived ("JSONRPC", "HTTP+JSON"; "" when the engine is called in-process);
     ``extensions``: the extensions it activated (those of the ``A2A-Extensions``
-    header the agent declares)."""
+    header the agent declares); ``caller``: who sent it."""
 
     version: str = "1.0"
     binding: str = ""
     extensions: frozenset[str] = frozenset()
+    caller: Caller = ANONYMOUS
 
 
 class Agent:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import msgspec
 from msgspec import UNSET
 
-from ..agent import RequestContext
+from ..agent import ANONYMOUS, Caller, RequestContext
 from ..engine import Engine, EventStream
 from ..engine.push import PushNotifications
 from ..protocol.card import AgentCardInfo
@@ -75,11 +75,18 @@ class RequestHandler:
         self._plain: dict[tuple[str, str], RequestContext] = {}
 
     def request_context(
-        self, version: str, binding: str, requested: Collection[str]
+        self,
+        version: str,
+        binding: str,
+        requested: Collection[str],
+        caller: Caller = ANONYMOUS,
     ) -> RequestContext:
-        """The context of a request that asked for the ``requested`` extension URIs:
-        it activates those the agent declares. Raises ExtensionSupportRequiredError
-        when one the agent requires is not among them."""
+        """The context of a request from ``caller`` that asked for the ``requested``
+        extension URIs: it activates those the agent declares. Raises
+        ExtensionSupportRequiredError when one the agent requires is not among them."""
+        if caller is not ANONYMOUS:
+            context = self.request_context(version, binding, requested)
+            return msgspec.structs.replace(context, caller=caller)
         if not requested and not self._required:  # the common case: one shared context
             plain = self._plain.get((version, binding))
             if plain is None:

@@ -32,7 +32,17 @@ from .dispatch import Dispatcher, internal_error, parse_event_id, version_text
 from .extensions import echo_headers, requested_extensions
 from .handler import RequestHandler
 from .sse import KEEPALIVE_SECONDS, stream_sse
-from .types import ClientGone, Receive, Scope, Send, header, read_body, respond, respond_empty
+from .types import (
+    ClientGone,
+    Receive,
+    Scope,
+    Send,
+    caller_of,
+    header,
+    read_body,
+    respond,
+    respond_empty,
+)
 
 __all__ = ["MAX_BODY_BYTES", "JsonRpcEndpoint"]
 
@@ -91,7 +101,9 @@ class JsonRpcEndpoint:
             request_id, method = request.id, request.method
             dialect, operation = resolve(requested_version(version_text(scope)), method)
             requested = requested_extensions(scope) if self.handler.extensions else ()
-            context = self.handler.request_context(dialect.version, "JSONRPC", requested)
+            context = self.handler.request_context(
+                dialect.version, "JSONRPC", requested, caller_of(scope)
+            )
             if operation.streaming:
                 events = await self._dispatch.open_stream(
                     dialect,

@@ -41,7 +41,7 @@ from .dispatch import Dispatcher, ServerDialect, internal_error, parse_event_id,
 from .extensions import echo_headers, requested_extensions
 from .handler import RequestHandler
 from .sse import KEEPALIVE_SECONDS, stream_sse
-from .types import ClientGone, Receive, Scope, Send, header, read_body, respond
+from .types import ClientGone, Receive, Scope, Send, caller_of, header, read_body, respond
 
 __all__ = ["RestEndpoint", "error_body"]
 
@@ -404,7 +404,9 @@ class RestEndpoint:
             self._check_version(scope, route)
             handler = self.handler
             requested = requested_extensions(scope) if handler.extensions else ()
-            context = handler.request_context(dialect.version, "HTTP+JSON", requested)
+            context = handler.request_context(
+                dialect.version, "HTTP+JSON", requested, caller_of(scope)
+            )
             query = _query_params(scope, route)
             body = b""
             if route.body:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from ..agent import ANONYMOUS, Caller
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -12,17 +14,29 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 __all__ = [
+    "CALLER_KEY",
     "ASGIApp",
+    "Caller",
     "ClientGone",
     "Message",
     "Receive",
     "Scope",
     "Send",
+    "caller_of",
     "header",
     "read_body",
     "respond",
     "respond_empty",
 ]
+
+
+CALLER_KEY = "a2ad.caller"  # the scope key under which authentication leaves the Caller
+
+
+def caller_of(scope: Scope) -> Caller:
+    """The caller that authentication found for this request (the anonymous one
+    when auth is off)."""
+    return scope.get(CALLER_KEY, ANONYMOUS)  # type: ignore[no-any-return]
 
 
 def header(scope: Scope, name: bytes) -> str:
