@@ -19,15 +19,17 @@ def request(
     metadata: dict[str, Any] | None = None,
     immediately: bool = False,
     task_id: str = "",
+    message_context_id: str = "",
 ) -> SendMessageRequest:
     """A user message with ``text``; ``immediately`` asks for returnImmediately,
-    ``task_id`` makes it a follow-up."""
+    ``task_id`` makes it a follow-up, ``message_context_id`` names its context."""
     return SendMessageRequest(
         message=Message(
             message_id=str(uuid.uuid4()),
             role=Role.USER,
             parts=[TextPart(text)],
             task_id=task_id,
+            context_id=message_context_id,
             metadata=message_metadata if message_metadata is not None else UNSET,
         ),
         configuration=SendMessageConfiguration(return_immediately=immediately),

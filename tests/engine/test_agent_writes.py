@@ -54,12 +54,20 @@ class CountingStore(MemoryStore):
         lease: Lease | None = None,
         deadline: str | None = None,
         message_key: bytes | None = None,
+        tenant: str = "",
+        principal: str = "",
     ) -> StoredTask:
         self._count()
         self._creating = True  # MemoryStore.create applies events through append
         try:
             return await super().create(
-                task, events=events, lease=lease, deadline=deadline, message_key=message_key
+                task,
+                events=events,
+                lease=lease,
+                deadline=deadline,
+                message_key=message_key,
+                tenant=tenant,
+                principal=principal,
             )
         finally:
             self._creating = False

@@ -14,6 +14,7 @@ import msgspec
 import pytest
 
 from a2ad import Agent, Engine, MemoryStore, Message, Task, TaskContext, TaskState, create_app
+from a2ad.engine.access import Access
 from a2ad.protocol.model import SendMessageRequest, TaskStatusUpdateEvent
 from a2ad.store.base import ListQuery, TaskStore
 from a2ad.store.sqlite import SqliteStore
@@ -105,14 +106,19 @@ async def test_a_different_message_reusing_the_message_id_is_new_work(
     assert agent.turns == ["one", "two"]
 
 
-async def test_the_same_message_in_another_tenant_is_new_work(
+async def test_the_same_message_from_another_caller_is_new_work(
     engine: Engine, agent: Counted
 ) -> None:
     first = request("scoped")
-    task = await sent_task(engine, first)
-    elsewhere = await sent_task(engine, again(first, tenant="team-b"))
-    assert elsewhere.id != task.id
-    assert agent.turns == ["scoped", "scoped"]
+    ann = Access("team-a", "ann")
+    task = await asyncio.wait_for(engine.send(first, access=ann), WAIT)
+    again_ann = await asyncio.wait_for(engine.send(again(first), access=ann), WAIT)
+    bob = await asyncio.wait_for(engine.send(again(first), access=Access("team-a", "bob")), WAIT)
+    elsewhere = await asyncio.wait_for(engine.send(again(first), access=Access("b", "ann")), WAIT)
+    assert isinstance(task, Task) and isinstance(again_ann, Task) and again_ann.id == task.id
+    assert isinstance(bob, Task) and isinstance(elsewhere, Task)
+    assert len({task.id, bob.id, elsewhere.id}) == 3
+    assert agent.turns == ["scoped"] * 3
 
 
 async def test_two_identical_sends_racing_make_one_task(engine: Engine, agent: Counted) -> None:

@@ -51,6 +51,7 @@ from ..store.base import (
     Webhook,
     Webhooks,
 )
+from .access import Access
 from .bus import Bus, LocalBus
 from .deadlines import Deadline, deadline_for
 from .idempotency import Claims, message_key
@@ -240,6 +241,7 @@ class Engine:
         context: RequestContext | None = None,
         *,
         webhooks: Sequence[Webhook] = (),
+        access: Access | None = None,
     ) -> Task | Message:
         """SendMessage: blocks until the task is terminal or interrupted, unless
         ``configuration.returnImmediately``; returns the task, or the agent's
@@ -247,19 +249,21 @@ class Engine:
         answered with the task it started, once its turn is over, and starts
         nothing. ``context`` (the request's version, binding, activated
         extensions) reaches the agent as ``ctx.request``; ``webhooks`` (checked
-        by the caller) are set on the task before the agent starts. Raises
+        by the caller) are set on the task before the agent starts. ``access``:
+        whose the new task is, and whose tasks a follow-up may continue (None:
+        the task is nobody's, and a follow-up may continue any task). Raises
         ContentTypeNotSupportedError when the agent produces none of
         ``configuration.acceptedOutputModes``, or the A2AError the agent raised
         before its task existed."""
         config = request.configuration
         immediately = config is not UNSET and config.return_immediately
         history_length = config.history_length if config is not UNSET else UNSET
-        key = message_key(request.message, scope=request.tenant)
+        key = message_key(request.message, scope=_scope(access))
         sent_before = await self._claims.find_or_claim(key, self.store.find_message)
         if sent_before is not None:
             return await self._sent_again(sent_before, history_length, wait=not immediately)
         invocation = await self._start_claimed(
-            key, request, context, immediately=immediately, webhooks=webhooks
+            key, request, context, immediately=immediately, webhooks=webhooks, access=access
         )
         if immediately:
             head = invocation.head.result()
@@ -276,12 +280,13 @@ class Engine:
         context: RequestContext | None = None,
         *,
         webhooks: Sequence[Webhook] = (),
+        access: Access | None = None,
     ) -> EventStream:
         """SendStreamingMessage: the stream of this request's turn; raises as
         ``send`` does, before the stream starts. The same message sent again gets
         the stream of its task from where it stands: the task, then its events
         until the turn is over."""
-        key = message_key(request.message, scope=request.tenant)
+        key = message_key(request.message, scope=_scope(access))
         sent_before = await self._claims.find_or_claim(key, self.store.find_message)
         if sent_before is not None:
             return await self._follow_turn(sent_before)
@@ -289,7 +294,13 @@ class Engine:
         sub = self.bus.subscribe(task_id, maxsize=self.stream_buffer)
         try:
             invocation = await self._start_claimed(
-                key, request, context, immediately=False, task_id=task_id, webhooks=webhooks
+                key,
+                request,
+                context,
+                immediately=False,
+                task_id=task_id,
+                webhooks=webhooks,
+                access=access,
             )
             head = await invocation.head  # this request's alone, as in send
         except BaseException:
@@ -306,14 +317,29 @@ class Engine:
             exists=lambda: self._exists(task_id),
         )
 
-    async def get_task(self, task_id: TaskId, history_length: int | Any = UNSET) -> Task:
-        stored = await self.store.get(task_id)
-        if stored is None:
-            raise _not_found(task_id)
+    async def get_task(
+        self, task_id: TaskId, history_length: int | Any = UNSET, *, access: Access | None = None
+    ) -> Task:
+        """GetTask: the task, if ``access`` (None: any) reaches it."""
+        stored = await self._reachable(task_id, access)
         return task_view(stored.task, history_length)
 
-    async def cancel(self, task_id: TaskId) -> Task:
+    async def check_access(self, task_id: TaskId, access: Access | None) -> None:
+        """Raise TaskNotFoundError unless the task exists and ``access`` reaches it."""
+        await self._reachable(task_id, access)
+
+    async def _reachable(self, task_id: TaskId, access: Access | None) -> StoredTask:
+        # One read, whether the task is missing or another caller's: both answer
+        # the same error after the same query.
+        stored = await self.store.get(task_id)
+        if stored is None or (access is not None and not access.sees(stored)):
+            raise _not_found(task_id)
+        return stored
+
+    async def cancel(self, task_id: TaskId, *, access: Access | None = None) -> Task:
         """CancelTask: store CANCELED, stop the agent, return the canceled task."""
+        if access is not None:
+            await self._reachable(task_id, access)
         try:
             stored = await self._end(task_id, TaskState.CANCELED, None)
         except TerminalTaskError as exc:
@@ -325,7 +351,13 @@ class Engine:
             raise _not_found(task_id) from None
         return stored.task
 
-    async def subscribe(self, task_id: TaskId, *, last_event_id: int | None = None) -> EventStream:
+    async def subscribe(
+        self,
+        task_id: TaskId,
+        *,
+        last_event_id: int | None = None,
+        access: Access | None = None,
+    ) -> EventStream:
         """SubscribeToTask: the current task, then live events until terminal.
         With ``last_event_id`` (SSE ``Last-Event-ID``), instead the logged events
         after it, then live ones; a finished task's stream then ends after the
@@ -333,9 +365,7 @@ class Engine:
         is sent first, as without it."""
         sub = self.bus.subscribe(task_id, maxsize=self.stream_buffer)
         try:
-            stored = await self.store.get(task_id)
-            if stored is None:
-                raise _not_found(task_id)
+            stored = await self._reachable(task_id, access)
             state = stored.task.status.state
             replay = last_event_id is not None and 0 <= last_event_id <= stored.seq
             missed = replay and last_event_id is not None and last_event_id < stored.seq
@@ -361,9 +391,14 @@ class Engine:
             exists=lambda: self._exists(task_id),
         )
 
-    async def list_tasks(self, query: TaskQuery) -> ListTasksResponse:
+    async def list_tasks(
+        self, query: TaskQuery, *, access: Access | None = None
+    ) -> ListTasksResponse:
+        """ListTasks: the tasks ``access`` reaches (None: every task)."""
         page = await self.store.list(
             ListQuery(
+                tenant=access.tenant if access is not None else None,
+                principal=access.listed_principal if access is not None else None,
                 page_size=query.page_size,
                 context_id=query.context_id,
                 state=query.state,
@@ -390,6 +425,7 @@ class Engine:
         immediately: bool,
         task_id: TaskId = "",
         webhooks: Sequence[Webhook] = (),
+        access: Access | None = None,
     ) -> Invocation:
         """``_start`` for a message whose ``key`` this request claimed; the claim
         ends once the task (and the key with it) is stored, or the turn ended
@@ -402,6 +438,7 @@ class Engine:
                 task_id=task_id,
                 webhooks=webhooks,
                 message_key=key,
+                access=access,
             )
         except BaseException:
             self._claims.release(key, None)
@@ -448,6 +485,7 @@ class Engine:
         task_id: TaskId = "",
         webhooks: Sequence[Webhook] = (),
         message_key: bytes | None = None,
+        access: Access | None = None,
     ) -> Invocation:
         """Start the agent on a new task or on a follow-up; with ``immediately``
         or ``webhooks``, a new task is stored before the agent starts (and the
@@ -468,7 +506,7 @@ class Engine:
         if message.task_id:
             if webhooks and self.push is not None:  # before its events: it gets them all
                 await self.push.register(message.task_id, webhooks)
-            created = await self._resume(message, message_key)
+            created = await self._resume(message, message_key, access)
             task = created.task
             message, history, context_id = task.history[-1], task.history, task.context_id
         else:
@@ -494,6 +532,7 @@ class Engine:
             closing=lambda: self._closing,
             clock=self.clock,
             message_key=message_key,
+            owner=(access.tenant, access.principal) if access is not None else ("", ""),
         )
         if (immediately or webhooks) and created is None:
             await invocation.create_now()
@@ -516,11 +555,11 @@ class Engine:
             metadata={"acceptedOutputModes": ",".join(accepted), "outputModes": ",".join(produced)},
         )
 
-    async def _resume(self, message: Message, message_key: bytes | None) -> StoredTask:
+    async def _resume(
+        self, message: Message, message_key: bytes | None, access: Access | None
+    ) -> StoredTask:
         task_id = message.task_id
-        current = await self.store.get(task_id)
-        if current is None:
-            raise _not_found(task_id)
+        current = await self._reachable(task_id, access)
         task = current.task
         if message.context_id and message.context_id != task.context_id:
             raise InvalidParamsError(
@@ -641,6 +680,11 @@ def _media_match(accepted: str, produced: str) -> bool:
     a_type, _, a_sub = a.partition("/")
     p_type, _, p_sub = p.partition("/")
     return a_type == p_type and "*" in (a_sub, p_sub)
+
+
+def _scope(access: Access | None) -> str:
+    """Whose a message key is: the same message from another caller is new work."""
+    return "" if access is None else f"{access.tenant}\0{access.principal}"
 
 
 def _stored_id(head: asyncio.Future[StoredTask | Message]) -> TaskId | None:

@@ -73,6 +73,8 @@ class Writer:
         lease: Lease | None = None,
         deadline: str | None = None,
         message_key: bytes | None = None,
+        tenant: str = "",
+        principal: str = "",
     ) -> Batch:
         """Store a new task, with an agent's first ``events`` in the same write when
         they fit, and the key of the message that created it. Raises
@@ -82,11 +84,22 @@ class Writer:
         kept = _in_time(task, kept)
         try:
             stored = await self.store.create(
-                task, events=kept, lease=lease, deadline=deadline, message_key=message_key
+                task,
+                events=kept,
+                lease=lease,
+                deadline=deadline,
+                message_key=message_key,
+                tenant=tenant,
+                principal=principal,
             )
         except EventLimitError:  # the batch broke a size bound: store what fits
             stored = await self.store.create(
-                task, lease=lease, deadline=deadline, message_key=message_key
+                task,
+                lease=lease,
+                deadline=deadline,
+                message_key=message_key,
+                tenant=tenant,
+                principal=principal,
             )
             return await self._one_by_one(StoredTask(task, 0), events)
         self._publish(StoredTask(task, 0), kept, stored)

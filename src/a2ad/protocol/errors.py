@@ -41,6 +41,7 @@ __all__ = [
     "InvalidRequestError",
     "JSONParseError",
     "MethodNotFoundError",
+    "PermissionDeniedError",
     "PushNotificationNotSupportedError",
     "ServerBusyError",
     "StreamFellBehindError",
@@ -115,6 +116,14 @@ class InvalidParamsError(A2AError):
     """The params fail validation; the message names the field."""
 
     code, reason, http_status = -32602, "INVALID_PARAMS", 400
+
+
+class PermissionDeniedError(InvalidRequestError):
+    """The caller may not use what the request names (a tenant not its own):
+    -32600 (JSON-RPC has no code of its own for it), HTTP 403. Never for a
+    task: another caller's task is "not found", as a missing one is."""
+
+    reason, http_status = "PERMISSION_DENIED", 403
 
 
 class InternalError(A2AError):

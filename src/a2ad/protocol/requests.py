@@ -52,6 +52,7 @@ class TaskQuery(NamedTuple):
     history_length: HistoryLength | UnsetType = UNSET
     include_artifacts: bool = False
     overdue: bool = False  # a2ad extension: only tasks past their deadline
+    tenant: str = ""
 
 
 def task_query(request: ListTasksRequest) -> TaskQuery:
@@ -73,6 +74,7 @@ def task_query(request: ListTasksRequest) -> TaskQuery:
         history_length=request.history_length,
         include_artifacts=request.include_artifacts,
         overdue=request.overdue,
+        tenant=request.tenant,
     )
 
 

@@ -23,6 +23,7 @@ from msgspec import UNSET
 
 from ..agent import ANONYMOUS, Caller, RequestContext
 from ..engine import Engine, EventStream
+from ..engine.access import Access, access_for
 from ..engine.push import PushNotifications
 from ..protocol.card import AgentCardInfo
 from ..protocol.errors import (
@@ -110,33 +111,38 @@ class RequestHandler:
     async def send_message(
         self, request: SendMessageRequest, context: RequestContext, *, dialect: Dialect
     ) -> Task | Message:
+        access = _access(context, request.tenant)
         webhooks = await self._webhooks(request, dialect)
-        return await self.engine.send(request, context, webhooks=webhooks)
+        return await self.engine.send(request, context, webhooks=webhooks, access=access)
 
     async def send_streaming_message(
         self, request: SendMessageRequest, context: RequestContext, *, dialect: Dialect
     ) -> EventStream:
+        access = _access(context, request.tenant)
         webhooks = await self._webhooks(request, dialect)
-        return await self.engine.stream(request, context, webhooks=webhooks)
+        return await self.engine.stream(request, context, webhooks=webhooks, access=access)
 
     async def get_task(self, request: GetTaskRequest, context: RequestContext) -> Task:
-        return await self.engine.get_task(request.id, request.history_length)
+        access = _access(context, request.tenant)
+        return await self.engine.get_task(request.id, request.history_length, access=access)
 
     async def list_tasks(self, query: TaskQuery, context: RequestContext) -> ListTasksResponse:
-        return await self.engine.list_tasks(query)
+        return await self.engine.list_tasks(query, access=_access(context, query.tenant))
 
     async def cancel_task(self, request: TaskIdRequest, context: RequestContext) -> Task:
-        return await self.engine.cancel(request.id)
+        return await self.engine.cancel(request.id, access=_access(context, request.tenant))
 
     async def subscribe_to_task(
         self, request: TaskIdRequest, context: RequestContext, *, last_event_id: int | None = None
     ) -> EventStream:
-        return await self.engine.subscribe(request.id, last_event_id=last_event_id)
+        access = _access(context, request.tenant)
+        return await self.engine.subscribe(request.id, last_event_id=last_event_id, access=access)
 
     async def create_push_config(
         self, config: TaskPushNotificationConfig, context: RequestContext, *, dialect: Dialect
     ) -> TaskPushNotificationConfig:
         push = self._push()
+        await self.engine.check_access(config.task_id, _access(context, config.tenant))
         at = dialect.push_config_field
         await push.check(config, field=f"{at}.url" if at else "url")
         return await push.set(config.task_id, Webhook(config, dialect.version))
@@ -144,13 +150,17 @@ class RequestHandler:
     async def get_push_config(
         self, request: GetTaskPushNotificationConfigRequest, context: RequestContext
     ) -> TaskPushNotificationConfig:
-        config = await self._push().get(request.task_id, request.id)
+        push = self._push()
+        await self.engine.check_access(request.task_id, _access(context, request.tenant))
+        config = await push.get(request.task_id, request.id)
         return _delivery_shown(config, context)
 
     async def list_push_configs(
         self, request: ListTaskPushNotificationConfigsRequest, context: RequestContext
     ) -> ListTaskPushNotificationConfigsResponse:
-        page = await self._push().list(request)
+        push = self._push()
+        await self.engine.check_access(request.task_id, _access(context, request.tenant))
+        page = await push.list(request)
         if PUSH_DELIVERY.uri in context.extensions:
             return page
         return msgspec.structs.replace(
@@ -160,7 +170,9 @@ class RequestHandler:
     async def delete_push_config(
         self, request: GetTaskPushNotificationConfigRequest, context: RequestContext
     ) -> None:
-        await self._push().delete(request.task_id, request.id)
+        push = self._push()
+        await self.engine.check_access(request.task_id, _access(context, request.tenant))
+        await push.delete(request.task_id, request.id)
 
     async def _webhooks(self, request: SendMessageRequest, dialect: Dialect) -> tuple[Webhook, ...]:
         """The webhook a send names for its task, checked."""
@@ -206,3 +218,9 @@ def _delivery_shown(
     if PUSH_DELIVERY.uri in context.extensions or config.a2ad_delivery is UNSET:
         return config
     return msgspec.structs.replace(config, a2ad_delivery=UNSET)
+
+
+def _access(context: RequestContext, tenant: str) -> Access:
+    """Whose tasks the request reaches: its caller's, in the tenant it names (or
+    the caller's default). Raises PermissionDeniedError for a tenant not the caller's."""
+    return access_for(context.caller, tenant)

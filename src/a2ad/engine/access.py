@@ -1,0 +1,56 @@
+"""Whose tasks a request may see and act on.
+
+Every task belongs to the tenant and the principal that created it. A request
+acts in one tenant (the one it names, or its caller's default), on its caller's
+own tasks there; an operator acts on every task of the tenant. A task outside
+that is answered exactly as a task that does not exist: the engine reads it
+once, as it reads a missing one, and raises the same TaskNotFoundError.
+
+Without auth every caller is the anonymous one, whose tasks are nobody's
+(principal ""): all callers share them, as before auth existed, and a tenant
+is a namespace any of them may use.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ..agent import Caller
+from ..protocol.errors import PermissionDeniedError
+from ..store.base import StoredTask
+
+__all__ = ["Access", "access_for"]
+
+
+class Access(NamedTuple):
+    """The tasks of ``principal`` in ``tenant``; with ``operator``, every task of
+    ``tenant``."""
+
+    tenant: str = ""
+    principal: str = ""
+    operator: bool = False
+
+    def sees(self, stored: StoredTask) -> bool:
+        return stored.tenant == self.tenant and (
+            self.operator or stored.principal == self.principal
+        )
+
+    @property
+    def listed_principal(self) -> str | None:
+        """The principal a listing is narrowed to (None: the whole tenant)."""
+        return None if self.operator else self.principal
+
+
+def access_for(caller: Caller, tenant: str) -> Access:
+    """What ``caller`` may reach in the ``tenant`` its request names ("": its
+    default tenant). Raises PermissionDeniedError for a tenant not its own."""
+    tenant = tenant or caller.default_tenant
+    if not caller.may_use(tenant):
+        yours = ", ".join(repr(t) for t in caller.tenants)
+        raise PermissionDeniedError(
+            f"tenant {tenant!r} is not one of yours; use one of {yours}, "
+            "or leave the tenant out for your default",
+            field="tenant",
+            metadata={"tenant": tenant},
+        )
+    return Access(tenant, caller.principal, caller.operator)
