@@ -220,11 +220,6 @@ def serve(
         console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
     try:
-        key = server_key(task_store, secret_key_file)
-    except KeyFileError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
-        raise typer.Exit(STARTUP_FAILURE) from None
-    try:
         listening = _listen(host, port)
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
@@ -240,6 +235,12 @@ def serve(
         listening.close()
         console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
+    try:  # after the usage checks: a usage error makes no key file
+        key = server_key(task_store, secret_key_file)
+    except KeyFileError as exc:
+        listening.close()
+        console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(STARTUP_FAILURE) from None
     application = create_app(
         the_agent,
         store=task_store,
