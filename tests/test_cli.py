@@ -30,14 +30,16 @@ A2AD = Path(sys.executable).parent / "a2ad"
 PROJECT = Path(__file__).resolve().parent.parent
 
 
-def run_a2ad(*args: str, timeout: float = 20) -> subprocess.CompletedProcess[str]:
+def run_a2ad(
+    *args: str, timeout: float = 20, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(A2AD), *args],
         cwd=PROJECT,
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, "COLUMNS": "200"},
+        env={**os.environ, "COLUMNS": "200", **(env or {})},
     )
 
 

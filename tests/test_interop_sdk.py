@@ -423,7 +423,7 @@ async def test_sdk_sets_gets_lists_and_deletes_push_configs_and_the_webhook_gets
                 got = await client.get_task_push_notification_config(
                     GetTaskPushNotificationConfigRequest(task_id=task.id, id="extra")
                 )
-                assert (got.id, got.url, got.token) == ("extra", config.url, "t2")
+                assert (got.id, got.url, got.token) == ("extra", config.url, "****")  # masked
                 listed = await client.list_task_push_notification_configs(
                     ListTaskPushNotificationConfigsRequest(task_id=task.id)
                 )

@@ -232,7 +232,7 @@ async def test_sdk03_sets_a_push_config_and_its_webhook_gets_the_task(
     url = f"{receiver.base}/hook/{transport}"
     assert line["set"] == {
         "taskId": task["id"],
-        "pushNotificationConfig": {"id": "hook", "url": url, "token": "tok-03"},
+        "pushNotificationConfig": {"id": "hook", "url": url, "token": "****"},  # masked
     }
     await wait_for(lambda: receiver.accepted(transport))
     (delivered,) = receiver.accepted(transport)
@@ -255,5 +255,5 @@ def test_sdk03_gets_the_push_config_it_set(
     assert got["pushNotificationConfig"] == {
         "id": "hook",
         "url": f"{receiver.base}/hook/{transport}",
-        "token": "tok-03",
+        "token": "****",  # masked in every answer
     }

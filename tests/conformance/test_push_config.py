@@ -127,20 +127,21 @@ def configs_of(d: WireDialect, result: Any) -> list[dict[str, Any]]:
     return result["configs"] if d.v1 else result  # type: ignore[no-any-return]
 
 
-async def test_a_config_set_is_answered_and_read_back_as_it_was_set(
+async def test_a_config_set_is_answered_and_read_back_as_it_was_set_but_its_secrets_masked(
     rpc: Rpc, d: WireDialect
 ) -> None:
     task = await d.send_task(rpc, "echo x")
+    credentials = "s3cret-credential-value"  # 12 characters or more: the last 4 are shown
     created = await create(
-        rpc, d, task["id"], id="c1", token="tok", scheme="Bearer", credentials="s3cret"
+        rpc, d, task["id"], id="c1", token="tok", scheme="Bearer", credentials=credentials
     )
     expected = {
         "id": "c1",
         "taskId": task["id"],
         "url": HOOK,
-        "token": "tok",
+        "token": "****",
         "scheme": "Bearer",
-        "credentials": "s3cret",
+        "credentials": "****alue",
     }
     assert created == expected
     got = await get(rpc, d, task["id"], "c1")
@@ -307,10 +308,15 @@ async def test_a_message_naming_a_webhook_that_is_not_public_is_refused_and_star
 
 
 async def test_a_message_naming_a_webhook_sets_it_on_its_task(rpc: Rpc, d: WireDialect) -> None:
-    config = {PUSH_IN_SEND[d.version]: {"url": HOOK, "token": "tok"}}
+    config = {PUSH_IN_SEND[d.version]: {"url": HOOK, "token": "tok-value-123"}}
     task = await d.send_task(rpc, "echo x", configuration=config)
     (only,) = configs_of(d, await listed(rpc, d, task["id"]))
-    assert flat(d, only) == {"id": task["id"], "taskId": task["id"], "url": HOOK, "token": "tok"}
+    assert flat(d, only) == {
+        "id": task["id"],
+        "taskId": task["id"],
+        "url": HOOK,
+        "token": "****-123",
+    }
 
 
 BAD_CONFIGS = [
@@ -322,6 +328,7 @@ BAD_CONFIGS = [
     ({"url": "https://93.184.215.14/" + "x" * 2048}, "url"),
     ({"url": HOOK, "token": "a\r\nX-Injected: 1"}, "token"),
     ({"url": HOOK, "token": "t" * 1025}, "token"),
+    ({"url": HOOK, "scheme": "Bearer", "credentials": "c" * 4097}, "authentication.credentials"),
     ({"url": HOOK, "scheme": "Bearer", "credentials": "caf\u00e9"}, "authentication.credentials"),
     ({"url": HOOK, "scheme": "Bearer token"}, "authentication.scheme"),
 ]

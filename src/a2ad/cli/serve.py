@@ -26,6 +26,7 @@ from ..agents.llm import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
 from ..agents.settings import AgentSettings
 from ..agents.task_manager import ENV_MANAGED_URLS
 from ..durations import parse_duration, parse_optional_duration
+from ..engine.secrets import KeyFileError, server_key
 from ..server.app import A2AApp, create_app, load_agent
 from ..server.connections import (
     ConnectionLimits,
@@ -42,7 +43,7 @@ __all__ = ["serve"]
 
 console = Console(stderr=True)
 T = TypeVar("T")
-STARTUP_FAILURE = 3  # can't start: the port or the store is taken, the store unreadable
+STARTUP_FAILURE = 3  # can't start: the port or the store is taken, the store or key unreadable
 
 
 class _Server(uvicorn.Server):
@@ -181,6 +182,15 @@ def serve(
             "addresses too (refused by default, against server-side request forgery).",
         ),
     ] = False,
+    secret_key_file: Annotated[
+        str | None,
+        typer.Option(
+            envvar="A2AD_SECRET_KEY_FILE",
+            help="The 32-byte key webhook tokens and credentials are stored encrypted with; "
+            "made if missing. Default: <store file>-a2ad.key beside a SQLite store, a random "
+            "key for memory.",
+        ),
+    ] = None,
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
     model: Annotated[
         str | None,
@@ -225,6 +235,12 @@ def serve(
         listening.close()
         console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
+    try:  # after the usage checks: a usage error makes no key file
+        key = server_key(task_store, secret_key_file)
+    except KeyFileError as exc:
+        listening.close()
+        console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(STARTUP_FAILURE) from None
     application = create_app(
         the_agent,
         store=task_store,
@@ -233,6 +249,7 @@ def serve(
         task_timeout=timeout,
         lease_seconds=lease_seconds,
         allow_private_webhooks=allow_private_webhooks,
+        secret_key=key,
     )
     # After the usage checks, so that a usage error stays one line.
     limits = ConnectionLimits(

@@ -19,6 +19,10 @@ receiver answered 2xx, so each event is delivered at least once: an attempt cut
 short by a crash or a shutdown is made again on the next start, and a receiver
 may see an event twice (``X-A2AD-Event-Id`` tells them apart). One slow
 receiver holds only its own lane.
+
+A config's token and credentials are stored encrypted (engine/secrets.py): sealed
+in ``set``, revealed only to build a delivery's headers, and masked in every
+config this layer answers; no log line carries them.
 """
 
 from __future__ import annotations
@@ -60,6 +64,7 @@ from ..store.base import (
     Webhooks,
     WebhookState,
 )
+from .secrets import SecretsUnreadable, WebhookSecrets, random_key
 from .webhook_urls import Target, WebhookRefused, check_url, target
 
 __all__ = ["PushNotifications", "PushPolicy"]
@@ -103,7 +108,10 @@ class PushPolicy:
 class PushNotifications:
     """The webhooks of the tasks in ``store``, and their delivery (``start`` and
     ``aclose`` it). Calls a webhook whose host is not public only with
-    ``allow_private`` (engine/webhook_urls.py)."""
+    ``allow_private`` (engine/webhook_urls.py). Webhook secrets are sealed with
+    ``secrets``, by default with a random key that lasts as long as this object
+    (``create_app`` sets the server's key: engine/secrets.py ``server_key``);
+    replace it before ``start`` and before any config is set."""
 
     def __init__(
         self,
@@ -112,10 +120,12 @@ class PushNotifications:
         clock: Clock,
         policy: PushPolicy | None = None,
         allow_private: bool = False,
+        secrets: WebhookSecrets | None = None,
     ) -> None:
         self.store = store
         self.policy = policy or PushPolicy()
         self.allow_private = allow_private
+        self.secrets = secrets if secrets is not None else WebhookSecrets(random_key())
         self._clock = clock
         self._wake = asyncio.Event()
         # Tasks known to have webhooks, whose stored events wake the dispatcher at
@@ -144,8 +154,9 @@ class PushNotifications:
     async def set(self, task_id: TaskId, webhook: Webhook) -> TaskPushNotificationConfig:
         """Set ``webhook`` on the task (an empty config id means the task's id;
         the same id replaces); its receiver gets the task as it stands, then
-        every later event. Raises TaskNotFoundError, UnsupportedOperationError
-        (the task has MAX_WEBHOOKS already)."""
+        every later event. Answers the config with its secrets masked. Raises
+        TaskNotFoundError, UnsupportedOperationError (the task has MAX_WEBHOOKS
+        already)."""
         config = msgspec.structs.replace(
             webhook.config,
             task_id=task_id,
@@ -154,7 +165,7 @@ class PushNotifications:
             a2ad_delivery=UNSET,
         )
         try:
-            await self.store.put_webhook(Webhook(config, webhook.version))
+            await self.store.put_webhook(Webhook(self.secrets.seal(config), webhook.version))
         except MissingTaskError:
             raise _not_found(task_id) from None
         except WebhookLimitError:
@@ -174,7 +185,7 @@ class PushNotifications:
         )
         self._hook(task_id)
         self._wake.set()
-        return config
+        return self.secrets.masked(config)
 
     async def register(self, task_id: TaskId, webhooks: Sequence[Webhook]) -> None:
         """``set`` each of a message's webhooks on its task."""
@@ -183,14 +194,14 @@ class PushNotifications:
 
     async def get(self, task_id: TaskId, config_id: str) -> TaskPushNotificationConfig:
         """The config with how its deliveries went; an empty ``config_id`` means
-        the task's first. Raises TaskNotFoundError."""
+        the task's first, its secrets masked. Raises TaskNotFoundError."""
         if config_id:
             state = await self.store.get_webhook((task_id, config_id))
         else:
             states = await self.store.list_webhooks(task_id)
             state = states[0] if states else None
         if state is not None:
-            return _answer(state)
+            return self._answer(state)
         if await self.store.list_webhooks(task_id) is None:
             raise _not_found(task_id)
         raise TaskNotFoundError(
@@ -202,8 +213,9 @@ class PushNotifications:
     async def list(
         self, request: ListTaskPushNotificationConfigsRequest
     ) -> ListTaskPushNotificationConfigsResponse:
-        """The task's configs, oldest first, ``pageSize`` at a time if given.
-        Raises TaskNotFoundError, InvalidParamsError (a page token not ours)."""
+        """The task's configs, oldest first, ``pageSize`` at a time if given,
+        their secrets masked. Raises TaskNotFoundError, InvalidParamsError (a
+        page token not ours)."""
         states = await self.store.list_webhooks(request.task_id)
         if states is None:
             raise _not_found(request.task_id)
@@ -218,8 +230,19 @@ class PushNotifications:
             start = int(request.page_token)
         end = start + request.page_size if request.page_size else len(states)
         return ListTaskPushNotificationConfigsResponse(
-            configs=[_answer(state) for state in states[start:end]],
+            configs=[self._answer(state) for state in states[start:end]],
             next_page_token=str(end) if end < len(states) else "",
+        )
+
+    def _answer(self, state: WebhookState) -> TaskPushNotificationConfig:
+        return msgspec.structs.replace(
+            self.secrets.masked(state.webhook.config),
+            a2ad_delivery=PushDeliveryStatus(
+                pending=state.pending,
+                delivered=state.delivered,
+                dead_lettered=state.dead_lettered,
+                last_error=state.last_error,
+            ),
         )
 
     async def delete(self, task_id: TaskId, config_id: str) -> None:
@@ -325,8 +348,12 @@ class PushNotifications:
             if reached is None or reached[0] != webhook.config.url:
                 # Resolved once a run (and checked again): it holds for the run.
                 reached = webhook.config.url, await self._reach(webhook)
+            revealed = self._reveal(key, webhook)
             for delivery in pending:
-                failure = await self._attempt(client, webhook, delivery, reached[1])
+                if isinstance(revealed, str):  # this key can't read them: no point retrying
+                    failure: tuple[str, bool] | None = revealed, True
+                else:
+                    failure = await self._attempt(client, revealed, delivery, reached[1])
                 if failure is None:
                     if not await self.store.delivered(delivery):
                         return  # deleted meanwhile: the rest of the batch is gone too
@@ -349,6 +376,14 @@ class PushNotifications:
                     "push delivery failed, will retry: %s", error, extra=_about(delivery, failures)
                 )
                 return
+
+    def _reveal(self, key: WebhookKey, webhook: Webhook) -> Webhook | str:
+        """The webhook with its secrets in clear, or why they can't be read."""
+        try:
+            return Webhook(self.secrets.reveal(webhook.config), webhook.version)
+        except SecretsUnreadable as exc:
+            log.warning("push: %s", exc, extra={"task_id": key[0], "config_id": key[1]})
+            return str(exc)
 
     async def _reach(self, webhook: Webhook) -> Target | WebhookRefused:
         try:
@@ -453,18 +488,6 @@ class _Clients:
     async def _close(self, client: httpx.AsyncClient) -> None:
         await client.aclose()
         self._open.discard(client)
-
-
-def _answer(state: WebhookState) -> TaskPushNotificationConfig:
-    return msgspec.structs.replace(
-        state.webhook.config,
-        a2ad_delivery=PushDeliveryStatus(
-            pending=state.pending,
-            delivered=state.delivered,
-            dead_lettered=state.dead_lettered,
-            last_error=state.last_error,
-        ),
-    )
 
 
 def _about(delivery: Delivery, attempts: int) -> dict[str, Any]:

@@ -257,10 +257,16 @@ class SendMessageResponse(_Wire, frozen=True):
 MAX_PUSH_URL_LENGTH = 2048
 # Sent as HTTP header values, so bounded like headers; checked for control
 # characters where a request is decoded (protocol/requests.py).
+# A request's token and credentials are held to MAX_PUSH_TOKEN_LENGTH and
+# MAX_AUTH_CREDENTIALS_LENGTH there too; the types leave room for the longer
+# form a2ad stores them in, encrypted (engine/secrets.py), since a stored config
+# is decoded with them as well.
+MAX_PUSH_TOKEN_LENGTH = 1024
+MAX_AUTH_CREDENTIALS_LENGTH = 4096
 PushUrl = Annotated[str, Meta(min_length=1, max_length=MAX_PUSH_URL_LENGTH)]
-PushToken = Annotated[str, Meta(max_length=1024)]
+PushToken = Annotated[str, Meta(max_length=2 * MAX_PUSH_TOKEN_LENGTH)]
 AuthScheme = Annotated[str, Meta(min_length=1, max_length=64)]
-AuthCredentials = Annotated[str, Meta(max_length=4096)]
+AuthCredentials = Annotated[str, Meta(max_length=2 * MAX_AUTH_CREDENTIALS_LENGTH)]
 OptionalId = Annotated[str, Meta(max_length=MAX_ID_LENGTH)]
 
 

@@ -18,8 +18,10 @@ from msgspec import UNSET, UnsetType
 
 from .errors import InvalidParamsError
 from .model import (
+    MAX_AUTH_CREDENTIALS_LENGTH,
     MAX_ID_LENGTH,
     MAX_JSON_DEPTH,
+    MAX_PUSH_TOKEN_LENGTH,
     HistoryLength,
     ListTasksRequest,
     SendMessageRequest,
@@ -150,11 +152,21 @@ def checked_push_config(
             field=f"{at}url",
         )
     auth = config.authentication
-    for name, value in (
-        ("token", config.token),
-        (scheme_field, "" if auth is UNSET else auth.scheme),
-        ("authentication.credentials", "" if auth is UNSET else auth.credentials),
+    for name, value, limit in (
+        ("token", config.token, MAX_PUSH_TOKEN_LENGTH),
+        (scheme_field, "" if auth is UNSET else auth.scheme, None),
+        (
+            "authentication.credentials",
+            "" if auth is UNSET else auth.credentials,
+            MAX_AUTH_CREDENTIALS_LENGTH,
+        ),
     ):
+        if limit is not None and len(value) > limit:
+            raise InvalidParamsError(
+                f"{method}: `{at}{name}` is {len(value)} characters long; at most {limit} "
+                "are accepted",
+                field=f"{at}{name}",
+            )
         if not (value.isascii() and value.isprintable()):
             raise InvalidParamsError(
                 f"{method}: `{at}{name}` is sent as an HTTP header value: use printable ASCII "

@@ -18,6 +18,7 @@ from ..agents.echo import EchoAgent
 from ..agents.settings import AgentSettings
 from ..engine import Engine
 from ..engine.push import PushPolicy
+from ..engine.secrets import WebhookSecrets, server_key
 from ..protocol.errors import A2AError, InvalidRequestError
 from ..protocol.jsonrpc import encode_error
 from ..store.base import StoreError, TaskStore
@@ -147,6 +148,7 @@ def create_app(
     keepalive_seconds: float = KEEPALIVE_SECONDS,
     allow_private_webhooks: bool = False,
     push_policy: PushPolicy | None = None,
+    secret_key: bytes | None = None,
     extended_card_check: ExtendedCardCheck = allow_everyone,
 ) -> A2AApp:
     """An ASGI app serving ``agent`` (default: the echo agent) over A2A.
@@ -164,13 +166,18 @@ def create_app(
     comment, so that proxies and clients do not take it for dead. Push
     notifications are delivered as ``push_policy`` says (retries, timeout,
     concurrency: engine/push.py), and to webhooks on loopback, private or
-    link-local addresses only with ``allow_private_webhooks``. An agent's
+    link-local addresses only with ``allow_private_webhooks``. Their tokens and
+    credentials are stored encrypted with ``secret_key`` (32 bytes; by default
+    the key in ``<file>-a2ad.key`` beside a SQLite store's file, made if
+    missing, or a random one for a store that keeps nothing past the process;
+    engine/secrets.py). An agent's
     extended card (``Agent.extended_card``) goes to callers for whom
     ``extended_card_check(request_context)`` (a function, or an async one) is
     true; by default every caller, until callers are authenticated."""
+    task_store = store if store is not None else MemoryStore(max_tasks=max_tasks)
     engine = Engine(
         agent if agent is not None else EchoAgent(),
-        store if store is not None else MemoryStore(max_tasks=max_tasks),
+        task_store,
         stream_buffer=stream_buffer,
         shutdown_grace=shutdown_grace,
         retention_seconds=retention_seconds,
@@ -179,6 +186,9 @@ def create_app(
         push_policy=push_policy,
         allow_private_webhooks=allow_private_webhooks,
     )
+    if engine.push is not None:
+        key = secret_key if secret_key is not None else server_key(task_store)
+        engine.push.secrets = WebhookSecrets(key)
     return A2AApp(
         engine,
         max_body_bytes=max_body_bytes,
