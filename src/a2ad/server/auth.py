@@ -524,7 +524,8 @@ class CredentialAuthenticator:
         """One line for the start banner."""
         said = []
         if self.keys is not None:
-            said.append(f"API keys from {self.keys.path} ({len(self.keys)} keys)")
+            count = len(self.keys)
+            said.append(f"API keys from {self.keys.path} ({count} key{'' if count == 1 else 's'})")
         if self.jwt is not None:
             said.append(f"JWTs from {self.jwt.issuer} (keys: {self.jwt.jwks})")
         return "; ".join(said)
