@@ -222,45 +222,52 @@ async def test_everything_written_is_read_back_identically_after_reopening(path:
 async def test_a_new_file_gets_the_current_schema_in_wal_mode(
     store: SqliteStore, path: Path
 ) -> None:
-    assert SCHEMA_VERSION == 3
+    assert SCHEMA_VERSION == 4
     assert pragma(path, "user_version") == SCHEMA_VERSION
     assert pragma(path, "journal_mode") == "wal"
     with raw(path) as conn:
         names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-    assert {"tasks", "events", "tasks_by_time", "tasks_by_context", "tasks_by_state"} <= names
+    assert {"tasks", "events", "tasks_of_owner", "tasks_of_tenant", "owner_count"} <= names
     assert {"webhooks", "deliveries", "message_keys"} <= names
+    assert "state_count" not in names
 
 
-async def test_a_version_2_file_gets_message_keys_and_keeps_its_tasks(
-    path: Path, monkeypatch: pytest.MonkeyPatch
+def old_file(path: Path, version: int) -> Task:
+    """A file as an a2ad at schema ``version`` left it, holding one task "t"
+    (inserted with the columns every version has)."""
+    task = new_task("t")
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("BEGIN")
+        for step in sqlite_schema._MIGRATIONS[:version]:
+            step(conn)
+        conn.execute(f"PRAGMA user_version = {version}")
+        conn.execute(
+            """INSERT INTO tasks (id, context_id, state, status_ts, seq, body)
+            VALUES (?, ?, ?, ?, 0, ?)""",
+            ("t", task.context_id, task.status.state.value, ts(0), msgspec.json.encode(task)),
+        )
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+    return task
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+async def test_an_older_file_is_upgraded_and_keeps_its_tasks_as_nobodys(
+    path: Path, version: int
 ) -> None:
-    with monkeypatch.context() as patched:  # an a2ad from before idempotent send
-        patched.setattr(sqlite_schema, "_MIGRATIONS", sqlite_schema._MIGRATIONS[:2])
-        patched.setattr(sqlite_schema, "SCHEMA_VERSION", 2)
-        async with SqliteStore(path) as store:
-            created = await store.create(new_task("t"))
-    assert pragma(path, "user_version") == 2
+    task = old_file(path, version)
     async with SqliteStore(path) as store:
-        assert await store.get("t") == created
-        await store.create(new_task("u"), message_key=b"k" * 16)
-        assert await store.find_message(b"k" * 16) == "u"
-    assert pragma(path, "user_version") == SCHEMA_VERSION
-
-
-async def test_a_version_1_file_gets_webhooks_and_keeps_its_tasks(
-    path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    with monkeypatch.context() as patched:  # an a2ad from before push notifications
-        patched.setattr(sqlite_schema, "_MIGRATIONS", sqlite_schema._MIGRATIONS[:1])
-        patched.setattr(sqlite_schema, "SCHEMA_VERSION", 1)
-        async with SqliteStore(path) as store:
-            created = await store.create(new_task("t"))
-    assert pragma(path, "user_version") == 1
-    async with SqliteStore(path) as store:
-        assert await store.get("t") == created
+        assert await store.get("t") == StoredTask(task, 0, "", "")
+        page = await store.list(ListQuery(page_size=5, tenant="", principal=""))
+        assert page.tasks == [task] and page.total == 1
         config = TaskPushNotificationConfig(url="https://example.com/h", id="w", task_id="t")
         assert await store.put_webhook(Webhook(config, "1.0")) is True
-        assert [d.item for d in await store.deliveries(("t", "w"), 10)] == [created.task]
+        await store.create(new_task("u"), message_key=b"k" * 16, tenant="a", principal="p")
+        assert await store.find_message(b"k" * 16) == "u"
+        page = await store.list(ListQuery(page_size=5, tenant="a", principal="p"))
+        assert [t.id for t in page.tasks] == ["u"] and page.total == 1
     assert pragma(path, "user_version") == SCHEMA_VERSION
 
 

@@ -10,6 +10,7 @@ import copy
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -1134,3 +1135,77 @@ async def test_evicting_a_task_forgets_its_message_key(backend: str, tmp_path: P
         assert await capped.find_message(b"new") == new.id
     finally:
         await capped.aclose()
+
+
+# --- whose a task is (tenant, principal) ---
+
+
+async def test_a_task_keeps_its_tenant_and_principal_through_appends_and_its_end(
+    store: TaskStore,
+) -> None:
+    task = new_task()
+    created = await store.create(task, tenant="acme", principal="ann")
+    assert (created.tenant, created.principal) == ("acme", "ann")
+    working = await store.append(task.id, 0, [status(task, TaskState.WORKING, ts(1))])
+    assert (working.tenant, working.principal) == ("acme", "ann")
+    await store.append(task.id, 1, [status(task, TaskState.COMPLETED, ts(2))])
+    done = await store.get(task.id)
+    assert done is not None and (done.tenant, done.principal) == ("acme", "ann")
+    nobodys = await store.create(new_task())
+    assert (nobodys.tenant, nobodys.principal) == ("", "")
+
+
+async def test_listing_by_owner_and_by_tenant_sees_only_theirs_with_their_totals(
+    store: TaskStore,
+) -> None:
+    owners = [("acme", "ann"), ("acme", "bob"), ("globex", "ann"), ("", "")]
+    made: dict[tuple[str, str], list[str]] = {owner: [] for owner in owners}
+    for i in range(12):
+        owner = owners[i % 4]
+        task = new_task(context_id="shared" if i < 8 else "other")
+        await store.create(task, tenant=owner[0], principal=owner[1])
+        state = TaskState.COMPLETED if i % 3 == 0 else TaskState.WORKING
+        await store.append(task.id, 0, [status(task, state, ts(i))])
+        made[owner].append(task.id)
+
+    async def ids(**query: Any) -> tuple[list[str], int]:
+        page = await store.list(ListQuery(page_size=20, **query))
+        return [t.id for t in page.tasks], page.total
+
+    for (tenant, principal), theirs in made.items():
+        got, total = await ids(tenant=tenant, principal=principal)
+        assert got == theirs[::-1] and total == len(theirs)
+    got, total = await ids(tenant="acme")
+    assert set(got) == set(made["acme", "ann"] + made["acme", "bob"]) and total == 6
+    got, total = await ids(tenant="acme", principal="ann", context_id="shared")
+    assert got == made["acme", "ann"][:2][::-1] and total == 2
+    got, total = await ids(tenant="acme", principal="bob", state=TaskState.COMPLETED)
+    completed = [t for i, t in enumerate(made["acme", "bob"]) if (4 * i + 1) % 3 == 0]
+    assert got == completed[::-1] and total == len(completed)
+    got, total = await ids(tenant="acme", state=TaskState.WORKING)
+    assert total == len(got) == 4
+    got, total = await ids(tenant="nobody-here")
+    assert got == [] and total == 0
+    got, total = await ids()
+    assert total == 12
+
+
+async def test_an_owners_pages_walk_only_its_tasks(store: TaskStore) -> None:
+    mine = []
+    for i in range(7):
+        task = new_task()
+        owner = ("t", "me") if i % 2 == 0 else ("t", "you")
+        await store.create(task, tenant=owner[0], principal=owner[1])
+        await store.append(task.id, 0, [status(task, TaskState.WORKING, ts(i))])
+        if owner[1] == "me":
+            mine.append(task.id)
+    seen: list[str] = []
+    cursor = None
+    while True:
+        page = await store.list(ListQuery(page_size=2, tenant="t", principal="me", cursor=cursor))
+        seen += [t.id for t in page.tasks]
+        assert page.total == 4
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    assert seen == mine[::-1]

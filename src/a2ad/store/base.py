@@ -75,8 +75,13 @@ MAX_WEBHOOKS = 10  # push-notification configs per task
 
 
 class StoredTask(NamedTuple):
+    """A task as stored: its snapshot at sequence ``seq``, and whose it is (the
+    ``tenant`` and ``principal`` that created it; "" for a server without auth)."""
+
     task: Task
     seq: Seq
+    tenant: str = ""
+    principal: str = ""
 
 
 class Lease(NamedTuple):
@@ -94,6 +99,8 @@ class LoggedEvent(NamedTuple):
 
 class ListQuery(NamedTuple):
     page_size: int
+    tenant: str | None = None  # None: every tenant's tasks
+    principal: str | None = None  # None: every principal's (of ``tenant``)
     context_id: str = ""
     state: TaskState | None = None
     updated_after: str = ""  # status timestamp >= this (same text format)
@@ -192,15 +199,19 @@ class TaskStore(abc.ABC):
         lease: Lease | None = None,
         deadline: str | None = None,
         message_key: bytes | None = None,
+        tenant: str = "",
+        principal: str = "",
     ) -> StoredTask:
         """Store a new task at sequence 0 and apply ``events`` as sequences 1, 2, ...
         in the same step (one write where an agent acts at once); returns the
         snapshot at the last sequence. ``lease``: the instance running it, while it
         is in flight. ``deadline`` (timestamp text): when it becomes overdue, until
-        it is terminal. ``message_key``: the key of the message that created it
-        (see ``find_message``), recorded in the same step. Raises StoreFullError
-        when full (evicting first what may be evicted), ValueError if a task with
-        that id exists, and what ``append`` raises for an event; then nothing is
+        it is terminal. ``tenant`` and ``principal``: whose task it is, for good;
+        every StoredTask of it says so, and ``list`` filters by them.
+        ``message_key``: the key of the message that created it (see
+        ``find_message``), recorded in the same step. Raises StoreFullError when
+        full (evicting first what may be evicted), ValueError if a task with that
+        id exists, and what ``append`` raises for an event; then nothing is
         stored. Like every write, it completes even if the awaiting caller is
         cancelled meanwhile."""
 

@@ -186,6 +186,11 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
         self._deadlines: dict[str, str] = {}  # task id -> deadline, while not terminal
         self._order: list[Cursor] = []  # ascending; listing walks it backwards
         self._by_context: dict[str, list[Cursor]] = {}
+        # Whose each task is, (tenant, principal), when not ("", "") as without auth;
+        # then its keys are also listed by tenant and by owner, for scoped listings.
+        self._owners: dict[str, tuple[str, str]] = {}
+        self._by_tenant: dict[str, list[Cursor]] = {}
+        self._by_owner: dict[tuple[str, str], list[Cursor]] = {}
         # Eviction order, oldest first. Entries are checked when taken instead of
         # removed when they go stale: a terminal task only leaves by being dropped,
         # an interrupted one is current while it still has the seq it had then.
@@ -208,6 +213,8 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
         lease: Lease | None = None,
         deadline: str | None = None,
         message_key: bytes | None = None,
+        tenant: str = "",
+        principal: str = "",
     ) -> StoredTask:
         if task.id in self._tasks:
             raise ValueError(f"task {task.id} already exists")
@@ -215,7 +222,9 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
             raise StoreFullError(
                 f"the store holds {len(self._tasks)} tasks (its cap) and all are in flight"
             )
-        record = StoredTask(task, 0)
+        record = StoredTask(task, 0, tenant, principal)
+        if tenant or principal:
+            self._owners[task.id] = (tenant, principal)
         self._tasks[task.id] = record
         self._events[task.id] = []
         if lease is not None:
@@ -274,7 +283,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
         record = self._tasks.get(task_id)
         if isinstance(record, bytes):
             frozen = _thaw(record)
-            return StoredTask(frozen.task, frozen.seq)
+            return StoredTask(frozen.task, frozen.seq, *self._owners.get(task_id, _NOBODY))
         return record
 
     def _appendable(self, task_id: str, expected_seq: Seq) -> StoredTask:
@@ -300,7 +309,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
     ) -> StoredTask:
         """Store ``new``, the snapshot ``event`` made of ``record``, and log the event."""
         old, task_id = record.task, record.task.id
-        record = StoredTask(new, record.seq + 1)
+        record = StoredTask(new, record.seq + 1, record.tenant, record.principal)
         self._tasks[task_id] = record
         if isinstance(event, TaskStatusUpdateEvent):
             self._unindex(old)
@@ -380,18 +389,23 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
         return doomed
 
     async def list(self, query: ListQuery) -> ListPage:
-        keys = self._by_context.get(query.context_id, []) if query.context_id else self._order
+        tenant, principal = query.tenant, query.principal
+        whose = None  # the owner filter still to apply to ``keys``
+        if query.context_id:
+            keys = self._by_context.get(query.context_id, [])
+            whose = (tenant, principal) if tenant is not None or principal is not None else None
+        elif principal is not None and tenant is not None:
+            keys = self._keys_of_owner(tenant, principal)
+        elif tenant is not None:
+            keys = self._keys_of_tenant(tenant)
+        else:
+            keys = self._order
         low = bisect.bisect_left(keys, (query.updated_after, "")) if query.updated_after else 0
         high = len(keys)
-        if query.state is None and not query.overdue_at:
+        if query.state is None and not query.overdue_at and whose is None:
             total = high - low
         else:
-            total = sum(
-                1
-                for k in keys[low:high]
-                if (query.state is None or self._state_of(k) is query.state)
-                and (not query.overdue_at or self._is_overdue(k[1], query.overdue_at))
-            )
+            total = sum(1 for k in keys[low:high] if self._wanted(k, query, whose))
         start = bisect.bisect_left(keys, query.cursor) if query.cursor else high
         tasks: list[Task] = []
         next_cursor: Cursor | None = None
@@ -399,9 +413,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
         while i >= low:
             key = keys[i]
             i -= 1
-            if query.state is not None and self._state_of(key) is not query.state:
-                continue
-            if query.overdue_at and not self._is_overdue(key[1], query.overdue_at):
+            if not self._wanted(key, query, whose):
                 continue
             if len(tasks) == query.page_size:
                 next_cursor = _key(tasks[-1])
@@ -409,6 +421,36 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
             record = self._tasks[key[1]]
             tasks.append(_thaw(record).task if isinstance(record, bytes) else record.task)
         return ListPage(tasks, next_cursor, total)
+
+    def _wanted(
+        self, key: Cursor, query: ListQuery, whose: tuple[str | None, str | None] | None
+    ) -> bool:
+        if query.state is not None and self._state_of(key) is not query.state:
+            return False
+        if query.overdue_at and not self._is_overdue(key[1], query.overdue_at):
+            return False
+        if whose is not None:
+            tenant, principal = self._owners.get(key[1], _NOBODY)
+            if whose[0] is not None and tenant != whose[0]:
+                return False
+            if whose[1] is not None and principal != whose[1]:
+                return False
+        return True
+
+    def _keys_of_tenant(self, tenant: str) -> builtins.list[Cursor]:
+        if tenant:
+            return self._by_tenant.get(tenant, [])
+        # The default tenant's keys: those of every task not filed under another.
+        if not self._owners:
+            return self._order
+        return [k for k in self._order if self._owners.get(k[1], _NOBODY)[0] == ""]
+
+    def _keys_of_owner(self, tenant: str, principal: str) -> builtins.list[Cursor]:
+        if tenant or principal:
+            return self._by_owner.get((tenant, principal), [])
+        if not self._owners:  # every task is nobody's (no auth): all of them
+            return self._order
+        return [k for k in self._order if k[1] not in self._owners]
 
     async def aclose(self) -> None:
         return None
@@ -527,6 +569,11 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
         key = _key(task)
         bisect.insort(self._order, key)
         bisect.insort(self._by_context.setdefault(task.context_id, []), key)
+        owner = self._owners.get(task.id)
+        if owner is not None:
+            if owner[0]:
+                bisect.insort(self._by_tenant.setdefault(owner[0], []), key)
+            bisect.insort(self._by_owner.setdefault(owner, []), key)
         state = task.status.state
         if state in IN_FLIGHT:
             self._in_flight.add(task.id)
@@ -542,6 +589,11 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
         _remove(keys, key)
         if not keys:
             del self._by_context[task.context_id]
+        owner = self._owners.get(task.id)
+        if owner is not None:
+            if owner[0]:
+                _unfile(self._by_tenant, owner[0], key)
+            _unfile(self._by_owner, owner, key)
         self._in_flight.discard(task.id)
 
     def _evict_one(self) -> bool:
@@ -569,10 +621,21 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
         for message_key in self._keys_of.pop(task_id, ()):
             del self._message_keys[message_key]
         self._unindex(_thaw(record).task if isinstance(record, bytes) else record.task)
+        self._owners.pop(task_id, None)
 
 
 def _state(record: StoredTask | bytes) -> TaskState:
     return _STATES[record[0]] if isinstance(record, bytes) else record.task.status.state
+
+
+_NOBODY = ("", "")  # the owner of a task created without auth
+
+
+def _unfile(lists: dict[Any, list[Cursor]], name: Any, key: Cursor) -> None:
+    keys = lists[name]
+    _remove(keys, key)
+    if not keys:
+        del lists[name]
 
 
 def _remove(keys: list[Cursor], key: Cursor) -> None:

@@ -132,16 +132,14 @@ def _evict_order(evict_class: int | None) -> int | None:
 
 
 _INSERT_TASK = """INSERT INTO tasks (id, context_id, state, status_ts, seq, evict_class,
-    evict_order, lease_owner, lease_expires, deadline, body{key})
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?{value})"""
-_INSERT_TASK_WITH_KEY = _INSERT_TASK.format(key=", message_key", value=", ?")
-_INSERT_TASK = _INSERT_TASK.format(key="", value="")
+    evict_order, lease_owner, lease_expires, deadline, body, message_key, tenant, principal)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
 _EVICTABLE = """SELECT id, evict_class, state FROM tasks WHERE evict_class IS NOT NULL AND id != ?
     ORDER BY evict_class, evict_order LIMIT ?"""
 _DELETE_TASK = "DELETE FROM tasks WHERE id = ?"
-_SELECT_TASK = "SELECT seq, body FROM tasks WHERE id = ?"
+_SELECT_TASK = "SELECT seq, body, tenant, principal FROM tasks WHERE id = ?"
 _SELECT_FOR_APPEND = """SELECT seq, state, evict_class, lease_owner, lease_expires, body,
-    webhooks FROM tasks WHERE id = ?"""
+    webhooks, tenant, principal FROM tasks WHERE id = ?"""
 _INSERT_EVENT = "INSERT INTO events (task_id, seq, kind, body) VALUES (?, ?, ?, ?)"
 _TRIM_EVENTS = "DELETE FROM events WHERE task_id = ? AND seq <= ?"
 _SELECT_EVENTS = "SELECT seq, kind, body FROM events WHERE task_id = ? AND seq > ? ORDER BY seq"
@@ -195,11 +193,21 @@ _INSERT_WEBHOOK = """INSERT INTO webhooks (task_id, id, version, body, due_at)
 
 @cache
 def _list_sql(
-    context: bool, state: bool, after: bool, overdue: bool, cursor: bool
+    tenant: bool,
+    principal: bool,
+    context: bool,
+    state: bool,
+    after: bool,
+    overdue: bool,
+    cursor: bool,
 ) -> tuple[str, str]:
     """(count, page) statements for one combination of filters; one text per
     combination, so sqlite3's statement cache keeps each prepared."""
     terms = []
+    if tenant:
+        terms.append("tenant = :tenant")
+    if principal:
+        terms.append("principal = :principal")
     if context:
         terms.append("context_id = :context")
     if state:
@@ -423,6 +431,8 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
         lease: Lease | None = None,
         deadline: str | None = None,
         message_key: bytes | None = None,
+        tenant: str = "",
+        principal: str = "",
     ) -> StoredTask:
         # The row goes in once, as it stands after the events: one set of index
         # entries instead of one per event.
@@ -439,7 +449,15 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
 
         def create(conn: sqlite3.Connection) -> StoredTask:
             stored = self._create(
-                conn, final, lease, deadline, seq=len(events), evicted=evicted, key=message_key
+                conn,
+                final,
+                lease,
+                deadline,
+                seq=len(events),
+                evicted=evicted,
+                key=message_key,
+                tenant=tenant,
+                principal=principal,
             )
             _log_events(conn, task.id, 1, events)  # a new task has no webhooks yet
             return stored
@@ -602,13 +620,15 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
         seq: Seq = 0,
         evicted: builtins.list[tuple[str, str]] | None = None,
         key: bytes | None = None,
+        tenant: str = "",
+        principal: str = "",
     ) -> StoredTask:
         """Insert ``task``; past the cap, evict, adding each interrupted task evicted
         to ``evicted`` as (id, state)."""
         evict_class = _evict_class(task.status.state)
         try:
             conn.execute(
-                _INSERT_TASK if key is None else _INSERT_TASK_WITH_KEY,
+                _INSERT_TASK,
                 (
                     task.id,
                     task.context_id,
@@ -621,7 +641,9 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
                     lease.expires_at if lease is not None else None,
                     None if task.status.state.terminal else deadline,
                     _encode(task),
-                    *((key,) if key is not None else ()),
+                    key,
+                    tenant,
+                    principal,
                 ),
             )
         except sqlite3.IntegrityError:
@@ -643,7 +665,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
                     evicted.extend(
                         (victim, state) for victim, kind, state in victims if kind == _INTERRUPTED
                     )
-        return StoredTask(task, seq)
+        return StoredTask(task, seq, tenant, principal)
 
 
 def _key_filter(conn: sqlite3.Connection) -> KeyFilter:
@@ -666,7 +688,7 @@ def _connect_reader(path: str) -> sqlite3.Connection:
 
 def _get(conn: sqlite3.Connection, task_id: str) -> StoredTask | None:
     row = conn.execute(_SELECT_TASK, (task_id,)).fetchone()
-    return None if row is None else StoredTask(_decode_task(row[1]), row[0])
+    return None if row is None else StoredTask(_decode_task(row[1]), row[0], row[2], row[3])
 
 
 def _append(
@@ -680,7 +702,7 @@ def _append(
     row = conn.execute(_SELECT_FOR_APPEND, (task_id,)).fetchone()
     if row is None:
         raise MissingTaskError(task_id)
-    seq, state_value, old_class, owner, expires, body, webhook_count = row
+    seq, state_value, old_class, owner, expires, body, webhook_count, tenant, principal = row
     if seq != expected_seq:
         raise SequenceConflictError(f"task {task_id} is at {seq}, not {expected_seq}")
     state = TaskState(state_value)
@@ -718,7 +740,7 @@ def _append(
         _enqueue(conn, task_id, webhooks, logged, snapshots)
     if seq > MAX_EVENTS:
         conn.execute(_TRIM_EVENTS, (task_id, seq - MAX_EVENTS))
-    return StoredTask(new, seq)
+    return StoredTask(new, seq, tenant, principal)
 
 
 def _log_events(
@@ -778,7 +800,7 @@ def _put_webhook(conn: sqlite3.Connection, webhook: Webhook) -> bool:
     (count,) = conn.execute(_COUNT_WEBHOOKS, (config.task_id,)).fetchone()
     if count >= MAX_WEBHOOKS:
         raise WebhookLimitError(f"task {config.task_id} has {count} webhooks already")
-    seq, task_body = row
+    seq, task_body = row[0], row[1]
     conn.execute(_INSERT_WEBHOOK, (*key, webhook.version, body))
     snapshot = task_body if webhook.version == "0.3" else None
     conn.execute(_INSERT_DELIVERY, (*key, seq, _TASK, task_body, snapshot))
@@ -829,11 +851,25 @@ def _delete_terminal(conn: sqlite3.Connection, updated_before: str, limit: int) 
     return [row[0] for row in rows]
 
 
-_COUNT_STATE = "SELECT n FROM state_count WHERE state = ?"
+def _count_owned_sql(query: ListQuery) -> str:
+    """The total of a listing filtered by no more than owner and state, from the
+    counts the triggers keep."""
+    terms = [
+        term
+        for term, given in (
+            ("tenant = :tenant", query.tenant is not None),
+            ("principal = :principal", query.principal is not None),
+            ("state = :state", query.state is not None),
+        )
+        if given
+    ]
+    return "SELECT coalesce(sum(n), 0) FROM owner_count WHERE " + " AND ".join(terms)
 
 
 def _list(conn: sqlite3.Connection, query: ListQuery) -> ListPage:
     count_sql, page_sql = _list_sql(
+        query.tenant is not None,
+        query.principal is not None,
         bool(query.context_id),
         query.state is not None,
         bool(query.updated_after),
@@ -841,6 +877,8 @@ def _list(conn: sqlite3.Connection, query: ListQuery) -> ListPage:
         query.cursor is not None,
     )
     params: dict[str, Any] = {
+        "tenant": query.tenant,
+        "principal": query.principal,
         "context": query.context_id,
         "state": query.state.value if query.state is not None else None,
         "after": query.updated_after,
@@ -851,11 +889,10 @@ def _list(conn: sqlite3.Connection, query: ListQuery) -> ListPage:
         params["cursor_ts"], params["cursor_id"] = query.cursor
     if query.context_id or query.updated_after or query.overdue_at:
         (total,) = conn.execute(count_sql, params).fetchone()
-    elif query.state is not None:
-        row = conn.execute(_COUNT_STATE, (params["state"],)).fetchone()
-        total = row[0] if row else 0
-    else:
+    elif query.state is None and query.tenant is None and query.principal is None:
         (total,) = conn.execute(_COUNT_ALL).fetchone()
+    else:
+        (total,) = conn.execute(_count_owned_sql(query), params).fetchone()
     rows = conn.execute(page_sql, params).fetchall()
     tasks = [_decode_task(body) for _, _, body in rows[: query.page_size]]
     next_cursor: Cursor | None = None

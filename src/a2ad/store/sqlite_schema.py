@@ -149,11 +149,70 @@ def _create_v3(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
+# Version 4: whose each task is. ``tenant`` and ``principal`` (both "" for tasks
+# created without auth, and for every task of an older file) scope every listing,
+# so the listing indexes lead with them: the four filters of before behind
+# (tenant, principal), and (tenant) alone for operators, who list a whole tenant.
+# ``owner_count`` replaces ``state_count``: a listing's total without other
+# filters is one lookup (or a sum over a tenant's few rows), not a count.
+_SCHEMA_V4 = (
+    "ALTER TABLE tasks ADD COLUMN tenant TEXT NOT NULL DEFAULT ''",
+    "ALTER TABLE tasks ADD COLUMN principal TEXT NOT NULL DEFAULT ''",
+    "DROP INDEX tasks_by_time",
+    "DROP INDEX tasks_by_context",
+    "DROP INDEX tasks_by_state",
+    "DROP INDEX tasks_by_context_state",
+    "CREATE INDEX tasks_of_owner ON tasks (tenant, principal, status_ts, id)",
+    """CREATE INDEX tasks_of_owner_by_context
+        ON tasks (tenant, principal, context_id, status_ts, id)""",
+    "CREATE INDEX tasks_of_owner_by_state ON tasks (tenant, principal, state, status_ts, id)",
+    """CREATE INDEX tasks_of_owner_by_context_state
+        ON tasks (tenant, principal, context_id, state, status_ts, id)""",
+    "CREATE INDEX tasks_of_tenant ON tasks (tenant, status_ts, id)",
+    "DROP TRIGGER tasks_state_insert",
+    "DROP TRIGGER tasks_state_delete",
+    "DROP TRIGGER tasks_state_update",
+    "DROP TABLE state_count",
+    """CREATE TABLE owner_count (
+        tenant TEXT NOT NULL,
+        principal TEXT NOT NULL,
+        state TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        PRIMARY KEY (tenant, principal, state)
+    ) WITHOUT ROWID""",
+    """INSERT INTO owner_count (tenant, principal, state, n)
+        SELECT tenant, principal, state, count(*) FROM tasks GROUP BY tenant, principal, state""",
+    """CREATE TRIGGER tasks_owner_insert AFTER INSERT ON tasks BEGIN
+        INSERT INTO owner_count (tenant, principal, state, n)
+            VALUES (new.tenant, new.principal, new.state, 1)
+            ON CONFLICT (tenant, principal, state) DO UPDATE SET n = n + 1;
+    END""",
+    """CREATE TRIGGER tasks_owner_delete AFTER DELETE ON tasks BEGIN
+        UPDATE owner_count SET n = n - 1
+            WHERE tenant = old.tenant AND principal = old.principal AND state = old.state;
+    END""",
+    """CREATE TRIGGER tasks_owner_update AFTER UPDATE OF state ON tasks
+        WHEN new.state != old.state BEGIN
+        UPDATE owner_count SET n = n - 1
+            WHERE tenant = old.tenant AND principal = old.principal AND state = old.state;
+        INSERT INTO owner_count (tenant, principal, state, n)
+            VALUES (new.tenant, new.principal, new.state, 1)
+            ON CONFLICT (tenant, principal, state) DO UPDATE SET n = n + 1;
+    END""",
+)
+
+
+def _create_v4(conn: sqlite3.Connection) -> None:
+    for statement in _SCHEMA_V4:
+        conn.execute(statement)
+
+
 # Step i upgrades a file at version i to version i + 1; append, never edit.
 _MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _create_v1,
     _create_v2,
     _create_v3,
+    _create_v4,
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 
