@@ -30,6 +30,13 @@ bindings window by window:
 
     .venv/bin/python bench/load.py --servers a2ad,a2ad-rest --baseline a2ad \
         --workloads send,get,stream
+
+The server ``a2ad-auth`` is a2ad with auth on: ``--auth`` with a keys file of a
+few keys (made by ``a2ad auth add-key``), every request carrying one of them as
+``Authorization: Bearer``; beside ``a2ad`` it gives the cost of authentication:
+
+    .venv/bin/python bench/load.py --servers a2ad,a2ad-auth --baseline a2ad \
+        --workloads send,get
 """
 
 from __future__ import annotations
@@ -73,6 +80,7 @@ SERVER_NAMES = (
     "bare",
     "sdk-nootel",
     "a2ad-rest",
+    "a2ad-auth",
     "a2ad-before",
     "a2ad-sqlite-before",
 )
@@ -178,9 +186,40 @@ class Server:
             os.unlink(self.log.name)
 
 
+# The Authorization header every request to a port carries (servers with auth on).
+AUTH_HEADERS: dict[int, bytes] = {}
+AUTH_KEYS = 5  # in the keys file of a2ad-auth; requests use the last
+
+
+def make_keys(path: Path, env: dict[str, str]) -> str:
+    """A keys file of AUTH_KEYS keys, made as a user makes them; the last key."""
+    key = ""
+    for n in range(AUTH_KEYS):
+        done = subprocess.run(
+            [
+                str(VENV / "a2ad"),
+                "auth",
+                "add-key",
+                "--principal",
+                f"bench-{n}",
+                "--file",
+                str(path),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        key = done.stdout.strip()
+    return key
+
+
 def server_argv(name: str, port: int, db: Path) -> list[str]:
     name = name.removesuffix("-before")  # the same server, from the --before commit
     name = name.removesuffix("-rest")  # the same server, driven over HTTP+JSON
+    if name == "a2ad-auth":  # the same server, with auth on
+        keys = ["--auth", str(db.with_suffix(".keys.toml"))]
+        return [*server_argv("a2ad", port, db), *keys]
     if name == "a2ad":
         store = ["--store", "memory", "--max-tasks", "1000000"]  # never evicts here
     elif name == "a2ad-sqlite":
@@ -224,6 +263,10 @@ async def start_servers(names: list[str], args: argparse.Namespace) -> list[Serv
         if name.startswith("a2ad-sqlite"):
             remove_db(db)
         port = free_port()
+        if name == "a2ad-auth":
+            keys = db.with_suffix(".keys.toml")
+            keys.unlink(missing_ok=True)
+            AUTH_HEADERS[port] = b"Authorization: Bearer %s\r\n" % make_keys(keys, env).encode()
         server = Server(name, server_argv(name, port, db), port, env)
         server.start()
         servers.append(server)
@@ -239,6 +282,8 @@ def stop_servers(servers: list[Server]) -> None:
     for server in servers:
         server.stop()
     remove_db(Path(tempfile.gettempdir()) / f"a2ad-load-{RUN}.db")
+    for keys in Path(tempfile.gettempdir()).glob(f"a2ad-load-{RUN}-*.keys.toml"):
+        keys.unlink(missing_ok=True)
 
 
 def core_times(cpu: int) -> tuple[float, float]:
@@ -326,15 +371,16 @@ def post(port: int, body: bytes, stream: bool = False, path: bytes = b"/") -> by
     accept = b"Accept: text/event-stream\r\n" if stream else b""
     return (
         b"POST %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
-        b"A2A-Version: 1.0\r\n%sContent-Length: %d\r\n\r\n%s"
-        % (path, port, accept, len(body), body)
+        b"A2A-Version: 1.0\r\n%s%sContent-Length: %d\r\n\r\n%s"
+        % (path, port, AUTH_HEADERS.get(port, b""), accept, len(body), body)
     )
 
 
 def get(port: int, path: str) -> bytes:
-    return b"GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nA2A-Version: 1.0\r\n\r\n" % (
+    return b"GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nA2A-Version: 1.0\r\n%s\r\n" % (
         path.encode(),
         port,
+        AUTH_HEADERS.get(port, b""),
     )
 
 

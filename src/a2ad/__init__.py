@@ -50,6 +50,13 @@ from .protocol.model import (
     TextPart,
 )
 from .server.app import A2AApp, create_app, load_agent
+from .server.auth import (
+    ApiKeys,
+    AuthenticationFailed,
+    Authenticator,
+    CredentialAuthenticator,
+    JwtVerifier,
+)
 from .store.base import TaskStore
 from .store.memory import MemoryStore
 from .store.sqlite import SqliteStore
@@ -63,13 +70,17 @@ __all__ = [
     "AgentExtension",
     "AgentProvider",
     "AgentSkill",
+    "ApiKeys",
     "Artifact",
+    "AuthenticationFailed",
+    "Authenticator",
     "AuthorizationCodeOAuthFlow",
     "Caller",
     "Client",
     "ClientCredentialsOAuthFlow",
     "ClientError",
     "ContentTypeNotSupportedError",
+    "CredentialAuthenticator",
     "DataPart",
     "DeviceCodeOAuthFlow",
     "EchoAgent",
@@ -78,6 +89,7 @@ __all__ = [
     "FilePart",
     "HTTPAuthSecurityScheme",
     "InvalidParamsError",
+    "JwtVerifier",
     "MemoryStore",
     "Message",
     "MutualTlsSecurityScheme",

@@ -48,7 +48,8 @@ class Caller(msgspec.Struct, frozen=True, kw_only=True):
 
     ``principal``: the caller's name ("" for the anonymous caller of a server
     without auth); ``tenants``: the tenants it may use, the first its default
-    (empty: any tenant, as without auth); ``roles``: such as ``operator``, who
+    (none listed: the default tenant "" only; any tenant for the anonymous
+    caller, as without auth); ``roles``: such as ``operator``, who
     sees and cancels every task of its tenant; ``authenticated``: whether
     credentials proved it (False only for the anonymous caller)."""
 
@@ -62,8 +63,12 @@ class Caller(msgspec.Struct, frozen=True, kw_only=True):
         return OPERATOR in self.roles
 
     def may_use(self, tenant: str) -> bool:
-        """Whether the caller may act in ``tenant``."""
-        return not self.tenants or tenant in self.tenants
+        """Whether the caller may act in ``tenant``: one of its tenants; with none
+        listed, the default tenant "" only, or (the anonymous caller of a server
+        without auth) any tenant."""
+        if self.tenants:
+            return tenant in self.tenants
+        return not self.authenticated or tenant == ""
 
     @property
     def default_tenant(self) -> str:

@@ -1,5 +1,6 @@
 """The ``a2ad`` command: ``serve`` runs a server; ``send``, ``tasks …`` and
-``card`` talk to any A2A server; ``mcp`` serves the task tools to an MCP client.
+``card`` talk to any A2A server; ``mcp`` serves the task tools to an MCP client;
+``auth add-key`` makes the API keys ``serve --auth`` takes.
 
 One module per command group; ``remote`` holds what the client commands share,
 ``output`` how they print, ``logs`` the server's JSON log lines.
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import typer
 
-from . import card, mcp, send, serve, tasks
+from . import auth, card, mcp, send, serve, tasks
 
 __all__ = ["app", "main"]
 
@@ -30,6 +31,7 @@ app.command("mcp")(mcp.mcp)
 app.command("send")(send.send)
 app.add_typer(tasks.tasks_app)
 app.command("card")(card.card)
+app.add_typer(auth.auth_app)
 
 
 def main() -> None:

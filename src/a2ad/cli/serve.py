@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import ipaddress
 import math
 import os
 import signal
@@ -28,6 +29,7 @@ from ..agents.task_manager import ENV_MANAGED_URLS
 from ..durations import parse_duration, parse_optional_duration
 from ..engine.secrets import KeyFileError, server_key
 from ..server.app import A2AApp, create_app, load_agent
+from ..server.auth import ApiKeys, CredentialAuthenticator, JwtVerifier
 from ..server.connections import (
     ConnectionLimits,
     fit_to_fd_limit,
@@ -37,6 +39,7 @@ from ..server.connections import (
 from ..store import DEFAULT_STORE, store_from_url
 from ..store.base import StoreError
 from ..tools import ENV_TOKEN, ENV_URL
+from .auth import ENV_AUTH_FILE
 from .logs import configure_logging
 
 __all__ = ["serve"]
@@ -191,6 +194,60 @@ def serve(
             "key for memory.",
         ),
     ] = None,
+    auth: Annotated[
+        str | None,
+        typer.Option(
+            envvar=ENV_AUTH_FILE,
+            help="Turn auth on with this keys file (TOML; `a2ad auth add-key` writes it): "
+            "requests need 'Authorization: Bearer KEY' or 'X-API-Key: KEY'.",
+            rich_help_panel="Authentication",
+        ),
+    ] = None,
+    auth_jwt_jwks: Annotated[
+        str | None,
+        typer.Option(
+            help="Accept bearer JWTs signed by the keys of this JWKS (URL or file); "
+            "needs --auth-jwt-issuer and --auth-jwt-audience.",
+            rich_help_panel="Authentication",
+        ),
+    ] = None,
+    auth_jwt_issuer: Annotated[
+        str | None,
+        typer.Option(help="The JWTs' required `iss`.", rich_help_panel="Authentication"),
+    ] = None,
+    auth_jwt_audience: Annotated[
+        str | None,
+        typer.Option(help="The JWTs' required `aud`.", rich_help_panel="Authentication"),
+    ] = None,
+    auth_jwt_principal_claim: Annotated[
+        str,
+        typer.Option(
+            help="The claim naming the caller (dots walk nested claims).",
+            rich_help_panel="Authentication",
+        ),
+    ] = "sub",
+    auth_jwt_tenant_claim: Annotated[
+        str,
+        typer.Option(
+            help="The claim listing its tenants (a string or a list).",
+            rich_help_panel="Authentication",
+        ),
+    ] = "tenant",
+    auth_jwt_roles_claim: Annotated[
+        str,
+        typer.Option(
+            help="The claim listing its roles (a list or a space-separated string).",
+            rich_help_panel="Authentication",
+        ),
+    ] = "roles",
+    auth_jwt_oidc_url: Annotated[
+        str | None,
+        typer.Option(
+            help="The provider's OpenID Connect discovery URL, for the card to declare "
+            "(otherwise it declares an HTTP bearer scheme of format JWT).",
+            rich_help_panel="Authentication",
+        ),
+    ] = None,
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
     model: Annotated[
         str | None,
@@ -215,6 +272,16 @@ def serve(
         console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
     try:
+        authenticator = _authenticator(
+            auth,
+            auth_jwt_jwks,
+            issuer=auth_jwt_issuer,
+            audience=auth_jwt_audience,
+            principal_claim=auth_jwt_principal_claim,
+            tenant_claim=auth_jwt_tenant_claim,
+            roles_claim=auth_jwt_roles_claim,
+            oidc_url=auth_jwt_oidc_url,
+        )
         task_store = store_from_url(store, max_tasks=max_tasks)
     except ValueError as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
@@ -250,6 +317,7 @@ def serve(
         lease_seconds=lease_seconds,
         allow_private_webhooks=allow_private_webhooks,
         secret_key=key,
+        authenticator=authenticator,
     )
     # After the usage checks, so that a usage error stays one line.
     limits = ConnectionLimits(
@@ -276,13 +344,66 @@ def serve(
         f"{f'at most {cap} tasks' if cap else 'no task cap'})",
         f"  JSON-RPC:   {base}/  (also {base}/a2a)",
         f"  Agent card: {base}/.well-known/agent-card.json",
+        f"  Auth:       {escape(authenticator.describe())}"
+        if authenticator is not None
+        else "  Auth:       off (every caller is anonymous; --auth keys.toml turns it on)",
         "  Press Ctrl-C to stop.",
     ]
+    if authenticator is None and not _loopback(host):
+        banner.append(
+            f"[bold red]warning:[/bold red] listening on {escape(host)} without auth: anyone "
+            "who can reach this address can send, read and cancel every task. "
+            "Turn auth on (--auth keys.toml, --auth-jwt-jwks ...) or listen on 127.0.0.1."
+        )
     server = _Server(config, application, banner)
     server.run(sockets=[listening])
     if server.startup_failed:
         raise typer.Exit(STARTUP_FAILURE)
     console.print("a2ad stopped.")
+
+
+def _authenticator(
+    keys_file: str | None,
+    jwks: str | None,
+    *,
+    issuer: str | None,
+    audience: str | None,
+    principal_claim: str,
+    tenant_claim: str,
+    roles_claim: str,
+    oidc_url: str | None,
+) -> CredentialAuthenticator | None:
+    """The authenticator the flags ask for, or None (auth off). Raises
+    ValueError (a usage error) for flags that don't fit or a file that is wrong."""
+    if jwks is None and (issuer or audience or oidc_url):
+        raise ValueError(
+            "--auth-jwt-issuer/--auth-jwt-audience/--auth-jwt-oidc-url need "
+            "--auth-jwt-jwks URL|FILE"
+        )
+    keys = ApiKeys.load(keys_file) if keys_file else None
+    verifier = None
+    if jwks is not None:
+        verifier = JwtVerifier(
+            jwks,
+            issuer=issuer or "",
+            audience=audience or "",
+            principal_claim=principal_claim,
+            tenant_claim=tenant_claim,
+            roles_claim=roles_claim,
+            openid_config_url=oidc_url or "",
+        )
+    if keys is None and verifier is None:
+        return None
+    return CredentialAuthenticator(keys=keys, jwt=verifier)
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a name: it may resolve to anything
 
 
 def _where(task_store: object, url: str) -> str:

@@ -16,7 +16,8 @@
      ├── InvalidAgentResponseError -32006
      ├── ExtendedAgentCardNotConfiguredError -32007
      ├── ExtensionSupportRequiredError     -32008
-     └── VersionNotSupportedError  -32009  wrong or missing A2A-Version for the method
+     ├── VersionNotSupportedError  -32009  wrong or missing A2A-Version for the method
+     └── UnauthenticatedError      -31401  no credential, or one that proves nothing (HTTP 401)
 
 Raise the specific class; the server turns it into a wire error in one place.
 ``ERRORS_BY_CODE`` maps a code to its class; ``ERRORS_BY_REASON`` maps an
@@ -47,6 +48,7 @@ __all__ = [
     "StreamFellBehindError",
     "TaskNotCancelableError",
     "TaskNotFoundError",
+    "UnauthenticatedError",
     "UnsupportedOperationError",
     "VersionNotSupportedError",
 ]
@@ -193,6 +195,14 @@ class VersionNotSupportedError(A2AError):
     """The requested A2A-Version is not served, or the method belongs to another one."""
 
     code, reason, http_status = -32009, "VERSION_NOT_SUPPORTED", 400
+
+
+class UnauthenticatedError(A2AError):
+    """The request has no credential, or one that proves nothing. A2A names no
+    JSON-RPC code for it; -31401 is a2a-go's (outside JSON-RPC's reserved
+    -32768..-32000, so no future A2A code can take it): docs/protocol.md."""
+
+    code, reason, http_status = -31401, "UNAUTHENTICATED", 401
 
 
 def _registry() -> dict[int, type[A2AError]]:

@@ -2,6 +2,8 @@
 
 JSON-RPC at ``/`` and ``/a2a``, the agent card at its well-known paths, and
 every other path to the HTTP+JSON binding (which answers 404 for one it lacks).
+With an authenticator, every request but the card's is authenticated first
+(auth.py): its Caller goes in the scope, or it is answered 401.
 """
 
 from __future__ import annotations
@@ -12,27 +14,29 @@ import inspect
 import logging
 from typing import Any
 
-from ..agent import Agent
+from ..agent import Agent, RequestContext
 from ..agents.demo import DemoAgent
 from ..agents.echo import EchoAgent
 from ..agents.settings import AgentSettings
 from ..engine import Engine
 from ..engine.push import PushPolicy
 from ..engine.secrets import WebhookSecrets, server_key
-from ..protocol.errors import A2AError, InvalidRequestError
+from ..protocol.errors import A2AError, InvalidRequestError, UnauthenticatedError
 from ..protocol.jsonrpc import encode_error
 from ..store.base import StoreError, TaskStore
 from ..store.memory import MemoryStore
+from .auth import AuthenticationFailed, Authenticator
 from .handler import ExtendedCardCheck, RequestHandler, allow_everyone
 from .jsonrpc import MAX_BODY_BYTES, JsonRpcEndpoint
-from .rest import RestEndpoint
+from .rest import RestEndpoint, error_body
 from .sse import KEEPALIVE_SECONDS
-from .types import Receive, Scope, Send, respond
+from .types import CALLER_KEY, Receive, Scope, Send, respond
 from .well_known import CARD_PATHS, CardEndpoint
 
-__all__ = ["A2AApp", "create_app", "load_agent"]
+__all__ = ["A2AApp", "authenticated_only", "create_app", "load_agent"]
 
 log = logging.getLogger("a2ad.server")
+auth_log = logging.getLogger("a2ad.auth")
 
 JSONRPC_PATHS = ("/", "/a2a")
 BUILT_IN_AGENTS: dict[str, type[Agent]] = {"echo": EchoAgent, "demo": DemoAgent}  # --agent NAME
@@ -40,7 +44,8 @@ BUILT_IN_AGENTS: dict[str, type[Agent]] = {"echo": EchoAgent, "demo": DemoAgent}
 
 class A2AApp:
     """The a2ad ASGI app. ``engine`` is open from construction; the ASGI lifespan
-    (or ``aclose``) stops running agents and closes the store."""
+    (or ``aclose``) stops running agents and closes the store. With an
+    ``authenticator``, requests other than the card's need a credential."""
 
     def __init__(
         self,
@@ -49,8 +54,10 @@ class A2AApp:
         max_body_bytes: int = MAX_BODY_BYTES,
         keepalive_seconds: float = KEEPALIVE_SECONDS,
         extended_card_check: ExtendedCardCheck = allow_everyone,
+        authenticator: Authenticator | None = None,
     ) -> None:
         self.engine = engine
+        self.authenticator = authenticator
         self.agent = engine.agent
         self.store = engine.store
         handler = RequestHandler(engine, extended_card_check=extended_card_check)
@@ -64,7 +71,9 @@ class A2AApp:
             max_body_bytes=max_body_bytes,
             keepalive_seconds=keepalive_seconds,
         )
-        self._card = CardEndpoint(self.agent)
+        self._card = CardEndpoint(
+            self.agent, schemes=authenticator.schemes if authenticator is not None else None
+        )
 
     async def aclose(self) -> None:
         """Stop the agents at once, end the streams, close the store."""
@@ -94,24 +103,55 @@ class A2AApp:
             path = path[len(root) :]
         path = path.rstrip("/") or "/"
         method = scope["method"]
+        if path in CARD_PATHS:  # public, with or without auth
+            if method in ("GET", "HEAD"):
+                await self._card(scope, send)
+                return
+            error: A2AError = InvalidRequestError(f"{method} {path}: the agent card takes GET")
+            await respond(send, 405, encode_error(None, error), headers=[(b"allow", b"GET")])
+            return
+        if self.authenticator is not None:
+            try:
+                scope[CALLER_KEY] = await self.authenticator.authenticate(scope)
+            except AuthenticationFailed as exc:
+                await self._refuse(exc, path, scope, send)
+                return
         if path in JSONRPC_PATHS:
             if method == "POST":
                 await self._jsonrpc(scope, receive, send)
                 return
-            error: A2AError = InvalidRequestError(
+            error = InvalidRequestError(
                 f"{method} {path}: the A2A JSON-RPC endpoint takes POST requests; "
                 f"the agent card is at GET {CARD_PATHS[0]}"
             )
             await respond(send, 405, encode_error(None, error), headers=[(b"allow", b"POST")])
             return
-        if path in CARD_PATHS:
-            if method in ("GET", "HEAD"):
-                await self._card(scope, send)
-                return
-            error = InvalidRequestError(f"{method} {path}: the agent card takes GET")
-            await respond(send, 405, encode_error(None, error), headers=[(b"allow", b"GET")])
-            return
         await self._rest.serve(path, scope, receive, send)
+
+    @staticmethod
+    async def _refuse(exc: AuthenticationFailed, path: str, scope: Scope, send: Send) -> None:
+        """401 in the terms of the path's binding, and one audit line, which
+        never holds the credential."""
+        client = scope.get("client")
+        auth_log.warning(
+            "authentication failed: %s",
+            exc.reason,
+            extra={
+                "event": "auth_failed",
+                "reason": exc.reason,
+                "principal": exc.principal,
+                "remote": f"{client[0]}:{client[1]}" if client else "",
+                "method": scope["method"],
+                "path": path[:200],
+            },
+        )
+        error = UnauthenticatedError(exc.message)
+        headers = [(b"www-authenticate", exc.challenge.encode())]
+        if path in JSONRPC_PATHS:
+            body = encode_error(None, error)
+        else:
+            body = error_body(error, v03=path.startswith("/v1/"))
+        await respond(send, 401, body, headers=headers)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -149,7 +189,8 @@ def create_app(
     allow_private_webhooks: bool = False,
     push_policy: PushPolicy | None = None,
     secret_key: bytes | None = None,
-    extended_card_check: ExtendedCardCheck = allow_everyone,
+    extended_card_check: ExtendedCardCheck | None = None,
+    authenticator: Authenticator | None = None,
 ) -> A2AApp:
     """An ASGI app serving ``agent`` (default: the echo agent) over A2A.
 
@@ -173,7 +214,10 @@ def create_app(
     engine/secrets.py). An agent's
     extended card (``Agent.extended_card``) goes to callers for whom
     ``extended_card_check(request_context)`` (a function, or an async one) is
-    true; by default every caller, until callers are authenticated."""
+    true; by default every caller without an ``authenticator``, and
+    authenticated callers only with one. An ``authenticator`` (server/auth.py)
+    makes every request but the agent card's prove who sent it, and the card
+    declare how."""
     task_store = store if store is not None else MemoryStore(max_tasks=max_tasks)
     engine = Engine(
         agent if agent is not None else EchoAgent(),
@@ -189,12 +233,20 @@ def create_app(
     if engine.push is not None:
         key = secret_key if secret_key is not None else server_key(task_store)
         engine.push.secrets = WebhookSecrets(key)
+    if extended_card_check is None:
+        extended_card_check = allow_everyone if authenticator is None else authenticated_only
     return A2AApp(
         engine,
         max_body_bytes=max_body_bytes,
         keepalive_seconds=keepalive_seconds,
         extended_card_check=extended_card_check,
+        authenticator=authenticator,
     )
+
+
+def authenticated_only(request: RequestContext) -> bool:
+    """The extended-card check with auth on: callers whose credentials proved them."""
+    return request.caller.authenticated
 
 
 def load_agent(spec: str, settings: AgentSettings | None = None) -> Agent:

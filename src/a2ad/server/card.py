@@ -13,17 +13,18 @@ to a request that names its version: well_known.py says when each is served).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 
 from ..agent import Agent
-from ..protocol.card import AgentCardInfo, card_v1
+from ..protocol.card import AgentCardInfo, SecurityScheme, card_v1
 from ..protocol.v03 import card_to_03
 from .extensions import SERVER_EXTENSIONS
 from .types import Scope, header
 
-__all__ = ["agent_card", "base_url", "render_card"]
+__all__ = ["agent_card", "base_url", "render_card", "with_security"]
 
 
 def _interfaces(base: str) -> list[dict[str, str]]:
@@ -50,9 +51,26 @@ def render_card(
     return card_to_03(card) if version == "0.3" else card
 
 
-def agent_card(agent: Agent, base: str) -> dict[str, Any]:
-    """The public card served at ``base``: the 1.0 card with the 0.3 one inside."""
-    info = agent.card_info()
+def with_security(info: AgentCardInfo, schemes: Mapping[str, SecurityScheme]) -> AgentCardInfo:
+    """``info`` declaring the server's authentication ``schemes`` too (any one
+    of them will do), beside the agent's own."""
+    if not schemes:
+        return info
+    return info.replace(
+        security_schemes={**info.security_schemes, **schemes},
+        security_requirements=(
+            *info.security_requirements,
+            *({name: ()} for name in schemes),
+        ),
+    )
+
+
+def agent_card(
+    agent: Agent, base: str, *, schemes: Mapping[str, SecurityScheme] | None = None
+) -> dict[str, Any]:
+    """The public card served at ``base``: the 1.0 card with the 0.3 one inside;
+    it declares the server's authentication ``schemes``."""
+    info = with_security(agent.card_info(), schemes or {})
     card = render_card(info, base, "1.0", extended_card=agent.has_extended_card)
     old = card_to_03(card)
     for key, value in old.items():

@@ -61,7 +61,13 @@ _RPC_STATUS = MappingProxyType(
     }
 )
 _RPC_STATUS_BY_HTTP = MappingProxyType(
-    {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 405: "UNIMPLEMENTED", 413: "INVALID_ARGUMENT"}
+    {
+        400: "INVALID_ARGUMENT",
+        401: "UNAUTHENTICATED",
+        404: "NOT_FOUND",
+        405: "UNIMPLEMENTED",
+        413: "INVALID_ARGUMENT",
+    }
     | {500: "INTERNAL", 503: "UNAVAILABLE"}
 )
 

@@ -24,6 +24,7 @@ date (RFC 9110 §13.2.2); an unparsable date is ignored.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from email.utils import format_datetime, parsedate_to_datetime
 from typing import Any
@@ -31,9 +32,10 @@ from typing import Any
 import msgspec
 
 from ..agent import Agent
+from ..protocol.card import SecurityScheme
 from ..protocol.dialect import dialect_of, requested_version
 from ..protocol.errors import VersionNotSupportedError
-from .card import agent_card, base_url, render_card
+from .card import agent_card, base_url, render_card, with_security
 from .dispatch import version_text
 from .rest import error_body
 from .types import Scope, Send, header, respond, respond_empty
@@ -46,10 +48,14 @@ _MAX_CACHED = 64  # one entry per Host a client used and variant; keep that boun
 
 
 class CardEndpoint:
-    """Serves ``agent``'s public card; its ``last_modified`` is when it was made."""
+    """Serves ``agent``'s public card, declaring the server's authentication
+    ``schemes``; its ``last_modified`` is when it was made."""
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(
+        self, agent: Agent, *, schemes: Mapping[str, SecurityScheme] | None = None
+    ) -> None:
         self.agent = agent
+        self.schemes = dict(schemes or {})
         # HTTP dates have whole seconds: a client echoing ours must compare equal.
         self.last_modified = datetime.now(UTC).replace(microsecond=0)
         self._headers = [
@@ -89,8 +95,8 @@ class CardEndpoint:
 
     def _render(self, base: str, version: str | None) -> dict[str, Any]:
         if version is None:
-            return agent_card(self.agent, base)
-        info = self.agent.card_info()
+            return agent_card(self.agent, base, schemes=self.schemes)
+        info = with_security(self.agent.card_info(), self.schemes)
         return render_card(info, base, version, extended_card=self.agent.has_extended_card)
 
     def _not_modified(self, scope: Scope, etag: str) -> bool:
