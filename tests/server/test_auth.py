@@ -290,7 +290,10 @@ async def test_with_auth_on_only_authenticated_callers_get_the_extended_card(
         )
     await app.aclose()
     assert_jsonrpc_unauthenticated(assert_401(anonymous, given=False))
-    assert member.json()["result"]["description"] == "for members"
+    card = member.json()["result"]
+    assert card["description"] == "for members"
+    # It declares how to authenticate, as the public card does.
+    assert {"bearer", "apiKey"} <= set(card["securitySchemes"])
 
 
 def test_the_default_extended_card_check_with_auth_wants_an_authenticated_caller() -> None:

@@ -60,7 +60,10 @@ class A2AApp:
         self.authenticator = authenticator
         self.agent = engine.agent
         self.store = engine.store
-        handler = RequestHandler(engine, extended_card_check=extended_card_check)
+        schemes = authenticator.schemes if authenticator is not None else None
+        handler = RequestHandler(
+            engine, extended_card_check=extended_card_check, security_schemes=schemes
+        )
         self._jsonrpc = JsonRpcEndpoint(
             handler,
             max_body_bytes=max_body_bytes,
@@ -71,9 +74,7 @@ class A2AApp:
             max_body_bytes=max_body_bytes,
             keepalive_seconds=keepalive_seconds,
         )
-        self._card = CardEndpoint(
-            self.agent, schemes=authenticator.schemes if authenticator is not None else None
-        )
+        self._card = CardEndpoint(self.agent, schemes=schemes)
 
     async def aclose(self) -> None:
         """Stop the agents at once, end the streams, close the store."""

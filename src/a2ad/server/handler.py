@@ -15,7 +15,7 @@ in the params (to name it when it is refused).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -25,7 +25,7 @@ from ..agent import ANONYMOUS, Caller, RequestContext
 from ..engine import Engine, EventStream
 from ..engine.access import Access, access_for
 from ..engine.push import PushNotifications
-from ..protocol.card import AgentCardInfo
+from ..protocol.card import AgentCardInfo, SecurityScheme
 from ..protocol.errors import (
     ExtendedAgentCardNotConfiguredError,
     ExtensionSupportRequiredError,
@@ -46,6 +46,7 @@ from ..protocol.model import (
 )
 from ..protocol.requests import TaskQuery
 from ..store.base import Webhook
+from .card import with_security
 from .extensions import PUSH_DELIVERY, SERVER_EXTENSIONS
 
 if TYPE_CHECKING:  # dispatch.py imports this module
@@ -65,10 +66,15 @@ def allow_everyone(request: RequestContext) -> bool:
 
 class RequestHandler:
     def __init__(
-        self, engine: Engine, *, extended_card_check: ExtendedCardCheck = allow_everyone
+        self,
+        engine: Engine,
+        *,
+        extended_card_check: ExtendedCardCheck = allow_everyone,
+        security_schemes: Mapping[str, SecurityScheme] | None = None,
     ) -> None:
         self.engine = engine
         self.extended_card_check = extended_card_check
+        self.security_schemes = security_schemes or {}  # the server's auth, for the cards
         extensions = engine.agent.card_info().extensions
         # the URIs a request may activate: the agent's and a2ad's own
         self.extensions = frozenset(e.uri for e in (*extensions, *SERVER_EXTENSIONS))
@@ -208,7 +214,7 @@ class RequestHandler:
             raise ExtendedAgentCardNotConfiguredError(
                 f"{method}: the extended agent card is not available to this caller",
             )
-        return info
+        return with_security(info, self.security_schemes)
 
 
 def _delivery_shown(
