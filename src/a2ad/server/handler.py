@@ -46,6 +46,7 @@ from ..protocol.model import (
 )
 from ..protocol.requests import TaskQuery
 from ..store.base import Webhook
+from . import audit
 from .card import with_security
 from .extensions import PUSH_DELIVERY, SERVER_EXTENSIONS
 
@@ -139,7 +140,10 @@ class RequestHandler:
         return await self.engine.list_tasks(query, access=_access(context, query.tenant))
 
     async def cancel_task(self, request: TaskIdRequest, context: RequestContext) -> Task:
-        return await self.engine.cancel(request.id, access=_access(context, request.tenant))
+        access = _access(context, request.tenant)
+        canceled = await self.engine.cancel(request.id, access=access)
+        audit.canceled(context, request.id, access.tenant)
+        return canceled
 
     async def subscribe_to_task(
         self, request: TaskIdRequest, context: RequestContext, *, last_event_id: int | None = None

@@ -28,6 +28,7 @@ from ..protocol.jsonrpc import (
     readable_id,
 )
 from ..protocol.types import StreamItem
+from . import audit
 from .dispatch import Dispatcher, internal_error, parse_event_id, version_text
 from .extensions import echo_headers, requested_extensions
 from .handler import RequestHandler
@@ -87,6 +88,7 @@ class JsonRpcEndpoint:
             error: A2AError = InvalidRequestError(
                 f"Request body is larger than {self.max_body_bytes} bytes; send less"
             )
+            audit.refused(scope, error, method="POST " + scope["path"])
             await respond(send, 413, encode_error(None, error))
             return
         request_id: RequestId = None
@@ -123,6 +125,8 @@ class JsonRpcEndpoint:
             # UTF-8) is a parse error, whose id is null (JSON-RPC 2.0 §5).
             if request is None and not isinstance(exc, JSONParseError):
                 request_id = readable_id(body)
+            task_id, tenant = audit.task_id_in(request.params) if request else ("", "")
+            audit.refused(scope, wire, method=method, task_id=task_id, tenant=tenant)
             await respond(send, 200, encode_error(request_id, wire))
             return
         except Exception:
