@@ -380,3 +380,29 @@ def test_mcp_without_the_sdk_says_to_install_the_mcp_extra(tmp_path: Path) -> No
         "error: the MCP server needs the MCP Python SDK, which is not installed: "
         "pip install 'a2ad[mcp]'"
     )
+
+
+@pytest.mark.parametrize("exposed", [False, True], ids=["default", "exposed"])
+def test_serve_hides_internal_parts_from_callers_unless_told_to_expose_them(
+    exposed: bool,
+) -> None:
+    flags = ["--expose-internal-parts"] if exposed else []
+    agent = "tests.server.test_internal_parts:ToolAgent"
+    with Served("--agent", agent, "--shutdown-grace", "0", *flags) as s:
+        url = s.url
+        s.expect("Press Ctrl-C to stop")  # the banner's last line
+        assert ("Internal parts: shown to every caller" in s.output) is exposed
+        with httpx.Client(timeout=10) as http:
+            sent = http.post(
+                url,
+                json={
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "message/send",
+                    "params": {"message": {"role": "user", "parts": [{"text": "go"}]}},
+                },
+            )
+        assert sent.json()["result"]["status"]["state"] == "completed"
+        assert ("SECRET" in sent.text) is exposed
+        assert "the answer" in sent.text
+        assert s.stop() == 0

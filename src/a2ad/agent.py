@@ -29,6 +29,7 @@ from .protocol.card import (
     SecurityRequirement,
     SecurityScheme,
 )
+from .protocol.internal import mark_internal
 from .protocol.model import Artifact, Message, Part, Role, TaskState, TextPart, new_id
 
 __all__ = [
@@ -266,6 +267,17 @@ class TaskContext:
         message = self.agent_message(content)
         assert message is not None
         return await self._emit.reply(message)
+
+    # --- internal parts: the agent's own, hidden from callers (protocol/internal.py) ---
+
+    @staticmethod
+    def internal(content: str | Part | Sequence[Part]) -> list[Part]:
+        """``content``'s parts marked internal (part metadata ``{"a2ad":
+        {"internal": true}}``): stored and in ``ctx.history``, but hidden from
+        callers other than operators, e.g. ``await ctx.working([TextPart("Searching"),
+        *ctx.internal(DataPart(call))])``. A message or artifact of internal parts
+        only is left out of what those callers see."""
+        return mark_internal(_parts(content))
 
 
 def _parts(content: str | Part | Sequence[Part]) -> list[Part]:

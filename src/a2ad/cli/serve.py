@@ -185,6 +185,14 @@ def serve(
             "addresses too (refused by default, against server-side request forgery).",
         ),
     ] = False,
+    expose_internal_parts: Annotated[
+        bool,
+        typer.Option(
+            "--expose-internal-parts",
+            help="Show every caller and webhook the parts agents mark internal (tool calls, "
+            "tool results, reasoning); by default only operators see them.",
+        ),
+    ] = False,
     secret_key_file: Annotated[
         str | None,
         typer.Option(
@@ -318,6 +326,7 @@ def serve(
         allow_private_webhooks=allow_private_webhooks,
         secret_key=key,
         authenticator=authenticator,
+        expose_internal_parts=expose_internal_parts,
     )
     # After the usage checks, so that a usage error stays one line.
     limits = ConnectionLimits(
@@ -349,6 +358,10 @@ def serve(
         else "  Auth:       off (every caller is anonymous; --auth keys.toml turns it on)",
         "  Press Ctrl-C to stop.",
     ]
+    if expose_internal_parts:
+        banner.insert(
+            -1, "  Internal parts: shown to every caller and webhook (--expose-internal-parts)"
+        )
     if authenticator is None and not _loopback(host):
         banner.append(
             f"[bold red]warning:[/bold red] listening on {escape(host)} without auth: anyone "

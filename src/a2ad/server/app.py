@@ -55,6 +55,7 @@ class A2AApp:
         keepalive_seconds: float = KEEPALIVE_SECONDS,
         extended_card_check: ExtendedCardCheck = allow_everyone,
         authenticator: Authenticator | None = None,
+        expose_internal_parts: bool = False,
     ) -> None:
         self.engine = engine
         self.authenticator = authenticator
@@ -62,7 +63,10 @@ class A2AApp:
         self.store = engine.store
         schemes = authenticator.schemes if authenticator is not None else None
         handler = RequestHandler(
-            engine, extended_card_check=extended_card_check, security_schemes=schemes
+            engine,
+            extended_card_check=extended_card_check,
+            security_schemes=schemes,
+            expose_internal_parts=expose_internal_parts,
         )
         self._jsonrpc = JsonRpcEndpoint(
             handler,
@@ -192,6 +196,7 @@ def create_app(
     secret_key: bytes | None = None,
     extended_card_check: ExtendedCardCheck | None = None,
     authenticator: Authenticator | None = None,
+    expose_internal_parts: bool = False,
 ) -> A2AApp:
     """An ASGI app serving ``agent`` (default: the echo agent) over A2A.
 
@@ -218,7 +223,9 @@ def create_app(
     true; by default every caller without an ``authenticator``, and
     authenticated callers only with one. An ``authenticator`` (server/auth.py)
     makes every request but the agent card's prove who sent it, and the card
-    declare how."""
+    declare how. Parts an agent marks internal (protocol/internal.py) are
+    stored but hidden from callers other than operators, and from webhooks,
+    unless ``expose_internal_parts``."""
     task_store = store if store is not None else MemoryStore(max_tasks=max_tasks)
     engine = Engine(
         agent if agent is not None else EchoAgent(),
@@ -234,6 +241,7 @@ def create_app(
     if engine.push is not None:
         key = secret_key if secret_key is not None else server_key(task_store)
         engine.push.secrets = WebhookSecrets(key)
+        engine.push.expose_internal_parts = expose_internal_parts
     if extended_card_check is None:
         extended_card_check = allow_everyone if authenticator is None else authenticated_only
     return A2AApp(
@@ -242,6 +250,7 @@ def create_app(
         keepalive_seconds=keepalive_seconds,
         extended_card_check=extended_card_check,
         authenticator=authenticator,
+        expose_internal_parts=expose_internal_parts,
     )
 
 

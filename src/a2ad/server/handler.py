@@ -72,8 +72,11 @@ class RequestHandler:
         *,
         extended_card_check: ExtendedCardCheck = allow_everyone,
         security_schemes: Mapping[str, SecurityScheme] | None = None,
+        expose_internal_parts: bool = False,
     ) -> None:
         self.engine = engine
+        # every caller sees internal parts, not only operators (server/dispatch.py)
+        self.expose_internal_parts = expose_internal_parts
         self.extended_card_check = extended_card_check
         self.security_schemes = security_schemes or {}  # the server's auth, for the cards
         extensions = engine.agent.card_info().extensions
