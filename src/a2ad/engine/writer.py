@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import NamedTuple
 
 import msgspec
@@ -82,27 +83,21 @@ class Writer:
         kept = self._lawful(task, events)
         marks = _marks(events, kept)
         kept = _in_time(task, kept)
+        create = partial(
+            self.store.create,
+            task,
+            lease=lease,
+            deadline=deadline,
+            message_key=message_key,
+            tenant=tenant,
+            principal=principal,
+        )
         try:
-            stored = await self.store.create(
-                task,
-                events=kept,
-                lease=lease,
-                deadline=deadline,
-                message_key=message_key,
-                tenant=tenant,
-                principal=principal,
-            )
+            stored = await create(events=kept)
         except EventLimitError:  # the batch broke a size bound: store what fits
-            stored = await self.store.create(
-                task,
-                lease=lease,
-                deadline=deadline,
-                message_key=message_key,
-                tenant=tenant,
-                principal=principal,
-            )
-            return await self._one_by_one(StoredTask(task, 0), events)
-        self._publish(StoredTask(task, 0), kept, stored)
+            stored = await create()
+            return await self._one_by_one(StoredTask(task, 0, tenant, principal), events)
+        self._publish(StoredTask(task, 0, tenant, principal), kept, stored)
         return Batch(stored, marks, stored.task.status.state.terminal)
 
     async def apply_batch(
