@@ -32,6 +32,7 @@ from ..protocol.errors import (
 from ..protocol.jsonrpc import encode_error
 from ..store.base import MAX_ARTIFACTS, MAX_HISTORY, StoreError, TaskStore
 from ..store.memory import MemoryStore
+from . import audit
 from .auth import AuthenticationFailed, Authenticator
 from .handler import ExtendedCardCheck, RequestHandler, allow_everyone
 from .jsonrpc import JsonRpcEndpoint
@@ -146,6 +147,7 @@ class A2AApp:
             try:
                 self._rate.take(caller_key(caller_of(scope), scope))
             except QuotaExceededError as exc:
+                audit.refused(scope, exc, method=f"{method} {path[:200]}")
                 await self._too_many(exc, path, send)
                 return
         if path in JSONRPC_PATHS:

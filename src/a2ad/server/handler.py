@@ -47,6 +47,7 @@ from ..protocol.model import (
 )
 from ..protocol.requests import TaskQuery
 from ..store.base import Webhook
+from . import audit
 from .card import with_security
 from .extensions import PUSH_DELIVERY, SERVER_EXTENSIONS
 from .limits import Limits, check_message
@@ -142,7 +143,10 @@ class RequestHandler:
         return await self.engine.list_tasks(query, access=_access(context, query.tenant))
 
     async def cancel_task(self, request: TaskIdRequest, context: RequestContext) -> Task:
-        return await self.engine.cancel(request.id, access=_access(context, request.tenant))
+        access = _access(context, request.tenant)
+        canceled = await self.engine.cancel(request.id, access=access)
+        audit.canceled(context, request.id, access.tenant)
+        return canceled
 
     async def subscribe_to_task(
         self, request: TaskIdRequest, context: RequestContext, *, last_event_id: int | None = None

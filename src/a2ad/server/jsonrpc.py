@@ -29,6 +29,7 @@ from ..protocol.jsonrpc import (
     readable_id,
 )
 from ..protocol.types import StreamItem
+from . import audit
 from .dispatch import Dispatcher, internal_error, parse_event_id, version_text
 from .extensions import echo_headers, requested_extensions
 from .handler import RequestHandler
@@ -90,7 +91,9 @@ class JsonRpcEndpoint:
         except ClientGone:
             return
         if body is None:
-            await respond(send, 413, encode_error(None, body_too_large(self.limits.max_body_bytes)))
+            error = body_too_large(self.limits.max_body_bytes)
+            audit.refused(scope, error, method="POST " + scope["path"])
+            await respond(send, 413, encode_error(None, error))
             return
         request_id: RequestId = None
         request: Request | None = None
@@ -126,6 +129,8 @@ class JsonRpcEndpoint:
             # UTF-8) is a parse error, whose id is null (JSON-RPC 2.0 §5).
             if request is None and not isinstance(exc, JSONParseError):
                 request_id = readable_id(body)
+            task_id, tenant = audit.task_id_in(request.params) if request else ("", "")
+            audit.refused(scope, wire, method=method, task_id=task_id, tenant=tenant)
             # A quota or rate refusal is HTTP 429 here too, for clients and proxies
             # that back off on the status alone.
             status, headers = refusal(wire)

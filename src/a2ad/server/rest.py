@@ -39,6 +39,7 @@ from ..protocol.jsonrpc import check_utf8
 from ..protocol.types import StreamItem
 from ..protocol.v03_rest import V03Rest
 from ..protocol.v1 import V1
+from . import audit
 from .dispatch import Dispatcher, ServerDialect, internal_error, parse_event_id, version_text
 from .extensions import echo_headers, requested_extensions
 from .handler import RequestHandler
@@ -413,7 +414,7 @@ class RestEndpoint:
         method = scope["method"]
         found = _find(path, method)
         if not isinstance(found, _Found):
-            await self._no_route(send, path, method, found)
+            await self._no_route(scope, send, path, method, found)
             return
         route = found.route
         dialect = route.dialect
@@ -433,6 +434,7 @@ class RestEndpoint:
                     return
                 if read is None:
                     error = body_too_large(self.limits.max_body_bytes)
+                    audit.refused(scope, error, method=route.label)
                     await respond(send, 413, error_body(error, 413, v03=v03))
                     return
                 body = read
@@ -453,6 +455,13 @@ class RestEndpoint:
                 )
         except A2AError as exc:
             wire = dialect.wire_error(exc, route.rpc_method)
+            audit.refused(
+                scope,
+                wire,
+                method=route.label,
+                task_id=found.params.get("id", ""),
+                tenant=found.params.get("tenant", ""),
+            )
             headers = retry_headers(wire) if isinstance(wire, QuotaExceededError) else None
             await respond(send, wire.http_status, error_body(wire, v03=v03), headers=headers)
             return
@@ -495,13 +504,16 @@ class RestEndpoint:
         )
 
     @staticmethod
-    async def _no_route(send: Send, path: str, method: str, allowed: list[str]) -> None:
+    async def _no_route(
+        scope: Scope, send: Send, path: str, method: str, allowed: list[str]
+    ) -> None:
         if allowed:
             methods = ", ".join(sorted(set(allowed)))
             error: A2AError = InvalidRequestError(
                 f"{method} {path}: this path takes {methods}",
                 metadata={"allow": methods},
             )
+            audit.refused(scope, error, method=f"{method} {path}")
             body = error_body(error, 405, v03=path.startswith("/v1/"))
             await respond(send, 405, body, headers=[(b"allow", methods.encode())])
             return
@@ -513,4 +525,5 @@ class RestEndpoint:
             "GET /.well-known/agent-card.json",
             metadata={"method": method, "path": path},
         )
+        audit.refused(scope, error, method=f"{method} {path}")
         await respond(send, 404, error_body(error, v03=path.startswith("/v1/")))
