@@ -29,11 +29,13 @@ import msgspec
 from ..protocol.model import Message, Task, TaskEvent, TaskStatusUpdateEvent
 from ..protocol.types import TaskId
 from ..store.base import (
+    DEFAULT_BOUNDS,
     EventLimitError,
     Lease,
     MissingTaskError,
     SequenceConflictError,
     StoredTask,
+    TaskBounds,
     TaskStore,
     TerminalTaskError,
     apply_event,
@@ -57,13 +59,19 @@ class Batch(NamedTuple):
 class Writer:
     """``stored(task_id, ended)`` is called after each event is stored (the push
     worker's wake-up: the store has queued the event's deliveries by then);
-    ``ended``: the event made the task terminal."""
+    ``ended``: the event made the task terminal. Tasks are kept within ``bounds``."""
 
     def __init__(
-        self, store: TaskStore, bus: Bus, *, stored: Callable[[TaskId, bool], None] | None = None
+        self,
+        store: TaskStore,
+        bus: Bus,
+        *,
+        stored: Callable[[TaskId, bool], None] | None = None,
+        bounds: TaskBounds = DEFAULT_BOUNDS,
     ) -> None:
         self.store = store
         self.bus = bus
+        self.bounds = bounds
         self._stored = stored
 
     async def create(
@@ -91,6 +99,7 @@ class Writer:
             message_key=message_key,
             tenant=tenant,
             principal=principal,
+            bounds=self.bounds,
         )
         try:
             stored = await create(events=kept)
@@ -122,7 +131,7 @@ class Writer:
             marks = _marks(events, kept)
             kept = _in_time(current.task, kept)
             try:
-                stored = await self.store.append(task_id, current.seq, kept)
+                stored = await self.store.append(task_id, current.seq, kept, bounds=self.bounds)
             except SequenceConflictError:
                 current = None
                 continue
@@ -167,6 +176,7 @@ class Writer:
                     user_message=user_message,
                     lease=lease,
                     message_key=message_key,
+                    bounds=self.bounds,
                 )
             except SequenceConflictError:
                 current = None
@@ -208,7 +218,7 @@ class Writer:
         snapshot = before.task
         last = len(events)
         for i, event in enumerate(events, start=1):
-            snapshot = after.task if i == last else apply_event(snapshot, event)
+            snapshot = after.task if i == last else apply_event(snapshot, event, bounds=self.bounds)
             self._announce(task_id, Published(before.seq + i, event, snapshot))
 
     def _announce(self, task_id: TaskId, item: Published) -> None:
