@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,7 +25,7 @@ from a2ad import (
 )
 from a2ad.engine import Engine
 from a2ad.protocol.model import TaskEvent
-from a2ad.store.base import DEFAULT_BOUNDS, Lease, StoredTask, StoreError, TaskBounds, TaskStore
+from a2ad.store.base import StoredTask, StoreError, TaskStore
 
 from .requests import request
 
@@ -46,56 +47,20 @@ class CountingStore(MemoryStore):
             self.failed.set()
             raise StoreError("disk full (simulated by the test's store)")
 
-    async def create(
-        self,
-        task: Task,
-        *,
-        events: Sequence[TaskEvent] = (),
-        lease: Lease | None = None,
-        deadline: str | None = None,
-        message_key: bytes | None = None,
-        tenant: str = "",
-        principal: str = "",
-        bounds: TaskBounds = DEFAULT_BOUNDS,
-    ) -> StoredTask:
+    async def create(self, task: Task, **kwargs: Any) -> StoredTask:  # type: ignore[override]
         self._count()
         self._creating = True  # MemoryStore.create applies events through append
         try:
-            return await super().create(
-                task,
-                events=events,
-                lease=lease,
-                deadline=deadline,
-                message_key=message_key,
-                tenant=tenant,
-                principal=principal,
-                bounds=bounds,
-            )
+            return await super().create(task, **kwargs)
         finally:
             self._creating = False
 
-    async def append(
-        self,
-        task_id: str,
-        expected_seq: int,
-        events: Sequence[TaskEvent],
-        *,
-        user_message: Message | None = None,
-        lease: Lease | None = None,
-        message_key: bytes | None = None,
-        bounds: TaskBounds = DEFAULT_BOUNDS,
+    async def append(  # type: ignore[override]
+        self, task_id: str, expected_seq: int, events: Sequence[TaskEvent], **kwargs: Any
     ) -> StoredTask:
         if not self._creating:
             self._count()
-        return await super().append(
-            task_id,
-            expected_seq,
-            events,
-            user_message=user_message,
-            lease=lease,
-            message_key=message_key,
-            bounds=bounds,
-        )
+        return await super().append(task_id, expected_seq, events, **kwargs)
 
 
 class Echo(Agent):

@@ -23,16 +23,19 @@ __all__ = ["Access", "access_for"]
 
 
 class Access(NamedTuple):
-    """The tasks of ``principal`` in ``tenant``; with ``operator``, every task of
-    ``tenant``."""
+    """The tasks of ``principal`` in ``tenant`` run by ``agent``; with
+    ``operator``, every task of ``tenant`` that ``agent`` runs."""
 
     tenant: str = ""
     principal: str = ""
     operator: bool = False
+    agent: str = ""
 
     def sees(self, stored: StoredTask) -> bool:
-        return stored.tenant == self.tenant and (
-            self.operator or stored.principal == self.principal
+        return (
+            stored.tenant == self.tenant
+            and stored.agent == self.agent
+            and (self.operator or stored.principal == self.principal)
         )
 
     @property
@@ -41,9 +44,10 @@ class Access(NamedTuple):
         return None if self.operator else self.principal
 
 
-def access_for(caller: Caller, tenant: str) -> Access:
+def access_for(caller: Caller, tenant: str, agent: str = "") -> Access:
     """What ``caller`` may reach in the ``tenant`` its request names ("": its
-    default tenant). Raises PermissionDeniedError for a tenant not its own."""
+    default tenant) at ``agent``'s endpoint. Raises PermissionDeniedError for a
+    tenant not its own."""
     tenant = tenant or caller.default_tenant
     if not caller.may_use(tenant):
         yours = ", ".join(repr(t) for t in caller.tenants)
@@ -53,4 +57,4 @@ def access_for(caller: Caller, tenant: str) -> Access:
             field="tenant",
             metadata={"tenant": tenant},
         )
-    return Access(tenant, caller.principal, caller.operator)
+    return Access(tenant, caller.principal, caller.operator, agent)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -105,7 +105,7 @@ class Engine:
 
     def __init__(
         self,
-        agent: Agent,
+        agent: Agent | Mapping[str, Agent],
         store: TaskStore,
         *,
         bus: Bus | None = None,
@@ -132,7 +132,13 @@ class Engine:
         self.max_tasks_per_principal = max_tasks_per_principal
         # Turns running (or starting) per owner, kept only with a quota to check.
         self._in_flight: dict[tuple[str, str], int] = {}
-        self.agent = agent
+        # One agent ("" names it), or several by name: the first is the default,
+        # the one in-process callers (no ``access``) reach.
+        self.agents: dict[str, Agent] = dict(agent) if isinstance(agent, Mapping) else {"": agent}
+        if not self.agents:
+            raise ValueError("an engine needs at least one agent")
+        self.default_agent = next(iter(self.agents))
+        self.agent = self.agents[self.default_agent]
         self.store = store
         self.bus = bus if bus is not None else LocalBus()
         self.stream_buffer = stream_buffer
@@ -177,7 +183,9 @@ class Engine:
         self._started = False
         self._upkeep_loop: asyncio.Task[None] | None = None
         self._watchdog = LoopWatchdog()  # logs an agent that blocks the event loop
-        self._output_modes = agent.card_info().all_output_modes
+        self._output_modes = {
+            name: served.card_info().all_output_modes for name, served in self.agents.items()
+        }
         self.bus.on_cancel(self._cancel_signalled)
 
     # --- lifetime ---
@@ -428,6 +436,7 @@ class Engine:
             ListQuery(
                 tenant=access.tenant if access is not None else None,
                 principal=access.listed_principal if access is not None else None,
+                agent=access.agent if access is not None else None,
                 page_size=query.page_size,
                 context_id=query.context_id,
                 state=query.state,
@@ -581,8 +590,12 @@ class Engine:
         owner: tuple[str, str],
     ) -> tuple[Invocation, asyncio.Task[None]]:
         config = request.configuration
+        agent_name = access.agent if access is not None else self.default_agent
+        agent = self.agents.get(agent_name)
+        if agent is None:  # only an in-process caller can name an agent that isn't here
+            raise ValueError(f"this engine runs no agent {agent_name!r}")
         if config is not UNSET and config.accepted_output_modes:
-            self._check_output_modes(config.accepted_output_modes)
+            self._check_output_modes(config.accepted_output_modes, agent_name)
         message = request.message
         metadata = request.metadata if request.metadata is not UNSET else {}
         deadline: Deadline | None = None
@@ -602,7 +615,7 @@ class Engine:
                 message, metadata, now=self.clock(), task_timeout=self.task_timeout
             )
         invocation = Invocation(
-            agent=self.agent,
+            agent=agent,
             writer=self._writer,
             task_id=message.task_id,
             context_id=context_id,
@@ -616,7 +629,7 @@ class Engine:
             closing=lambda: self._closing,
             clock=self.clock,
             message_key=message_key,
-            owner=owner,
+            owner=(*owner, agent_name),
         )
         if (immediately or webhooks) and created is None:
             await invocation.create_now()
@@ -624,10 +637,10 @@ class Engine:
                 await self.push.register(invocation.task_id, webhooks)
         return invocation, self._runner.start(invocation)
 
-    def _check_output_modes(self, accepted: list[str]) -> None:
-        """Refuse a message whose caller accepts nothing the agent produces (its
+    def _check_output_modes(self, accepted: list[str], agent: str) -> None:
+        """Refuse a message whose caller accepts nothing the ``agent`` produces (its
         card's output modes: the agent's and its skills')."""
-        produced = self._output_modes
+        produced = self._output_modes[agent]
         if any(_media_match(a, p) for a in accepted for p in produced):
             return
         raise ContentTypeNotSupportedError(
@@ -767,7 +780,7 @@ def _media_match(accepted: str, produced: str) -> bool:
 
 def _scope(access: Access | None) -> str:
     """Whose a message key is: the same message from another caller is new work."""
-    return "" if access is None else f"{access.tenant}\0{access.principal}"
+    return "" if access is None else f"{access.tenant}\0{access.principal}\0{access.agent}"
 
 
 def _stored_id(head: asyncio.Future[StoredTask | Message]) -> TaskId | None:

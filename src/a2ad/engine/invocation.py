@@ -86,7 +86,7 @@ class Invocation:
         closing: Callable[[], bool],
         clock: Clock,
         message_key: bytes | None = None,
-        owner: tuple[str, str] = ("", ""),
+        owner: tuple[str, str, str] = ("", "", ""),
     ) -> None:
         self.task_id = task_id
         self.context_id = context_id
@@ -101,7 +101,7 @@ class Invocation:
         self._closing = closing
         self._clock = clock
         self._message_key = message_key
-        self._owner = owner  # (tenant, principal) of the task it creates
+        self._owner = owner  # (tenant, principal, agent) of the task it creates
         self.current = created  # the latest snapshot this invocation knows
         self.head: asyncio.Future[StoredTask | Message] = retrieved_future()
         self.outcome: asyncio.Future[Task | Message] = retrieved_future()
@@ -299,6 +299,7 @@ class Invocation:
                 message_key=self._message_key,
                 tenant=self._owner[0],
                 principal=self._owner[1],
+                agent=self._owner[2],
             )
         except StoreFullError as exc:
             self._failed = ServerBusyError(

@@ -84,6 +84,7 @@ class Writer:
         message_key: bytes | None = None,
         tenant: str = "",
         principal: str = "",
+        agent: str = "",
     ) -> Batch:
         """Store a new task, with an agent's first ``events`` in the same write when
         they fit, and the key of the message that created it. Raises
@@ -99,14 +100,15 @@ class Writer:
             message_key=message_key,
             tenant=tenant,
             principal=principal,
+            agent=agent,
             bounds=self.bounds,
         )
         try:
             stored = await create(events=kept)
         except EventLimitError:  # the batch broke a size bound: store what fits
             stored = await create()
-            return await self._one_by_one(StoredTask(task, 0, tenant, principal), events)
-        self._publish(StoredTask(task, 0, tenant, principal), kept, stored)
+            return await self._one_by_one(StoredTask(task, 0, tenant, principal, agent), events)
+        self._publish(StoredTask(task, 0, tenant, principal, agent), kept, stored)
         return Batch(stored, marks, stored.task.status.state.terminal)
 
     async def apply_batch(

@@ -12,9 +12,10 @@ import asyncio
 import importlib
 import inspect
 import logging
+import re
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
 
 from ..agent import Agent, RequestContext
 from ..agents.demo import DemoAgent
@@ -26,6 +27,7 @@ from ..engine.secrets import WebhookSecrets, server_key
 from ..protocol.errors import (
     A2AError,
     InvalidRequestError,
+    MethodNotFoundError,
     QuotaExceededError,
     UnauthenticatedError,
 )
@@ -56,6 +58,15 @@ log = logging.getLogger("a2ad.server")
 auth_log = logging.getLogger("a2ad.auth")
 
 JSONRPC_PATHS = ("/", "/a2a")
+AGENTS_PREFIX = "/agents/"  # each named agent beneath /agents/<name>/
+
+
+class _Served(NamedTuple):
+    """What serves one agent: its JSON-RPC and HTTP+JSON endpoints and its card."""
+
+    jsonrpc: JsonRpcEndpoint
+    rest: RestEndpoint
+    card: CardEndpoint
 BUILT_IN_AGENTS: dict[str, type[Agent]] = {"echo": EchoAgent, "demo": DemoAgent}  # --agent NAME
 
 
@@ -89,20 +100,35 @@ class A2AApp:
         )
         streams = StreamSlots(self.limits.max_streams_per_principal)
         schemes = authenticator.schemes if authenticator is not None else None
-        handler = RequestHandler(
-            engine,
-            extended_card_check=extended_card_check,
-            security_schemes=schemes,
-            expose_internal_parts=expose_internal_parts,
-            limits=self.limits,
-        )
-        self._jsonrpc = JsonRpcEndpoint(
-            handler, limits=self.limits, streams=streams, keepalive_seconds=keepalive_seconds
-        )
-        self._rest = RestEndpoint(
-            handler, limits=self.limits, streams=streams, keepalive_seconds=keepalive_seconds
-        )
-        self._card = CardEndpoint(self.agent, schemes=schemes)
+
+        def served(name: str) -> _Served:
+            handler = RequestHandler(
+                engine,
+                extended_card_check=extended_card_check,
+                security_schemes=schemes,
+                expose_internal_parts=expose_internal_parts,
+                limits=self.limits,
+                agent=name,
+            )
+            return _Served(
+                JsonRpcEndpoint(
+                    handler,
+                    limits=self.limits,
+                    streams=streams,
+                    keepalive_seconds=keepalive_seconds,
+                ),
+                RestEndpoint(
+                    handler,
+                    limits=self.limits,
+                    streams=streams,
+                    keepalive_seconds=keepalive_seconds,
+                ),
+                CardEndpoint(engine.agents[name], schemes=schemes),
+            )
+
+        # Each agent at /agents/<name>/ (named ones), the default one at / too.
+        self._served = {name: served(name) for name in engine.agents}
+        self._default = self._served[engine.default_agent]
 
     async def aclose(self) -> None:
         """Stop the agents at once, end the streams, close the store."""
@@ -132,9 +158,19 @@ class A2AApp:
             path = path[len(root) :]
         path = path.rstrip("/") or "/"
         method = scope["method"]
+        served = self._default
+        if path.startswith(AGENTS_PREFIX):
+            name, _, rest = path[len(AGENTS_PREFIX) :].partition("/")
+            named = self._served.get(name) if name else None
+            if named is None:
+                await self._no_agent(scope, send, name, method, path)
+                return
+            # Beneath it, as if mounted there: the agent's card names its own URLs.
+            served, path = named, "/" + rest if rest else "/"
+            scope = {**scope, "root_path": f"{root}{AGENTS_PREFIX}{name}"}
         if path in CARD_PATHS:  # public, with or without auth
             if method in ("GET", "HEAD"):
-                await self._card(scope, send)
+                await served.card(scope, send)
                 return
             error: A2AError = InvalidRequestError(f"{method} {path}: the agent card takes GET")
             await respond(send, 405, encode_error(None, error), headers=[(b"allow", b"GET")])
@@ -154,7 +190,7 @@ class A2AApp:
                 return
         if path in JSONRPC_PATHS:
             if method == "POST":
-                await self._jsonrpc(scope, receive, send)
+                await served.jsonrpc(scope, receive, send)
                 return
             error = InvalidRequestError(
                 f"{method} {path}: the A2A JSON-RPC endpoint takes POST requests; "
@@ -162,7 +198,16 @@ class A2AApp:
             )
             await respond(send, 405, encode_error(None, error), headers=[(b"allow", b"POST")])
             return
-        await self._rest.serve(path, scope, receive, send)
+        await served.rest.serve(path, scope, receive, send)
+
+    async def _no_agent(self, scope: Scope, send: Send, name: str, method: str, path: str) -> None:
+        names = ", ".join(n for n in self._served if n) or "none (one agent, at /)"
+        error = MethodNotFoundError(
+            f"{method} {path}: this server has no agent {name!r}; its agents: {names}",
+            metadata={"agent": name[:256]},
+        )
+        audit.refused(scope, error, method=f"{method} {path[:200]}")
+        await respond(send, 404, error_body(error, v03=False))
 
     @staticmethod
     async def _refuse(exc: AuthenticationFailed, path: str, scope: Scope, send: Send) -> None:
@@ -220,8 +265,9 @@ class A2AApp:
 
 
 def create_app(
-    agent: Agent | None = None,
+    agent: Agent | Mapping[str, Agent] | None = None,
     *,
+    default_agent: str | None = None,
     store: TaskStore | None = None,
     max_tasks: int = 10_000,
     max_body_bytes: int = MAX_BODY_BYTES,
@@ -247,7 +293,12 @@ def create_app(
     authenticator: Authenticator | None = None,
     expose_internal_parts: bool = False,
 ) -> A2AApp:
-    """An ASGI app serving ``agent`` (default: the echo agent) over A2A.
+    """An ASGI app serving ``agent`` (default: the echo agent) over A2A; or
+    several agents by name (``{"stock": ..., "pricing": ...}``), each at
+    ``/agents/<name>/`` (its JSON-RPC endpoint, its HTTP+JSON paths and its card
+    beneath), and ``default_agent`` (else the first) at ``/`` too. They share
+    one store and one engine; a task belongs to the agent it was sent to, and is
+    reached only there.
 
     ``store`` defaults to a MemoryStore holding at most ``max_tasks`` tasks;
     ``stream_buffer`` is how many events a slow SSE reader may fall behind
@@ -300,7 +351,7 @@ def create_app(
     )
     task_store = store if store is not None else MemoryStore(max_tasks=max_tasks)
     engine = Engine(
-        agent if agent is not None else EchoAgent(),
+        _agents(agent, default_agent),
         task_store,
         stream_buffer=stream_buffer,
         shutdown_grace=shutdown_grace,
@@ -333,6 +384,34 @@ def create_app(
 def authenticated_only(request: RequestContext) -> bool:
     """The extended-card check with auth on: callers whose credentials proved them."""
     return request.caller.authenticated
+
+
+def _agents(
+    agent: Agent | Mapping[str, Agent] | None, default: str | None
+) -> Agent | dict[str, Agent]:
+    """``agent`` for the engine: one agent, or the named ones with the default first."""
+    if agent is None:
+        return EchoAgent()
+    if not isinstance(agent, Mapping):
+        if default is not None:
+            raise ValueError("default_agent names one of several agents; this app has one")
+        return agent
+    if not agent:
+        raise ValueError("give at least one agent")
+    for name in agent:
+        if not _AGENT_NAME.fullmatch(name):
+            raise ValueError(
+                f"agent name {name!r}: use 1 to 64 letters, digits, '-' or '_' "
+                "(it is a path segment: /agents/<name>/)"
+            )
+    if default is None:
+        return dict(agent)
+    if default not in agent:
+        raise ValueError(f"default_agent {default!r} is not one of {', '.join(agent)}")
+    return {default: agent[default], **{n: a for n, a in agent.items() if n != default}}
+
+
+_AGENT_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def load_agent(spec: str, settings: AgentSettings | None = None) -> Agent:

@@ -76,14 +76,18 @@ class RequestHandler:
         security_schemes: Mapping[str, SecurityScheme] | None = None,
         expose_internal_parts: bool = False,
         limits: Limits | None = None,
+        agent: str | None = None,
     ) -> None:
         self.engine = engine
+        # the agent this handler serves, of the engine's (None: its default)
+        self.agent_name = engine.default_agent if agent is None else agent
+        self.agent = engine.agents[self.agent_name]
         # every caller sees internal parts, not only operators (server/dispatch.py)
         self.expose_internal_parts = expose_internal_parts
         self.limits = limits if limits is not None else Limits()
         self.extended_card_check = extended_card_check
         self.security_schemes = security_schemes or {}  # the server's auth, for the cards
-        extensions = engine.agent.card_info().extensions
+        extensions = self.agent.card_info().extensions
         # the URIs a request may activate: the agent's and a2ad's own
         self.extensions = frozenset(e.uri for e in (*extensions, *SERVER_EXTENSIONS))
         self._required = [e.uri for e in extensions if e.required]
@@ -125,7 +129,7 @@ class RequestHandler:
     async def send_message(
         self, request: SendMessageRequest, context: RequestContext, *, dialect: Dialect
     ) -> Task | Message:
-        access = _access(context, request.tenant)
+        access = self._access(context, request.tenant)
         check_message(request.message, self.limits)
         webhooks = await self._webhooks(request, dialect)
         return await self.engine.send(request, context, webhooks=webhooks, access=access)
@@ -133,20 +137,20 @@ class RequestHandler:
     async def send_streaming_message(
         self, request: SendMessageRequest, context: RequestContext, *, dialect: Dialect
     ) -> EventStream:
-        access = _access(context, request.tenant)
+        access = self._access(context, request.tenant)
         check_message(request.message, self.limits)
         webhooks = await self._webhooks(request, dialect)
         return await self.engine.stream(request, context, webhooks=webhooks, access=access)
 
     async def get_task(self, request: GetTaskRequest, context: RequestContext) -> Task:
-        access = _access(context, request.tenant)
+        access = self._access(context, request.tenant)
         return await self.engine.get_task(request.id, request.history_length, access=access)
 
     async def list_tasks(self, query: TaskQuery, context: RequestContext) -> ListTasksResponse:
-        return await self.engine.list_tasks(query, access=_access(context, query.tenant))
+        return await self.engine.list_tasks(query, access=self._access(context, query.tenant))
 
     async def cancel_task(self, request: TaskIdRequest, context: RequestContext) -> Task:
-        access = _access(context, request.tenant)
+        access = self._access(context, request.tenant)
         canceled = await self.engine.cancel(request.id, access=access)
         audit.canceled(context, request.id, access.tenant)
         return canceled
@@ -154,14 +158,14 @@ class RequestHandler:
     async def subscribe_to_task(
         self, request: TaskIdRequest, context: RequestContext, *, last_event_id: int | None = None
     ) -> EventStream:
-        access = _access(context, request.tenant)
+        access = self._access(context, request.tenant)
         return await self.engine.subscribe(request.id, last_event_id=last_event_id, access=access)
 
     async def create_push_config(
         self, config: TaskPushNotificationConfig, context: RequestContext, *, dialect: Dialect
     ) -> TaskPushNotificationConfig:
         push = self._push()
-        await self.engine.check_access(config.task_id, _access(context, config.tenant))
+        await self.engine.check_access(config.task_id, self._access(context, config.tenant))
         at = dialect.push_config_field
         await push.check(config, field=f"{at}.url" if at else "url")
         return await push.set(config.task_id, Webhook(config, dialect.version))
@@ -170,7 +174,7 @@ class RequestHandler:
         self, request: GetTaskPushNotificationConfigRequest, context: RequestContext
     ) -> TaskPushNotificationConfig:
         push = self._push()
-        await self.engine.check_access(request.task_id, _access(context, request.tenant))
+        await self.engine.check_access(request.task_id, self._access(context, request.tenant))
         config = await push.get(request.task_id, request.id)
         return _delivery_shown(config, context)
 
@@ -178,7 +182,7 @@ class RequestHandler:
         self, request: ListTaskPushNotificationConfigsRequest, context: RequestContext
     ) -> ListTaskPushNotificationConfigsResponse:
         push = self._push()
-        await self.engine.check_access(request.task_id, _access(context, request.tenant))
+        await self.engine.check_access(request.task_id, self._access(context, request.tenant))
         page = await push.list(request)
         if PUSH_DELIVERY.uri in context.extensions:
             return page
@@ -190,7 +194,7 @@ class RequestHandler:
         self, request: GetTaskPushNotificationConfigRequest, context: RequestContext
     ) -> None:
         push = self._push()
-        await self.engine.check_access(request.task_id, _access(context, request.tenant))
+        await self.engine.check_access(request.task_id, self._access(context, request.tenant))
         await push.delete(request.task_id, request.id)
 
     async def _webhooks(self, request: SendMessageRequest, dialect: Dialect) -> tuple[Webhook, ...]:
@@ -201,6 +205,12 @@ class RequestHandler:
         webhook = config.task_push_notification_config
         await self._push().check(webhook, field=f"{dialect.send_push_field}.url")
         return (Webhook(webhook, dialect.version),)
+
+    def _access(self, context: RequestContext, tenant: str) -> Access:
+        """Whose tasks the request reaches: its caller's, in the tenant it names (or
+        the caller's default), run by this handler's agent. Raises
+        PermissionDeniedError for a tenant not the caller's."""
+        return access_for(context.caller, tenant, self.agent_name)
 
     def _push(self) -> PushNotifications:
         if self.engine.push is None:
@@ -213,7 +223,7 @@ class RequestHandler:
     async def get_extended_agent_card(self, method: str, context: RequestContext) -> AgentCardInfo:
         """The agent's extended card, for a caller the ``extended_card_check`` lets
         through (the binding renders it in the request's version: server/card.py)."""
-        agent = self.engine.agent
+        agent = self.agent
         if not agent.has_extended_card:
             raise UnsupportedOperationError(
                 f"{method}: this agent has no extended agent card "
@@ -237,9 +247,3 @@ def _delivery_shown(
     if PUSH_DELIVERY.uri in context.extensions or config.a2ad_delivery is UNSET:
         return config
     return msgspec.structs.replace(config, a2ad_delivery=UNSET)
-
-
-def _access(context: RequestContext, tenant: str) -> Access:
-    """Whose tasks the request reaches: its caller's, in the tenant it names (or
-    the caller's default). Raises PermissionDeniedError for a tenant not the caller's."""
-    return access_for(context.caller, tenant)

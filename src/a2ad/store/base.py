@@ -90,13 +90,15 @@ DEFAULT_BOUNDS = TaskBounds()
 
 
 class StoredTask(NamedTuple):
-    """A task as stored: its snapshot at sequence ``seq``, and whose it is (the
-    ``tenant`` and ``principal`` that created it; "" for a server without auth)."""
+    """A task as stored: its snapshot at sequence ``seq``, and whose it is: the
+    ``tenant`` and ``principal`` that created it ("" for a server without auth),
+    and the ``agent`` that runs it ("" for a server of one unnamed agent)."""
 
     task: Task
     seq: Seq
     tenant: str = ""
     principal: str = ""
+    agent: str = ""
 
 
 class Lease(NamedTuple):
@@ -116,6 +118,7 @@ class ListQuery(NamedTuple):
     page_size: int
     tenant: str | None = None  # None: every tenant's tasks
     principal: str | None = None  # None: every principal's (of ``tenant``)
+    agent: str | None = None  # None: every agent's
     context_id: str = ""
     state: TaskState | None = None
     updated_after: str = ""  # status timestamp >= this (same text format)
@@ -216,14 +219,15 @@ class TaskStore(abc.ABC):
         message_key: bytes | None = None,
         tenant: str = "",
         principal: str = "",
+        agent: str = "",
         bounds: TaskBounds = DEFAULT_BOUNDS,
     ) -> StoredTask:
         """Store a new task at sequence 0 and apply ``events`` as sequences 1, 2, ...
         in the same step (one write where an agent acts at once); returns the
         snapshot at the last sequence. ``lease``: the instance running it, while it
         is in flight. ``deadline`` (timestamp text): when it becomes overdue, until
-        it is terminal. ``tenant`` and ``principal``: whose task it is, for good;
-        every StoredTask of it says so, and ``list`` filters by them.
+        it is terminal. ``tenant``, ``principal`` and ``agent``: whose task it
+        is, for good; every StoredTask of it says so, and ``list`` filters by them.
         ``message_key``: the key of the message that created it (see
         ``find_message``), recorded in the same step. Raises StoreFullError when
         full (evicting first what may be evicted), ValueError if a task with that

@@ -188,11 +188,11 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
         self._deadlines: dict[str, str] = {}  # task id -> deadline, while not terminal
         self._order: list[Cursor] = []  # ascending; listing walks it backwards
         self._by_context: dict[str, list[Cursor]] = {}
-        # Whose each task is, (tenant, principal), when not ("", "") as without auth;
-        # then its keys are also listed by tenant and by owner, for scoped listings.
-        self._owners: dict[str, tuple[str, str]] = {}
-        self._by_tenant: dict[str, list[Cursor]] = {}
-        self._by_owner: dict[tuple[str, str], list[Cursor]] = {}
+        # Whose each task is, (tenant, principal, agent), when not ("", "", ""):
+        # then its keys are also filed by owner and by (tenant, agent).
+        self._owners: dict[str, _Owner] = {}
+        self._by_tenant: dict[tuple[str, str], list[Cursor]] = {}
+        self._by_owner: dict[_Owner, list[Cursor]] = {}
         # Eviction order, oldest first. Entries are checked when taken instead of
         # removed when they go stale: a terminal task only leaves by being dropped,
         # an interrupted one is current while it still has the seq it had then.
@@ -217,6 +217,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
         message_key: bytes | None = None,
         tenant: str = "",
         principal: str = "",
+        agent: str = "",
         bounds: TaskBounds = DEFAULT_BOUNDS,
     ) -> StoredTask:
         if task.id in self._tasks:
@@ -225,9 +226,9 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
             raise StoreFullError(
                 f"the store holds {len(self._tasks)} tasks (its cap) and all are in flight"
             )
-        record = StoredTask(task, 0, tenant, principal)
-        if tenant or principal:
-            self._owners[task.id] = (tenant, principal)
+        record = StoredTask(task, 0, tenant, principal, agent)
+        if tenant or principal or agent:
+            self._owners[task.id] = (tenant, principal, agent)
         self._tasks[task.id] = record
         self._events[task.id] = []
         if lease is not None:
@@ -313,7 +314,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
     ) -> StoredTask:
         """Store ``new``, the snapshot ``event`` made of ``record``, and log the event."""
         old, task_id = record.task, record.task.id
-        record = StoredTask(new, record.seq + 1, record.tenant, record.principal)
+        record = StoredTask(new, record.seq + 1, record.tenant, record.principal, record.agent)
         self._tasks[task_id] = record
         if isinstance(event, TaskStatusUpdateEvent):
             self._unindex(old)
@@ -393,17 +394,18 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
         return doomed
 
     async def list(self, query: ListQuery) -> ListPage:
-        tenant, principal = query.tenant, query.principal
+        scope = (query.tenant, query.principal, query.agent)
         whose = None  # the owner filter still to apply to ``keys``
         if query.context_id:
             keys = self._by_context.get(query.context_id, [])
-            whose = (tenant, principal) if tenant is not None or principal is not None else None
-        elif principal is not None and tenant is not None:
-            keys = self._keys_of_owner(tenant, principal)
-        elif tenant is not None:
-            keys = self._keys_of_tenant(tenant)
+            whose = scope if scope != (None, None, None) else None
+        elif query.tenant is not None and query.principal is not None and query.agent is not None:
+            keys = self._keys_of_owner((query.tenant, query.principal, query.agent))
+        elif query.tenant is not None and query.agent is not None and query.principal is None:
+            keys = self._keys_of_tenant(query.tenant, query.agent)
         else:
             keys = self._order
+            whose = scope if scope != (None, None, None) else None
         low = bisect.bisect_left(keys, (query.updated_after, "")) if query.updated_after else 0
         high = len(keys)
         if query.state is None and not query.overdue_at and whose is None:
@@ -427,32 +429,34 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
         return ListPage(tasks, next_cursor, total)
 
     def _wanted(
-        self, key: Cursor, query: ListQuery, whose: tuple[str | None, str | None] | None
+        self, key: Cursor, query: ListQuery, whose: tuple[str | None, ...] | None
     ) -> bool:
         if query.state is not None and self._state_of(key) is not query.state:
             return False
         if query.overdue_at and not self._is_overdue(key[1], query.overdue_at):
             return False
         if whose is not None:
-            tenant, principal = self._owners.get(key[1], _NOBODY)
-            if whose[0] is not None and tenant != whose[0]:
-                return False
-            if whose[1] is not None and principal != whose[1]:
+            owner = self._owners.get(key[1], _NOBODY)
+            if any(want is not None and have != want for want, have in zip(whose, owner)):
                 return False
         return True
 
-    def _keys_of_tenant(self, tenant: str) -> builtins.list[Cursor]:
-        if tenant:
-            return self._by_tenant.get(tenant, [])
-        # The default tenant's keys: those of every task not filed under another.
+    def _keys_of_tenant(self, tenant: str, agent: str) -> builtins.list[Cursor]:
+        if tenant or agent:
+            return self._by_tenant.get((tenant, agent), [])
         if not self._owners:
             return self._order
-        return [k for k in self._order if self._owners.get(k[1], _NOBODY)[0] == ""]
+        # The keys of every task in the default tenant and agent, whoever's.
+        return [k for k in self._order if self._is_default_tenant(k[1])]
 
-    def _keys_of_owner(self, tenant: str, principal: str) -> builtins.list[Cursor]:
-        if tenant or principal:
-            return self._by_owner.get((tenant, principal), [])
-        if not self._owners:  # every task is nobody's (no auth): all of them
+    def _is_default_tenant(self, task_id: str) -> bool:
+        owner = self._owners.get(task_id, _NOBODY)
+        return owner[0] == "" and owner[2] == ""
+
+    def _keys_of_owner(self, owner: _Owner) -> builtins.list[Cursor]:
+        if owner != _NOBODY:
+            return self._by_owner.get(owner, [])
+        if not self._owners:  # every task is nobody's (no auth, one agent): all of them
             return self._order
         return [k for k in self._order if k[1] not in self._owners]
 
@@ -575,8 +579,8 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
         bisect.insort(self._by_context.setdefault(task.context_id, []), key)
         owner = self._owners.get(task.id)
         if owner is not None:
-            if owner[0]:
-                bisect.insort(self._by_tenant.setdefault(owner[0], []), key)
+            if owner[0] or owner[2]:
+                bisect.insort(self._by_tenant.setdefault((owner[0], owner[2]), []), key)
             bisect.insort(self._by_owner.setdefault(owner, []), key)
         state = task.status.state
         if state in IN_FLIGHT:
@@ -595,8 +599,8 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
             del self._by_context[task.context_id]
         owner = self._owners.get(task.id)
         if owner is not None:
-            if owner[0]:
-                _unfile(self._by_tenant, owner[0], key)
+            if owner[0] or owner[2]:
+                _unfile(self._by_tenant, (owner[0], owner[2]), key)
             _unfile(self._by_owner, owner, key)
         self._in_flight.discard(task.id)
 
@@ -632,7 +636,8 @@ def _state(record: StoredTask | bytes) -> TaskState:
     return _STATES[record[0]] if isinstance(record, bytes) else record.task.status.state
 
 
-_NOBODY = ("", "")  # the owner of a task created without auth
+_Owner = tuple[str, str, str]  # (tenant, principal, agent)
+_NOBODY: _Owner = ("", "", "")  # the owner of a task created without auth, by the one agent
 
 
 def _unfile(lists: dict[Any, list[Cursor]], name: Any, key: Cursor) -> None:

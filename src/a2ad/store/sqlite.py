@@ -134,14 +134,14 @@ def _evict_order(evict_class: int | None) -> int | None:
 
 
 _INSERT_TASK = """INSERT INTO tasks (id, context_id, state, status_ts, seq, evict_class,
-    evict_order, lease_owner, lease_expires, deadline, body, message_key, tenant, principal)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+    evict_order, lease_owner, lease_expires, deadline, body, message_key, tenant, principal,
+    agent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
 _EVICTABLE = """SELECT id, evict_class, state FROM tasks WHERE evict_class IS NOT NULL AND id != ?
     ORDER BY evict_class, evict_order LIMIT ?"""
 _DELETE_TASK = "DELETE FROM tasks WHERE id = ?"
-_SELECT_TASK = "SELECT seq, body, tenant, principal FROM tasks WHERE id = ?"
+_SELECT_TASK = "SELECT seq, body, tenant, principal, agent FROM tasks WHERE id = ?"
 _SELECT_FOR_APPEND = """SELECT seq, state, evict_class, lease_owner, lease_expires, body,
-    webhooks, tenant, principal FROM tasks WHERE id = ?"""
+    webhooks, tenant, principal, agent FROM tasks WHERE id = ?"""
 _INSERT_EVENT = "INSERT INTO events (task_id, seq, kind, body) VALUES (?, ?, ?, ?)"
 _TRIM_EVENTS = "DELETE FROM events WHERE task_id = ? AND seq <= ?"
 _SELECT_EVENTS = "SELECT seq, kind, body FROM events WHERE task_id = ? AND seq > ? ORDER BY seq"
@@ -197,6 +197,7 @@ _INSERT_WEBHOOK = """INSERT INTO webhooks (task_id, id, version, body, due_at)
 def _list_sql(
     tenant: bool,
     principal: bool,
+    agent: bool,
     context: bool,
     state: bool,
     after: bool,
@@ -210,6 +211,8 @@ def _list_sql(
         terms.append("tenant = :tenant")
     if principal:
         terms.append("principal = :principal")
+    if agent:
+        terms.append("agent = :agent")
     if context:
         terms.append("context_id = :context")
     if state:
@@ -435,6 +438,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
         message_key: bytes | None = None,
         tenant: str = "",
         principal: str = "",
+        agent: str = "",
         bounds: TaskBounds = DEFAULT_BOUNDS,
     ) -> StoredTask:
         # The row goes in once, as it stands after the events: one set of index
@@ -461,6 +465,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
                 key=message_key,
                 tenant=tenant,
                 principal=principal,
+                agent=agent,
             )
             _log_events(conn, task.id, 1, events)  # a new task has no webhooks yet
             return stored
@@ -626,6 +631,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
         key: bytes | None = None,
         tenant: str = "",
         principal: str = "",
+        agent: str = "",
     ) -> StoredTask:
         """Insert ``task``; past the cap, evict, adding each interrupted task evicted
         to ``evicted`` as (id, state)."""
@@ -648,6 +654,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
                     key,
                     tenant,
                     principal,
+                    agent,
                 ),
             )
         except sqlite3.IntegrityError:
@@ -669,7 +676,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
                     evicted.extend(
                         (victim, state) for victim, kind, state in victims if kind == _INTERRUPTED
                     )
-        return StoredTask(task, seq, tenant, principal)
+        return StoredTask(task, seq, tenant, principal, agent)
 
 
 def _key_filter(conn: sqlite3.Connection) -> KeyFilter:
@@ -692,7 +699,7 @@ def _connect_reader(path: str) -> sqlite3.Connection:
 
 def _get(conn: sqlite3.Connection, task_id: str) -> StoredTask | None:
     row = conn.execute(_SELECT_TASK, (task_id,)).fetchone()
-    return None if row is None else StoredTask(_decode_task(row[1]), row[0], row[2], row[3])
+    return None if row is None else StoredTask(_decode_task(row[1]), row[0], *row[2:])
 
 
 def _append(
@@ -707,7 +714,7 @@ def _append(
     row = conn.execute(_SELECT_FOR_APPEND, (task_id,)).fetchone()
     if row is None:
         raise MissingTaskError(task_id)
-    seq, state_value, old_class, owner, expires, body, webhook_count, tenant, principal = row
+    seq, state_value, old_class, owner, expires, body, webhook_count, *whose = row
     if seq != expected_seq:
         raise SequenceConflictError(f"task {task_id} is at {seq}, not {expected_seq}")
     state = TaskState(state_value)
@@ -745,7 +752,7 @@ def _append(
         _enqueue(conn, task_id, webhooks, logged, snapshots)
     if seq > MAX_EVENTS:
         conn.execute(_TRIM_EVENTS, (task_id, seq - MAX_EVENTS))
-    return StoredTask(new, seq, tenant, principal)
+    return StoredTask(new, seq, *whose)
 
 
 def _log_events(
@@ -864,6 +871,7 @@ def _count_owned_sql(query: ListQuery) -> str:
         for term, given in (
             ("tenant = :tenant", query.tenant is not None),
             ("principal = :principal", query.principal is not None),
+            ("agent = :agent", query.agent is not None),
             ("state = :state", query.state is not None),
         )
         if given
@@ -875,6 +883,7 @@ def _list(conn: sqlite3.Connection, query: ListQuery) -> ListPage:
     count_sql, page_sql = _list_sql(
         query.tenant is not None,
         query.principal is not None,
+        query.agent is not None,
         bool(query.context_id),
         query.state is not None,
         bool(query.updated_after),
@@ -884,6 +893,7 @@ def _list(conn: sqlite3.Connection, query: ListQuery) -> ListPage:
     params: dict[str, Any] = {
         "tenant": query.tenant,
         "principal": query.principal,
+        "agent": query.agent,
         "context": query.context_id,
         "state": query.state.value if query.state is not None else None,
         "after": query.updated_after,
@@ -894,7 +904,9 @@ def _list(conn: sqlite3.Connection, query: ListQuery) -> ListPage:
         params["cursor_ts"], params["cursor_id"] = query.cursor
     if query.context_id or query.updated_after or query.overdue_at:
         (total,) = conn.execute(count_sql, params).fetchone()
-    elif query.state is None and query.tenant is None and query.principal is None:
+    elif query.state is None and query.tenant is None and query.principal is None and (
+        query.agent is None
+    ):
         (total,) = conn.execute(_COUNT_ALL).fetchone()
     else:
         (total,) = conn.execute(_count_owned_sql(query), params).fetchone()

@@ -150,25 +150,28 @@ def _create_v3(conn: sqlite3.Connection) -> None:
 
 
 # Version 4: whose each task is. ``tenant`` and ``principal`` (both "" for tasks
-# created without auth, and for every task of an older file) scope every listing,
+# created without auth, and for every task of an older file), and ``agent`` (the
+# agent that runs it; "" for a server of one unnamed agent) scope every listing,
 # so the listing indexes lead with them: the four filters of before behind
-# (tenant, principal), and (tenant) alone for operators, who list a whole tenant.
-# ``owner_count`` replaces ``state_count``: a listing's total without other
-# filters is one lookup (or a sum over a tenant's few rows), not a count.
+# (tenant, principal, agent), and (tenant, agent) for operators, who list a whole
+# tenant. ``owner_count`` replaces ``state_count``: a listing's total without
+# other filters is one lookup (or a sum over a tenant's few rows), not a count.
 _SCHEMA_V4 = (
     "ALTER TABLE tasks ADD COLUMN tenant TEXT NOT NULL DEFAULT ''",
     "ALTER TABLE tasks ADD COLUMN principal TEXT NOT NULL DEFAULT ''",
+    "ALTER TABLE tasks ADD COLUMN agent TEXT NOT NULL DEFAULT ''",
     "DROP INDEX tasks_by_time",
     "DROP INDEX tasks_by_context",
     "DROP INDEX tasks_by_state",
     "DROP INDEX tasks_by_context_state",
-    "CREATE INDEX tasks_of_owner ON tasks (tenant, principal, status_ts, id)",
+    "CREATE INDEX tasks_of_owner ON tasks (tenant, principal, agent, status_ts, id)",
     """CREATE INDEX tasks_of_owner_by_context
-        ON tasks (tenant, principal, context_id, status_ts, id)""",
-    "CREATE INDEX tasks_of_owner_by_state ON tasks (tenant, principal, state, status_ts, id)",
+        ON tasks (tenant, principal, agent, context_id, status_ts, id)""",
+    """CREATE INDEX tasks_of_owner_by_state
+        ON tasks (tenant, principal, agent, state, status_ts, id)""",
     """CREATE INDEX tasks_of_owner_by_context_state
-        ON tasks (tenant, principal, context_id, state, status_ts, id)""",
-    "CREATE INDEX tasks_of_tenant ON tasks (tenant, status_ts, id)",
+        ON tasks (tenant, principal, agent, context_id, state, status_ts, id)""",
+    "CREATE INDEX tasks_of_tenant ON tasks (tenant, agent, status_ts, id)",
     "DROP TRIGGER tasks_state_insert",
     "DROP TRIGGER tasks_state_delete",
     "DROP TRIGGER tasks_state_update",
@@ -176,28 +179,30 @@ _SCHEMA_V4 = (
     """CREATE TABLE owner_count (
         tenant TEXT NOT NULL,
         principal TEXT NOT NULL,
+        agent TEXT NOT NULL,
         state TEXT NOT NULL,
         n INTEGER NOT NULL,
-        PRIMARY KEY (tenant, principal, state)
+        PRIMARY KEY (tenant, principal, agent, state)
     ) WITHOUT ROWID""",
-    """INSERT INTO owner_count (tenant, principal, state, n)
-        SELECT tenant, principal, state, count(*) FROM tasks GROUP BY tenant, principal, state""",
+    """INSERT INTO owner_count (tenant, principal, agent, state, n)
+        SELECT tenant, principal, agent, state, count(*) FROM tasks
+        GROUP BY tenant, principal, agent, state""",
     """CREATE TRIGGER tasks_owner_insert AFTER INSERT ON tasks BEGIN
-        INSERT INTO owner_count (tenant, principal, state, n)
-            VALUES (new.tenant, new.principal, new.state, 1)
-            ON CONFLICT (tenant, principal, state) DO UPDATE SET n = n + 1;
+        INSERT INTO owner_count (tenant, principal, agent, state, n)
+            VALUES (new.tenant, new.principal, new.agent, new.state, 1)
+            ON CONFLICT (tenant, principal, agent, state) DO UPDATE SET n = n + 1;
     END""",
     """CREATE TRIGGER tasks_owner_delete AFTER DELETE ON tasks BEGIN
-        UPDATE owner_count SET n = n - 1
-            WHERE tenant = old.tenant AND principal = old.principal AND state = old.state;
+        UPDATE owner_count SET n = n - 1 WHERE tenant = old.tenant
+            AND principal = old.principal AND agent = old.agent AND state = old.state;
     END""",
     """CREATE TRIGGER tasks_owner_update AFTER UPDATE OF state ON tasks
         WHEN new.state != old.state BEGIN
-        UPDATE owner_count SET n = n - 1
-            WHERE tenant = old.tenant AND principal = old.principal AND state = old.state;
-        INSERT INTO owner_count (tenant, principal, state, n)
-            VALUES (new.tenant, new.principal, new.state, 1)
-            ON CONFLICT (tenant, principal, state) DO UPDATE SET n = n + 1;
+        UPDATE owner_count SET n = n - 1 WHERE tenant = old.tenant
+            AND principal = old.principal AND agent = old.agent AND state = old.state;
+        INSERT INTO owner_count (tenant, principal, agent, state, n)
+            VALUES (new.tenant, new.principal, new.agent, new.state, 1)
+            ON CONFLICT (tenant, principal, agent, state) DO UPDATE SET n = n + 1;
     END""",
 )
 
