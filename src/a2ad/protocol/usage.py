@@ -89,12 +89,12 @@ class UsageRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_d
 
 class UsageReport(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     """The answer of ``a2ad/GetUsage``: the totals from ``from_day`` to ``to_day``
-    (both included) of ``tenants``, one row per group of ``group_by``, and
-    ``total`` over all rows."""
+    (both included) of ``tenants`` (None: every tenant), one row per group of
+    ``group_by``, and ``total`` over all rows."""
 
     from_day: str = msgspec.field(name="from")
     to_day: str = msgspec.field(name="to")
-    tenants: list[str]
+    tenants: list[str] | None
     group_by: list[Group]
     rows: list[UsageRow]
     total: TokenCounts
