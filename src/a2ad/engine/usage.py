@@ -48,11 +48,8 @@ async def usage_report(
             metadata={"principal": caller.principal},
         )
     groups = _groups(group_by)
-    to_day = to_day or format_timestamp(clock())[:10]
-    from_day = from_day or to_day[:8] + "01"
-    for name, day in (("from", from_day), ("to", to_day)):
-        if not _valid_day(day):
-            raise InvalidParamsError(f"{name} must be a day as YYYY-MM-DD, not {day!r}", field=name)
+    to_day = _day("to", to_day or format_timestamp(clock())[:10])
+    from_day = _day("from", from_day or to_day[:8] + "01")
     if from_day > to_day:
         raise InvalidParamsError(
             f"from ({from_day}) is after to ({to_day}); give an earlier from", field="from"
@@ -96,11 +93,12 @@ def _groups(names: Sequence[str]) -> tuple[Group, ...]:
     return tuple(groups)
 
 
-def _valid_day(text: str) -> bool:
-    if not is_day(text):
-        return False
+def _day(name: str, text: str) -> str:
+    """``text``, if it is a day as YYYY-MM-DD; else InvalidParamsError naming ``name``."""
     try:
-        datetime.date.fromisoformat(text)
+        if is_day(text):
+            datetime.date.fromisoformat(text)
+            return text
     except ValueError:
-        return False
-    return True
+        pass
+    raise InvalidParamsError(f"{name} must be a day as YYYY-MM-DD, not {text!r}", field=name)

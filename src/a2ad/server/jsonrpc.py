@@ -4,7 +4,8 @@ Read the body, decode the envelope, look up (dialect, operation) from the
 method and the ``A2A-Version`` header (or query parameter of that name), and
 hand the params to the ``Dispatcher`` (decode with the dialect, call the
 handler, encode): one JSON result, or an SSE stream for the streaming
-operations. Every A2AError becomes a JSON-RPC error in the dialect's terms,
+operations. a2ad's own ``a2ad/GetUsage`` (usage.py) is answered beside them,
+whatever the version. Every A2AError becomes a JSON-RPC error in the dialect's terms,
 with the request's ``id`` whenever it can be read; anything else is logged with
 an incident id and answered -32603 with that id, never a traceback. A
 notification (no ``id``) is not run and gets no answer: HTTP 204
@@ -43,6 +44,7 @@ from .types import (
     respond,
     respond_empty,
 )
+from .usage import USAGE_METHOD, UsageEndpoint
 
 __all__ = ["MAX_BODY_BYTES", "JsonRpcEndpoint"]
 
@@ -75,6 +77,7 @@ class JsonRpcEndpoint:
             raise ValueError(f"keepalive_seconds must be positive, not {keepalive_seconds!r}")
         self.handler = handler
         self._dispatch = Dispatcher(handler)
+        self._usage = UsageEndpoint(handler.engine)
         self.max_body_bytes = max_body_bytes
         self.keepalive_seconds = keepalive_seconds
 
@@ -99,6 +102,10 @@ class JsonRpcEndpoint:
                 await _ignore_notification(send, request.method)
                 return
             request_id, method = request.id, request.method
+            if method == USAGE_METHOD:
+                report = await self._usage.rpc(request.params, caller_of(scope))
+                await respond(send, 200, encode_result(request_id, report))
+                return
             dialect, operation = resolve(requested_version(version_text(scope)), method)
             requested = requested_extensions(scope) if self.handler.extensions else ()
             context = self.handler.request_context(
