@@ -23,6 +23,8 @@ import msgspec
 __all__ = [
     "GROUPS",
     "METADATA_KEY",
+    "USAGE_METHOD",
+    "USAGE_PATH",
     "Group",
     "TokenCounts",
     "UsageRecord",
@@ -33,6 +35,8 @@ __all__ = [
 ]
 
 METADATA_KEY = "usage"  # where a task's metadata holds its usage
+USAGE_METHOD = "a2ad/GetUsage"  # the report: JSON-RPC method (a2ad's, not A2A's)
+USAGE_PATH = "/a2ad/usage"  # and HTTP path (GET)
 
 Group = Literal["tenant", "principal", "day", "model"]
 GROUPS: tuple[Group, ...] = ("tenant", "principal", "day", "model")

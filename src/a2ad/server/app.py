@@ -24,6 +24,7 @@ from ..engine.push import PushPolicy
 from ..engine.secrets import WebhookSecrets, server_key
 from ..protocol.errors import A2AError, InvalidRequestError, UnauthenticatedError
 from ..protocol.jsonrpc import encode_error
+from ..protocol.usage import USAGE_PATH
 from ..store.base import StoreError, TaskStore
 from ..store.memory import MemoryStore
 from .auth import AuthenticationFailed, Authenticator
@@ -32,7 +33,7 @@ from .jsonrpc import MAX_BODY_BYTES, JsonRpcEndpoint
 from .rest import RestEndpoint, error_body
 from .sse import KEEPALIVE_SECONDS
 from .types import CALLER_KEY, Receive, Scope, Send, respond
-from .usage import USAGE_PATH, UsageEndpoint
+from .usage import UsageEndpoint
 from .well_known import CARD_PATHS, CardEndpoint
 
 __all__ = ["A2AApp", "authenticated_only", "create_app", "load_agent"]

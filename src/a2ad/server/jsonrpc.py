@@ -29,6 +29,7 @@ from ..protocol.jsonrpc import (
     readable_id,
 )
 from ..protocol.types import StreamItem
+from ..protocol.usage import USAGE_METHOD
 from .dispatch import Dispatcher, internal_error, parse_event_id, version_text
 from .extensions import echo_headers, requested_extensions
 from .handler import RequestHandler
@@ -44,7 +45,7 @@ from .types import (
     respond,
     respond_empty,
 )
-from .usage import USAGE_METHOD, UsageEndpoint
+from .usage import UsageEndpoint
 
 __all__ = ["MAX_BODY_BYTES", "JsonRpcEndpoint"]
 

@@ -18,14 +18,12 @@ from ..agent import Caller
 from ..engine import Engine
 from ..engine.usage import usage_report
 from ..protocol.errors import A2AError, InvalidParamsError, InvalidRequestError
+from ..protocol.usage import USAGE_METHOD, USAGE_PATH
 from .dispatch import internal_error
 from .rest import error_body
 from .types import Scope, Send, caller_of, respond
 
-__all__ = ["USAGE_METHOD", "USAGE_PATH", "UsageEndpoint"]
-
-USAGE_METHOD = "a2ad/GetUsage"
-USAGE_PATH = "/a2ad/usage"
+__all__ = ["UsageEndpoint"]
 
 
 class UsageParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
