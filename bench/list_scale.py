@@ -41,6 +41,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from a2ad import EchoAgent, Engine, SqliteStore
+from a2ad.engine.access import Access
 from a2ad.protocol.model import (
     Artifact,
     ListTasksRequest,
@@ -54,6 +55,8 @@ from a2ad.protocol.model import (
 )
 from a2ad.protocol.requests import task_query
 from a2ad.store.sqlite import _list_sql  # the exact statements the store runs
+
+ANYONE = Access()  # what a server without auth lists for every caller
 
 SEED = 20260501
 HOT_SHARE = 0.01
@@ -291,12 +294,25 @@ def statements(request: ListTasksRequest) -> tuple[str, str, dict[str, Any]]:
     if request.page_token:
         padded = request.page_token + "=" * (-len(request.page_token) % 4)
         cursor = tuple(json.loads(base64.urlsafe_b64decode(padded)))
+    # As a server without auth lists: the anonymous caller's tasks (tenant "",
+    # principal "": every task here).
     count_sql, page_sql = _list_sql(
-        bool(request.context_id), state is not None, bool(after), False, cursor is not None
+        True,
+        True,
+        bool(request.context_id),
+        state is not None,
+        bool(after),
+        False,
+        cursor is not None,
     )
-    if not (request.context_id or state or after):
-        count_sql = "SELECT n FROM task_count"
+    if not (request.context_id or after):
+        count_sql = (
+            "SELECT coalesce(sum(n), 0) FROM owner_count WHERE tenant = :tenant"
+            " AND principal = :principal" + (" AND state = :state" if state else "")
+        )
     params: dict[str, Any] = {
+        "tenant": "",
+        "principal": "",
         "context": request.context_id,
         "state": state,
         "after": after,
@@ -338,7 +354,7 @@ async def measure(
         for task in exp.samples:
             stored = await store.get(task.id)
             assert stored is not None and stored.seq == 0 and stored.task == task, task.id
-        first = await engine.list_tasks(task_query(ListTasksRequest(page_size=PAGE)))
+        first = await engine.list_tasks(task_query(ListTasksRequest(page_size=PAGE)), access=ANYONE)
         assert [t.id for t in first.tasks] == exp.newest[:PAGE]
         assert first.total_size == exp.n
 
@@ -347,7 +363,7 @@ async def measure(
             token = ""
             for _ in range(DEEP - 1):
                 page = await engine.list_tasks(
-                    task_query(ListTasksRequest(page_size=PAGE, page_token=token))
+                    task_query(ListTasksRequest(page_size=PAGE, page_token=token)), access=ANYONE
                 )
                 token = page.next_page_token
                 assert token, "fewer than DEEP pages"
@@ -362,7 +378,7 @@ async def measure(
         direct = sqlite3.connect(path)
         try:
             for sc in scenarios(exp.hot, deep_token):
-                resp = await engine.list_tasks(task_query(sc.request))
+                resp = await engine.list_tasks(task_query(sc.request), access=ANYONE)
                 assert resp.total_size == exp.totals[sc.name], (
                     sc.name,
                     resp.total_size,
@@ -376,11 +392,11 @@ async def measure(
                     state = parse_state(sc.request.status)
                     assert all(t.status.state is state for t in resp.tasks)
                 for _ in range(5):  # warm up
-                    await engine.list_tasks(task_query(sc.request))
+                    await engine.list_tasks(task_query(sc.request), access=ANYONE)
                 times = []
                 for _ in range(repeat):
                     t0 = time.perf_counter()
-                    await engine.list_tasks(task_query(sc.request))
+                    await engine.list_tasks(task_query(sc.request), access=ANYONE)
                     times.append(time.perf_counter() - t0)
                 count_sql, page_sql, params = statements(sc.request)
                 results[sc.name] = {

@@ -18,7 +18,7 @@ from typing import cast
 import httpx
 import pytest
 
-from a2ad import A2AApp, SyncClient, Task, TaskState, create_app
+from a2ad import A2AApp, A2AError, SyncClient, Task, TaskState, create_app
 
 from .agents.test_task_manager import ScriptedLLM, answer, status, status_text, texts, tool_call
 from .conftest import LiveServer, free_port
@@ -380,3 +380,47 @@ def test_mcp_without_the_sdk_says_to_install_the_mcp_extra(tmp_path: Path) -> No
         "error: the MCP server needs the MCP Python SDK, which is not installed: "
         "pip install 'a2ad[mcp]'"
     )
+
+
+@pytest.mark.parametrize("exposed", [False, True], ids=["default", "exposed"])
+def test_serve_hides_internal_parts_from_callers_unless_told_to_expose_them(
+    exposed: bool,
+) -> None:
+    flags = ["--expose-internal-parts"] if exposed else []
+    agent = "tests.server.test_internal_parts:ToolAgent"
+    with Served("--agent", agent, "--shutdown-grace", "0", *flags) as s:
+        url = s.url
+        s.expect("Press Ctrl-C to stop")  # the banner's last line
+        assert ("Internal parts: shown to every caller" in s.output) is exposed
+        with httpx.Client(timeout=10) as http:
+            sent = http.post(
+                url,
+                json={
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "message/send",
+                    "params": {"message": {"role": "user", "parts": [{"text": "go"}]}},
+                },
+            )
+        assert sent.json()["result"]["status"]["state"] == "completed"
+        assert ("SECRET" in sent.text) is exposed
+        assert "the answer" in sent.text
+        assert s.stop() == 0
+
+
+def test_serve_takes_its_limits_from_flags(tmp_path: Path) -> None:
+    with Served(
+        "--store", "memory", "--max-part-bytes", "5", "--rate-limit", "100", cwd=tmp_path
+    ) as s:
+        with SyncClient(s.url) as client:
+            assert isinstance(client.send("12345"), Task)  # exactly at the limit
+            with pytest.raises(A2AError, match="--max-part-bytes") as refused:
+                client.send("123456")
+            assert "limit of 5 bytes (maxPartBytes)" in str(refused.value)
+        assert s.stop() == 0
+
+
+def test_serve_refuses_a_limit_out_of_range_as_a_usage_error() -> None:
+    result = run_a2ad("serve", "--max-history", "1001")
+    assert result.returncode == 2
+    assert "--max-history" in result.stdout + result.stderr

@@ -29,6 +29,7 @@ from .protocol.card import (
     SecurityRequirement,
     SecurityScheme,
 )
+from .protocol.internal import mark_internal
 from .protocol.model import Artifact, Message, Part, Role, TaskState, TextPart, new_id
 from .protocol.usage import TokenCounts
 
@@ -281,7 +282,7 @@ class TaskContext:
         """Report the tokens a model call of this turn used (``total_tokens``: by
         default the sum of the other two). Reports add up. Each is stored with
         the task's next write (an event of this turn, or its end): in the task's
-        metadata (``usage``, see docs/agents.md) and in the usage totals of the
+        metadata (``a2ad.usage``, see docs/agents.md) and in the usage totals of the
         task's tenant and principal for the day (UTC). One that no task carries
         (a reply without a task, a report after the task ended or was canceled)
         counts in the totals only. Raises ValueError for a count that is not a
@@ -303,6 +304,17 @@ class TaskContext:
             ),
         )
         await self._emit.usage(model, counts)
+
+    # --- internal parts: the agent's own, hidden from callers (protocol/internal.py) ---
+
+    @staticmethod
+    def internal(content: str | Part | Sequence[Part]) -> list[Part]:
+        """``content``'s parts marked internal (part metadata ``{"a2ad":
+        {"internal": true}}``): stored and in ``ctx.history``, but hidden from
+        callers other than operators, e.g. ``await ctx.working([TextPart("Searching"),
+        *ctx.internal(DataPart(call))])``. A message or artifact of internal parts
+        only is left out of what those callers see."""
+        return mark_internal(_parts(content))
 
 
 def _parts(content: str | Part | Sequence[Part]) -> list[Part]:

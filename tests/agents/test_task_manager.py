@@ -262,7 +262,7 @@ async def test_reports_the_tokens_each_llm_call_used(tasks: LiveServer) -> None:
 
     assert task.status.state.word == "completed", texts(task)
     assert isinstance(task.metadata, dict)
-    assert task.metadata["usage"] == {
+    assert task.metadata["a2ad"]["usage"] == {
         "promptTokens": 320,
         "completionTokens": 24,
         "totalTokens": 344,
@@ -288,7 +288,7 @@ async def test_usage_that_is_not_counts_is_left_out_and_the_task_goes_on(
         task = await ask(live.url, "What runs?")
 
     assert task.status.state.word == "completed", texts(task)
-    assert task.metadata is msgspec.UNSET or "usage" not in task.metadata
+    assert task.metadata is msgspec.UNSET or "a2ad" not in task.metadata
 
 
 async def test_gives_up_after_the_round_limit(tasks: LiveServer) -> None:

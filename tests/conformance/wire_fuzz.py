@@ -88,7 +88,8 @@ class FuzzServer:
     """``a2ad serve`` with the fuzz agent over a SQLite file in a temporary folder,
     on a port the system picks; stdout and stderr go to a log file."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, auth: str = "") -> None:
+        """``auth``: a keys file, to serve with auth on."""
         self.dir = tempfile.TemporaryDirectory(prefix="a2ad-fuzz-")
         self.log_path = Path(self.dir.name) / "server.log"
         self.url = ""
@@ -108,6 +109,7 @@ class FuzzServer:
                 "tests.conformance.fuzz_agent:FuzzAgent",
                 "--shutdown-grace",
                 "0s",
+                *(["--auth", auth] if auth else []),
             ],
             cwd=PROJECT,
             stdout=self._log,
@@ -779,6 +781,12 @@ def check_answer(request: WireRequest, answer: Answer | None) -> str:
     sent, version = _sent(request)
     if answer.status == 400 and (request.short_by or not _valid_http(request)):
         return "HTTP 400 (bad HTTP)"  # the HTTP parser's own answer
+    if answer.status == 401:  # auth on, and no valid credential: nothing else was read
+        assert answer.content_type.startswith("application/json"), answer
+        body = _strict_json(answer.body)
+        assert body["id"] is None and body["error"]["code"] == -31401, body
+        assert body["error"]["data"][0]["reason"] == "UNAUTHENTICATED", body
+        return "HTTP 401"
     if answer.status == 204:  # a JSON-RPC notification: neither run nor answered
         assert isinstance(sent, dict) and "id" not in sent, answer
         assert isinstance(sent.get("method"), str) and answer.body == b"", answer

@@ -106,7 +106,7 @@ async def test_reports_add_up_on_the_task_by_model(engine: Engine) -> None:
     assert isinstance(task, Task) and task.status.state is TaskState.COMPLETED
     stored = await engine.get_task(task.id, access=Access("acme", "ann"))
     assert isinstance(stored.metadata, dict)
-    assert stored.metadata["usage"] == {
+    assert stored.metadata["a2ad"]["usage"] == {
         **counts(15, 3, 19),
         "byModel": {"m1": counts(10, 2), "m2": counts(5, 1, 7)},
     }
@@ -187,7 +187,7 @@ async def test_usage_after_the_task_ended_counts_in_the_totals_only(
     assert await totals() == 1012
     stored = await engine.get_task(task.id, access=Access("acme", "ann"))
     assert isinstance(stored.metadata, dict)
-    assert stored.metadata["usage"]["totalTokens"] == 12
+    assert stored.metadata["a2ad"]["usage"]["totalTokens"] == 12
 
 
 async def test_a_follow_up_turn_adds_to_the_task(engine: Engine) -> None:
@@ -198,7 +198,7 @@ async def test_a_follow_up_turn_adds_to_the_task(engine: Engine) -> None:
     assert isinstance(done, Task)
     stored = await engine.get_task(asked.id, access=ann)
     assert isinstance(stored.metadata, dict)
-    assert stored.metadata["usage"]["totalTokens"] == 24
+    assert stored.metadata["a2ad"]["usage"]["totalTokens"] == 24
 
 
 async def test_a_negative_count_is_refused_at_the_call(engine: Engine) -> None:

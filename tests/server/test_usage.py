@@ -65,7 +65,7 @@ async def spend(http: httpx.AsyncClient, keys: dict[str, str]) -> None:
         params = msg10("go")
         params["message"]["messageId"] = str(uuid.uuid4())
         sent = await rpc(http, keys[who], "SendMessage", params)
-        assert sent["result"]["task"]["metadata"]["usage"]["totalTokens"] == 120
+        assert sent["result"]["task"]["metadata"]["a2ad"]["usage"]["totalTokens"] == 120
 
 
 async def test_an_operator_reads_its_tenants_totals_over_jsonrpc(

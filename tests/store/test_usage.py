@@ -131,13 +131,15 @@ async def test_the_task_carries_its_usage_in_its_metadata(store: TaskStore) -> N
     assert stored is not None and stored.task == after.task
     assert stored.task.metadata == {
         "deadline": "2026-03-09T00:00:00.000Z",
-        "usage": {
-            "promptTokens": 33,
-            "completionTokens": 3,
-            "totalTokens": 36,
-            "byModel": {
-                "m1": {"promptTokens": 30, "completionTokens": 3, "totalTokens": 33},
-                "": {"promptTokens": 3, "completionTokens": 0, "totalTokens": 3},
+        "a2ad": {
+            "usage": {
+                "promptTokens": 33,
+                "completionTokens": 3,
+                "totalTokens": 36,
+                "byModel": {
+                    "m1": {"promptTokens": 30, "completionTokens": 3, "totalTokens": 33},
+                    "": {"promptTokens": 3, "completionTokens": 0, "totalTokens": 3},
+                },
             },
         },
     }

@@ -20,6 +20,10 @@ short by a crash or a shutdown is made again on the next start, and a receiver
 may see an event twice (``X-A2AD-Event-Id`` tells them apart). One slow
 receiver holds only its own lane.
 
+A receiver is never an operator: the events it gets leave out internal parts
+(protocol/internal.py), and one of nothing but internal parts (an artifact
+update) is not sent, but counted delivered; unless ``expose_internal_parts``.
+
 A config's token and credentials are stored encrypted (engine/secrets.py): sealed
 in ``set``, revealed only to build a delivery's headers, and masked in every
 config this layer answers; no log line carries them.
@@ -47,9 +51,11 @@ from ..protocol.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
+from ..protocol.internal import visible, visible_task
 from ..protocol.model import (
     ListTaskPushNotificationConfigsRequest,
     ListTaskPushNotificationConfigsResponse,
+    Message,
     PushDeliveryStatus,
     TaskPushNotificationConfig,
 )
@@ -111,7 +117,8 @@ class PushNotifications:
     ``allow_private`` (engine/webhook_urls.py). Webhook secrets are sealed with
     ``secrets``, by default with a random key that lasts as long as this object
     (``create_app`` sets the server's key: engine/secrets.py ``server_key``);
-    replace it before ``start`` and before any config is set."""
+    replace it before ``start`` and before any config is set. Receivers get
+    internal parts only with ``expose_internal_parts``."""
 
     def __init__(
         self,
@@ -121,10 +128,12 @@ class PushNotifications:
         policy: PushPolicy | None = None,
         allow_private: bool = False,
         secrets: WebhookSecrets | None = None,
+        expose_internal_parts: bool = False,
     ) -> None:
         self.store = store
         self.policy = policy or PushPolicy()
         self.allow_private = allow_private
+        self.expose_internal_parts = expose_internal_parts
         self.secrets = secrets if secrets is not None else WebhookSecrets(random_key())
         self._clock = clock
         self._wake = asyncio.Event()
@@ -398,8 +407,11 @@ class PushNotifications:
         delivery: Delivery,
         reached: Target | WebhookRefused,
     ) -> tuple[str, bool] | None:
-        """One POST; None if the receiver took it, else (why, whether retrying is
-        pointless)."""
+        """One POST; None if the receiver took it (or there was nothing for it to
+        see), else (why, whether retrying is pointless)."""
+        body = self._body(webhook, delivery)
+        if body is None:
+            return None
         if isinstance(reached, WebhookRefused):
             return f"refused: {reached}", reached.permanent
         dialect = DIALECTS[webhook.version]
@@ -417,7 +429,6 @@ class PushNotifications:
         extensions: dict[str, Any] = {}
         if reached.sni_hostname is not None:
             extensions["sni_hostname"] = reached.sni_hostname
-        body = dialect.encode_push(delivery.item, delivery.snapshot)
         timeout = self.policy.timeout
         try:
             async with asyncio.timeout(timeout):  # the whole attempt, however it trickles
@@ -444,6 +455,18 @@ class PushNotifications:
             return None
         permanent = 400 <= status < 500 and status not in _TRANSIENT_4XX
         return f"HTTP {status}", permanent
+
+    def _body(self, webhook: Webhook, delivery: Delivery) -> bytes | None:
+        """What the receiver is sent of the delivery; None: nothing it may see."""
+        item, snapshot = delivery.item, delivery.snapshot
+        if not self.expose_internal_parts:
+            shown = visible(item)
+            if shown is None:
+                return None
+            assert not isinstance(shown, Message)  # a reply makes no task, so no push
+            item = shown
+            snapshot = visible_task(snapshot) if snapshot is not None else None
+        return DIALECTS[webhook.version].encode_push(item, snapshot)
 
 
 class _Clients:

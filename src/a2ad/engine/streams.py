@@ -17,7 +17,9 @@ class EventStream:
     """A backlog (the task, or a single Message, or events replayed from the log),
     then live events, ending at a terminal state, or also at an interrupted one
     for the stream of a request's own turn. ``exists()`` is asked on a quiet
-    stream: a task evicted while it waited for input ends its stream."""
+    stream: a task evicted while it waited for input ends its stream. ``view``,
+    if set, is what the reader gets of each item (None: the item is skipped;
+    it must not be one that ends the stream)."""
 
     def __init__(
         self,
@@ -34,6 +36,7 @@ class EventStream:
         self._after = after_seq
         self._end_on_interrupt = end_on_interrupt
         self._ended = False
+        self.view: Callable[[StreamItem], StreamItem | None] | None = None
 
     @property
     def dropped(self) -> asyncio.Event | None:
@@ -70,6 +73,16 @@ class EventStream:
     ) -> tuple[Seq | None, StreamItem, bool] | None:
         """(seq, item, last) or None when the stream is over (or its reader was
         dropped). Raises TimeoutError after ``timeout`` with nothing to send."""
+        while True:
+            step = await self._next(timeout)
+            if step is None or self.view is None:
+                return step
+            seq, item, last = step
+            shown = self.view(item)
+            if shown is not None:
+                return (seq, shown, last)
+
+    async def _next(self, timeout: float | None) -> tuple[Seq | None, StreamItem, bool] | None:
         if self._ended:
             return None
         if self._backlog:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import NamedTuple, TypedDict
 
 import msgspec
@@ -33,11 +34,13 @@ from ..protocol.model import Message, Task, TaskEvent, TaskStatusUpdateEvent
 from ..protocol.types import TaskId
 from ..protocol.usage import UsageRecord
 from ..store.base import (
+    DEFAULT_BOUNDS,
     EventLimitError,
     Lease,
     MissingTaskError,
     SequenceConflictError,
     StoredTask,
+    TaskBounds,
     TaskStore,
     TerminalTaskError,
     Usage,
@@ -67,13 +70,19 @@ class _UsageArgument(TypedDict, total=False):
 class Writer:
     """``stored(task_id, ended)`` is called after each event is stored (the push
     worker's wake-up: the store has queued the event's deliveries by then);
-    ``ended``: the event made the task terminal."""
+    ``ended``: the event made the task terminal. Tasks are kept within ``bounds``."""
 
     def __init__(
-        self, store: TaskStore, bus: Bus, *, stored: Callable[[TaskId, bool], None] | None = None
+        self,
+        store: TaskStore,
+        bus: Bus,
+        *,
+        stored: Callable[[TaskId, bool], None] | None = None,
+        bounds: TaskBounds = DEFAULT_BOUNDS,
     ) -> None:
         self.store = store
         self.bus = bus
+        self.bounds = bounds
         self._stored = stored
         self.keeps_usage = isinstance(store, Usage)
 
@@ -96,30 +105,24 @@ class Writer:
         marks = _marks(events, kept)
         kept = _in_time(task, kept)
         extra = self._usage(usage)
+        create = partial(
+            self.store.create,
+            task,
+            lease=lease,
+            deadline=deadline,
+            message_key=message_key,
+            tenant=tenant,
+            principal=principal,
+            bounds=self.bounds,
+            **extra,
+        )
         try:
-            stored = await self.store.create(
-                task,
-                events=kept,
-                lease=lease,
-                deadline=deadline,
-                message_key=message_key,
-                tenant=tenant,
-                principal=principal,
-                **extra,
-            )
+            stored = await create(events=kept)
         except EventLimitError:  # the batch broke a size bound: store what fits
-            stored = await self.store.create(
-                task,
-                lease=lease,
-                deadline=deadline,
-                message_key=message_key,
-                tenant=tenant,
-                principal=principal,
-                **extra,
-            )
+            stored = await create()
             batch = await self._one_by_one(stored, events)
             return batch._replace(usage_stored=bool(extra))
-        self._publish(StoredTask(task, 0), kept, stored)
+        self._publish(StoredTask(task, 0, tenant, principal), kept, stored)
         return Batch(stored, marks, stored.task.status.state.terminal, bool(extra))
 
     async def apply_batch(
@@ -150,7 +153,9 @@ class Writer:
             marks = _marks(events, kept)
             kept = _in_time(current.task, kept)
             try:
-                stored = await self.store.append(task_id, current.seq, kept, **extra)
+                stored = await self.store.append(
+                    task_id, current.seq, kept, bounds=self.bounds, **extra
+                )
             except SequenceConflictError:
                 current = None
                 continue
@@ -197,6 +202,7 @@ class Writer:
                     user_message=user_message,
                     lease=lease,
                     message_key=message_key,
+                    bounds=self.bounds,
                     **extra,
                 )
             except SequenceConflictError:
@@ -248,7 +254,7 @@ class Writer:
         snapshot = before.task
         last = len(events)
         for i, event in enumerate(events, start=1):
-            snapshot = after.task if i == last else apply_event(snapshot, event)
+            snapshot = after.task if i == last else apply_event(snapshot, event, bounds=self.bounds)
             self._announce(task_id, Published(before.seq + i, event, snapshot))
 
     def _announce(self, task_id: TaskId, item: Published) -> None:

@@ -2,10 +2,10 @@
 
 An agent reports counts per model (``TaskContext.usage``); each report becomes a
 ``UsageRecord`` stamped with its UTC day. A task keeps the sum of its records in
-its metadata, in one shape (docs/agents.md, "Token usage")::
+its metadata, under a2ad's own key, in one shape (docs/agents.md, "Token usage")::
 
-    "usage": {"promptTokens": 30, "completionTokens": 12, "totalTokens": 42,
-              "byModel": {"gpt-4o-mini": {"promptTokens": 30, ...}}}
+    "a2ad": {"usage": {"promptTokens": 30, "completionTokens": 12, "totalTokens": 42,
+                       "byModel": {"gpt-4o-mini": {"promptTokens": 30, ...}}}}
 
 and a store that keeps totals (``store.base.Usage``) adds each record to the
 totals of its (tenant, principal, day, model). The operator-only report
@@ -34,7 +34,7 @@ __all__ = [
     "with_usage",
 ]
 
-METADATA_KEY = "usage"  # where a task's metadata holds its usage
+METADATA_KEY = "usage"  # where a task's metadata["a2ad"] holds its usage
 USAGE_METHOD = "a2ad/GetUsage"  # the report: JSON-RPC method (a2ad's, not A2A's)
 USAGE_PATH = "/a2ad/usage"  # and HTTP path (GET)
 
@@ -108,7 +108,9 @@ def with_usage(metadata: object, records: Sequence[UsageRecord]) -> dict[str, An
     """A task's ``metadata`` (a dict, or UNSET or None for none) as a new dict,
     with ``records`` added to its usage."""
     merged = dict(metadata) if isinstance(metadata, dict) else {}
-    old = merged.get(METADATA_KEY)
+    ours = merged.get("a2ad")
+    ours = dict(ours) if isinstance(ours, dict) else {}
+    old = ours.get(METADATA_KEY)
     total = _counts(old)
     by_model = {
         name: _counts(value)
@@ -119,7 +121,8 @@ def with_usage(metadata: object, records: Sequence[UsageRecord]) -> dict[str, An
         by_model[record.model] = by_model.get(record.model, TokenCounts()) + record.counts
     usage = msgspec.to_builtins(total)
     usage["byModel"] = {name: msgspec.to_builtins(counts) for name, counts in by_model.items()}
-    merged[METADATA_KEY] = usage
+    ours[METADATA_KEY] = usage
+    merged["a2ad"] = ours
     return merged
 
 

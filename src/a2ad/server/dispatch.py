@@ -7,6 +7,10 @@ validation and its errors are the same whichever binding a request came by,
 calls the request handler, and encodes the answer: one result's JSON, or the
 EventStream of a streaming operation. A2AErrors pass through for the binding to
 put on its wire; ``internal_error`` is how a binding answers anything else.
+
+Every task, message and event leaves through here, so here internal parts are
+hidden (protocol/internal.py) from callers without the ``operator`` role,
+unless the server exposes them (``RequestHandler.expose_internal_parts``).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from ..agent import RequestContext
 from ..engine import EventStream
 from ..protocol.dialect import Operation, Version
 from ..protocol.errors import A2AError, InternalError
+from ..protocol.internal import visible, visible_page, visible_reply, visible_task
 from ..protocol.model import (
     GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
@@ -136,20 +141,25 @@ class Dispatcher:
         ``context``: the request's, from ``RequestHandler.request_context``;
         ``scope``: its ASGI scope (the extended card's URLs follow its Host)."""
         handler = self.handler
+        hide = not self._shows_internal(context)
         match operation:
             case Operation.SEND:
                 request = dialect.decode_send(params, method)
                 result = await handler.send_message(request, context, dialect=dialect)
+                if hide:
+                    result = (
+                        visible_task(result) if isinstance(result, Task) else visible_reply(result)
+                    )
                 return dialect.encode_send_result(result)
             case Operation.GET:
                 task = await handler.get_task(dialect.decode_get(params, method), context)
-                return dialect.encode_task(task)
+                return dialect.encode_task(visible_task(task) if hide else task)
             case Operation.LIST:
                 page = await handler.list_tasks(dialect.decode_list(params, method), context)
-                return dialect.encode_page(page)
+                return dialect.encode_page(visible_page(page) if hide else page)
             case Operation.CANCEL:
                 task = await handler.cancel_task(dialect.decode_task_id(params, method), context)
-                return dialect.encode_task(task)
+                return dialect.encode_task(visible_task(task) if hide else task)
             case Operation.CREATE_PUSH_CONFIG:
                 config = dialect.decode_push_config(params, method)
                 created = await handler.create_push_config(config, context, dialect=dialect)
@@ -186,8 +196,17 @@ class Dispatcher:
         resumes a subscription after that event."""
         if operation is Operation.STREAM:
             request = dialect.decode_send(params, method)
-            return await self.handler.send_streaming_message(request, context, dialect=dialect)
-        assert operation is Operation.SUBSCRIBE, operation
-        return await self.handler.subscribe_to_task(
-            dialect.decode_task_id(params, method), context, last_event_id=last_event_id
-        )
+            events = await self.handler.send_streaming_message(request, context, dialect=dialect)
+        else:
+            assert operation is Operation.SUBSCRIBE, operation
+            events = await self.handler.subscribe_to_task(
+                dialect.decode_task_id(params, method), context, last_event_id=last_event_id
+            )
+        if not self._shows_internal(context):
+            events.view = visible
+        return events
+
+    def _shows_internal(self, context: RequestContext) -> bool:
+        """Whether the request's caller sees internal parts: an operator, or
+        anyone on a server that exposes them."""
+        return self.handler.expose_internal_parts or context.caller.operator

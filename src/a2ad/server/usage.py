@@ -19,6 +19,7 @@ from ..engine import Engine
 from ..engine.usage import usage_report
 from ..protocol.errors import A2AError, InvalidParamsError, InvalidRequestError
 from ..protocol.usage import USAGE_METHOD, USAGE_PATH
+from . import audit
 from .dispatch import internal_error
 from .rest import error_body
 from .types import Scope, Send, caller_of, respond
@@ -65,6 +66,7 @@ class UsageEndpoint:
         try:
             body = await self._report(_query(scope), caller_of(scope))
         except A2AError as exc:
+            audit.refused(scope, exc, method=f"GET {USAGE_PATH}")
             await respond(send, exc.http_status, error_body(exc))
             return
         except Exception:

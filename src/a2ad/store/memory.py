@@ -37,6 +37,7 @@ from ..protocol.model import (
 from ..protocol.types import IN_FLIGHT, Cursor, Seq
 from ..protocol.usage import TokenCounts, UsageRecord, UsageRow, with_usage
 from .base import (
+    DEFAULT_BOUNDS,
     MAX_EVENTS,
     MAX_WEBHOOKS,
     Delivery,
@@ -48,6 +49,7 @@ from .base import (
     SequenceConflictError,
     StoredTask,
     StoreFullError,
+    TaskBounds,
     TaskStore,
     TerminalTaskError,
     Upkeep,
@@ -222,6 +224,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
         tenant: str = "",
         principal: str = "",
         usage: Sequence[UsageRecord] = (),
+        bounds: TaskBounds = DEFAULT_BOUNDS,
     ) -> StoredTask:
         if task.id in self._tasks:
             raise ValueError(f"task {task.id} already exists")
@@ -244,7 +247,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
         self._index(task, 0)
         if events:
             try:
-                record = await self.append(task.id, 0, events, lease=lease)
+                record = await self.append(task.id, 0, events, lease=lease, bounds=bounds)
             except BaseException:
                 self._drop(task.id)
                 raise
@@ -262,6 +265,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
         lease: Lease | None = None,
         message_key: bytes | None = None,
         usage: Sequence[UsageRecord] = (),
+        bounds: TaskBounds = DEFAULT_BOUNDS,
     ) -> StoredTask:
         if not events:
             raise ValueError("append needs at least one event")
@@ -272,7 +276,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
         for i, event in enumerate(events):
             if task.status.state.terminal:
                 raise TerminalTaskError(task_id, task.status.state)
-            task = apply_event(task, event, user_message if i == 0 else None)
+            task = apply_event(task, event, user_message if i == 0 else None, bounds)
             snapshots.append(task)
         if usage:
             metadata = with_usage(task.metadata, usage)

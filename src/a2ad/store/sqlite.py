@@ -64,6 +64,7 @@ from ..protocol.model import (
 from ..protocol.types import IN_FLIGHT, Cursor, Seq
 from ..protocol.usage import UsageRecord, UsageRow, with_usage
 from .base import (
+    DEFAULT_BOUNDS,
     MAX_EVENTS,
     MAX_WEBHOOKS,
     Delivery,
@@ -75,6 +76,7 @@ from .base import (
     SequenceConflictError,
     StoredTask,
     StoreFullError,
+    TaskBounds,
     TaskStore,
     TerminalTaskError,
     Upkeep,
@@ -445,6 +447,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
         tenant: str = "",
         principal: str = "",
         usage: Sequence[UsageRecord] = (),
+        bounds: TaskBounds = DEFAULT_BOUNDS,
     ) -> StoredTask:
         # The row goes in once, as it stands after the events: one set of index
         # entries instead of one per event.
@@ -452,7 +455,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
         for event in events:
             if final.status.state.terminal:
                 raise TerminalTaskError(task.id, final.status.state)
-            final = apply_event(final, event)  # may raise EventLimitError
+            final = apply_event(final, event, bounds=bounds)  # may raise EventLimitError
         if usage:
             metadata = with_usage(final.metadata, usage)
             final = msgspec.structs.replace(final, metadata=metadata)
@@ -496,13 +499,16 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
         lease: Lease | None = None,
         message_key: bytes | None = None,
         usage: Sequence[UsageRecord] = (),
+        bounds: TaskBounds = DEFAULT_BOUNDS,
     ) -> StoredTask:
         if not events:
             raise ValueError("append needs at least one event")
         self._remember(message_key)
 
         def append(conn: sqlite3.Connection) -> StoredTask:
-            stored = _append(conn, task_id, expected_seq, events, user_message, lease, usage)
+            stored = _append(
+                conn, task_id, expected_seq, events, user_message, lease, bounds, usage
+            )
             if message_key is not None:
                 conn.execute(_INSERT_MESSAGE_KEY, (message_key, task_id))
             return stored
@@ -724,6 +730,7 @@ def _append(
     events: Sequence[TaskEvent],
     user_message: Message | None,
     lease: Lease | None,
+    bounds: TaskBounds,
     usage: Sequence[UsageRecord] = (),
 ) -> StoredTask:
     row = conn.execute(_SELECT_FOR_APPEND, (task_id,)).fetchone()
@@ -740,7 +747,7 @@ def _append(
         if new.status.state.terminal:
             raise TerminalTaskError(task_id, new.status.state)
         # may raise EventLimitError
-        new = apply_event(new, event, user_message if i == 0 else None)
+        new = apply_event(new, event, user_message if i == 0 else None, bounds)
         if snapshots is not None:
             snapshots.append(new)
     if usage:
