@@ -14,6 +14,7 @@ import inspect
 import logging
 from typing import Any
 
+from ..adapters.function import FunctionAgent
 from ..agent import Agent, RequestContext
 from ..agents.demo import DemoAgent
 from ..agents.echo import EchoAgent
@@ -262,7 +263,8 @@ def authenticated_only(request: RequestContext) -> bool:
 def load_agent(spec: str, settings: AgentSettings | None = None) -> Agent:
     """``echo`` or ``demo`` (the built-in agents), or ``package.module:attr``
     naming an Agent instance, an Agent class (instantiated with no arguments),
-    or an ``async def run(ctx)``; a bare
+    or a function (``adapters.function``: ``async def run(ctx)``, or a function
+    of the user's text, async, sync or an async generator); a bare
     ``package.module`` means its ``agent`` attribute. A class, or a plain
     function returning an agent, that has a ``settings`` parameter is called
     with ``settings`` (default ``AgentSettings()``): how ``a2ad serve`` passes
@@ -292,9 +294,12 @@ def load_agent(spec: str, settings: AgentSettings | None = None) -> Agent:
     if isinstance(obj, Agent):
         return obj
     if hasattr(obj, "run") and callable(obj.run):  # not an Agent: its card is a function's
-        return _FunctionAgent(obj.run, attr)
+        obj = obj.run
     if callable(obj):
-        return _FunctionAgent(obj, attr)
+        try:
+            return FunctionAgent(obj, name=attr)
+        except TypeError as exc:
+            raise ValueError(f"--agent {spec!r}: {exc}") from None
     raise ValueError(f"--agent {spec!r}: {attr!r} is not an agent (it needs an async run(ctx))")
 
 
@@ -306,13 +311,3 @@ def _takes_settings(obj: Any) -> bool:
         return factory and "settings" in inspect.signature(obj).parameters
     except (TypeError, ValueError):  # no signature to read (a builtin)
         return False
-
-
-class _FunctionAgent(Agent):
-    def __init__(self, fn: Any, name: str) -> None:
-        self._fn = fn
-        self.name = name
-        self.description = (fn.__doc__ or "").strip() or f"The {name} agent."
-
-    async def run(self, ctx: Any) -> None:
-        await self._fn(ctx)
