@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import NamedTuple
 
 import msgspec
@@ -28,11 +29,13 @@ import msgspec
 from ..protocol.model import Message, Task, TaskEvent, TaskStatusUpdateEvent
 from ..protocol.types import TaskId
 from ..store.base import (
+    DEFAULT_BOUNDS,
     EventLimitError,
     Lease,
     MissingTaskError,
     SequenceConflictError,
     StoredTask,
+    TaskBounds,
     TaskStore,
     TerminalTaskError,
     apply_event,
@@ -56,13 +59,19 @@ class Batch(NamedTuple):
 class Writer:
     """``stored(task_id, ended)`` is called after each event is stored (the push
     worker's wake-up: the store has queued the event's deliveries by then);
-    ``ended``: the event made the task terminal."""
+    ``ended``: the event made the task terminal. Tasks are kept within ``bounds``."""
 
     def __init__(
-        self, store: TaskStore, bus: Bus, *, stored: Callable[[TaskId, bool], None] | None = None
+        self,
+        store: TaskStore,
+        bus: Bus,
+        *,
+        stored: Callable[[TaskId, bool], None] | None = None,
+        bounds: TaskBounds = DEFAULT_BOUNDS,
     ) -> None:
         self.store = store
         self.bus = bus
+        self.bounds = bounds
         self._stored = stored
 
     async def create(
@@ -82,27 +91,22 @@ class Writer:
         kept = self._lawful(task, events)
         marks = _marks(events, kept)
         kept = _in_time(task, kept)
+        create = partial(
+            self.store.create,
+            task,
+            lease=lease,
+            deadline=deadline,
+            message_key=message_key,
+            tenant=tenant,
+            principal=principal,
+            bounds=self.bounds,
+        )
         try:
-            stored = await self.store.create(
-                task,
-                events=kept,
-                lease=lease,
-                deadline=deadline,
-                message_key=message_key,
-                tenant=tenant,
-                principal=principal,
-            )
+            stored = await create(events=kept)
         except EventLimitError:  # the batch broke a size bound: store what fits
-            stored = await self.store.create(
-                task,
-                lease=lease,
-                deadline=deadline,
-                message_key=message_key,
-                tenant=tenant,
-                principal=principal,
-            )
-            return await self._one_by_one(StoredTask(task, 0), events)
-        self._publish(StoredTask(task, 0), kept, stored)
+            stored = await create()
+            return await self._one_by_one(StoredTask(task, 0, tenant, principal), events)
+        self._publish(StoredTask(task, 0, tenant, principal), kept, stored)
         return Batch(stored, marks, stored.task.status.state.terminal)
 
     async def apply_batch(
@@ -127,7 +131,7 @@ class Writer:
             marks = _marks(events, kept)
             kept = _in_time(current.task, kept)
             try:
-                stored = await self.store.append(task_id, current.seq, kept)
+                stored = await self.store.append(task_id, current.seq, kept, bounds=self.bounds)
             except SequenceConflictError:
                 current = None
                 continue
@@ -172,6 +176,7 @@ class Writer:
                     user_message=user_message,
                     lease=lease,
                     message_key=message_key,
+                    bounds=self.bounds,
                 )
             except SequenceConflictError:
                 current = None
@@ -213,7 +218,7 @@ class Writer:
         snapshot = before.task
         last = len(events)
         for i, event in enumerate(events, start=1):
-            snapshot = after.task if i == last else apply_event(snapshot, event)
+            snapshot = after.task if i == last else apply_event(snapshot, event, bounds=self.bounds)
             self._announce(task_id, Published(before.seq + i, event, snapshot))
 
     def _announce(self, task_id: TaskId, item: Published) -> None:

@@ -19,7 +19,7 @@ import abc
 import builtins
 import logging
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import msgspec
 from msgspec import UNSET
@@ -36,6 +36,7 @@ from ..protocol.model import (
 from ..protocol.types import Cursor, Seq
 
 __all__ = [
+    "DEFAULT_BOUNDS",
     "MAX_ARTIFACTS",
     "MAX_ARTIFACT_PARTS",
     "MAX_EVENTS",
@@ -52,6 +53,7 @@ __all__ = [
     "StoreError",
     "StoreFullError",
     "StoredTask",
+    "TaskBounds",
     "TaskStore",
     "TerminalTaskError",
     "Upkeep",
@@ -72,6 +74,19 @@ MAX_ARTIFACTS = 1000  # artifacts per task
 MAX_ARTIFACT_PARTS = 10_000  # parts per artifact, chunks included
 MAX_EVENTS = 10_000  # events kept per task for replay; the oldest go first
 MAX_WEBHOOKS = 10  # push-notification configs per task
+
+
+class TaskBounds(NamedTuple):
+    """How much of a task is kept (each at most its MAX_ constant): its newest
+    ``history`` messages, the older ones dropped and counted in the task's
+    ``metadata["a2ad"]["historyDropped"]``; at most ``artifacts`` artifacts, an
+    event adding one more refused with EventLimitError."""
+
+    history: int = MAX_HISTORY
+    artifacts: int = MAX_ARTIFACTS
+
+
+DEFAULT_BOUNDS = TaskBounds()
 
 
 class StoredTask(NamedTuple):
@@ -201,6 +216,7 @@ class TaskStore(abc.ABC):
         message_key: bytes | None = None,
         tenant: str = "",
         principal: str = "",
+        bounds: TaskBounds = DEFAULT_BOUNDS,
     ) -> StoredTask:
         """Store a new task at sequence 0 and apply ``events`` as sequences 1, 2, ...
         in the same step (one write where an agent acts at once); returns the
@@ -229,13 +245,15 @@ class TaskStore(abc.ABC):
         user_message: Message | None = None,
         lease: Lease | None = None,
         message_key: bytes | None = None,
+        bounds: TaskBounds = DEFAULT_BOUNDS,
     ) -> StoredTask:
         """Apply ``events`` in order (``user_message`` is added to the history before
         the first) if the task is at ``expected_seq``, log them, and set ``lease`` if
         given (a resumed task), all in one step: every event is stored or none.
         ``message_key``: the key of ``user_message``, recorded in the same step.
         A task that leaves submitted/working loses its lease. Returns the snapshot
-        after the last, at ``expected_seq + len(events)``. Raises MissingTaskError,
+        after the last, at ``expected_seq + len(events)``; the task is kept within
+        ``bounds``. Raises MissingTaskError,
         SequenceConflictError, TerminalTaskError, EventLimitError (for the first
         event that fails), ValueError for no events."""
 
@@ -392,23 +410,46 @@ def status_timestamp(task: Task) -> str:
     return timestamp if isinstance(timestamp, str) else ""
 
 
-def apply_event(task: Task, event: TaskEvent, user_message: Message | None = None) -> Task:
-    """The snapshot after ``event``: a new Task; ``task`` is left as it was."""
+def apply_event(
+    task: Task,
+    event: TaskEvent,
+    user_message: Message | None = None,
+    bounds: TaskBounds = DEFAULT_BOUNDS,
+) -> Task:
+    """The snapshot after ``event``, within ``bounds``: a new Task; ``task`` is
+    left as it was."""
     history = task.history
     if isinstance(event, TaskArtifactUpdateEvent):
-        artifacts = _merge_artifact(task, event)
+        artifacts = _merge_artifact(task, event, bounds.artifacts)
         return msgspec.structs.replace(task, artifacts=artifacts)
     added = []
     if user_message is not None:
         added.append(user_message)
     if event.status.message is not UNSET:
         added.append(event.status.message)
-    if added:
-        history = (history + added)[-MAX_HISTORY:]
-    return msgspec.structs.replace(task, status=event.status, history=history)
+    if not added:
+        return msgspec.structs.replace(task, status=event.status)
+    history = history + added
+    over = len(history) - min(bounds.history, MAX_HISTORY)
+    if over <= 0:
+        return msgspec.structs.replace(task, status=event.status, history=history)
+    return msgspec.structs.replace(
+        task, status=event.status, history=history[over:], metadata=_dropped(task, over)
+    )
 
 
-def _merge_artifact(task: Task, event: TaskArtifactUpdateEvent) -> list:  # type: ignore[type-arg]
+def _dropped(task: Task, count: int) -> dict[str, Any]:
+    """The task's metadata, counting ``count`` more history messages dropped."""
+    metadata = dict(task.metadata) if isinstance(task.metadata, dict) else {}
+    ours = metadata.get("a2ad")
+    ours = dict(ours) if isinstance(ours, dict) else {}
+    before = ours.get("historyDropped")
+    ours["historyDropped"] = (before if isinstance(before, int) else 0) + count
+    metadata["a2ad"] = ours
+    return metadata
+
+
+def _merge_artifact(task: Task, event: TaskArtifactUpdateEvent, most: int) -> list:  # type: ignore[type-arg]
     new = event.artifact
     if len(new.parts) > MAX_ARTIFACT_PARTS:  # whole, new or replacing: the same bound
         raise EventLimitError(f"artifact {new.artifact_id} would exceed {MAX_ARTIFACT_PARTS} parts")
@@ -425,7 +466,8 @@ def _merge_artifact(task: Task, event: TaskArtifactUpdateEvent) -> list:  # type
             else:
                 artifacts[i] = new
             return artifacts
-    if len(artifacts) >= MAX_ARTIFACTS:
-        raise EventLimitError(f"task {task.id} would exceed {MAX_ARTIFACTS} artifacts")
+    most = min(most, MAX_ARTIFACTS)
+    if len(artifacts) >= most:
+        raise EventLimitError(f"task {task.id} would exceed {most} artifacts")
     artifacts.append(new)
     return artifacts

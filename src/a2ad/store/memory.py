@@ -36,6 +36,7 @@ from ..protocol.model import (
 )
 from ..protocol.types import IN_FLIGHT, Cursor, Seq
 from .base import (
+    DEFAULT_BOUNDS,
     MAX_EVENTS,
     MAX_WEBHOOKS,
     Delivery,
@@ -47,6 +48,7 @@ from .base import (
     SequenceConflictError,
     StoredTask,
     StoreFullError,
+    TaskBounds,
     TaskStore,
     TerminalTaskError,
     Upkeep,
@@ -215,6 +217,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
         message_key: bytes | None = None,
         tenant: str = "",
         principal: str = "",
+        bounds: TaskBounds = DEFAULT_BOUNDS,
     ) -> StoredTask:
         if task.id in self._tasks:
             raise ValueError(f"task {task.id} already exists")
@@ -235,7 +238,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
         self._index(task, 0)
         if events:
             try:
-                record = await self.append(task.id, 0, events, lease=lease)
+                record = await self.append(task.id, 0, events, lease=lease, bounds=bounds)
             except BaseException:
                 self._drop(task.id)
                 raise
@@ -251,6 +254,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
         user_message: Message | None = None,
         lease: Lease | None = None,
         message_key: bytes | None = None,
+        bounds: TaskBounds = DEFAULT_BOUNDS,
     ) -> StoredTask:
         if not events:
             raise ValueError("append needs at least one event")
@@ -261,7 +265,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
         for i, event in enumerate(events):
             if task.status.state.terminal:
                 raise TerminalTaskError(task_id, task.status.state)
-            task = apply_event(task, event, user_message if i == 0 else None)
+            task = apply_event(task, event, user_message if i == 0 else None, bounds)
             snapshots.append(task)
         hooks = self._hooks.get(task_id)
         for event, new in zip(events, snapshots, strict=True):

@@ -61,6 +61,7 @@ from ..protocol.model import (
 )
 from ..protocol.types import IN_FLIGHT, Cursor, Seq
 from .base import (
+    DEFAULT_BOUNDS,
     MAX_EVENTS,
     MAX_WEBHOOKS,
     Delivery,
@@ -72,6 +73,7 @@ from .base import (
     SequenceConflictError,
     StoredTask,
     StoreFullError,
+    TaskBounds,
     TaskStore,
     TerminalTaskError,
     Upkeep,
@@ -433,6 +435,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
         message_key: bytes | None = None,
         tenant: str = "",
         principal: str = "",
+        bounds: TaskBounds = DEFAULT_BOUNDS,
     ) -> StoredTask:
         # The row goes in once, as it stands after the events: one set of index
         # entries instead of one per event.
@@ -440,7 +443,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
         for event in events:
             if final.status.state.terminal:
                 raise TerminalTaskError(task.id, final.status.state)
-            final = apply_event(final, event)  # may raise EventLimitError
+            final = apply_event(final, event, bounds=bounds)  # may raise EventLimitError
         if final.status.state not in IN_FLIGHT:
             lease = None
 
@@ -479,13 +482,14 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
         user_message: Message | None = None,
         lease: Lease | None = None,
         message_key: bytes | None = None,
+        bounds: TaskBounds = DEFAULT_BOUNDS,
     ) -> StoredTask:
         if not events:
             raise ValueError("append needs at least one event")
         self._remember(message_key)
 
         def append(conn: sqlite3.Connection) -> StoredTask:
-            stored = _append(conn, task_id, expected_seq, events, user_message, lease)
+            stored = _append(conn, task_id, expected_seq, events, user_message, lease, bounds)
             if message_key is not None:
                 conn.execute(_INSERT_MESSAGE_KEY, (message_key, task_id))
             return stored
@@ -698,6 +702,7 @@ def _append(
     events: Sequence[TaskEvent],
     user_message: Message | None,
     lease: Lease | None,
+    bounds: TaskBounds,
 ) -> StoredTask:
     row = conn.execute(_SELECT_FOR_APPEND, (task_id,)).fetchone()
     if row is None:
@@ -713,7 +718,7 @@ def _append(
         if new.status.state.terminal:
             raise TerminalTaskError(task_id, new.status.state)
         # may raise EventLimitError
-        new = apply_event(new, event, user_message if i == 0 else None)
+        new = apply_event(new, event, user_message if i == 0 else None, bounds)
         if snapshots is not None:
             snapshots.append(new)
     seq += len(events)
