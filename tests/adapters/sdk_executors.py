@@ -184,3 +184,15 @@ class IntrospectingExecutor(AgentExecutor):
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         raise Exception("cancel not supported")
+
+
+class GivingUpExecutor(AgentExecutor):
+    """Cancels its own task while executing (TaskUpdater.cancel)."""
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        updater = await _start(context, event_queue)
+        await updater.start_work()
+        await updater.cancel(updater.new_agent_message([new_text_part("the order was withdrawn")]))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        raise Exception("cancel not supported")

@@ -149,6 +149,14 @@ async def test_executor_that_publishes_a_failed_status_fails_its_task_with_its_r
     assert events[-1].status.message.text == "no stock left"  # type: ignore[union-attr]
 
 
+async def test_executor_that_cancels_its_own_task_leaves_it_canceled(serve: Serve) -> None:
+    client = await serve(executor("GivingUpExecutor"))
+    task = await sent(client, "an order")
+    assert isinstance(task, Task)
+    assert task.status.state is TaskState.CANCELED
+    assert status_text(task) == "the order was withdrawn"
+
+
 async def test_sdk_error_raised_before_acting_answers_the_request_with_a2ads_error(
     serve: Serve,
 ) -> None:
