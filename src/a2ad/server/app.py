@@ -1,7 +1,8 @@
 """The ASGI application: routes, lifespan, and ``create_app``.
 
-JSON-RPC at ``/`` and ``/a2a``, the agent card at its well-known paths, and
-every other path to the HTTP+JSON binding (which answers 404 for one it lacks).
+JSON-RPC at ``/`` and ``/a2a``, the agent card at its well-known paths, the
+token usage report at ``/a2ad/usage`` (usage.py), and every other path to the
+HTTP+JSON binding (which answers 404 for one it lacks).
 With an authenticator, every request but the card's is authenticated first
 (auth.py): its Caller goes in the scope, or it is answered 401.
 """
@@ -31,6 +32,7 @@ from ..protocol.errors import (
     UnauthenticatedError,
 )
 from ..protocol.jsonrpc import encode_error
+from ..protocol.usage import USAGE_PATH
 from ..store.base import MAX_ARTIFACTS, MAX_HISTORY, StoreError, TaskStore
 from ..store.memory import MemoryStore
 from . import audit
@@ -49,6 +51,7 @@ from .limits import (
 from .rest import RestEndpoint, error_body
 from .sse import KEEPALIVE_SECONDS
 from .types import CALLER_KEY, Receive, Scope, Send, caller_of, respond
+from .usage import UsageEndpoint
 from .well_known import CARD_PATHS, CardEndpoint
 
 __all__ = ["A2AApp", "authenticated_only", "create_app", "load_agent"]
@@ -105,6 +108,7 @@ class A2AApp:
             handler, limits=self.limits, streams=streams, keepalive_seconds=keepalive_seconds
         )
         self._card = CardEndpoint(self.agent, schemes=schemes)
+        self._usage = UsageEndpoint(engine)
 
     async def aclose(self) -> None:
         """Stop the agents at once, end the streams, close the store."""
@@ -163,6 +167,9 @@ class A2AApp:
                 f"the agent card is at GET {CARD_PATHS[0]}"
             )
             await respond(send, 405, encode_error(None, error), headers=[(b"allow", b"POST")])
+            return
+        if path == USAGE_PATH:
+            await self._usage(scope, send)
             return
         await self._rest.serve(path, scope, receive, send)
 

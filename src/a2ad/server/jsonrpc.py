@@ -4,7 +4,8 @@ Read the body, decode the envelope, look up (dialect, operation) from the
 method and the ``A2A-Version`` header (or query parameter of that name), and
 hand the params to the ``Dispatcher`` (decode with the dialect, call the
 handler, encode): one JSON result, or an SSE stream for the streaming
-operations. Every A2AError becomes a JSON-RPC error in the dialect's terms,
+operations. a2ad's own ``a2ad/GetUsage`` (usage.py) is answered beside them,
+whatever the version. Every A2AError becomes a JSON-RPC error in the dialect's terms,
 with the request's ``id`` whenever it can be read; anything else is logged with
 an incident id and answered -32603 with that id, never a traceback. A
 notification (no ``id``) is not run and gets no answer: HTTP 204
@@ -29,6 +30,7 @@ from ..protocol.jsonrpc import (
     readable_id,
 )
 from ..protocol.types import StreamItem
+from ..protocol.usage import USAGE_METHOD
 from . import audit
 from .dispatch import Dispatcher, internal_error, parse_event_id, version_text
 from .extensions import echo_headers, requested_extensions
@@ -46,6 +48,7 @@ from .types import (
     respond,
     respond_empty,
 )
+from .usage import UsageEndpoint
 
 __all__ = ["JsonRpcEndpoint"]
 
@@ -77,6 +80,7 @@ class JsonRpcEndpoint:
             raise ValueError(f"keepalive_seconds must be positive, not {keepalive_seconds!r}")
         self.handler = handler
         self._dispatch = Dispatcher(handler)
+        self._usage = UsageEndpoint(handler.engine)
         self.limits = limits if limits is not None else Limits()
         self.streams = streams if streams is not None else StreamSlots(0)
         self.keepalive_seconds = keepalive_seconds
@@ -105,6 +109,10 @@ class JsonRpcEndpoint:
                 await _ignore_notification(send, request.method)
                 return
             request_id, method = request.id, request.method
+            if method == USAGE_METHOD:
+                report = await self._usage.rpc(request.params, caller_of(scope))
+                await respond(send, 200, encode_result(request_id, report))
+                return
             dialect, operation = resolve(requested_version(version_text(scope)), method)
             requested = requested_extensions(scope) if self.handler.extensions else ()
             caller = caller_of(scope)

@@ -68,6 +68,7 @@ _RPC_STATUS_BY_HTTP = MappingProxyType(
     {
         400: "INVALID_ARGUMENT",
         401: "UNAUTHENTICATED",
+        403: "PERMISSION_DENIED",
         404: "NOT_FOUND",
         405: "UNIMPLEMENTED",
         413: "INVALID_ARGUMENT",

@@ -5,12 +5,14 @@ events applied since creation; 0 at creation). ``append`` is the only write afte
 ``create`` and is a compare-and-set on that number, so concurrent writers cannot
 interleave, and a terminal task never changes again.
 
-Three interfaces: ``TaskStore`` (create, get, append, events, list: what serving
+Four interfaces: ``TaskStore`` (create, get, append, events, list: what serving
 requests needs), ``Upkeep`` (leases, orphans, overdue tasks, retention: what
-the engine's background round needs) and ``Webhooks`` (tasks' push-notification
-configs and the outbox of their deliveries). The built-in stores implement all
-three; a store without ``Upkeep`` still serves, without crash recovery,
-deadlines or retention, and one without ``Webhooks`` without push notifications.
+the engine's background round needs), ``Webhooks`` (tasks' push-notification
+configs and the outbox of their deliveries) and ``Usage`` (agents' token usage,
+on their tasks and in totals). The built-in stores implement all four; a store
+without ``Upkeep`` still serves, without crash recovery, deadlines or
+retention, one without ``Webhooks`` without push notifications, and one
+without ``Usage`` keeps no token usage.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from ..protocol.model import (
     parse_state,
 )
 from ..protocol.types import Cursor, Seq
+from ..protocol.usage import Group, TokenCounts, UsageRecord, UsageRow
 
 __all__ = [
     "DEFAULT_BOUNDS",
@@ -57,12 +60,16 @@ __all__ = [
     "TaskStore",
     "TerminalTaskError",
     "Upkeep",
+    "Usage",
+    "UsageKey",
+    "UsageQuery",
     "Webhook",
     "WebhookKey",
     "WebhookLimitError",
     "WebhookState",
     "Webhooks",
     "apply_event",
+    "group_usage",
     "log_evicted",
     "status_timestamp",
 ]
@@ -216,6 +223,7 @@ class TaskStore(abc.ABC):
         message_key: bytes | None = None,
         tenant: str = "",
         principal: str = "",
+        usage: Sequence[UsageRecord] = (),
         bounds: TaskBounds = DEFAULT_BOUNDS,
     ) -> StoredTask:
         """Store a new task at sequence 0 and apply ``events`` as sequences 1, 2, ...
@@ -229,7 +237,8 @@ class TaskStore(abc.ABC):
         full (evicting first what may be evicted), ValueError if a task with that
         id exists, and what ``append`` raises for an event; then nothing is
         stored. Like every write, it completes even if the awaiting caller is
-        cancelled meanwhile."""
+        cancelled meanwhile. ``usage``: given only to a store that implements
+        ``Usage`` (which says what it does with it)."""
 
     @abc.abstractmethod
     async def get(self, task_id: str) -> StoredTask | None:
@@ -245,6 +254,7 @@ class TaskStore(abc.ABC):
         user_message: Message | None = None,
         lease: Lease | None = None,
         message_key: bytes | None = None,
+        usage: Sequence[UsageRecord] = (),
         bounds: TaskBounds = DEFAULT_BOUNDS,
     ) -> StoredTask:
         """Apply ``events`` in order (``user_message`` is added to the history before
@@ -255,7 +265,7 @@ class TaskStore(abc.ABC):
         after the last, at ``expected_seq + len(events)``; the task is kept within
         ``bounds``. Raises MissingTaskError,
         SequenceConflictError, TerminalTaskError, EventLimitError (for the first
-        event that fails), ValueError for no events."""
+        event that fails), ValueError for no events. ``usage``: as in ``create``."""
 
     @abc.abstractmethod
     async def events(self, task_id: str, after_seq: Seq) -> builtins.list[LoggedEvent]:
@@ -388,6 +398,65 @@ class Webhooks(abc.ABC):
         """An attempt failed with ``error``: count it, and try again no sooner
         than ``retry_at``; with None, give the delivery up (dead-letter it:
         remove it and count it). False (and nothing done) if it is gone."""
+
+
+class UsageQuery(NamedTuple):
+    """Usage totals from ``from_day`` to ``to_day`` (``YYYY-MM-DD``, both
+    included) of ``tenants`` (None: every tenant), summed per group of
+    ``group_by`` (none: one sum)."""
+
+    from_day: str
+    to_day: str
+    tenants: tuple[str, ...] | None = None
+    group_by: tuple[Group, ...] = ()
+
+
+class Usage(abc.ABC):
+    """Agents' token usage, kept twice: on each task and in totals per (tenant,
+    principal, UTC day, model), for charging teams back.
+
+    A store that implements it takes ``usage`` records in ``create`` and
+    ``append`` (a keyword argument, passed only to such a store): in the same
+    step as the task's write, it adds them to the task's metadata
+    (``protocol.usage.with_usage``) and to the totals of the task's tenant and
+    principal. Deleting or evicting a task leaves its totals.
+    """
+
+    @abc.abstractmethod
+    async def record_usage(self, tenant: str, principal: str, usage: Sequence[UsageRecord]) -> None:
+        """Add ``usage`` to the totals alone: usage no task carries (an agent's
+        reply without a task, or a report after its task ended)."""
+
+    @abc.abstractmethod
+    async def usage_totals(self, query: UsageQuery) -> builtins.list[UsageRow]:
+        """The totals ``query`` asks for, one row per group that has any, in
+        the order of their group's values (none grouped: one row, if any)."""
+
+
+UsageKey = tuple[str, str, str, str]  # tenant, principal, day, model
+
+
+def group_usage(totals: dict[UsageKey, TokenCounts], query: UsageQuery) -> builtins.list[UsageRow]:
+    """``usage_totals`` over a mapping of every (tenant, principal, day, model)'s totals."""
+    groups: dict[tuple[str, ...], TokenCounts] = {}
+    indexes = [("tenant", "principal", "day", "model").index(name) for name in query.group_by]
+    for key, counts in totals.items():
+        tenant, _, day, _ = key
+        if not query.from_day <= day <= query.to_day:
+            continue
+        if query.tenants is not None and tenant not in query.tenants:
+            continue
+        group = tuple(key[i] for i in indexes)
+        groups[group] = groups.get(group, TokenCounts()) + counts
+    return [
+        UsageRow(
+            **dict(zip(query.group_by, group, strict=True)),
+            prompt_tokens=counts.prompt_tokens,
+            completion_tokens=counts.completion_tokens,
+            total_tokens=counts.total_tokens,
+        )
+        for group, counts in sorted(groups.items())
+    ]
 
 
 def log_evicted(task_id: str, state: TaskState, max_tasks: int) -> None:

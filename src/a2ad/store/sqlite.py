@@ -25,7 +25,9 @@ configs and their outbox: an append inserts a delivery per webhook of the task i
 its own transaction (``tasks.webhooks`` counts them, so a task without any costs
 nothing more). ``tasks.message_key`` is the key of the message that created the
 task, and ``message_keys`` holds those of the follow-ups added to it (idempotent
-send), deleted with their task.
+send), deleted with their task. ``usage_totals`` sums agents' token usage per
+(day, tenant, principal, model), upserted in the transaction of the task write
+that carries it, and outlives its tasks.
 
 Eviction (``max_tasks``) follows MemoryStore: ``evict_class`` is 0 for a terminal
 task, 1 for an interrupted one and NULL for one in flight (never evicted), and
@@ -60,6 +62,7 @@ from ..protocol.model import (
     TaskStatusUpdateEvent,
 )
 from ..protocol.types import IN_FLIGHT, Cursor, Seq
+from ..protocol.usage import UsageRecord, UsageRow, with_usage
 from .base import (
     DEFAULT_BOUNDS,
     MAX_EVENTS,
@@ -77,6 +80,8 @@ from .base import (
     TaskStore,
     TerminalTaskError,
     Upkeep,
+    Usage,
+    UsageQuery,
     Webhook,
     WebhookKey,
     WebhookLimitError,
@@ -189,6 +194,12 @@ _TASK_EXISTS = "SELECT 1 FROM tasks WHERE id = ?"
 _WEBHOOK_EXISTS = "SELECT 1 FROM webhooks WHERE task_id = ? AND id = ?"
 _UPDATE_WEBHOOK = "UPDATE webhooks SET version = ?, body = ? WHERE task_id = ? AND id = ?"
 _COUNT_WEBHOOKS = "SELECT count(*) FROM webhooks WHERE task_id = ?"
+_ADD_USAGE = """INSERT INTO usage_totals (day, tenant, principal, model, prompt_tokens,
+        completion_tokens, total_tokens) VALUES (?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT (day, tenant, principal, model) DO UPDATE SET
+        prompt_tokens = prompt_tokens + excluded.prompt_tokens,
+        completion_tokens = completion_tokens + excluded.completion_tokens,
+        total_tokens = total_tokens + excluded.total_tokens"""
 _INSERT_WEBHOOK = """INSERT INTO webhooks (task_id, id, version, body, due_at)
     VALUES (?, ?, ?, ?, 0)"""
 
@@ -365,7 +376,7 @@ def _nothing(conn: sqlite3.Connection) -> None:
     return None
 
 
-class SqliteStore(TaskStore, Upkeep, Webhooks):
+class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
     """Tasks in one SQLite file, kept across restarts; unbounded unless
     ``max_tasks`` is set, then evicting like MemoryStore. A file that holds more
     than the cap (it was opened with a higher one) is brought down to it by the
@@ -435,6 +446,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
         message_key: bytes | None = None,
         tenant: str = "",
         principal: str = "",
+        usage: Sequence[UsageRecord] = (),
         bounds: TaskBounds = DEFAULT_BOUNDS,
     ) -> StoredTask:
         # The row goes in once, as it stands after the events: one set of index
@@ -444,6 +456,9 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
             if final.status.state.terminal:
                 raise TerminalTaskError(task.id, final.status.state)
             final = apply_event(final, event, bounds=bounds)  # may raise EventLimitError
+        if usage:
+            metadata = with_usage(final.metadata, usage)
+            final = msgspec.structs.replace(final, metadata=metadata)
         if final.status.state not in IN_FLIGHT:
             lease = None
 
@@ -463,6 +478,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
                 principal=principal,
             )
             _log_events(conn, task.id, 1, events)  # a new task has no webhooks yet
+            _add_usage(conn, tenant, principal, usage)
             return stored
 
         stored = await self._run(create, write=True)
@@ -482,6 +498,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
         user_message: Message | None = None,
         lease: Lease | None = None,
         message_key: bytes | None = None,
+        usage: Sequence[UsageRecord] = (),
         bounds: TaskBounds = DEFAULT_BOUNDS,
     ) -> StoredTask:
         if not events:
@@ -489,7 +506,9 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
         self._remember(message_key)
 
         def append(conn: sqlite3.Connection) -> StoredTask:
-            stored = _append(conn, task_id, expected_seq, events, user_message, lease, bounds)
+            stored = _append(
+                conn, task_id, expected_seq, events, user_message, lease, bounds, usage
+            )
             if message_key is not None:
                 conn.execute(_INSERT_MESSAGE_KEY, (message_key, task_id))
             return stored
@@ -546,6 +565,15 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
         return await self._run(
             lambda conn: [row[0] for row in conn.execute(_OVERDUE, (now, limit))]
         )
+
+    # --- the Usage contract ---
+
+    async def record_usage(self, tenant: str, principal: str, usage: Sequence[UsageRecord]) -> None:
+        if usage:
+            await self._run(lambda conn: _add_usage(conn, tenant, principal, usage), write=True)
+
+    async def usage_totals(self, query: UsageQuery) -> builtins.list[UsageRow]:
+        return await self._run(lambda conn: _usage_totals(conn, query))
 
     # --- the Webhooks contract ---
 
@@ -703,6 +731,7 @@ def _append(
     user_message: Message | None,
     lease: Lease | None,
     bounds: TaskBounds,
+    usage: Sequence[UsageRecord] = (),
 ) -> StoredTask:
     row = conn.execute(_SELECT_FOR_APPEND, (task_id,)).fetchone()
     if row is None:
@@ -721,6 +750,9 @@ def _append(
         new = apply_event(new, event, user_message if i == 0 else None, bounds)
         if snapshots is not None:
             snapshots.append(new)
+    if usage:
+        new = msgspec.structs.replace(new, metadata=with_usage(new.metadata, usage))
+        _add_usage(conn, tenant, principal, usage)
     seq += len(events)
     new_state = new.status.state
     # Only the columns whose value changes are set: SQLite rewrites the entries of
@@ -746,6 +778,53 @@ def _append(
     if seq > MAX_EVENTS:
         conn.execute(_TRIM_EVENTS, (task_id, seq - MAX_EVENTS))
     return StoredTask(new, seq, tenant, principal)
+
+
+def _add_usage(
+    conn: sqlite3.Connection, tenant: str, principal: str, usage: Sequence[UsageRecord]
+) -> None:
+    conn.executemany(
+        _ADD_USAGE,
+        [
+            (
+                record.day,
+                tenant,
+                principal,
+                record.model,
+                record.counts.prompt_tokens,
+                record.counts.completion_tokens,
+                record.counts.total_tokens,
+            )
+            for record in usage
+        ],
+    )
+
+
+def _usage_totals(conn: sqlite3.Connection, query: UsageQuery) -> list[UsageRow]:
+    groups = ", ".join(query.group_by)  # names from GROUPS only: safe to splice
+    where = "day BETWEEN ? AND ?"
+    params: list[str] = [query.from_day, query.to_day]
+    if query.tenants is not None:
+        where += f" AND tenant IN ({', '.join('?' * len(query.tenants))})"
+        params.extend(query.tenants)
+    sql = f"""SELECT {groups + ", " if groups else ""}sum(prompt_tokens), sum(completion_tokens),
+        sum(total_tokens) FROM usage_totals WHERE {where}"""
+    if groups:
+        sql += f" GROUP BY {groups} ORDER BY {groups}"
+    rows = []
+    for row in conn.execute(sql, params):
+        *values, prompt, completion, total = row
+        if prompt is None:  # no group: the sum over no rows
+            continue
+        rows.append(
+            UsageRow(
+                **dict(zip(query.group_by, values, strict=True)),
+                prompt_tokens=prompt,
+                completion_tokens=completion,
+                total_tokens=total,
+            )
+        )
+    return rows
 
 
 def _log_events(
