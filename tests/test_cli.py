@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -424,3 +425,49 @@ def test_serve_refuses_a_limit_out_of_range_as_a_usage_error() -> None:
     result = run_a2ad("serve", "--max-history", "1001")
     assert result.returncode == 2
     assert "--max-history" in result.stdout + result.stderr
+
+
+def test_serve_runs_several_named_agents_each_beneath_its_name(tmp_path: Path) -> None:
+    with Served(
+        "--store",
+        "memory",
+        "--agent",
+        "first=echo",
+        "--agent",
+        "second=demo",
+        "--default-agent",
+        "second",
+        cwd=tmp_path,
+    ) as s:
+        s.expect("Press Ctrl-C to stop")
+        assert "2 agents (default second)" in s.output
+        base = s.url.rstrip("/")
+        assert f"Agent first: {base}/agents/first/" in s.output
+        with httpx.Client(timeout=10) as http:
+            first = http.get(f"{base}/agents/first/.well-known/agent-card.json").json()
+            root = http.get(f"{base}/.well-known/agent-card.json").json()
+        assert first["name"] == "echo" and root["name"] != "echo"
+        # The client commands reach one agent by name.
+        sent = run_a2ad("send", "--url", base, "--agent", "first", "--json", "hello")
+        assert sent.returncode == 0, sent.stderr
+        task_id = json.loads(sent.stdout)["id"]
+        mine = run_a2ad("tasks", "list", "--url", base, "--agent", "first", "--json")
+        theirs = run_a2ad("tasks", "list", "--url", base, "--json")  # the default: second
+        assert task_id in mine.stdout and task_id not in theirs.stdout
+        assert s.stop() == 0
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--agent", "echo", "--agent", "x=demo"], "give each as NAME=SPEC"),
+        (["--agent", "x=echo", "--agent", "x=demo"], "'x' is named twice"),
+        (["--agent", "echo", "--default-agent", "x"], "--default-agent"),
+        (["--agent", "a=echo", "--default-agent", "b"], "'b' is not one of a"),
+        (["--agent", "a/b=echo"], "path segment"),
+    ],
+)
+def test_serve_refuses_a_wrong_set_of_agents_as_a_usage_error(flags: list[str], said: str) -> None:
+    result = run_a2ad("serve", "--port", "0", *flags)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert said in result.stdout + result.stderr

@@ -9,19 +9,20 @@ from rich.text import Text
 
 from ..client import DEFAULT_URL
 from .output import console_for, print_json
-from .remote import JsonOption, Target, TokenOption, UrlOption, VersionOption, session
+from .remote import AgentOption, JsonOption, Target, TokenOption, UrlOption, VersionOption, session
 
 __all__ = ["card"]
 
 
 def card(
     url: UrlOption = DEFAULT_URL,
+    agent: AgentOption = None,
     token: TokenOption = None,
     a2a_version: VersionOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Show the server's agent card: who it is, where, and what it can do."""
-    target = Target(url, token, a2a_version)
+    target = Target(url, token, a2a_version, agent)
     with session(target) as s:
         the_card = s.run(s.client.card())
         version = s.run(s.client.version())

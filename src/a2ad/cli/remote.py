@@ -57,6 +57,15 @@ class A2AVersion(enum.StrEnum):
 UrlOption = Annotated[
     str, typer.Option("--url", envvar="A2AD_URL", help="Base URL of the A2A server.")
 ]
+AgentOption = Annotated[
+    str | None,
+    typer.Option(
+        "--agent",
+        envvar="A2AD_AGENT",
+        help="Of a server of several agents, the one to talk to (at URL/agents/NAME/). "
+        "Default: the one at URL.",
+    ),
+]
 TokenOption = Annotated[
     str | None,
     typer.Option("--token", envvar="A2AD_TOKEN", help="Sent as 'Authorization: Bearer TOKEN'."),
@@ -76,9 +85,17 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts
 class Target:
     """Which server to talk to, and how."""
 
-    url: str
+    server: str
     token: str | None
     version: A2AVersion | None
+    agent: str | None = None
+
+    @property
+    def url(self) -> str:
+        """The agent's URL: the server's, or beneath it for a named ``agent``."""
+        if not self.agent:
+            return self.server
+        return f"{self.server.rstrip('/')}/agents/{self.agent}/"
 
     def client(self, timeout: float) -> Client:
         version: Literal["1.0", "0.3"] | None = None

@@ -22,6 +22,7 @@ from .output import (
     status_text,
 )
 from .remote import (
+    AgentOption,
     JsonOption,
     Target,
     TokenOption,
@@ -54,12 +55,13 @@ def send(
         str, typer.Option("--timeout", help="How long to wait for the answer (e.g. 90s, 10m).")
     ] = "10m",
     url: UrlOption = DEFAULT_URL,
+    agent: AgentOption = None,
     token: TokenOption = None,
     a2a_version: VersionOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Send a message to the agent and print its answer."""
-    target = Target(url, token, a2a_version)
+    target = Target(url, token, a2a_version, agent)
     if stream and no_wait:
         fail("--stream and --no-wait don't go together; pick one", code=2)
     seconds = duration_flag(timeout, "--timeout")

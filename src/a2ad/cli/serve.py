@@ -23,13 +23,14 @@ import uvicorn
 from rich.console import Console
 from rich.markup import escape
 
+from ..agent import Agent
 from ..agents.llm import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
 from ..agents.settings import AgentSettings
 from ..agents.task_manager import ENV_MANAGED_URLS
 from ..durations import parse_duration, parse_optional_duration
 from ..engine.secrets import KeyFileError, server_key
 from ..protocol.model import MAX_PARTS
-from ..server.app import A2AApp, create_app, load_agent
+from ..server.app import A2AApp, check_agent_name, create_app, load_agent
 from ..server.auth import ApiKeys, CredentialAuthenticator, JwtVerifier
 from ..server.connections import (
     ConnectionLimits,
@@ -121,8 +122,17 @@ def serve(
         ),
     ] = DEFAULT_STORE,
     agent: Annotated[
-        str, typer.Option(help="'echo', 'demo', or package.module:attr of your agent.")
-    ] = "echo",
+        list[str] | None,
+        typer.Option(
+            help="'echo', 'demo', or package.module:attr of your agent. Repeat as NAME=SPEC "
+            "to serve several, each at /agents/NAME/ (the first, or --default-agent, at / too). "
+            "Default: echo."
+        ),
+    ] = None,
+    default_agent: Annotated[
+        str | None,
+        typer.Option(help="Of several --agent NAME=SPEC, the one also served at /."),
+    ] = None,
     max_tasks: Annotated[
         int | None,
         typer.Option(
@@ -388,7 +398,7 @@ def serve(
         raise typer.Exit(STARTUP_FAILURE) from None
     base = _url(listening)
     try:
-        the_agent = load_agent(agent, _agent_settings(base, model))
+        the_agent = _load_agents(agent or ["echo"], default_agent, base, model)
     except ValueError as exc:
         listening.close()
         console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
@@ -401,6 +411,7 @@ def serve(
         raise typer.Exit(STARTUP_FAILURE) from None
     application = create_app(
         the_agent,
+        default_agent=default_agent,
         store=task_store,
         shutdown_grace=grace,
         retention_seconds=keep,
@@ -439,12 +450,23 @@ def serve(
         lifespan="on",
     )
     cap = getattr(task_store, "max_tasks", None)
+    served, default = application.engine.agents, application.engine.default_agent
+    what = (
+        f"agent [bold]{escape(served[default].name)}[/bold]"
+        if len(served) == 1
+        else f"{len(served)} agents (default [bold]{escape(default)}[/bold])"
+    )
     banner = [
-        f"a2ad serving agent [bold]{escape(the_agent.name)}[/bold] "
+        f"a2ad serving {what} "
         f"(store {escape(_where(task_store, store))}, "
         f"{f'at most {cap} tasks' if cap else 'no task cap'})",
         f"  JSON-RPC:   {base}/  (also {base}/a2a)",
         f"  Agent card: {base}/.well-known/agent-card.json",
+        *(
+            f"  Agent {escape(name)}: {base}/agents/{escape(name)}/  ({escape(one.name)})"
+            for name, one in served.items()
+            if name
+        ),
         f"  Auth:       {escape(authenticator.describe())}"
         if authenticator is not None
         else "  Auth:       off (every caller is anonymous; --auth keys.toml turns it on)",
@@ -527,6 +549,32 @@ def _listen(host: str, port: int) -> socket.socket:
 def _url(listening: socket.socket) -> str:
     host, port = listening.getsockname()[:2]
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def _load_agents(
+    specs: list[str], default: str | None, base: str, model: str | None
+) -> Agent | dict[str, Agent]:
+    """The agents ``--agent`` names: one SPEC, or several NAME=SPEC (each told
+    its own URL, /agents/NAME/). Raises ValueError for a usage error."""
+    named = [spec.partition("=") for spec in specs]
+    if len(specs) == 1 and not named[0][1]:
+        if default is not None:
+            raise ValueError("--default-agent: name one of several --agent NAME=SPEC")
+        return load_agent(specs[0], _agent_settings(base, model))
+    agents: dict[str, Agent] = {}
+    for name, equals, spec in named:
+        if not equals or not name or not spec:
+            raise ValueError(
+                "--agent: to serve several agents, give each as NAME=SPEC "
+                f"(e.g. --agent stock=pkg.stock); not {name + equals + spec!r}"
+            )
+        if name in agents:
+            raise ValueError(f"--agent: {name!r} is named twice")
+        check_agent_name(name)
+        agents[name] = load_agent(spec, _agent_settings(f"{base}/agents/{name}", model))
+    if default is not None and default not in agents:
+        raise ValueError(f"--default-agent {default!r} is not one of {', '.join(agents)}")
+    return agents
 
 
 def _agent_settings(base: str, model: str | None) -> AgentSettings:

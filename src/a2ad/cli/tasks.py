@@ -46,6 +46,7 @@ from .output import (
     status_text,
 )
 from .remote import (
+    AgentOption,
     JsonOption,
     Target,
     TokenOption,
@@ -86,12 +87,13 @@ def list_tasks(
     limit: Annotated[int, typer.Option("--limit", min=1, help="Show at most this many.")] = 20,
     every: Annotated[bool, typer.Option("--all", help="Page through every task.")] = False,
     url: UrlOption = DEFAULT_URL,
+    agent: AgentOption = None,
     token: TokenOption = None,
     a2a_version: VersionOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """List tasks, newest first (with --stale-after: the longest quiet first)."""
-    target = Target(url, token, a2a_version)
+    target = Target(url, token, a2a_version, agent)
     wanted = state_flag(state) if state else None
     overdue = stale_after is not None
     stale = stale_flag(stale_after) if stale_after is not None else None
@@ -188,12 +190,13 @@ def get_task(
         typer.Option("--history", min=0, help="Show only the N newest messages."),
     ] = None,
     url: UrlOption = DEFAULT_URL,
+    agent: AgentOption = None,
     token: TokenOption = None,
     a2a_version: VersionOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Show one task: state, context, time, messages and artifacts."""
-    target = Target(url, token, a2a_version)
+    target = Target(url, token, a2a_version, agent)
     with session(target, task_id=task_id) as s:
         task = s.run(s.client.get_task(task_id, history_length=history))
     if as_json:
@@ -243,12 +246,13 @@ def _plural(n: int, word: str) -> str:
 def watch_task(
     task_id: Annotated[str, typer.Argument(metavar="ID", help="The task's id.")],
     url: UrlOption = DEFAULT_URL,
+    agent: AgentOption = None,
     token: TokenOption = None,
     a2a_version: VersionOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Follow a task live until it ends. Ctrl-C stops watching, not the task."""
-    target = Target(url, token, a2a_version)
+    target = Target(url, token, a2a_version, agent)
     with session(
         target,
         task_id=task_id,
@@ -296,12 +300,13 @@ async def _watch(client: Client, task_id: str, timeline: Timeline) -> None:
 def cancel_tasks(
     task_ids: Annotated[list[str], typer.Argument(metavar="ID...", help="The tasks' ids.")],
     url: UrlOption = DEFAULT_URL,
+    agent: AgentOption = None,
     token: TokenOption = None,
     a2a_version: VersionOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Cancel tasks; one line per task. Exits 1 if any was not canceled."""
-    target = Target(url, token, a2a_version)
+    target = Target(url, token, a2a_version, agent)
     with session(target) as s:
         results = [s.run(_cancel_one(s.client, task_id)) for task_id in task_ids]
     if as_json:
@@ -362,12 +367,13 @@ def cancel_overdue_tasks(
     ] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Don't ask before cancelling.")] = False,
     url: UrlOption = DEFAULT_URL,
+    agent: AgentOption = None,
     token: TokenOption = None,
     a2a_version: VersionOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Cancel active tasks past their deadline or quiet for longer than --stale-after."""
-    target = Target(url, token, a2a_version)
+    target = Target(url, token, a2a_version, agent)
     stale = stale_flag(stale_after)
     # Human output goes to stderr with --json, so stdout stays one JSON value.
     out = console_for(stderr=as_json)

@@ -1,8 +1,9 @@
 """Whose tasks a request may see and act on.
 
-Every task belongs to the tenant and the principal that created it. A request
-acts in one tenant (the one it names, or its caller's default), on its caller's
-own tasks there; an operator acts on every task of the tenant. A task outside
+Every task belongs to the tenant and the principal that created it, and to the
+agent it was sent to. A request acts in one tenant (the one it names, or its
+caller's default), at one agent's endpoint, on its caller's own tasks there; an
+operator acts on every task of the tenant at that agent. A task outside
 that is answered exactly as a task that does not exist: the engine reads it
 once, as it reads a missing one, and raises the same TaskNotFoundError.
 

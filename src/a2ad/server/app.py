@@ -56,7 +56,7 @@ from .types import CALLER_KEY, Receive, Scope, Send, caller_of, respond
 from .usage import UsageEndpoint
 from .well_known import CARD_PATHS, CardEndpoint
 
-__all__ = ["A2AApp", "authenticated_only", "create_app", "load_agent"]
+__all__ = ["A2AApp", "authenticated_only", "check_agent_name", "create_app", "load_agent"]
 
 log = logging.getLogger("a2ad.server")
 auth_log = logging.getLogger("a2ad.auth")
@@ -410,11 +410,7 @@ def _agents(
     if not agent:
         raise ValueError("give at least one agent")
     for name in agent:
-        if not _AGENT_NAME.fullmatch(name):
-            raise ValueError(
-                f"agent name {name!r}: use 1 to 64 letters, digits, '-' or '_' "
-                "(it is a path segment: /agents/<name>/)"
-            )
+        check_agent_name(name)
     if default is None:
         return dict(agent)
     if default not in agent:
@@ -423,6 +419,15 @@ def _agents(
 
 
 _AGENT_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def check_agent_name(name: str) -> None:
+    """Raise ValueError unless ``name`` may name an agent (a path segment)."""
+    if not _AGENT_NAME.fullmatch(name):
+        raise ValueError(
+            f"agent name {name!r}: use 1 to 64 letters, digits, '-' or '_' "
+            "(it is a path segment: /agents/<name>/)"
+        )
 
 
 def load_agent(spec: str, settings: AgentSettings | None = None) -> Agent:
