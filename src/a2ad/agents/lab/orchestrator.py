@@ -8,10 +8,12 @@ data part). A request without a reference or a quantity asks for what is
 missing (input-required); the follow-up, sent to the same task, fills it in.
 An unknown reference asks for another.
 
-Cancelling its task cancels its calls: each sub-task whose id it has received
-is canceled on its server (CancelTask) before the cancel completes here. So
-does a failure of one call for the other. A call whose first answer has not
-arrived yet when the cancel comes is left to finish on its own.
+Cancelling its task cancels its calls: each sub-task still running is
+canceled on its server (CancelTask). So does a failure of one call for the
+other. Each call is read by a task of its own, which a cancel of the agent's
+run does not interrupt, so that a call whose first answer (the sub-task's id)
+is still on its way is waited for, up to ``FIRST_ANSWER_WAIT`` seconds, and
+canceled too; only then are the readers stopped.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from .wording import money, units
 __all__ = ["OrchestratorAgent"]
 
 log = logging.getLogger("a2ad.agents.lab")
+FIRST_ANSWER_WAIT = 5.0
 
 
 class CallFailed(Exception):
@@ -54,6 +57,8 @@ class _Call:
         self.name = name
         self.client = client
         self.text = text
+        self.job: asyncio.Task[None] | None = None
+        self.answered = asyncio.Event()  # the first answer came (or none will)
         self.task_id = ""
         self.state: TaskState | None = None
         self.status_text = ""
@@ -64,11 +69,39 @@ class _Call:
         """The sub-task exists and has not ended (as far as this call saw)."""
         return bool(self.task_id) and (self.state is None or not self.state.terminal)
 
-    async def run(self, ctx: TaskContext, lang: Lang) -> None:
+    def start(self, ctx: TaskContext, lang: Lang) -> asyncio.Task[None]:
+        """Read the call on a task of its own, which ``stop`` cancels and awaits."""
+        self.job = asyncio.get_running_loop().create_task(self._read(ctx, lang))
+        return self.job
+
+    async def stop(self) -> BaseException | None:
+        """Cancel the sub-task if it still runs (waiting a moment for its id if
+        the call has not got it yet), stop reading; what the call raised."""
+        assert self.job is not None
+        try:
+            if not self.job.done():
+                try:
+                    await asyncio.wait_for(self.answered.wait(), FIRST_ANSWER_WAIT)
+                except TimeoutError:
+                    log.warning("the %s agent gave no task id to cancel", self.name)
+                await self.cancel()
+        finally:
+            self.job.cancel()
+            await asyncio.wait([self.job])  # never raises: the job's outcome is read below
+        return None if self.job.cancelled() else self.job.exception()
+
+    async def _read(self, ctx: TaskContext, lang: Lang) -> None:
+        try:
+            await self._stream(ctx, lang)
+        finally:
+            self.answered.set()
+
+    async def _stream(self, ctx: TaskContext, lang: Lang) -> None:
         try:
             async for event in self.client.stream(self.text):
                 if isinstance(event, Task):
                     self.task_id = event.id
+                    self.answered.set()
                     self._status(event.status.state, event.status.message or None)
                 elif isinstance(event, TaskStatusUpdateEvent):
                     message = event.status.message or None
@@ -76,10 +109,10 @@ class _Call:
                     if event.status.state is TaskState.WORKING and message and message.text:
                         await ctx.working(f"{self.name} : {message.text}")
                 elif isinstance(event, TaskArtifactUpdateEvent):
-                    self._read(event.artifact.parts)
+                    self._take(event.artifact.parts)
                 elif isinstance(event, Message):  # answered without a task
                     self.state = TaskState.COMPLETED
-                    self._read(event.parts)
+                    self._take(event.parts)
         except (ClientError, A2AError) as exc:
             raise CallFailed(_unreachable(self.name, self.client.url, exc, lang)) from None
         if self.state is not TaskState.COMPLETED or self.result is None:
@@ -92,7 +125,7 @@ class _Call:
         if message is not None and message.text:
             self.status_text = message.text
 
-    def _read(self, parts: Any) -> None:
+    def _take(self, parts: Any) -> None:
         for part in parts:
             if isinstance(part.data, dict) and "status" in part.data:
                 self.result = part.data
@@ -167,17 +200,21 @@ class OrchestratorAgent(Agent):
             ]
             await ctx.working([TextPart(asked), *ctx.internal([DataPart(t) for t in tools])])
             try:
-                async with asyncio.TaskGroup() as group:
-                    for call in calls:
-                        group.create_task(call.run(ctx, lang))
-            except BaseException as exc:
-                # Canceled here, or one call failed: the sub-tasks still running stop too.
-                await asyncio.gather(*(call.cancel() for call in calls))
-                failed = _first(exc, CallFailed)
-                if failed is None:
-                    raise
-                await ctx.fail(str(failed))
-                return
+                # Not a TaskGroup: a cancel here must not interrupt the readers
+                # before they have the sub-tasks' ids to cancel (see ``stop``).
+                await asyncio.wait(
+                    [call.start(ctx, lang) for call in calls],
+                    return_when=asyncio.FIRST_EXCEPTION,
+                )
+            finally:
+                # Canceled, or one call failed: the sub-tasks still running stop too.
+                outcomes = await asyncio.gather(*(call.stop() for call in calls))
+            for outcome in outcomes:
+                if isinstance(outcome, CallFailed):
+                    await ctx.fail(str(outcome))
+                    return
+                if outcome is not None:
+                    raise outcome
         assert stock.result is not None and pricing.result is not None
         unknown = next((c.result for c in calls if c.result and c.result["status"] != "ok"), None)
         if unknown is not None:
@@ -198,17 +235,6 @@ class OrchestratorAgent(Agent):
             [TextPart(text), DataPart(figures)], name="quote" if lang == "en" else "devis"
         )
         await ctx.complete()
-
-
-def _first(exc: BaseException, kind: type[CallFailed]) -> CallFailed | None:
-    if isinstance(exc, kind):
-        return exc
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            found = _first(inner, kind)
-            if found is not None:
-                return found
-    return None
 
 
 def _ask_stock(sku: str, lang: Lang) -> str:
