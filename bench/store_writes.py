@@ -40,8 +40,9 @@ def cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-async def measure(store: TaskStore, senders: int, sends: int) -> dict[str, float]:
-    engine = Engine(EchoAgent(), store)
+async def measure(store: TaskStore, senders: int, sends: int, quota: int = 0) -> dict[str, float]:
+    # the quota only when asked: an a2ad from before it has no such parameter
+    engine = Engine(EchoAgent(), store, **({"max_tasks_per_principal": quota} if quota else {}))
     await engine.start()  # as a server does: it claims the store (the SQLite serving lock)
 
     async def sender(n: int) -> None:
@@ -57,9 +58,11 @@ async def measure(store: TaskStore, senders: int, sends: int) -> dict[str, float
     return {"sends_per_s": total / elapsed, "cpu_us_per_send": used / total * 1e6}
 
 
-async def run_store(name: str, senders: int, sends: int, folder: Path) -> dict[str, float]:
+async def run_store(
+    name: str, senders: int, sends: int, folder: Path, quota: int = 0
+) -> dict[str, float]:
     if name == "memory":
-        return await measure(MemoryStore(max_tasks=10**7), senders, sends)
+        return await measure(MemoryStore(max_tasks=10**7), senders, sends, quota)
     path = folder / "tasks.db"
     store = SqliteStore(path)
     await store.open()
@@ -67,7 +70,7 @@ async def run_store(name: str, senders: int, sends: int, folder: Path) -> dict[s
     await store._run(lambda conn: conn.execute("PRAGMA wal_autocheckpoint = 0"))
     wal = path.with_name(path.name + "-wal")
     before = wal.stat().st_size if wal.exists() else 0
-    result = await measure(store, senders, sends)
+    result = await measure(store, senders, sends, quota)
     pages = (wal.stat().st_size - before) / 4096
     result["wal_pages_per_send"] = pages / (senders * (sends + 100))
     await store.aclose()
@@ -79,11 +82,21 @@ def main() -> None:
     parser.add_argument("--stores", default="memory,sqlite", help="comma-separated")
     parser.add_argument("--senders", type=int, default=32)
     parser.add_argument("--sends", type=int, default=250, help="timed sends per sender")
+    parser.add_argument(
+        "--max-tasks-per-principal",
+        type=int,
+        default=0,
+        help="the engine's in-flight quota (0: off); every send is the anonymous caller's",
+    )
     args = parser.parse_args()
     results: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="a2ad-store-writes-") as folder:
         for name in args.stores.split(","):
-            results[name] = asyncio.run(run_store(name, args.senders, args.sends, Path(folder)))
+            results[name] = asyncio.run(
+                run_store(
+                    name, args.senders, args.sends, Path(folder), args.max_tasks_per_principal
+                )
+            )
             figures = ", ".join(f"{k} {v:,.1f}" for k, v in results[name].items())
             print(f"{name}: {figures}", flush=True)
     print(

@@ -4,7 +4,6 @@ import asyncio
 import importlib.util
 import inspect
 import os
-import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -19,6 +18,7 @@ from hypothesis import HealthCheck, settings
 from a2ad import A2AApp, create_app
 
 from .scripted import ScriptedAgent
+from .threaded_server import ThreadedServer, free_port
 
 V1 = {"A2A-Version": "1.0"}
 
@@ -104,12 +104,6 @@ def msg10(text: str, **extra: Any) -> dict[str, Any]:
     }
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class LiveServer:
     """a2ad under a real uvicorn on a free port, in a thread with its own loop."""
 
@@ -117,31 +111,19 @@ class LiveServer:
         self.app = app
         # Tests leave "hang" tasks running; don't wait the default grace for them.
         app.engine.shutdown_grace = 0
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(
-            app,
-            host="127.0.0.1",
-            port=self.port,
-            log_level="warning",
-            lifespan="on",
-            timeout_graceful_shutdown=1,
+        self._served = ThreadedServer(
+            app, what="uvicorn", lifespan="on", timeout_graceful_shutdown=1
         )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.server = self._served.server
+        self.port = self._served.port
+        self.url = f"http://127.0.0.1:{self.port}"
 
     def __enter__(self) -> LiveServer:
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.01)
+        self._served.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(10)
+        self._served.stop()
 
 
 @pytest.fixture

@@ -14,11 +14,10 @@ import time
 from typing import Any
 
 import jwt
-import uvicorn
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
-from .conftest import free_port
+from .threaded_server import ThreadedServer
 
 ISSUER = "https://idp.example"
 AUDIENCE = "a2ad-tests"
@@ -26,22 +25,13 @@ AUDIENCE = "a2ad-tests"
 
 class Issuer:
     def __init__(self) -> None:
-        self.port = free_port()
+        self._served = ThreadedServer(self._app, what="the JWKS server", interface="asgi3")
+        self.port = self._served.port
         self.url = f"http://127.0.0.1:{self.port}/jwks.json"
         self.keys: dict[str, Any] = {}
         self.published: list[str] = []
         self.fetches = 0
         self._lock = threading.Lock()
-        config = uvicorn.Config(
-            self._app,
-            host="127.0.0.1",
-            port=self.port,
-            log_level="warning",
-            lifespan="off",
-            interface="asgi3",
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
 
     def add_key(self, kid: str, *, curve: bool = False) -> None:
         self.keys[kid] = (
@@ -100,14 +90,8 @@ class Issuer:
         await send({"type": "http.response.body", "body": body})
 
     def __enter__(self) -> Issuer:
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("the JWKS server did not start")
-            time.sleep(0.01)
+        self._served.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._server.should_exit = True
-        self._thread.join(10)
+        self._served.stop()

@@ -18,7 +18,7 @@ from typing import cast
 import httpx
 import pytest
 
-from a2ad import A2AApp, SyncClient, Task, TaskState, create_app
+from a2ad import A2AApp, A2AError, SyncClient, Task, TaskState, create_app
 
 from .agents.test_task_manager import ScriptedLLM, answer, status, status_text, texts, tool_call
 from .conftest import LiveServer, free_port
@@ -406,3 +406,21 @@ def test_serve_hides_internal_parts_from_callers_unless_told_to_expose_them(
         assert ("SECRET" in sent.text) is exposed
         assert "the answer" in sent.text
         assert s.stop() == 0
+
+
+def test_serve_takes_its_limits_from_flags(tmp_path: Path) -> None:
+    with Served(
+        "--store", "memory", "--max-part-bytes", "5", "--rate-limit", "100", cwd=tmp_path
+    ) as s:
+        with SyncClient(s.url) as client:
+            assert isinstance(client.send("12345"), Task)  # exactly at the limit
+            with pytest.raises(A2AError, match="--max-part-bytes") as refused:
+                client.send("123456")
+            assert "limit of 5 bytes (maxPartBytes)" in str(refused.value)
+        assert s.stop() == 0
+
+
+def test_serve_refuses_a_limit_out_of_range_as_a_usage_error() -> None:
+    result = run_a2ad("serve", "--max-history", "1001")
+    assert result.returncode == 2
+    assert "--max-history" in result.stdout + result.stderr

@@ -13,13 +13,10 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
-
-from .conftest import free_port
+from .threaded_server import ThreadedServer
 
 __all__ = ["Received", "Receiver"]
 
@@ -50,36 +47,21 @@ class _Rule:
 
 class Receiver:
     def __init__(self) -> None:
-        self.port = free_port()
+        self._served = ThreadedServer(self._app, what="the webhook receiver", interface="asgi3")
+        self.port = self._served.port
         self.base = f"http://127.0.0.1:{self.port}"
         self._lock = threading.Lock()
         self._received: list[Received] = []
         self._rules: dict[str, _Rule] = {}
-        config = uvicorn.Config(
-            self._app,
-            host="127.0.0.1",
-            port=self.port,
-            log_level="warning",
-            lifespan="off",
-            interface="asgi3",
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
 
     def __enter__(self) -> Receiver:
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("the webhook receiver did not start")
-            time.sleep(0.01)
+        self._served.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         for rule in self._rules.values():
             rule.hold.set()
-        self._server.should_exit = True
-        self._thread.join(10)
+        self._served.stop()
 
     def url(self, name: str, host: str = "127.0.0.1") -> str:
         return f"http://{host}:{self.port}/hook/{name}"

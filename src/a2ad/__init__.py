@@ -49,6 +49,7 @@ from .protocol.model import (
     TaskStatusUpdateEvent,
     TextPart,
 )
+from .protocol.usage import TokenCounts, UsageReport, UsageRow
 from .server.app import A2AApp, create_app, load_agent
 from .server.auth import (
     ApiKeys,
@@ -109,7 +110,10 @@ __all__ = [
     "TaskStatusUpdateEvent",
     "TaskStore",
     "TextPart",
+    "TokenCounts",
     "UnsupportedOperationError",
+    "UsageReport",
+    "UsageRow",
     "create_app",
     "load_agent",
 ]

@@ -31,6 +31,7 @@ from .protocol.card import (
 )
 from .protocol.internal import mark_internal
 from .protocol.model import Artifact, Message, Part, Role, TaskState, TextPart, new_id
+from .protocol.usage import TokenCounts
 
 __all__ = [
     "ANONYMOUS",
@@ -155,6 +156,8 @@ class Emitter(Protocol):
 
     async def reply(self, message: Message) -> bool: ...
 
+    async def usage(self, model: str, counts: TokenCounts) -> None: ...
+
     @property
     def cancelled(self) -> bool: ...
 
@@ -267,6 +270,40 @@ class TaskContext:
         message = self.agent_message(content)
         assert message is not None
         return await self._emit.reply(message)
+
+    async def usage(
+        self,
+        *,
+        prompt_tokens: int = 0,
+        completion_tokens: int = 0,
+        total_tokens: int | None = None,
+        model: str = "",
+    ) -> None:
+        """Report the tokens a model call of this turn used (``total_tokens``: by
+        default the sum of the other two). Reports add up. Each is stored with
+        the task's next write (an event of this turn, or its end): in the task's
+        metadata (``a2ad.usage``, see docs/agents.md) and in the usage totals of the
+        task's tenant and principal for the day (UTC). One that no task carries
+        (a reply without a task, a report after the task ended or was canceled)
+        counts in the totals only. Raises ValueError for a count that is not a
+        non-negative integer."""
+        for name, value in (
+            ("prompt_tokens", prompt_tokens),
+            ("completion_tokens", completion_tokens),
+            ("total_tokens", total_tokens),
+        ):
+            if value is not None and (type(value) is not int or value < 0):
+                raise ValueError(f"usage: {name} must be a non-negative integer, not {value!r}")
+        if not isinstance(model, str):
+            raise ValueError(f"usage: model must be text, not {model!r}")
+        counts = TokenCounts(
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            total_tokens=(
+                total_tokens if total_tokens is not None else prompt_tokens + completion_tokens
+            ),
+        )
+        await self._emit.usage(model, counts)
 
     # --- internal parts: the agent's own, hidden from callers (protocol/internal.py) ---
 

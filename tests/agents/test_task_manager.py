@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import msgspec
 import pytest
 
 from a2ad import Client, Message, Task, create_app, load_agent
@@ -231,6 +232,63 @@ async def test_a_bad_tool_call_goes_back_to_the_model_as_an_error(tasks: LiveSer
     error = json.loads(llm.requests[1]["messages"][-1]["content"])["error"]
     assert "'http://elsewhere.example' is not a server this agent manages" in error
     assert texts(task)[2].startswith("list_tasks: error: server_url")
+
+
+def with_usage(reply: Reply, usage: Any, model: str | None = None) -> Reply:
+    """``reply`` with the ``usage`` (and the answering ``model``) an endpoint reports."""
+
+    def counted(request: dict[str, Any]) -> tuple[int, dict[str, Any] | bytes] | None:
+        planned = reply(request)
+        assert planned is not None and isinstance(planned[1], dict)
+        body = {**planned[1], "usage": usage}
+        if model is not None:
+            body["model"] = model
+        return planned[0], body
+
+    return counted
+
+
+async def test_reports_the_tokens_each_llm_call_used(tasks: LiveServer) -> None:
+    plan = [
+        with_usage(
+            tool_call("list_tasks"),
+            {"prompt_tokens": 120, "completion_tokens": 15, "total_tokens": 135},
+            model="scripted-model-2026",
+        ),
+        with_usage(answer("Nothing runs."), {"prompt_tokens": 200, "completion_tokens": 9}),
+    ]
+    with ScriptedLLM(plan) as llm, manager(llm, [tasks.url]) as live:
+        task = await ask(live.url, "What runs?")
+
+    assert task.status.state.word == "completed", texts(task)
+    assert isinstance(task.metadata, dict)
+    assert task.metadata["a2ad"]["usage"] == {
+        "promptTokens": 320,
+        "completionTokens": 24,
+        "totalTokens": 344,
+        "byModel": {
+            "scripted-model-2026": {
+                "promptTokens": 120,
+                "completionTokens": 15,
+                "totalTokens": 135,
+            },
+            MODEL: {"promptTokens": 200, "completionTokens": 9, "totalTokens": 209},
+        },
+    }
+
+
+async def test_usage_that_is_not_counts_is_left_out_and_the_task_goes_on(
+    tasks: LiveServer,
+) -> None:
+    plan = [
+        with_usage(tool_call("list_tasks"), {"prompt_tokens": -5, "completion_tokens": 1}),
+        with_usage(answer("Nothing runs."), "lots"),
+    ]
+    with ScriptedLLM(plan) as llm, manager(llm, [tasks.url]) as live:
+        task = await ask(live.url, "What runs?")
+
+    assert task.status.state.word == "completed", texts(task)
+    assert task.metadata is msgspec.UNSET or "a2ad" not in task.metadata
 
 
 async def test_gives_up_after_the_round_limit(tasks: LiveServer) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -23,6 +24,20 @@ from a2ad.server import auth
 from .wire_fuzz import FuzzServer, Seeds, WireRequest, check_answer, send, wire_requests
 
 EXAMPLES = int(os.environ.get("A2AD_FUZZ_EXAMPLES", 0)) or max(300, settings.default.max_examples)
+
+
+def fuzz_settings(examples: int) -> Any:
+    """Hypothesis settings for a run of ``examples`` requests against a real server."""
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+            HealthCheck.large_base_example,
+            HealthCheck.filter_too_much,
+        ],
+    )
 
 
 @pytest.fixture(scope="module")
@@ -39,16 +54,7 @@ def test_mutated_requests_never_break_the_server_nor_change_stored_tasks(
         before = seeds.snapshot(http)
         assert server.new_troubles() == []
 
-        @settings(
-            max_examples=EXAMPLES,
-            deadline=None,
-            suppress_health_check=[
-                HealthCheck.too_slow,
-                HealthCheck.data_too_large,
-                HealthCheck.large_base_example,
-                HealthCheck.filter_too_much,
-            ],
-        )
+        @fuzz_settings(EXAMPLES)
         @given(request=wire_requests(seeds))
         def fuzz(request: WireRequest) -> None:
             tally[check_answer(request, send(http, request))] += 1
@@ -98,16 +104,7 @@ def test_with_auth_on_mutated_requests_and_credentials_never_break_the_server_no
         seeds = Seeds.store(owner)
         before = seeds.snapshot(owner)
 
-        @settings(
-            max_examples=max(100, EXAMPLES // 3),
-            deadline=None,
-            suppress_health_check=[
-                HealthCheck.too_slow,
-                HealthCheck.data_too_large,
-                HealthCheck.large_base_example,
-                HealthCheck.filter_too_much,
-            ],
-        )
+        @fuzz_settings(max(100, EXAMPLES // 3))
         @given(request=wire_requests(seeds), credential=st.sampled_from(credentials))
         def fuzz(request: WireRequest, credential: dict[str, str]) -> None:
             request.headers.update(credential)

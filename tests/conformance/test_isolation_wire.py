@@ -191,6 +191,7 @@ async def test_rest_keeps_tasks_apart_and_refuses_a_foreign_tenant_with_403(
     assert foreign.json()["error"]["status"] == absent.json()["error"]["status"]
     elsewhere = await ann.get("/globex/tasks", headers=v1)
     assert elsewhere.status_code == 403
+    assert elsewhere.json()["error"]["status"] == "PERMISSION_DENIED"
     assert elsewhere.json()["error"]["details"][0]["reason"] == "PERMISSION_DENIED"
     mine = await ann.get("/acme/tasks", headers=v1)
     assert task_id in {t["id"] for t in mine.json()["tasks"]}

@@ -24,7 +24,7 @@ from a2ad import (
 )
 from a2ad.engine import Engine
 from a2ad.protocol.model import TaskEvent
-from a2ad.store.base import Lease, StoredTask, StoreError, TaskStore
+from a2ad.store.base import DEFAULT_BOUNDS, Lease, StoredTask, StoreError, TaskBounds, TaskStore
 
 from .requests import request
 
@@ -56,6 +56,7 @@ class CountingStore(MemoryStore):
         message_key: bytes | None = None,
         tenant: str = "",
         principal: str = "",
+        bounds: TaskBounds = DEFAULT_BOUNDS,
     ) -> StoredTask:
         self._count()
         self._creating = True  # MemoryStore.create applies events through append
@@ -68,6 +69,7 @@ class CountingStore(MemoryStore):
                 message_key=message_key,
                 tenant=tenant,
                 principal=principal,
+                bounds=bounds,
             )
         finally:
             self._creating = False
@@ -81,6 +83,7 @@ class CountingStore(MemoryStore):
         user_message: Message | None = None,
         lease: Lease | None = None,
         message_key: bytes | None = None,
+        bounds: TaskBounds = DEFAULT_BOUNDS,
     ) -> StoredTask:
         if not self._creating:
             self._count()
@@ -91,6 +94,7 @@ class CountingStore(MemoryStore):
             user_message=user_message,
             lease=lease,
             message_key=message_key,
+            bounds=bounds,
         )
 
 

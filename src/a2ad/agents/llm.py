@@ -1,7 +1,9 @@
 """A small client for OpenAI-compatible chat completions with tool calls.
 
 Any endpoint that speaks ``POST {base}/chat/completions`` works: OpenAI, a
-proxy, vLLM, Ollama, llama.cpp. Failures raise ``LLMError`` with a one-line
+proxy, vLLM, Ollama, llama.cpp. A reply keeps the ``usage`` the endpoint
+reported (prompt, completion and total tokens), for the agent to pass on
+(``TaskContext.usage``). Failures raise ``LLMError`` with a one-line
 reason naming what to check; the API key never appears in one (a 401's body
 is dropped, since some servers echo the key they refused).
 """
@@ -10,9 +12,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
+
+from ..protocol.usage import TokenCounts
+
+if TYPE_CHECKING:
+    from ..agent import TaskContext
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -92,6 +99,18 @@ class ToolCall:
 class ChatReply:
     content: str
     tool_calls: list[ToolCall]
+    usage: TokenCounts | None = None  # None: the endpoint reported none (or nonsense)
+    model: str = ""  # the model that answered, as the endpoint names it
+
+    async def report_usage(self, ctx: TaskContext) -> None:
+        """Report the tokens this reply cost, if the endpoint said."""
+        if self.usage is not None:
+            await ctx.usage(
+                prompt_tokens=self.usage.prompt_tokens,
+                completion_tokens=self.usage.completion_tokens,
+                total_tokens=self.usage.total_tokens,
+                model=self.model,
+            )
 
     def as_message(self) -> dict[str, Any]:
         """The assistant message to send back in the next request's history."""
@@ -201,7 +220,8 @@ class ChatClient:
 
     def _reply(self, content: bytes) -> ChatReply:
         try:
-            message = json.loads(content)["choices"][0]["message"]
+            payload = json.loads(content)
+            message = payload["choices"][0]["message"]
             calls = [
                 ToolCall(
                     id=str(call.get("id") or f"call_{i}"),
@@ -211,12 +231,39 @@ class ChatClient:
                 for i, call in enumerate(message.get("tool_calls") or [])
             ]
             text = message.get("content")
-            return ChatReply(content=text if isinstance(text, str) else "", tool_calls=calls)
+            model = payload.get("model")
+            return ChatReply(
+                content=text if isinstance(text, str) else "",
+                tool_calls=calls,
+                usage=_usage(payload.get("usage")),
+                model=model if isinstance(model, str) and model else self.settings.model,
+            )
         except (ValueError, LookupError, TypeError, AttributeError):
             raise LLMError(
                 f"the LLM at {self.settings.shown_url} answered something that is not a chat "
                 "completion (no choices[0].message); is it OpenAI-compatible?"
             ) from None
+
+
+def _usage(value: Any) -> TokenCounts | None:
+    """An OpenAI-style ``usage`` object's counts; None when it is missing or not
+    counts (a reply is not refused for what only bookkeeping reads)."""
+    if not isinstance(value, dict):
+        return None
+    counts = {}
+    for name in ("prompt_tokens", "completion_tokens", "total_tokens"):
+        number = value.get(name, 0 if name != "total_tokens" else None)
+        if number is None:
+            continue
+        if type(number) is not int or number < 0:
+            return None
+        counts[name] = number
+    prompt, completion = counts["prompt_tokens"], counts["completion_tokens"]
+    return TokenCounts(
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        total_tokens=counts.get("total_tokens", prompt + completion),
+    )
 
 
 def _arguments_text(arguments: Any) -> str:

@@ -4,7 +4,8 @@ language asks ("List all active A2A tasks and cancel any that are overdue").
 An LLM behind any OpenAI-compatible endpoint chooses the calls among the task
 tools (``a2ad.tools``); the agent runs them, shows each call and a one-line
 result as a working message in the task's history, feeds the results back, and
-ends with the model's final answer as the artifact. Rounds, calls per round and
+ends with the model's final answer as the artifact; it reports the tokens each
+call used as the endpoint counted them (``ctx.usage``). Rounds, calls per round and
 result sizes are bounded. Without an endpoint or a model, or when the endpoint
 fails, the task fails with a one-line reason saying what to set or check.
 
@@ -126,6 +127,7 @@ class TaskManagerAgent(Agent):
                     log.warning("LLM call failed: %s", exc, extra={"task_id": ctx.task_id})
                     await ctx.fail(str(exc))
                     return
+                await reply.report_usage(ctx)
                 if not reply.tool_calls:
                     await self._finish(ctx, reply.content)
                     return

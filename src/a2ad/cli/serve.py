@@ -29,6 +29,7 @@ from ..agents.settings import AgentSettings
 from ..agents.task_manager import ENV_MANAGED_URLS
 from ..durations import parse_duration, parse_optional_duration
 from ..engine.secrets import KeyFileError, server_key
+from ..protocol.model import MAX_PARTS
 from ..server.app import A2AApp, create_app, load_agent
 from ..server.auth import ApiKeys, CredentialAuthenticator, JwtVerifier
 from ..server.connections import (
@@ -37,8 +38,9 @@ from ..server.connections import (
     protocol_class,
     raise_fd_limit,
 )
+from ..server.limits import MAX_BODY_BYTES, MAX_PART_BYTES
 from ..store import DEFAULT_STORE, store_from_url
-from ..store.base import StoreError
+from ..store.base import MAX_ARTIFACTS, MAX_HISTORY, StoreError
 from ..tools import ENV_TOKEN, ENV_URL
 from .auth import ENV_AUTH_FILE
 from .logs import configure_logging
@@ -178,6 +180,85 @@ def serve(
             help="A request's body must arrive within this of its headers (408 otherwise)."
         ),
     ] = "30s",
+    max_body_bytes: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Largest request body, in bytes; a larger one gets 413.",
+            rich_help_panel="Limits",
+        ),
+    ] = MAX_BODY_BYTES,
+    max_parts: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            max=MAX_PARTS,
+            help="Most parts in a message (-32602 past it).",
+            rich_help_panel="Limits",
+        ),
+    ] = 256,
+    max_part_bytes: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Largest part of a message, in bytes: a text's UTF-8, a data part's JSON, "
+            "a file's raw bytes (-32602 past it).",
+            rich_help_panel="Limits",
+        ),
+    ] = MAX_PART_BYTES,
+    max_history: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            max=MAX_HISTORY,
+            help="Messages a task keeps; past it the oldest are dropped, and counted in "
+            'its metadata["a2ad"]["historyDropped"].',
+            rich_help_panel="Limits",
+        ),
+    ] = MAX_HISTORY,
+    max_artifacts: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            max=MAX_ARTIFACTS,
+            help="Artifacts a task keeps; an agent's artifact past it is dropped and logged.",
+            rich_help_panel="Limits",
+        ),
+    ] = MAX_ARTIFACTS,
+    max_tasks_per_principal: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Tasks a caller may have submitted/working at once; more get 429 (0: no limit).",
+            rich_help_panel="Limits",
+        ),
+    ] = 0,
+    max_streams_per_principal: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Streams a caller may have open at once; more get 429 (0: no limit).",
+            rich_help_panel="Limits",
+        ),
+    ] = 0,
+    rate_limit: Annotated[
+        float,
+        typer.Option(
+            min=0,
+            help="Requests a second per caller (its principal, or its address without auth); "
+            "more get 429 with Retry-After (0: no limit).",
+            rich_help_panel="Limits",
+        ),
+    ] = 0.0,
+    rate_burst: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Requests a caller may send at once within --rate-limit "
+            "(0: the rate, rounded up).",
+            rich_help_panel="Limits",
+        ),
+    ] = 0,
     allow_private_webhooks: Annotated[
         bool,
         typer.Option(
@@ -277,6 +358,8 @@ def serve(
         timeout = _duration(parse_optional_duration, task_timeout, "--task-timeout")
         header_wait = _duration(_positive_duration, header_timeout, "--header-timeout")
         body_wait = _duration(_positive_duration, body_timeout, "--body-timeout")
+        if not math.isfinite(rate_limit):
+            raise ValueError(f"--rate-limit {rate_limit}: give a number of requests a second")
     except ValueError as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
@@ -328,6 +411,15 @@ def serve(
         secret_key=key,
         authenticator=authenticator,
         expose_internal_parts=expose_internal_parts,
+        max_body_bytes=max_body_bytes,
+        max_parts=max_parts,
+        max_part_bytes=max_part_bytes,
+        max_history=max_history,
+        max_artifacts=max_artifacts,
+        max_tasks_per_principal=max_tasks_per_principal,
+        max_streams_per_principal=max_streams_per_principal,
+        rate_limit=rate_limit,
+        rate_burst=rate_burst,
     )
     # After the usage checks, so that a usage error stays one line.
     limits = ConnectionLimits(

@@ -48,6 +48,7 @@ from ..protocol.model import (
     parse_state,
 )
 from ..protocol.types import StreamItem
+from ..protocol.usage import USAGE_METHOD, UsageReport
 
 __all__ = [
     "DEFAULT_URL",
@@ -63,6 +64,7 @@ CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 
 StreamEvent = StreamItem  # what streams yield: a Task or Message, then update events
 T = TypeVar("T")
+_decode_usage = msgspec.json.Decoder(UsageReport).decode
 
 
 class ClientError(Exception):
@@ -345,6 +347,37 @@ class Client:
             if not token or (limit is not None and seen >= limit):
                 return
 
+    async def usage(
+        self,
+        *,
+        from_day: str = "",
+        to_day: str = "",
+        tenant: str | None = None,
+        group_by: Sequence[str] = (),
+    ) -> UsageReport:
+        """An a2ad server's token usage totals (``a2ad/GetUsage``, for operators:
+        docs/protocol.md): from ``from_day`` to ``to_day`` (``YYYY-MM-DD``; by
+        default from the first of the month to today), of ``tenant`` (by
+        default every tenant the caller may read), one row per group of
+        ``group_by`` (tenant, principal, day, model)."""
+        await self._speaking()  # the JSON-RPC endpoint, from the card
+        params: dict[str, Any] = {"groupBy": list(group_by)}
+        if from_day:
+            params["from"] = from_day
+        if to_day:
+            params["to"] = to_day
+        if tenant is not None:
+            params["tenant"] = tenant
+        self._ids += 1
+        body = {"jsonrpc": "2.0", "id": self._ids, "method": USAGE_METHOD, "params": params}
+        headers = {"Content-Type": "application/json", **self._headers}
+        assert self._endpoint is not None
+        response = await self._request(
+            "POST", self._endpoint, content=msgspec.json.encode(body), headers=headers
+        )
+        raw = self._result(response.content, response.status_code)
+        return self._decode(_decode_usage, raw)
+
     async def subscribe(
         self,
         task_id: str,
@@ -621,3 +654,6 @@ class SyncClient:
 
     def subscribe(self, task_id: str, **options: Any) -> Iterator[StreamEvent]:
         return self._iterate(self._client.subscribe(task_id, **options))
+
+    def usage(self, **options: Any) -> UsageReport:
+        return self._run(lambda: self._client.usage(**options))

@@ -23,6 +23,7 @@ from ..protocol.errors import (
     ContentTypeNotSupportedError,
     InvalidParamsError,
     PushNotificationNotSupportedError,
+    QuotaExceededError,
     ServerBusyError,
     TaskNotCancelableError,
     TaskNotFoundError,
@@ -41,10 +42,13 @@ from ..protocol.model import (
 from ..protocol.requests import TaskQuery, encode_page_token
 from ..protocol.types import Clock, StreamItem, TaskId, format_timestamp, system_clock
 from ..store.base import (
+    MAX_ARTIFACTS,
+    MAX_HISTORY,
     Lease,
     ListQuery,
     MissingTaskError,
     StoredTask,
+    TaskBounds,
     TaskStore,
     TerminalTaskError,
     Upkeep,
@@ -89,7 +93,15 @@ class Engine:
     """Runs ``agent`` over tasks kept in ``store``, publishing on ``bus`` (this
     process's own by default). With a store that keeps webhooks, ``push``
     delivers task events to them (engine/push.py): under ``push_policy``, and
-    to hosts that are not public only with ``allow_private_webhooks``."""
+    to hosts that are not public only with ``allow_private_webhooks``.
+
+    A task keeps its newest ``max_history`` messages (older ones are dropped and
+    counted in ``metadata["a2ad"]["historyDropped"]``) and at most
+    ``max_artifacts`` artifacts (an agent's event past that is dropped and
+    logged). With ``max_tasks_per_principal``, a tenant's principal may have
+    that many turns running at once (its tasks submitted or working here); a
+    message that would start one more is refused, QuotaExceededError, before
+    anything is stored."""
 
     def __init__(
         self,
@@ -105,9 +117,21 @@ class Engine:
         clock: Clock = system_clock,
         push_policy: PushPolicy | None = None,
         allow_private_webhooks: bool = False,
+        max_history: int = MAX_HISTORY,
+        max_artifacts: int = MAX_ARTIFACTS,
+        max_tasks_per_principal: int = 0,
     ) -> None:
         if lease_seconds <= 0:
             raise ValueError("lease_seconds must be positive")
+        if not 1 <= max_history <= MAX_HISTORY:
+            raise ValueError(f"max_history must be 1..{MAX_HISTORY}, not {max_history!r}")
+        if not 1 <= max_artifacts <= MAX_ARTIFACTS:
+            raise ValueError(f"max_artifacts must be 1..{MAX_ARTIFACTS}, not {max_artifacts!r}")
+        if max_tasks_per_principal < 0:
+            raise ValueError("max_tasks_per_principal must be 0 (no limit) or more")
+        self.max_tasks_per_principal = max_tasks_per_principal
+        # Turns running (or starting) per owner, kept only with a quota to check.
+        self._in_flight: dict[tuple[str, str], int] = {}
         self.agent = agent
         self.store = store
         self.bus = bus if bus is not None else LocalBus()
@@ -125,7 +149,12 @@ class Engine:
             if isinstance(store, Webhooks)
             else None
         )
-        self._writer = Writer(store, self.bus, stored=self.push.stored if self.push else None)
+        self._writer = Writer(
+            store,
+            self.bus,
+            stored=self.push.stored if self.push else None,
+            bounds=TaskBounds(max_history, max_artifacts),
+        )
         self._runner = Runner()
         self._claims = Claims()  # the keys of the sends being started
         self._maintenance = (
@@ -496,6 +525,61 @@ class Engine:
             raise PushNotificationNotSupportedError(
                 "This server's task store keeps no push notification configs"
             )
+        owner = (access.tenant, access.principal) if access is not None else ("", "")
+        if not self.max_tasks_per_principal:
+            invocation, _ = await self._start_turn(
+                request, context, immediately, task_id, webhooks, message_key, access, owner
+            )
+            return invocation
+        self._admit(owner)  # the turn counts from here, before anything is stored
+        try:
+            invocation, job = await self._start_turn(
+                request, context, immediately, task_id, webhooks, message_key, access, owner
+            )
+        except BaseException:
+            self._leave(owner)
+            raise
+        job.add_done_callback(lambda _: self._leave(owner))
+        return invocation
+
+    def _admit(self, owner: tuple[str, str]) -> None:
+        count = self._in_flight.get(owner, 0)
+        limit = self.max_tasks_per_principal
+        if count >= limit:
+            tenant, principal = owner
+            raise QuotaExceededError(
+                f"principal {principal!r} has {count} tasks in flight in tenant {tenant!r}, "
+                f"the server's limit (maxTasksPerPrincipal {limit}); wait for one to finish "
+                "or ask for input, cancel one, or ask the operator to raise it "
+                "(a2ad serve --max-tasks-per-principal)",
+                metadata={
+                    "quota": "maxTasksPerPrincipal",
+                    "limit": str(limit),
+                    "count": str(count),
+                    "principal": principal,
+                    "tenant": tenant,
+                },
+            )
+        self._in_flight[owner] = count + 1
+
+    def _leave(self, owner: tuple[str, str]) -> None:
+        count = self._in_flight[owner] - 1
+        if count:
+            self._in_flight[owner] = count
+        else:
+            del self._in_flight[owner]
+
+    async def _start_turn(
+        self,
+        request: SendMessageRequest,
+        context: RequestContext | None,
+        immediately: bool,
+        task_id: TaskId,
+        webhooks: Sequence[Webhook],
+        message_key: bytes | None,
+        access: Access | None,
+        owner: tuple[str, str],
+    ) -> tuple[Invocation, asyncio.Task[None]]:
         config = request.configuration
         if config is not UNSET and config.accepted_output_modes:
             self._check_output_modes(config.accepted_output_modes)
@@ -532,14 +616,13 @@ class Engine:
             closing=lambda: self._closing,
             clock=self.clock,
             message_key=message_key,
-            owner=(access.tenant, access.principal) if access is not None else ("", ""),
+            owner=owner,
         )
         if (immediately or webhooks) and created is None:
             await invocation.create_now()
             if self.push is not None:
                 await self.push.register(invocation.task_id, webhooks)
-        self._runner.start(invocation)
-        return invocation
+        return invocation, self._runner.start(invocation)
 
     def _check_output_modes(self, accepted: list[str]) -> None:
         """Refuse a message whose caller accepts nothing the agent produces (its

@@ -19,6 +19,10 @@ An ``A2AError`` the agent raises before it acted, while no task exists, is the
 request's answer (both futures fail with it) and nothing is stored; once the task
 exists, it fails the task with the error's message.
 
+Token usage the agent reports (``ctx.usage``) waits for the turn's next write
+and goes with it (writer.py); what no write took when the turn ends (the task
+ended first, or the agent replied without a task) is added to the totals alone.
+
 Stopping: ``interrupt`` cancels the producer (the task's end was already stored
 by whoever decided it, after flushing the outbox); what the agent emits after
 that is dropped. At shutdown the producer itself stores the failure after what
@@ -29,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
@@ -51,7 +55,8 @@ from ..protocol.model import (
     new_id,
 )
 from ..protocol.types import IN_FLIGHT, Clock, TaskId, ends_turn, format_timestamp
-from ..store.base import Lease, StoredTask, StoreFullError
+from ..protocol.usage import TokenCounts, UsageRecord
+from ..store.base import Lease, StoredTask, StoreFullError, Usage
 from .deadlines import Deadline
 from .outbox import Outbox, retrieved_future
 from .writer import Batch, Writer
@@ -117,6 +122,7 @@ class Invocation:
         self._emitted = False  # the agent acted (an event or a reply)
         self._failed: A2AError | None = None  # the task could not be created, or was refused
         self._cancelled = False
+        self._usage: list[UsageRecord] = []  # reported, not yet written
 
     # --- running ---
 
@@ -158,6 +164,7 @@ class Invocation:
             self._running = False
             self._outbox.close()  # answers what a cancelled drain left
             await self._settle()
+            await self._leftover_usage()
             # Break the invocation's reference cycles (it and its outbox's writer,
             # it and its task): otherwise every turn leaves garbage for the cycle
             # collector, which then runs several times as often (measured).
@@ -260,10 +267,19 @@ class Invocation:
                 extra={"task_id": self.task_id, "events": len(events)},
             )
             return [False] * len(events)
-        if self.current is None:
-            batch = await self._create(events)
-        else:
-            batch = await self._writer.apply_batch(self.task_id, events, known=self.current)
+        usage, self._usage = self._usage, []
+        written: Batch | None = None
+        try:
+            if self.current is None:
+                written = await self._create(events, usage)
+            else:
+                written = await self._writer.apply_batch(
+                    self.task_id, events, known=self.current, usage=usage
+                )
+        finally:
+            if usage and (written is None or not written.usage_stored):
+                self._usage[:0] = usage  # for the next write, or the turn's end
+        batch = written
         if batch.current is not None:
             self.current = batch.current
         if batch.ended:
@@ -282,7 +298,21 @@ class Invocation:
         if self._failed is not None:
             raise self._failed
 
-    async def _create(self, events: list[TaskEvent]) -> Batch:
+    async def _leftover_usage(self) -> None:
+        """Add the usage no write took to the totals of the task's owner."""
+        usage, self._usage = self._usage, []
+        store = self._writer.store
+        if not usage or not isinstance(store, Usage):
+            return
+        tenant, principal = self._owner
+        if self.current is not None:
+            tenant, principal = self.current.tenant, self.current.principal
+        try:
+            await store.record_usage(tenant, principal, usage)
+        except Exception:
+            log.exception("the agent's token usage was lost", extra={"task_id": self.task_id})
+
+    async def _create(self, events: list[TaskEvent], usage: Sequence[UsageRecord] = ()) -> Batch:
         task = Task(
             id=self.task_id,
             context_id=self.context_id,
@@ -299,6 +329,7 @@ class Invocation:
                 message_key=self._message_key,
                 tenant=self._owner[0],
                 principal=self._owner[1],
+                usage=usage,
             )
         except StoreFullError as exc:
             self._failed = ServerBusyError(
@@ -383,6 +414,9 @@ class Invocation:
             if not future.done():
                 future.set_result(message)
         return True
+
+    async def usage(self, model: str, counts: TokenCounts) -> None:
+        self._usage.append(UsageRecord(self._now()[:10], model, counts))
 
     async def _emit(self, event: TaskEvent) -> bool:
         """Queue an agent's event. One that ends the turn, or fills the queue, waits

@@ -26,7 +26,8 @@ class Runner:
         entry = self._running.get(task_id)
         return entry[0] if entry is not None else None
 
-    def start(self, invocation: Invocation) -> None:
+    def start(self, invocation: Invocation) -> asyncio.Task[None]:
+        """Run ``invocation``; returns its asyncio task (done when the turn is over)."""
         task_id = invocation.task_id
         if self._closed:
             raise RuntimeError("the runner is closed; the server is shutting down")
@@ -35,6 +36,7 @@ class Runner:
         job = asyncio.get_running_loop().create_task(invocation.run(), name=f"a2ad-task-{task_id}")
         self._running[task_id] = (invocation, job)
         job.add_done_callback(lambda _: self._forget(task_id, job))
+        return job
 
     def _forget(self, task_id: TaskId, job: asyncio.Task[None]) -> None:
         entry = self._running.get(task_id)

@@ -10,6 +10,10 @@ current status (an agent's first events are stamped before the batch that
 carries them creates the task; a wall clock may step back) is stored with the
 current status's timestamp instead.
 
+An agent's token usage rides on its batches (``usage=``): a store that keeps
+usage (``store.base.Usage``) adds it to the task's metadata and to its totals
+in the same write; ``Batch.usage_stored`` says whether it went in.
+
 Two kinds of callers: the engine's own decisions (a cancel, a deadline, a
 follow-up) are ``apply``'d one event at a time and a refusal is raised to them;
 an agent's events come in batches (``create`` with its first acts, then
@@ -21,20 +25,25 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from functools import partial
+from typing import NamedTuple, TypedDict
 
 import msgspec
 
 from ..protocol.model import Message, Task, TaskEvent, TaskStatusUpdateEvent
 from ..protocol.types import TaskId
+from ..protocol.usage import UsageRecord
 from ..store.base import (
+    DEFAULT_BOUNDS,
     EventLimitError,
     Lease,
     MissingTaskError,
     SequenceConflictError,
     StoredTask,
+    TaskBounds,
     TaskStore,
     TerminalTaskError,
+    Usage,
     apply_event,
 )
 from .bus import Bus, Published
@@ -51,19 +60,31 @@ class Batch(NamedTuple):
     current: StoredTask | None  # the task after it (None: the task is gone)
     stored: list[bool]  # per event, in order
     ended: bool  # the task is terminal or gone: nothing more may be added
+    usage_stored: bool = False  # the batch's usage went in with it
+
+
+class _UsageArgument(TypedDict, total=False):
+    usage: Sequence[UsageRecord]
 
 
 class Writer:
     """``stored(task_id, ended)`` is called after each event is stored (the push
     worker's wake-up: the store has queued the event's deliveries by then);
-    ``ended``: the event made the task terminal."""
+    ``ended``: the event made the task terminal. Tasks are kept within ``bounds``."""
 
     def __init__(
-        self, store: TaskStore, bus: Bus, *, stored: Callable[[TaskId, bool], None] | None = None
+        self,
+        store: TaskStore,
+        bus: Bus,
+        *,
+        stored: Callable[[TaskId, bool], None] | None = None,
+        bounds: TaskBounds = DEFAULT_BOUNDS,
     ) -> None:
         self.store = store
         self.bus = bus
+        self.bounds = bounds
         self._stored = stored
+        self.keeps_usage = isinstance(store, Usage)
 
     async def create(
         self,
@@ -75,42 +96,47 @@ class Writer:
         message_key: bytes | None = None,
         tenant: str = "",
         principal: str = "",
+        usage: Sequence[UsageRecord] = (),
     ) -> Batch:
-        """Store a new task, with an agent's first ``events`` in the same write when
-        they fit, and the key of the message that created it. Raises
-        StoreFullError (and nothing is stored)."""
+        """Store a new task, with an agent's first ``events`` and ``usage`` in the
+        same write when they fit, and the key of the message that created it.
+        Raises StoreFullError (and nothing is stored)."""
         kept = self._lawful(task, events)
         marks = _marks(events, kept)
         kept = _in_time(task, kept)
+        extra = self._usage(usage)
+        create = partial(
+            self.store.create,
+            task,
+            lease=lease,
+            deadline=deadline,
+            message_key=message_key,
+            tenant=tenant,
+            principal=principal,
+            bounds=self.bounds,
+            **extra,
+        )
         try:
-            stored = await self.store.create(
-                task,
-                events=kept,
-                lease=lease,
-                deadline=deadline,
-                message_key=message_key,
-                tenant=tenant,
-                principal=principal,
-            )
+            stored = await create(events=kept)
         except EventLimitError:  # the batch broke a size bound: store what fits
-            stored = await self.store.create(
-                task,
-                lease=lease,
-                deadline=deadline,
-                message_key=message_key,
-                tenant=tenant,
-                principal=principal,
-            )
-            return await self._one_by_one(StoredTask(task, 0), events)
-        self._publish(StoredTask(task, 0), kept, stored)
-        return Batch(stored, marks, stored.task.status.state.terminal)
+            stored = await create()
+            batch = await self._one_by_one(stored, events)
+            return batch._replace(usage_stored=bool(extra))
+        self._publish(StoredTask(task, 0, tenant, principal), kept, stored)
+        return Batch(stored, marks, stored.task.status.state.terminal, bool(extra))
 
     async def apply_batch(
-        self, task_id: TaskId, events: Sequence[TaskEvent], *, known: StoredTask | None
+        self,
+        task_id: TaskId,
+        events: Sequence[TaskEvent],
+        *,
+        known: StoredTask | None,
+        usage: Sequence[UsageRecord] = (),
     ) -> Batch:
-        """Store an agent's events in one write; ``known`` is the caller's latest
-        snapshot (saving a read; if it is stale the append conflicts and the task
-        is read afresh)."""
+        """Store an agent's events (and ``usage`` with them) in one write; ``known``
+        is the caller's latest snapshot (saving a read; if it is stale the append
+        conflicts and the task is read afresh)."""
+        extra = self._usage(usage)
         current = known
         while True:
             if current is None:
@@ -127,7 +153,9 @@ class Writer:
             marks = _marks(events, kept)
             kept = _in_time(current.task, kept)
             try:
-                stored = await self.store.append(task_id, current.seq, kept)
+                stored = await self.store.append(
+                    task_id, current.seq, kept, bounds=self.bounds, **extra
+                )
             except SequenceConflictError:
                 current = None
                 continue
@@ -135,9 +163,9 @@ class Writer:
                 current = None  # read it again: the checks above say what happened
                 continue
             except EventLimitError:
-                return await self._one_by_one(current, events)
+                return await self._one_by_one(current, events, usage)
             self._publish(current, kept, stored)
-            return Batch(stored, marks, stored.task.status.state.terminal)
+            return Batch(stored, marks, stored.task.status.state.terminal, bool(extra))
 
     async def apply(
         self,
@@ -149,10 +177,12 @@ class Writer:
         resume: bool = False,
         lease: Lease | None = None,
         message_key: bytes | None = None,
+        usage: Sequence[UsageRecord] = (),
     ) -> StoredTask:
         """Store one event the engine decided on (with ``user_message`` and its
-        key, a follow-up's). Raises MissingTaskError, TerminalTaskError (the task
-        already ended), InvalidTransitionError."""
+        key, a follow-up's; with an agent's ``usage``). Raises MissingTaskError,
+        TerminalTaskError (the task already ended), InvalidTransitionError."""
+        extra = self._usage(usage)
         current = known
         while True:
             if current is None:
@@ -172,6 +202,8 @@ class Writer:
                     user_message=user_message,
                     lease=lease,
                     message_key=message_key,
+                    bounds=self.bounds,
+                    **extra,
                 )
             except SequenceConflictError:
                 current = None
@@ -179,13 +211,16 @@ class Writer:
             self._announce(task_id, Published(stored.seq, timed, stored.task))
             return stored
 
-    async def _one_by_one(self, current: StoredTask, events: Sequence[TaskEvent]) -> Batch:
-        """The slow path, when a batch broke a size bound: store what fits."""
+    async def _one_by_one(
+        self, current: StoredTask, events: Sequence[TaskEvent], usage: Sequence[UsageRecord] = ()
+    ) -> Batch:
+        """The slow path, when a batch broke a size bound: store what fits (the
+        usage with the first event that does)."""
         task_id = current.task.id
         marks: list[bool] = []
         for i, event in enumerate(events):
             try:
-                current = await self.apply(task_id, event, known=current)
+                current = await self.apply(task_id, event, known=current, usage=usage)
             except (InvalidTransitionError, EventLimitError) as exc:
                 _dropped(task_id, 1, str(exc))
                 marks.append(False)
@@ -193,9 +228,15 @@ class Writer:
             except (TerminalTaskError, MissingTaskError) as exc:
                 _dropped(task_id, len(events) - i, str(exc))
                 marks.extend([False] * (len(events) - i))
-                return Batch(current, marks, True)
+                return Batch(current, marks, True, not usage)
             marks.append(True)
-        return Batch(current, marks, current.task.status.state.terminal)
+            usage = ()
+        return Batch(current, marks, current.task.status.state.terminal, not usage)
+
+    def _usage(self, usage: Sequence[UsageRecord]) -> _UsageArgument:
+        """The keyword argument that passes ``usage`` on, to a store that keeps it
+        (to others, nothing: their ``create`` and ``append`` may not take it)."""
+        return {"usage": usage} if usage and self.keeps_usage else {}
 
     def _lawful(self, task: Task, events: Sequence[TaskEvent]) -> list[TaskEvent]:
         kept, refused = lawful(task.status.state, events)
@@ -213,7 +254,7 @@ class Writer:
         snapshot = before.task
         last = len(events)
         for i, event in enumerate(events, start=1):
-            snapshot = after.task if i == last else apply_event(snapshot, event)
+            snapshot = after.task if i == last else apply_event(snapshot, event, bounds=self.bounds)
             self._announce(task_id, Published(before.seq + i, event, snapshot))
 
     def _announce(self, task_id: TaskId, item: Published) -> None:

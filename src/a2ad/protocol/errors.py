@@ -7,7 +7,8 @@
      ├── InvalidParamsError        -32602  params fail validation (names the field)
      ├── InternalError             -32603
      ├── ServerBusyError           -32000  the store is full of work in flight
-     │    └── StreamFellBehindError  -32000  a stream's reader fell too far behind
+     │    ├── StreamFellBehindError  -32000  a stream's reader fell too far behind
+     │    └── QuotaExceededError     -32000  a caller's quota or rate is spent (HTTP 429)
      ├── TaskNotFoundError         -32001  unknown, evicted, or not the caller's
      ├── TaskNotCancelableError    -32002  the task is already terminal
      ├── PushNotificationNotSupportedError  -32003
@@ -44,6 +45,7 @@ __all__ = [
     "MethodNotFoundError",
     "PermissionDeniedError",
     "PushNotificationNotSupportedError",
+    "QuotaExceededError",
     "ServerBusyError",
     "StreamFellBehindError",
     "TaskNotCancelableError",
@@ -151,6 +153,15 @@ class StreamFellBehindError(ServerBusyError):
         """The id of the last event the stream carried (``metadata["lastEventId"]``)."""
         text = self.metadata.get("lastEventId", "")
         return int(text) if text.isdigit() else None
+
+
+class QuotaExceededError(ServerBusyError):
+    """The caller has spent a quota (tasks in flight, open streams) or is over
+    the rate limit: HTTP 429, on JSON-RPC too. ``metadata["quota"]`` names it;
+    ``retry_after`` (whole seconds), when set, is sent as ``Retry-After``."""
+
+    reason, http_status = "QUOTA_EXCEEDED", 429
+    retry_after: int | None = None
 
 
 class TaskNotFoundError(A2AError):

@@ -57,7 +57,9 @@ __all__ = [
 ]
 
 MAX_ID_LENGTH = 256
-MAX_PARTS = 256
+# The decoders' hard bound on a message's parts; the server's own, lower by
+# default, is configurable (a2ad serve --max-parts, server/limits.py).
+MAX_PARTS = 10_000
 # How deep a request's free-form JSON (data parts, metadata) may nest. Protobuf's
 # JSON parser stops at 100 message levels, each JSON level taking two (Value, and
 # Struct or ListValue), so a 1.0 client on the official SDK cannot read a task

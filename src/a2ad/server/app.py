@@ -1,7 +1,8 @@
 """The ASGI application: routes, lifespan, and ``create_app``.
 
-JSON-RPC at ``/`` and ``/a2a``, the agent card at its well-known paths, and
-every other path to the HTTP+JSON binding (which answers 404 for one it lacks).
+JSON-RPC at ``/`` and ``/a2a``, the agent card at its well-known paths, the
+token usage report at ``/a2ad/usage`` (usage.py), and every other path to the
+HTTP+JSON binding (which answers 404 for one it lacks).
 With an authenticator, every request but the card's is authenticated first
 (auth.py): its Caller goes in the scope, or it is answered 401.
 """
@@ -12,6 +13,8 @@ import asyncio
 import importlib
 import inspect
 import logging
+import time
+from collections.abc import Callable
 from typing import Any
 
 from ..agent import Agent, RequestContext
@@ -21,16 +24,33 @@ from ..agents.settings import AgentSettings
 from ..engine import Engine
 from ..engine.push import PushPolicy
 from ..engine.secrets import WebhookSecrets, server_key
-from ..protocol.errors import A2AError, InvalidRequestError, UnauthenticatedError
+from ..protocol.errors import (
+    A2AError,
+    InvalidRequestError,
+    QuotaExceededError,
+    UnauthenticatedError,
+)
 from ..protocol.jsonrpc import encode_error
-from ..store.base import StoreError, TaskStore
+from ..protocol.usage import USAGE_PATH
+from ..store.base import MAX_ARTIFACTS, MAX_HISTORY, StoreError, TaskStore
 from ..store.memory import MemoryStore
+from . import audit
 from .auth import AuthenticationFailed, Authenticator
 from .handler import ExtendedCardCheck, RequestHandler, allow_everyone
-from .jsonrpc import MAX_BODY_BYTES, JsonRpcEndpoint
+from .jsonrpc import JsonRpcEndpoint
+from .limits import (
+    MAX_BODY_BYTES,
+    MAX_PART_BYTES,
+    Limits,
+    RateLimiter,
+    StreamSlots,
+    caller_key,
+    retry_headers,
+)
 from .rest import RestEndpoint, error_body
 from .sse import KEEPALIVE_SECONDS
-from .types import CALLER_KEY, Receive, Scope, Send, respond
+from .types import CALLER_KEY, Receive, Scope, Send, caller_of, respond
+from .usage import UsageEndpoint
 from .well_known import CARD_PATHS, CardEndpoint
 
 __all__ = ["A2AApp", "authenticated_only", "create_app", "load_agent"]
@@ -45,40 +65,48 @@ BUILT_IN_AGENTS: dict[str, type[Agent]] = {"echo": EchoAgent, "demo": DemoAgent}
 class A2AApp:
     """The a2ad ASGI app. ``engine`` is open from construction; the ASGI lifespan
     (or ``aclose``) stops running agents and closes the store. With an
-    ``authenticator``, requests other than the card's need a credential."""
+    ``authenticator``, requests other than the card's need a credential. Every
+    request but the card's is held to ``limits`` (server/limits.py); the rate
+    limiter's clock is ``rate_clock`` (monotonic seconds)."""
 
     def __init__(
         self,
         engine: Engine,
         *,
-        max_body_bytes: int = MAX_BODY_BYTES,
+        limits: Limits | None = None,
         keepalive_seconds: float = KEEPALIVE_SECONDS,
         extended_card_check: ExtendedCardCheck = allow_everyone,
         authenticator: Authenticator | None = None,
         expose_internal_parts: bool = False,
+        rate_clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.engine = engine
         self.authenticator = authenticator
         self.agent = engine.agent
         self.store = engine.store
+        self.limits = limits if limits is not None else Limits()
+        self._rate = (
+            RateLimiter(self.limits.rate_limit, self.limits.rate_burst, clock=rate_clock)
+            if self.limits.rate_limit
+            else None
+        )
+        streams = StreamSlots(self.limits.max_streams_per_principal)
         schemes = authenticator.schemes if authenticator is not None else None
         handler = RequestHandler(
             engine,
             extended_card_check=extended_card_check,
             security_schemes=schemes,
             expose_internal_parts=expose_internal_parts,
+            limits=self.limits,
         )
         self._jsonrpc = JsonRpcEndpoint(
-            handler,
-            max_body_bytes=max_body_bytes,
-            keepalive_seconds=keepalive_seconds,
+            handler, limits=self.limits, streams=streams, keepalive_seconds=keepalive_seconds
         )
         self._rest = RestEndpoint(
-            handler,
-            max_body_bytes=max_body_bytes,
-            keepalive_seconds=keepalive_seconds,
+            handler, limits=self.limits, streams=streams, keepalive_seconds=keepalive_seconds
         )
         self._card = CardEndpoint(self.agent, schemes=schemes)
+        self._usage = UsageEndpoint(engine)
 
     async def aclose(self) -> None:
         """Stop the agents at once, end the streams, close the store."""
@@ -121,6 +149,13 @@ class A2AApp:
             except AuthenticationFailed as exc:
                 await self._refuse(exc, path, scope, send)
                 return
+        if self._rate is not None:
+            try:
+                self._rate.take(caller_key(caller_of(scope), scope))
+            except QuotaExceededError as exc:
+                audit.refused(scope, exc, method=f"{method} {path[:200]}")
+                await self._too_many(exc, path, send)
+                return
         if path in JSONRPC_PATHS:
             if method == "POST":
                 await self._jsonrpc(scope, receive, send)
@@ -130,6 +165,9 @@ class A2AApp:
                 f"the agent card is at GET {CARD_PATHS[0]}"
             )
             await respond(send, 405, encode_error(None, error), headers=[(b"allow", b"POST")])
+            return
+        if path == USAGE_PATH:
+            await self._usage(scope, send)
             return
         await self._rest.serve(path, scope, receive, send)
 
@@ -158,6 +196,15 @@ class A2AApp:
             body = error_body(error, v03=path.startswith("/v1/"))
         await respond(send, 401, body, headers=headers)
 
+    @staticmethod
+    async def _too_many(exc: QuotaExceededError, path: str, send: Send) -> None:
+        """429 with ``Retry-After``, in the terms of the path's binding."""
+        if path in JSONRPC_PATHS:
+            body = encode_error(None, exc)
+        else:
+            body = error_body(exc, v03=path.startswith("/v1/"))
+        await respond(send, 429, body, headers=retry_headers(exc))
+
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
             message = await receive()
@@ -185,6 +232,15 @@ def create_app(
     store: TaskStore | None = None,
     max_tasks: int = 10_000,
     max_body_bytes: int = MAX_BODY_BYTES,
+    max_parts: int = 256,
+    max_part_bytes: int = MAX_PART_BYTES,
+    max_history: int = MAX_HISTORY,
+    max_artifacts: int = MAX_ARTIFACTS,
+    max_tasks_per_principal: int = 0,
+    max_streams_per_principal: int = 0,
+    rate_limit: float = 0.0,
+    rate_burst: int = 0,
+    rate_clock: Callable[[], float] = time.monotonic,
     stream_buffer: int = 1024,
     shutdown_grace: float = 10.0,
     retention_seconds: float | None = None,
@@ -225,7 +281,30 @@ def create_app(
     makes every request but the agent card's prove who sent it, and the card
     declare how. Parts an agent marks internal (protocol/internal.py) are
     stored but hidden from callers other than operators, and from webhooks,
-    unless ``expose_internal_parts``."""
+    unless ``expose_internal_parts``.
+
+    Limits (docs/protocol.md, "Limits"): a request body of at most
+    ``max_body_bytes`` (413); a message of at most ``max_parts`` parts, each at
+    most ``max_part_bytes`` (a text's UTF-8, a data part's JSON, a file's raw
+    bytes; -32602 naming the part); a task keeps its newest ``max_history``
+    messages and at most ``max_artifacts`` artifacts. Per principal (an
+    anonymous caller: per remote address, and for tasks all anonymous callers
+    together), 0 meaning no limit: ``max_tasks_per_principal`` tasks whose turn
+    is running, ``max_streams_per_principal`` open streams, and ``rate_limit``
+    requests a second in bursts of ``rate_burst`` (default: the rate, rounded
+    up), all refused over it with HTTP 429 and -32000 ``QUOTA_EXCEEDED``.
+    Raises ValueError for a limit out of its range."""
+    limits = Limits(
+        max_body_bytes=max_body_bytes,
+        max_parts=max_parts,
+        max_part_bytes=max_part_bytes,
+        max_history=max_history,
+        max_artifacts=max_artifacts,
+        max_tasks_per_principal=max_tasks_per_principal,
+        max_streams_per_principal=max_streams_per_principal,
+        rate_limit=rate_limit,
+        rate_burst=rate_burst,
+    )
     task_store = store if store is not None else MemoryStore(max_tasks=max_tasks)
     engine = Engine(
         agent if agent is not None else EchoAgent(),
@@ -237,6 +316,9 @@ def create_app(
         task_timeout=task_timeout,
         push_policy=push_policy,
         allow_private_webhooks=allow_private_webhooks,
+        max_history=max_history,
+        max_artifacts=max_artifacts,
+        max_tasks_per_principal=max_tasks_per_principal,
     )
     if engine.push is not None:
         key = secret_key if secret_key is not None else server_key(task_store)
@@ -246,11 +328,12 @@ def create_app(
         extended_card_check = allow_everyone if authenticator is None else authenticated_only
     return A2AApp(
         engine,
-        max_body_bytes=max_body_bytes,
+        limits=limits,
         keepalive_seconds=keepalive_seconds,
         extended_card_check=extended_card_check,
         authenticator=authenticator,
         expose_internal_parts=expose_internal_parts,
+        rate_clock=rate_clock,
     )
 
 

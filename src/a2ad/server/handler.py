@@ -7,7 +7,8 @@ binding. A binding first makes the request's ``RequestContext`` with
 refuses a request that leaves out one the agent requires; every operation then
 takes it. The handler holds the server's policy for what the engine does not do: the
 extended agent card goes only to callers the ``extended_card_check`` lets
-through. Push notifications are the engine's (engine/push.py); the dialect a
+through, and messages are held to the server's ``Limits`` (server/limits.py).
+Push notifications are the engine's (engine/push.py); the dialect a
 request came in says what its webhook's receiver takes, and where its URL sits
 in the params (to name it when it is refused).
 """
@@ -49,6 +50,7 @@ from ..store.base import Webhook
 from . import audit
 from .card import with_security
 from .extensions import PUSH_DELIVERY, SERVER_EXTENSIONS
+from .limits import Limits, check_message
 
 if TYPE_CHECKING:  # dispatch.py imports this module
     from .dispatch import ServerDialect as Dialect
@@ -73,10 +75,12 @@ class RequestHandler:
         extended_card_check: ExtendedCardCheck = allow_everyone,
         security_schemes: Mapping[str, SecurityScheme] | None = None,
         expose_internal_parts: bool = False,
+        limits: Limits | None = None,
     ) -> None:
         self.engine = engine
         # every caller sees internal parts, not only operators (server/dispatch.py)
         self.expose_internal_parts = expose_internal_parts
+        self.limits = limits if limits is not None else Limits()
         self.extended_card_check = extended_card_check
         self.security_schemes = security_schemes or {}  # the server's auth, for the cards
         extensions = engine.agent.card_info().extensions
@@ -122,6 +126,7 @@ class RequestHandler:
         self, request: SendMessageRequest, context: RequestContext, *, dialect: Dialect
     ) -> Task | Message:
         access = _access(context, request.tenant)
+        check_message(request.message, self.limits)
         webhooks = await self._webhooks(request, dialect)
         return await self.engine.send(request, context, webhooks=webhooks, access=access)
 
@@ -129,6 +134,7 @@ class RequestHandler:
         self, request: SendMessageRequest, context: RequestContext, *, dialect: Dialect
     ) -> EventStream:
         access = _access(context, request.tenant)
+        check_message(request.message, self.limits)
         webhooks = await self._webhooks(request, dialect)
         return await self.engine.stream(request, context, webhooks=webhooks, access=access)
 

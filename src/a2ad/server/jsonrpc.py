@@ -4,7 +4,8 @@ Read the body, decode the envelope, look up (dialect, operation) from the
 method and the ``A2A-Version`` header (or query parameter of that name), and
 hand the params to the ``Dispatcher`` (decode with the dialect, call the
 handler, encode): one JSON result, or an SSE stream for the streaming
-operations. Every A2AError becomes a JSON-RPC error in the dialect's terms,
+operations. a2ad's own ``a2ad/GetUsage`` (usage.py) is answered beside them,
+whatever the version. Every A2AError becomes a JSON-RPC error in the dialect's terms,
 with the request's ``id`` whenever it can be read; anything else is logged with
 an incident id and answered -32603 with that id, never a traceback. A
 notification (no ``id``) is not run and gets no answer: HTTP 204
@@ -14,11 +15,12 @@ notification (no ``id``) is not run and gets no answer: HTTP 204
 from __future__ import annotations
 
 import logging
+from contextlib import ExitStack
 
 from msgspec import UNSET
 
 from ..protocol.dialect import Dialect, requested_version, resolve
-from ..protocol.errors import A2AError, InvalidRequestError, JSONParseError
+from ..protocol.errors import A2AError, JSONParseError
 from ..protocol.jsonrpc import (
     Request,
     RequestId,
@@ -28,10 +30,12 @@ from ..protocol.jsonrpc import (
     readable_id,
 )
 from ..protocol.types import StreamItem
+from ..protocol.usage import USAGE_METHOD
 from . import audit
 from .dispatch import Dispatcher, internal_error, parse_event_id, version_text
 from .extensions import echo_headers, requested_extensions
 from .handler import RequestHandler
+from .limits import Limits, StreamSlots, body_too_large, caller_key, refusal
 from .sse import KEEPALIVE_SECONDS, stream_sse
 from .types import (
     ClientGone,
@@ -44,12 +48,11 @@ from .types import (
     respond,
     respond_empty,
 )
+from .usage import UsageEndpoint
 
-__all__ = ["MAX_BODY_BYTES", "JsonRpcEndpoint"]
+__all__ = ["JsonRpcEndpoint"]
 
 log = logging.getLogger("a2ad.server")
-
-MAX_BODY_BYTES = 10 * 1024 * 1024
 
 
 async def _ignore_notification(send: Send, method: str) -> None:
@@ -69,25 +72,30 @@ class JsonRpcEndpoint:
         self,
         handler: RequestHandler,
         *,
-        max_body_bytes: int = MAX_BODY_BYTES,
+        limits: Limits | None = None,
+        streams: StreamSlots | None = None,
         keepalive_seconds: float = KEEPALIVE_SECONDS,
     ) -> None:
         if not keepalive_seconds > 0:
             raise ValueError(f"keepalive_seconds must be positive, not {keepalive_seconds!r}")
         self.handler = handler
         self._dispatch = Dispatcher(handler)
-        self.max_body_bytes = max_body_bytes
+        self._usage = UsageEndpoint(handler.engine)
+        self.limits = limits if limits is not None else Limits()
+        self.streams = streams if streams is not None else StreamSlots(0)
         self.keepalive_seconds = keepalive_seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        with ExitStack() as held:  # a stream's slot, held until its response ends
+            await self._serve(scope, receive, send, held)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send, held: ExitStack) -> None:
         try:
-            body = await read_body(receive, self.max_body_bytes)
+            body = await read_body(receive, self.limits.max_body_bytes)
         except ClientGone:
             return
         if body is None:
-            error: A2AError = InvalidRequestError(
-                f"Request body is larger than {self.max_body_bytes} bytes; send less"
-            )
+            error = body_too_large(self.limits.max_body_bytes)
             audit.refused(scope, error, method="POST " + scope["path"])
             await respond(send, 413, encode_error(None, error))
             return
@@ -101,12 +109,16 @@ class JsonRpcEndpoint:
                 await _ignore_notification(send, request.method)
                 return
             request_id, method = request.id, request.method
+            if method == USAGE_METHOD:
+                report = await self._usage.rpc(request.params, caller_of(scope))
+                await respond(send, 200, encode_result(request_id, report))
+                return
             dialect, operation = resolve(requested_version(version_text(scope)), method)
             requested = requested_extensions(scope) if self.handler.extensions else ()
-            context = self.handler.request_context(
-                dialect.version, "JSONRPC", requested, caller_of(scope)
-            )
+            caller = caller_of(scope)
+            context = self.handler.request_context(dialect.version, "JSONRPC", requested, caller)
             if operation.streaming:
+                held.enter_context(self.streams.hold(caller_key(caller, scope)))
                 events = await self._dispatch.open_stream(
                     dialect,
                     operation,
@@ -127,7 +139,10 @@ class JsonRpcEndpoint:
                 request_id = readable_id(body)
             task_id, tenant = audit.task_id_in(request.params) if request else ("", "")
             audit.refused(scope, wire, method=method, task_id=task_id, tenant=tenant)
-            await respond(send, 200, encode_error(request_id, wire))
+            # A quota or rate refusal is HTTP 429 here too, for clients and proxies
+            # that back off on the status alone.
+            status, headers = refusal(wire)
+            await respond(send, status, encode_error(request_id, wire), headers=headers)
             return
         except Exception:
             await respond(send, 200, encode_error(request_id, internal_error()))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
+from contextlib import ExitStack
 from types import MappingProxyType
 from typing import Any, NamedTuple
 from urllib.parse import parse_qsl
@@ -31,6 +32,7 @@ from ..protocol.errors import (
     InvalidRequestError,
     JSONParseError,
     MethodNotFoundError,
+    QuotaExceededError,
     VersionNotSupportedError,
 )
 from ..protocol.jsonrpc import check_utf8
@@ -41,6 +43,7 @@ from . import audit
 from .dispatch import Dispatcher, ServerDialect, internal_error, parse_event_id, version_text
 from .extensions import echo_headers, requested_extensions
 from .handler import RequestHandler
+from .limits import Limits, StreamSlots, body_too_large, caller_key, retry_headers
 from .sse import KEEPALIVE_SECONDS, stream_sse
 from .types import ClientGone, Receive, Scope, Send, caller_of, header, read_body, respond
 
@@ -65,9 +68,11 @@ _RPC_STATUS_BY_HTTP = MappingProxyType(
     {
         400: "INVALID_ARGUMENT",
         401: "UNAUTHENTICATED",
+        403: "PERMISSION_DENIED",
         404: "NOT_FOUND",
         405: "UNIMPLEMENTED",
         413: "INVALID_ARGUMENT",
+        429: "RESOURCE_EXHAUSTED",
     }
     | {500: "INTERNAL", 503: "UNAVAILABLE"}
 )
@@ -390,15 +395,23 @@ class RestEndpoint:
         self,
         handler: RequestHandler,
         *,
-        max_body_bytes: int,
+        limits: Limits | None = None,
+        streams: StreamSlots | None = None,
         keepalive_seconds: float = KEEPALIVE_SECONDS,
     ) -> None:
         self.handler = handler
         self._dispatch = Dispatcher(handler)
-        self.max_body_bytes = max_body_bytes
+        self.limits = limits if limits is not None else Limits()
+        self.streams = streams if streams is not None else StreamSlots(0)
         self.keepalive_seconds = keepalive_seconds
 
     async def serve(self, path: str, scope: Scope, receive: Receive, send: Send) -> None:
+        with ExitStack() as held:  # a stream's slot, held until its response ends
+            await self._serve(path, scope, receive, send, held)
+
+    async def _serve(
+        self, path: str, scope: Scope, receive: Receive, send: Send, held: ExitStack
+    ) -> None:
         method = scope["method"]
         found = _find(path, method)
         if not isinstance(found, _Found):
@@ -411,26 +424,24 @@ class RestEndpoint:
             self._check_version(scope, route)
             handler = self.handler
             requested = requested_extensions(scope) if handler.extensions else ()
-            context = handler.request_context(
-                dialect.version, "HTTP+JSON", requested, caller_of(scope)
-            )
+            caller = caller_of(scope)
+            context = handler.request_context(dialect.version, "HTTP+JSON", requested, caller)
             query = _query_params(scope, route)
             body = b""
             if route.body:
                 try:
-                    read = await read_body(receive, self.max_body_bytes)
+                    read = await read_body(receive, self.limits.max_body_bytes)
                 except ClientGone:
                     return
                 if read is None:
-                    error: A2AError = InvalidRequestError(
-                        f"Request body is larger than {self.max_body_bytes} bytes; send less"
-                    )
+                    error = body_too_large(self.limits.max_body_bytes)
                     audit.refused(scope, error, method=route.label)
                     await respond(send, 413, error_body(error, 413, v03=v03))
                     return
                 body = read
             params = _params(body, found, query)
             if route.operation.streaming:
+                held.enter_context(self.streams.hold(caller_key(caller, scope)))
                 events = await self._dispatch.open_stream(
                     dialect,
                     route.operation,
@@ -452,7 +463,8 @@ class RestEndpoint:
                 task_id=found.params.get("id", ""),
                 tenant=found.params.get("tenant", ""),
             )
-            await respond(send, wire.http_status, error_body(wire, v03=v03))
+            headers = retry_headers(wire) if isinstance(wire, QuotaExceededError) else None
+            await respond(send, wire.http_status, error_body(wire, v03=v03), headers=headers)
             return
         except Exception:
             await respond(send, 500, error_body(internal_error(), v03=v03))

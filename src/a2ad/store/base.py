@@ -5,12 +5,14 @@ events applied since creation; 0 at creation). ``append`` is the only write afte
 ``create`` and is a compare-and-set on that number, so concurrent writers cannot
 interleave, and a terminal task never changes again.
 
-Three interfaces: ``TaskStore`` (create, get, append, events, list: what serving
+Four interfaces: ``TaskStore`` (create, get, append, events, list: what serving
 requests needs), ``Upkeep`` (leases, orphans, overdue tasks, retention: what
-the engine's background round needs) and ``Webhooks`` (tasks' push-notification
-configs and the outbox of their deliveries). The built-in stores implement all
-three; a store without ``Upkeep`` still serves, without crash recovery,
-deadlines or retention, and one without ``Webhooks`` without push notifications.
+the engine's background round needs), ``Webhooks`` (tasks' push-notification
+configs and the outbox of their deliveries) and ``Usage`` (agents' token usage,
+on their tasks and in totals). The built-in stores implement all four; a store
+without ``Upkeep`` still serves, without crash recovery, deadlines or
+retention, one without ``Webhooks`` without push notifications, and one
+without ``Usage`` keeps no token usage.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import abc
 import builtins
 import logging
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import msgspec
 from msgspec import UNSET
@@ -34,8 +36,10 @@ from ..protocol.model import (
     parse_state,
 )
 from ..protocol.types import Cursor, Seq
+from ..protocol.usage import Group, TokenCounts, UsageRecord, UsageRow
 
 __all__ = [
+    "DEFAULT_BOUNDS",
     "MAX_ARTIFACTS",
     "MAX_ARTIFACT_PARTS",
     "MAX_EVENTS",
@@ -52,15 +56,20 @@ __all__ = [
     "StoreError",
     "StoreFullError",
     "StoredTask",
+    "TaskBounds",
     "TaskStore",
     "TerminalTaskError",
     "Upkeep",
+    "Usage",
+    "UsageKey",
+    "UsageQuery",
     "Webhook",
     "WebhookKey",
     "WebhookLimitError",
     "WebhookState",
     "Webhooks",
     "apply_event",
+    "group_usage",
     "log_evicted",
     "status_timestamp",
 ]
@@ -72,6 +81,19 @@ MAX_ARTIFACTS = 1000  # artifacts per task
 MAX_ARTIFACT_PARTS = 10_000  # parts per artifact, chunks included
 MAX_EVENTS = 10_000  # events kept per task for replay; the oldest go first
 MAX_WEBHOOKS = 10  # push-notification configs per task
+
+
+class TaskBounds(NamedTuple):
+    """How much of a task is kept (each at most its MAX_ constant): its newest
+    ``history`` messages, the older ones dropped and counted in the task's
+    ``metadata["a2ad"]["historyDropped"]``; at most ``artifacts`` artifacts, an
+    event adding one more refused with EventLimitError."""
+
+    history: int = MAX_HISTORY
+    artifacts: int = MAX_ARTIFACTS
+
+
+DEFAULT_BOUNDS = TaskBounds()
 
 
 class StoredTask(NamedTuple):
@@ -201,6 +223,8 @@ class TaskStore(abc.ABC):
         message_key: bytes | None = None,
         tenant: str = "",
         principal: str = "",
+        usage: Sequence[UsageRecord] = (),
+        bounds: TaskBounds = DEFAULT_BOUNDS,
     ) -> StoredTask:
         """Store a new task at sequence 0 and apply ``events`` as sequences 1, 2, ...
         in the same step (one write where an agent acts at once); returns the
@@ -213,7 +237,8 @@ class TaskStore(abc.ABC):
         full (evicting first what may be evicted), ValueError if a task with that
         id exists, and what ``append`` raises for an event; then nothing is
         stored. Like every write, it completes even if the awaiting caller is
-        cancelled meanwhile."""
+        cancelled meanwhile. ``usage``: given only to a store that implements
+        ``Usage`` (which says what it does with it)."""
 
     @abc.abstractmethod
     async def get(self, task_id: str) -> StoredTask | None:
@@ -229,15 +254,18 @@ class TaskStore(abc.ABC):
         user_message: Message | None = None,
         lease: Lease | None = None,
         message_key: bytes | None = None,
+        usage: Sequence[UsageRecord] = (),
+        bounds: TaskBounds = DEFAULT_BOUNDS,
     ) -> StoredTask:
         """Apply ``events`` in order (``user_message`` is added to the history before
         the first) if the task is at ``expected_seq``, log them, and set ``lease`` if
         given (a resumed task), all in one step: every event is stored or none.
         ``message_key``: the key of ``user_message``, recorded in the same step.
         A task that leaves submitted/working loses its lease. Returns the snapshot
-        after the last, at ``expected_seq + len(events)``. Raises MissingTaskError,
+        after the last, at ``expected_seq + len(events)``; the task is kept within
+        ``bounds``. Raises MissingTaskError,
         SequenceConflictError, TerminalTaskError, EventLimitError (for the first
-        event that fails), ValueError for no events."""
+        event that fails), ValueError for no events. ``usage``: as in ``create``."""
 
     @abc.abstractmethod
     async def events(self, task_id: str, after_seq: Seq) -> builtins.list[LoggedEvent]:
@@ -372,6 +400,65 @@ class Webhooks(abc.ABC):
         remove it and count it). False (and nothing done) if it is gone."""
 
 
+class UsageQuery(NamedTuple):
+    """Usage totals from ``from_day`` to ``to_day`` (``YYYY-MM-DD``, both
+    included) of ``tenants`` (None: every tenant), summed per group of
+    ``group_by`` (none: one sum)."""
+
+    from_day: str
+    to_day: str
+    tenants: tuple[str, ...] | None = None
+    group_by: tuple[Group, ...] = ()
+
+
+class Usage(abc.ABC):
+    """Agents' token usage, kept twice: on each task and in totals per (tenant,
+    principal, UTC day, model), for charging teams back.
+
+    A store that implements it takes ``usage`` records in ``create`` and
+    ``append`` (a keyword argument, passed only to such a store): in the same
+    step as the task's write, it adds them to the task's metadata
+    (``protocol.usage.with_usage``) and to the totals of the task's tenant and
+    principal. Deleting or evicting a task leaves its totals.
+    """
+
+    @abc.abstractmethod
+    async def record_usage(self, tenant: str, principal: str, usage: Sequence[UsageRecord]) -> None:
+        """Add ``usage`` to the totals alone: usage no task carries (an agent's
+        reply without a task, or a report after its task ended)."""
+
+    @abc.abstractmethod
+    async def usage_totals(self, query: UsageQuery) -> builtins.list[UsageRow]:
+        """The totals ``query`` asks for, one row per group that has any, in
+        the order of their group's values (none grouped: one row, if any)."""
+
+
+UsageKey = tuple[str, str, str, str]  # tenant, principal, day, model
+
+
+def group_usage(totals: dict[UsageKey, TokenCounts], query: UsageQuery) -> builtins.list[UsageRow]:
+    """``usage_totals`` over a mapping of every (tenant, principal, day, model)'s totals."""
+    groups: dict[tuple[str, ...], TokenCounts] = {}
+    indexes = [("tenant", "principal", "day", "model").index(name) for name in query.group_by]
+    for key, counts in totals.items():
+        tenant, _, day, _ = key
+        if not query.from_day <= day <= query.to_day:
+            continue
+        if query.tenants is not None and tenant not in query.tenants:
+            continue
+        group = tuple(key[i] for i in indexes)
+        groups[group] = groups.get(group, TokenCounts()) + counts
+    return [
+        UsageRow(
+            **dict(zip(query.group_by, group, strict=True)),
+            prompt_tokens=counts.prompt_tokens,
+            completion_tokens=counts.completion_tokens,
+            total_tokens=counts.total_tokens,
+        )
+        for group, counts in sorted(groups.items())
+    ]
+
+
 def log_evicted(task_id: str, state: TaskState, max_tasks: int) -> None:
     """Say that a capped store evicted an interrupted task (one waiting for its
     user) to make room. A terminal task's eviction is the cap doing its job, and
@@ -392,23 +479,46 @@ def status_timestamp(task: Task) -> str:
     return timestamp if isinstance(timestamp, str) else ""
 
 
-def apply_event(task: Task, event: TaskEvent, user_message: Message | None = None) -> Task:
-    """The snapshot after ``event``: a new Task; ``task`` is left as it was."""
+def apply_event(
+    task: Task,
+    event: TaskEvent,
+    user_message: Message | None = None,
+    bounds: TaskBounds = DEFAULT_BOUNDS,
+) -> Task:
+    """The snapshot after ``event``, within ``bounds``: a new Task; ``task`` is
+    left as it was."""
     history = task.history
     if isinstance(event, TaskArtifactUpdateEvent):
-        artifacts = _merge_artifact(task, event)
+        artifacts = _merge_artifact(task, event, bounds.artifacts)
         return msgspec.structs.replace(task, artifacts=artifacts)
     added = []
     if user_message is not None:
         added.append(user_message)
     if event.status.message is not UNSET:
         added.append(event.status.message)
-    if added:
-        history = (history + added)[-MAX_HISTORY:]
-    return msgspec.structs.replace(task, status=event.status, history=history)
+    if not added:
+        return msgspec.structs.replace(task, status=event.status)
+    history = history + added
+    over = len(history) - min(bounds.history, MAX_HISTORY)
+    if over <= 0:
+        return msgspec.structs.replace(task, status=event.status, history=history)
+    return msgspec.structs.replace(
+        task, status=event.status, history=history[over:], metadata=_dropped(task, over)
+    )
 
 
-def _merge_artifact(task: Task, event: TaskArtifactUpdateEvent) -> list:  # type: ignore[type-arg]
+def _dropped(task: Task, count: int) -> dict[str, Any]:
+    """The task's metadata, counting ``count`` more history messages dropped."""
+    metadata = dict(task.metadata) if isinstance(task.metadata, dict) else {}
+    ours = metadata.get("a2ad")
+    ours = dict(ours) if isinstance(ours, dict) else {}
+    before = ours.get("historyDropped")
+    ours["historyDropped"] = (before if isinstance(before, int) else 0) + count
+    metadata["a2ad"] = ours
+    return metadata
+
+
+def _merge_artifact(task: Task, event: TaskArtifactUpdateEvent, most: int) -> list:  # type: ignore[type-arg]
     new = event.artifact
     if len(new.parts) > MAX_ARTIFACT_PARTS:  # whole, new or replacing: the same bound
         raise EventLimitError(f"artifact {new.artifact_id} would exceed {MAX_ARTIFACT_PARTS} parts")
@@ -425,7 +535,8 @@ def _merge_artifact(task: Task, event: TaskArtifactUpdateEvent) -> list:  # type
             else:
                 artifacts[i] = new
             return artifacts
-    if len(artifacts) >= MAX_ARTIFACTS:
-        raise EventLimitError(f"task {task.id} would exceed {MAX_ARTIFACTS} artifacts")
+    most = min(most, MAX_ARTIFACTS)
+    if len(artifacts) >= most:
+        raise EventLimitError(f"task {task.id} would exceed {most} artifacts")
     artifacts.append(new)
     return artifacts

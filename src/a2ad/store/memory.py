@@ -35,7 +35,9 @@ from ..protocol.model import (
     TaskStatusUpdateEvent,
 )
 from ..protocol.types import IN_FLIGHT, Cursor, Seq
+from ..protocol.usage import TokenCounts, UsageRecord, UsageRow, with_usage
 from .base import (
+    DEFAULT_BOUNDS,
     MAX_EVENTS,
     MAX_WEBHOOKS,
     Delivery,
@@ -47,15 +49,20 @@ from .base import (
     SequenceConflictError,
     StoredTask,
     StoreFullError,
+    TaskBounds,
     TaskStore,
     TerminalTaskError,
     Upkeep,
+    Usage,
+    UsageKey,
+    UsageQuery,
     Webhook,
     WebhookKey,
     WebhookLimitError,
     Webhooks,
     WebhookState,
     apply_event,
+    group_usage,
     log_evicted,
     status_timestamp,
 )
@@ -168,7 +175,7 @@ def _thaw_log(frozen: _Frozen) -> list[TaskEvent]:
     ]
 
 
-class MemoryStore(TaskStore, Upkeep, Webhooks):
+class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
     """Tasks in a dict, plus sorted keys for listing (O(log n) search)."""
 
     def __init__(self, *, max_tasks: int = 10_000) -> None:
@@ -198,6 +205,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
         self._interrupted: deque[tuple[str, int]] = deque()
         self._hooks: dict[str, dict[str, _Hook]] = {}  # task id -> config id -> webhook
         self._due: dict[WebhookKey, _Hook] = {}  # the webhooks with pending deliveries
+        self._usage: dict[UsageKey, TokenCounts] = {}
         self._delivery_ids = itertools.count(1)
         self._message_keys: dict[bytes, str] = {}  # message key -> task id
         self._keys_of: dict[str, list[bytes]] = {}  # task id -> its message keys
@@ -215,9 +223,13 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
         message_key: bytes | None = None,
         tenant: str = "",
         principal: str = "",
+        usage: Sequence[UsageRecord] = (),
+        bounds: TaskBounds = DEFAULT_BOUNDS,
     ) -> StoredTask:
         if task.id in self._tasks:
             raise ValueError(f"task {task.id} already exists")
+        if usage:
+            task = msgspec.structs.replace(task, metadata=with_usage(task.metadata, usage))
         if len(self._tasks) >= self.max_tasks and not self._evict_one():
             raise StoreFullError(
                 f"the store holds {len(self._tasks)} tasks (its cap) and all are in flight"
@@ -235,11 +247,12 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
         self._index(task, 0)
         if events:
             try:
-                record = await self.append(task.id, 0, events, lease=lease)
+                record = await self.append(task.id, 0, events, lease=lease, bounds=bounds)
             except BaseException:
                 self._drop(task.id)
                 raise
         self._remember(message_key, task.id)
+        self._add_usage(tenant, principal, usage)
         return record
 
     async def append(
@@ -251,6 +264,8 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
         user_message: Message | None = None,
         lease: Lease | None = None,
         message_key: bytes | None = None,
+        usage: Sequence[UsageRecord] = (),
+        bounds: TaskBounds = DEFAULT_BOUNDS,
     ) -> StoredTask:
         if not events:
             raise ValueError("append needs at least one event")
@@ -261,14 +276,18 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
         for i, event in enumerate(events):
             if task.status.state.terminal:
                 raise TerminalTaskError(task_id, task.status.state)
-            task = apply_event(task, event, user_message if i == 0 else None)
+            task = apply_event(task, event, user_message if i == 0 else None, bounds)
             snapshots.append(task)
+        if usage:
+            metadata = with_usage(task.metadata, usage)
+            snapshots[-1] = msgspec.structs.replace(task, metadata=metadata)
         hooks = self._hooks.get(task_id)
         for event, new in zip(events, snapshots, strict=True):
             record = self._commit(record, event, new, lease)
             if hooks:
                 self._enqueue(hooks.values(), record.seq, event, new)
         self._remember(message_key, task_id)
+        self._add_usage(record.tenant, record.principal, usage)
         return record
 
     async def find_message(self, message_key: bytes) -> str | None:
@@ -330,6 +349,17 @@ class MemoryStore(TaskStore, Upkeep, Webhooks):
         elif lease is not None:
             self._leases[task_id] = lease
         return record
+
+    async def record_usage(self, tenant: str, principal: str, usage: Sequence[UsageRecord]) -> None:
+        self._add_usage(tenant, principal, usage)
+
+    async def usage_totals(self, query: UsageQuery) -> builtins.list[UsageRow]:
+        return group_usage(self._usage, query)
+
+    def _add_usage(self, tenant: str, principal: str, usage: Sequence[UsageRecord]) -> None:
+        for record in usage:
+            key = (tenant, principal, record.day, record.model)
+            self._usage[key] = self._usage.get(key, TokenCounts()) + record.counts
 
     async def claim(self, owner: str) -> None:
         """Nothing to do: a memory store lives and dies with its one server."""

@@ -25,7 +25,9 @@ configs and their outbox: an append inserts a delivery per webhook of the task i
 its own transaction (``tasks.webhooks`` counts them, so a task without any costs
 nothing more). ``tasks.message_key`` is the key of the message that created the
 task, and ``message_keys`` holds those of the follow-ups added to it (idempotent
-send), deleted with their task.
+send), deleted with their task. ``usage_totals`` sums agents' token usage per
+(day, tenant, principal, model), upserted in the transaction of the task write
+that carries it, and outlives its tasks.
 
 Eviction (``max_tasks``) follows MemoryStore: ``evict_class`` is 0 for a terminal
 task, 1 for an interrupted one and NULL for one in flight (never evicted), and
@@ -60,7 +62,9 @@ from ..protocol.model import (
     TaskStatusUpdateEvent,
 )
 from ..protocol.types import IN_FLIGHT, Cursor, Seq
+from ..protocol.usage import UsageRecord, UsageRow, with_usage
 from .base import (
+    DEFAULT_BOUNDS,
     MAX_EVENTS,
     MAX_WEBHOOKS,
     Delivery,
@@ -72,9 +76,12 @@ from .base import (
     SequenceConflictError,
     StoredTask,
     StoreFullError,
+    TaskBounds,
     TaskStore,
     TerminalTaskError,
     Upkeep,
+    Usage,
+    UsageQuery,
     Webhook,
     WebhookKey,
     WebhookLimitError,
@@ -187,6 +194,12 @@ _TASK_EXISTS = "SELECT 1 FROM tasks WHERE id = ?"
 _WEBHOOK_EXISTS = "SELECT 1 FROM webhooks WHERE task_id = ? AND id = ?"
 _UPDATE_WEBHOOK = "UPDATE webhooks SET version = ?, body = ? WHERE task_id = ? AND id = ?"
 _COUNT_WEBHOOKS = "SELECT count(*) FROM webhooks WHERE task_id = ?"
+_ADD_USAGE = """INSERT INTO usage_totals (day, tenant, principal, model, prompt_tokens,
+        completion_tokens, total_tokens) VALUES (?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT (day, tenant, principal, model) DO UPDATE SET
+        prompt_tokens = prompt_tokens + excluded.prompt_tokens,
+        completion_tokens = completion_tokens + excluded.completion_tokens,
+        total_tokens = total_tokens + excluded.total_tokens"""
 _INSERT_WEBHOOK = """INSERT INTO webhooks (task_id, id, version, body, due_at)
     VALUES (?, ?, ?, ?, 0)"""
 
@@ -363,7 +376,7 @@ def _nothing(conn: sqlite3.Connection) -> None:
     return None
 
 
-class SqliteStore(TaskStore, Upkeep, Webhooks):
+class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
     """Tasks in one SQLite file, kept across restarts; unbounded unless
     ``max_tasks`` is set, then evicting like MemoryStore. A file that holds more
     than the cap (it was opened with a higher one) is brought down to it by the
@@ -433,6 +446,8 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
         message_key: bytes | None = None,
         tenant: str = "",
         principal: str = "",
+        usage: Sequence[UsageRecord] = (),
+        bounds: TaskBounds = DEFAULT_BOUNDS,
     ) -> StoredTask:
         # The row goes in once, as it stands after the events: one set of index
         # entries instead of one per event.
@@ -440,7 +455,10 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
         for event in events:
             if final.status.state.terminal:
                 raise TerminalTaskError(task.id, final.status.state)
-            final = apply_event(final, event)  # may raise EventLimitError
+            final = apply_event(final, event, bounds=bounds)  # may raise EventLimitError
+        if usage:
+            metadata = with_usage(final.metadata, usage)
+            final = msgspec.structs.replace(final, metadata=metadata)
         if final.status.state not in IN_FLIGHT:
             lease = None
 
@@ -460,6 +478,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
                 principal=principal,
             )
             _log_events(conn, task.id, 1, events)  # a new task has no webhooks yet
+            _add_usage(conn, tenant, principal, usage)
             return stored
 
         stored = await self._run(create, write=True)
@@ -479,13 +498,17 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
         user_message: Message | None = None,
         lease: Lease | None = None,
         message_key: bytes | None = None,
+        usage: Sequence[UsageRecord] = (),
+        bounds: TaskBounds = DEFAULT_BOUNDS,
     ) -> StoredTask:
         if not events:
             raise ValueError("append needs at least one event")
         self._remember(message_key)
 
         def append(conn: sqlite3.Connection) -> StoredTask:
-            stored = _append(conn, task_id, expected_seq, events, user_message, lease)
+            stored = _append(
+                conn, task_id, expected_seq, events, user_message, lease, bounds, usage
+            )
             if message_key is not None:
                 conn.execute(_INSERT_MESSAGE_KEY, (message_key, task_id))
             return stored
@@ -542,6 +565,15 @@ class SqliteStore(TaskStore, Upkeep, Webhooks):
         return await self._run(
             lambda conn: [row[0] for row in conn.execute(_OVERDUE, (now, limit))]
         )
+
+    # --- the Usage contract ---
+
+    async def record_usage(self, tenant: str, principal: str, usage: Sequence[UsageRecord]) -> None:
+        if usage:
+            await self._run(lambda conn: _add_usage(conn, tenant, principal, usage), write=True)
+
+    async def usage_totals(self, query: UsageQuery) -> builtins.list[UsageRow]:
+        return await self._run(lambda conn: _usage_totals(conn, query))
 
     # --- the Webhooks contract ---
 
@@ -698,6 +730,8 @@ def _append(
     events: Sequence[TaskEvent],
     user_message: Message | None,
     lease: Lease | None,
+    bounds: TaskBounds,
+    usage: Sequence[UsageRecord] = (),
 ) -> StoredTask:
     row = conn.execute(_SELECT_FOR_APPEND, (task_id,)).fetchone()
     if row is None:
@@ -713,9 +747,12 @@ def _append(
         if new.status.state.terminal:
             raise TerminalTaskError(task_id, new.status.state)
         # may raise EventLimitError
-        new = apply_event(new, event, user_message if i == 0 else None)
+        new = apply_event(new, event, user_message if i == 0 else None, bounds)
         if snapshots is not None:
             snapshots.append(new)
+    if usage:
+        new = msgspec.structs.replace(new, metadata=with_usage(new.metadata, usage))
+        _add_usage(conn, tenant, principal, usage)
     seq += len(events)
     new_state = new.status.state
     # Only the columns whose value changes are set: SQLite rewrites the entries of
@@ -741,6 +778,53 @@ def _append(
     if seq > MAX_EVENTS:
         conn.execute(_TRIM_EVENTS, (task_id, seq - MAX_EVENTS))
     return StoredTask(new, seq, tenant, principal)
+
+
+def _add_usage(
+    conn: sqlite3.Connection, tenant: str, principal: str, usage: Sequence[UsageRecord]
+) -> None:
+    conn.executemany(
+        _ADD_USAGE,
+        [
+            (
+                record.day,
+                tenant,
+                principal,
+                record.model,
+                record.counts.prompt_tokens,
+                record.counts.completion_tokens,
+                record.counts.total_tokens,
+            )
+            for record in usage
+        ],
+    )
+
+
+def _usage_totals(conn: sqlite3.Connection, query: UsageQuery) -> list[UsageRow]:
+    groups = ", ".join(query.group_by)  # names from GROUPS only: safe to splice
+    where = "day BETWEEN ? AND ?"
+    params: list[str] = [query.from_day, query.to_day]
+    if query.tenants is not None:
+        where += f" AND tenant IN ({', '.join('?' * len(query.tenants))})"
+        params.extend(query.tenants)
+    sql = f"""SELECT {groups + ", " if groups else ""}sum(prompt_tokens), sum(completion_tokens),
+        sum(total_tokens) FROM usage_totals WHERE {where}"""
+    if groups:
+        sql += f" GROUP BY {groups} ORDER BY {groups}"
+    rows = []
+    for row in conn.execute(sql, params):
+        *values, prompt, completion, total = row
+        if prompt is None:  # no group: the sum over no rows
+            continue
+        rows.append(
+            UsageRow(
+                **dict(zip(query.group_by, values, strict=True)),
+                prompt_tokens=prompt,
+                completion_tokens=completion,
+                total_tokens=total,
+            )
+        )
+    return rows
 
 
 def _log_events(

@@ -207,12 +207,35 @@ def _create_v4(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
+# Version 5: agents' token usage, summed per (tenant, principal, UTC day, model);
+# upserted in the transaction of the task write that carries it. The report
+# reads a range of days, optionally of some tenants: day leads the key.
+_SCHEMA_V5 = (
+    """CREATE TABLE usage_totals (
+        day TEXT NOT NULL,
+        tenant TEXT NOT NULL,
+        principal TEXT NOT NULL,
+        model TEXT NOT NULL,
+        prompt_tokens INTEGER NOT NULL,
+        completion_tokens INTEGER NOT NULL,
+        total_tokens INTEGER NOT NULL,
+        PRIMARY KEY (day, tenant, principal, model)
+    ) WITHOUT ROWID""",
+)
+
+
+def _create_v5(conn: sqlite3.Connection) -> None:
+    for statement in _SCHEMA_V5:
+        conn.execute(statement)
+
+
 # Step i upgrades a file at version i to version i + 1; append, never edit.
 _MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _create_v1,
     _create_v2,
     _create_v3,
     _create_v4,
+    _create_v5,
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 
