@@ -119,9 +119,14 @@ async def measure(
         latencies: list[float] = []
         stop_at = time.monotonic() + args.seconds
 
+        errors: list[str] = []
+
         async def worker() -> None:
             while time.monotonic() < stop_at:
-                latencies.append(await send(http, urls["orchestrator"], QUOTE))
+                try:
+                    latencies.append(await send(http, urls["orchestrator"], QUOTE))
+                except httpx.HTTPError as exc:  # counted, not retried: it is a finding
+                    errors.append(type(exc).__name__)
 
         began = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(args.concurrency)))
@@ -141,6 +146,8 @@ async def measure(
         "orchestrator_cpu_ms_per_quote": ms(cpu_per_quote),
         "fanout_concurrency": args.concurrency,
         "fanout_quotes": len(latencies),
+        "fanout_errors": len(errors),
+        "fanout_error_kinds": sorted(set(errors)),
         "fanout_p50_ms": ms(statistics.median(latencies)),
         "fanout_p99_ms": ms(pct(latencies, 0.99)),
         "fanout_quotes_per_s": round(len(latencies) / wall, 1),
