@@ -263,6 +263,11 @@ class TaskContext:
         """Decline the task (terminal)."""
         return await self._emit.status(TaskState.REJECTED, self.agent_message(content))
 
+    async def cancel(self, content: Content = None) -> bool:
+        """End the task as canceled: the agent gives up on it by itself (a
+        caller's CancelTask interrupts ``run`` instead)."""
+        return await self._emit.status(TaskState.CANCELED, self.agent_message(content))
+
     async def reply(self, content: Content) -> bool:
         """Answer with a single Message and no task. Only as the first act of a new
         request: the caller then gets ``{"message": ...}`` and nothing is stored.

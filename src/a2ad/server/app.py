@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..adapters.function import FunctionAgent
 from ..agent import Agent, RequestContext
 from ..agents.demo import DemoAgent
 from ..agents.echo import EchoAgent
@@ -60,6 +61,7 @@ auth_log = logging.getLogger("a2ad.auth")
 
 JSONRPC_PATHS = ("/", "/a2a")
 BUILT_IN_AGENTS: dict[str, type[Agent]] = {"echo": EchoAgent, "demo": DemoAgent}  # --agent NAME
+SDK_PREFIX = "a2a-sdk"  # --agent a2a-sdk:pkg.module:executor (not a module name: it has a dash)
 
 
 class A2AApp:
@@ -345,20 +347,52 @@ def authenticated_only(request: RequestContext) -> bool:
 def load_agent(spec: str, settings: AgentSettings | None = None) -> Agent:
     """``echo`` or ``demo`` (the built-in agents), or ``package.module:attr``
     naming an Agent instance, an Agent class (instantiated with no arguments),
-    or an ``async def run(ctx)``; a bare
-    ``package.module`` means its ``agent`` attribute. A class, or a plain
-    function returning an agent, that has a ``settings`` parameter is called
-    with ``settings`` (default ``AgentSettings()``): how ``a2ad serve`` passes
-    what it read from its flags and the environment."""
+    or a function (``adapters.function``: ``async def run(ctx)``, or a function
+    of the user's text, async, sync or an async generator); a bare
+    ``package.module`` means its ``agent`` attribute. ``a2a-sdk:`` before the
+    name loads an a2a-sdk AgentExecutor (instance or class) instead
+    (``adapters.a2a_sdk``). A class, or a plain function returning an agent,
+    that has a ``settings`` parameter is called with ``settings`` (default
+    ``AgentSettings()``): how ``a2ad serve`` passes what it read from its flags
+    and the environment."""
     if spec in BUILT_IN_AGENTS:
         return BUILT_IN_AGENTS[spec]()
-    module_name, sep, attr = spec.partition(":")
+    framework, sep, target = spec.partition(":")
+    if sep and framework == SDK_PREFIX:
+        try:
+            from ..adapters.a2a_sdk import SdkExecutorAgent
+        except ImportError as exc:
+            raise ValueError(
+                f"--agent {spec!r} needs the a2a-sdk: pip install 'a2ad[a2a-sdk]' ({exc})"
+            ) from None
+        executor, attr = _load_object(spec, target, settings)
+        try:
+            return SdkExecutorAgent(executor, name=attr)
+        except TypeError as exc:
+            raise ValueError(f"--agent {spec!r}: {exc}") from None
+    obj, attr = _load_object(spec, spec, settings)
+    if isinstance(obj, Agent):
+        return obj
+    if hasattr(obj, "run") and callable(obj.run):  # not an Agent: its card is a function's
+        obj = obj.run
+    if callable(obj):
+        try:
+            return FunctionAgent(obj, name=attr)
+        except TypeError as exc:
+            raise ValueError(f"--agent {spec!r}: {exc}") from None
+    raise ValueError(f"--agent {spec!r}: {attr!r} is not an agent (it needs an async run(ctx))")
+
+
+def _load_object(spec: str, target: str, settings: AgentSettings | None) -> tuple[Any, str]:
+    """What ``target`` (``package.module:attr``, or ``package.module`` for its
+    ``agent``) names, a class instantiated and a factory called; and its name."""
+    module_name, sep, attr = target.partition(":")
     if not sep:
         attr = "agent"
     if not module_name or not attr:
         raise ValueError(
             f"--agent {spec!r}: use 'echo', 'demo', 'package.module:attr' or 'package.module' "
-            "(with an `agent` attribute)"
+            f"(with an `agent` attribute), or '{SDK_PREFIX}:package.module:attr'"
         )
     try:
         module = importlib.import_module(module_name)
@@ -372,13 +406,7 @@ def load_agent(spec: str, settings: AgentSettings | None = None) -> Agent:
         obj = obj(settings=settings if settings is not None else AgentSettings())
     elif isinstance(obj, type):
         obj = obj()
-    if isinstance(obj, Agent):
-        return obj
-    if hasattr(obj, "run") and callable(obj.run):  # not an Agent: its card is a function's
-        return _FunctionAgent(obj.run, attr)
-    if callable(obj):
-        return _FunctionAgent(obj, attr)
-    raise ValueError(f"--agent {spec!r}: {attr!r} is not an agent (it needs an async run(ctx))")
+    return obj, attr
 
 
 def _takes_settings(obj: Any) -> bool:
@@ -389,13 +417,3 @@ def _takes_settings(obj: Any) -> bool:
         return factory and "settings" in inspect.signature(obj).parameters
     except (TypeError, ValueError):  # no signature to read (a builtin)
         return False
-
-
-class _FunctionAgent(Agent):
-    def __init__(self, fn: Any, name: str) -> None:
-        self._fn = fn
-        self.name = name
-        self.description = (fn.__doc__ or "").strip() or f"The {name} agent."
-
-    async def run(self, ctx: Any) -> None:
-        await self._fn(ctx)
