@@ -9,6 +9,7 @@ settings only as arguments.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..client.client import DEFAULT_URL
@@ -39,3 +40,7 @@ class AgentSettings:
 
     token: str | None = field(default=None, repr=False)
     """The bearer token for those servers: ``$A2AD_TOKEN``."""
+
+    agent_urls: Mapping[str, str] = field(default_factory=dict)
+    """Base URLs of the agents this one calls, by name: ``$A2AD_<NAME>_URL``
+    (``A2AD_STOCK_URL`` gives ``stock``), lower-cased names."""

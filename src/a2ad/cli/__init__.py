@@ -1,7 +1,7 @@
 """The ``a2ad`` command: ``serve`` runs a server; ``send``, ``tasks …`` and
 ``card`` talk to any A2A server; ``usage`` reads an a2ad server's token usage;
 ``mcp`` serves the task tools to an MCP client; ``auth add-key`` makes the API
-keys ``serve --auth`` takes.
+keys ``serve --auth`` takes; ``demo`` serves the lab's agents.
 
 One module per command group; ``remote`` holds what the client commands share,
 ``output`` how they print, ``logs`` the server's JSON log lines.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import typer
 
-from . import auth, card, mcp, send, serve, tasks, usage
+from . import auth, card, demo, mcp, send, serve, tasks, usage
 
 __all__ = ["app", "main"]
 
@@ -28,6 +28,7 @@ def _root() -> None:
 
 
 app.command("serve")(serve.serve)
+app.command("demo")(demo.demo)
 app.command("mcp")(mcp.mcp)
 app.command("send")(send.send)
 app.add_typer(tasks.tasks_app)

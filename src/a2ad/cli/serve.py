@@ -11,10 +11,11 @@ import errno
 import ipaddress
 import math
 import os
+import re
 import signal
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import FrameType
 from typing import Annotated, TypeVar
 
@@ -588,7 +589,21 @@ def _agent_settings(base: str, model: str | None) -> AgentSettings:
         llm_api_key=env.get(ENV_API_KEY) or None,
         managed_urls=tuple(url for url in managed if url),
         token=env.get(ENV_TOKEN) or None,
+        agent_urls=agent_urls(env),
     )
+
+
+_AGENT_URL = re.compile(r"A2AD_([A-Z0-9]+(?:_[A-Z0-9]+)*)_URL")
+
+
+def agent_urls(env: Mapping[str, str]) -> dict[str, str]:
+    """``$A2AD_<NAME>_URL`` as {name: URL}: where the agents an agent calls are."""
+    found = {}
+    for key, value in env.items():
+        match = _AGENT_URL.fullmatch(key)
+        if match and value.strip():
+            found[match.group(1).lower()] = value.strip().rstrip("/")
+    return found
 
 
 def _positive_duration(text: str) -> float:

@@ -1,0 +1,78 @@
+"""The requests seed 004's ``client.py`` makes, in the same shapes (no A2A
+library: JSON-RPC 2.0 over httpx, ``A2A-Version: 1.0``, ``ROLE_USER`` messages
+of text parts), for tests that run the lab's scenario against a2ad."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+
+HEADERS = {"A2A-Version": "1.0", "Content-Type": "application/json"}
+
+
+def payload(method: str, text: str, *, task_id: str | None = None) -> dict[str, Any]:
+    message: dict[str, Any] = {
+        "messageId": str(uuid.uuid4()),
+        "role": "ROLE_USER",
+        "parts": [{"text": text}],
+    }
+    if task_id:  # a follow-up to a task that asked for input
+        message["taskId"] = task_id
+    return {"jsonrpc": "2.0", "id": str(uuid.uuid4()), "method": method,
+            "params": {"message": message}}  # fmt: skip
+
+
+def rpc(url: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    body = {"jsonrpc": "2.0", "id": str(uuid.uuid4()), "method": method, "params": params}
+    r = httpx.post(url, headers=HEADERS, json=body, timeout=30)
+    r.raise_for_status()
+    answer: dict[str, Any] = r.json()
+    assert "result" in answer, answer
+    return answer["result"]  # type: ignore[no-any-return]
+
+
+def send(url: str, text: str, *, task_id: str | None = None) -> dict[str, Any]:
+    """SendMessage; the task it answers."""
+    r = httpx.post(url, headers=HEADERS, json=payload("SendMessage", text, task_id=task_id),
+                   timeout=30)  # fmt: skip
+    r.raise_for_status()
+    task: dict[str, Any] = r.json()["result"]["task"]
+    return task
+
+
+def stream(url: str, text: str, timeout: float = 30) -> Iterator[dict[str, Any]]:
+    """SendStreamingMessage; each event's ``result`` as the lab's client yields it."""
+    with httpx.stream("POST", url, json=payload("SendStreamingMessage", text),
+                      headers=HEADERS, timeout=timeout) as r:  # fmt: skip
+        r.raise_for_status()
+        for line in r.iter_lines():
+            if line.startswith("data:"):
+                yield json.loads(line[5:])["result"]
+
+
+def kind(event: dict[str, Any]) -> str:
+    """``task``, ``statusUpdate``, ``artifactUpdate`` or ``message``, as the lab prints."""
+    (key,) = event
+    return key
+
+
+def state(event: dict[str, Any]) -> str:
+    body = event[kind(event)]
+    return str(body.get("status", {}).get("state", ""))
+
+
+def texts(parts: list[dict[str, Any]]) -> str:
+    return "\n".join(p["text"] for p in parts if "text" in p)
+
+
+def data(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    (found,) = [p["data"] for p in parts if "data" in p]
+    return found  # type: ignore[no-any-return]
+
+
+def status_text(task: dict[str, Any]) -> str:
+    return texts(task["status"].get("message", {}).get("parts", []))

@@ -1,0 +1,134 @@
+"""``a2ad demo`` and the lab's agents under ``a2ad serve``, as processes: the
+lab's client calls (seed 004) against the orchestrator, multi-turn, and a
+cancel that reaches the sub-agents."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+
+from a2ad import create_app
+from a2ad.agents.lab import PricingAgent, StockAgent
+
+from .agents.test_lab import QUOTE, sub_task_states
+from .conftest import LiveServer
+from .lab_client import data, kind, rpc, send, state, status_text, stream, texts
+from .process_output import ProcessOutput
+from .test_cli import A2AD, PROJECT, Served
+
+
+class Demo(ProcessOutput):
+    def __init__(self, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [str(A2AD), "demo", "--port", "0", *args],
+            cwd=PROJECT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "COLUMNS": "200"},
+        )
+        self.watch(self.proc)
+
+    def url(self, name: str) -> str:
+        return self.expect(rf"{name}:\s+(http://\S+/)").group(1)
+
+    def __enter__(self) -> Demo:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        self.reader.join(10)
+        assert self.proc.stdout is not None
+        self.proc.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def demo() -> Iterator[Demo]:
+    with Demo("--delay", "0") as running:
+        running.expect("Press Ctrl-C")
+        yield running
+
+
+def test_demo_answers_the_labs_streamed_quote_as_the_lab_shows(demo: Demo) -> None:
+    events = list(stream(demo.url("orchestrator"), QUOTE))
+    assert [kind(e) for e in events[:2]] == ["task", "statusUpdate"]
+    assert state(events[0]) == "TASK_STATE_SUBMITTED"
+    assert state(events[1]) == "TASK_STATE_WORKING"
+    assert [kind(e) for e in events[-2:]] == ["artifactUpdate", "statusUpdate"]
+    assert state(events[-1]) == "TASK_STATE_COMPLETED"
+    parts = events[-2]["artifactUpdate"]["artifact"]["parts"]
+    assert "**2 041,20 €**" in texts(parts)
+    figures = data(parts)
+    assert (figures["unit_price"], figures["discount_percent"], figures["total"]) == (
+        "189.00",
+        10,
+        "2041.20",
+    )
+
+
+def test_demo_asks_for_the_missing_product_then_quotes(demo: Demo) -> None:
+    url = demo.url("orchestrator")
+    asked = send(url, "Je voudrais un devis pour 12 pièces")
+    assert asked["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert "Quel article" in status_text(asked)
+    done = send(url, "CHAISE-ERGO", task_id=asked["id"])
+    assert done["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def test_demo_serves_the_stock_agent_the_lab_reads_back(demo: Demo) -> None:
+    url = demo.url("stock")
+    task = send(url, "Stock de BUREAU-120 ?")
+    assert rpc(url, "GetTask", {"id": task["id"]})["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def test_cancelling_a_quote_in_the_demo_cancels_its_sub_tasks_and_ctrl_c_stops_it() -> None:
+    with Demo("--delay", "60") as demo:
+        orchestrator = demo.url("orchestrator")
+        events = stream(orchestrator, QUOTE)
+        task_id = next(events)["task"]["id"]
+        next(events)  # working: the calls are under way
+        canceled = rpc(orchestrator, "CancelTask", {"id": task_id})
+        assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
+        events.close()
+        for name in ("stock", "pricing"):
+            assert sub_task_states(demo.url(name)) == ["TASK_STATE_CANCELED"]
+        demo.proc.send_signal(signal.SIGINT)
+        assert demo.proc.wait(15) == 0
+        demo.expect("a2ad demo stopped")
+
+
+def test_serve_finds_the_orchestrators_agents_in_the_environment() -> None:
+    with (
+        LiveServer(create_app(StockAgent())) as stock,
+        LiveServer(create_app(PricingAgent())) as pricing,
+        Served(
+            "--agent",
+            "a2ad.agents.lab:OrchestratorAgent",
+            "--store",
+            "memory",
+            env={"A2AD_STOCK_URL": stock.url, "A2AD_PRICING_URL": pricing.url},
+        ) as served,
+    ):
+        task = send(served.url + "/", QUOTE)
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED", task
+        assert served.stop() == 0
+
+
+def test_demo_refuses_a_port_in_use(demo: Demo) -> None:
+    port = demo.url("stock").rsplit(":", 1)[1].rstrip("/")
+    taken = subprocess.run(
+        [str(A2AD), "demo", "--port", str(int(port) - 1)],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=20,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert taken.returncode == 3
+    assert "is in use" in taken.stderr
