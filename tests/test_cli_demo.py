@@ -121,9 +121,9 @@ def test_serve_finds_the_orchestrators_agents_in_the_environment() -> None:
 
 
 def test_demo_refuses_a_port_in_use(demo: Demo) -> None:
-    port = demo.url("stock").rsplit(":", 1)[1].rstrip("/")
+    port = demo.url("orchestrator").rsplit(":", 1)[1].rstrip("/")
     taken = subprocess.run(
-        [str(A2AD), "demo", "--port", str(int(port) - 1)],
+        [str(A2AD), "demo", "--port", port],
         cwd=PROJECT,
         capture_output=True,
         text=True,
@@ -132,3 +132,21 @@ def test_demo_refuses_a_port_in_use(demo: Demo) -> None:
     )
     assert taken.returncode == 3
     assert "is in use" in taken.stderr
+
+
+def test_serve_runs_the_labs_three_agents_on_one_server_as_the_docs_show() -> None:
+    lab = "a2ad.agents.lab"
+    with Served(
+        "--store",
+        "memory",
+        "--agent",
+        f"orchestrator={lab}:OrchestratorAgent",
+        "--agent",
+        f"stock={lab}:StockAgent",
+        "--agent",
+        f"pricing={lab}:PricingAgent",
+    ) as served:
+        task = send(served.url + "/", QUOTE)
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED", task
+        assert sub_task_states(served.url + "/agents/stock/") == ["TASK_STATE_COMPLETED"]
+        assert served.stop() == 0

@@ -1,20 +1,14 @@
-"""``a2ad demo``: the lab's three agents (seed 004), each on its own port, in
-this one process: the orchestrator on ``--port``, stock and pricing on the two
-ports after it (with ``--port 0``, any free ones). Tasks are kept in memory.
-
-Until one server can serve several agents, this is three a2ad servers sharing
-an event loop; Ctrl-C (or SIGTERM) shuts the three down together, each as
-``a2ad serve`` does.
+"""``a2ad demo``: the lab's three agents (seed 004) on one server: the
+orchestrator at ``/`` (and ``/agents/orchestrator/``), stock and pricing at
+``/agents/stock/`` and ``/agents/pricing/``, which the orchestrator asks over
+A2A as it would ask any server. Tasks are kept in memory. It is
+``a2ad serve --agent orchestrator=... --agent stock=... --agent pricing=...``
+with the agents' URLs filled in, and stops as ``a2ad serve`` does.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import errno
-import signal
-import socket
-from collections.abc import Iterator
 from typing import Annotated
 
 import typer
@@ -33,24 +27,10 @@ __all__ = ["demo"]
 EXAMPLE = "Je voudrais un devis pour 12 CHAISE-ERGO"
 
 
-class _Member(_Server):
-    """One of the demo's servers: the demo handles the signals, for all three."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
 def demo(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[
-        int,
-        typer.Option(
-            min=0,
-            max=65533,
-            help="The orchestrator's port; stock and pricing take the next two "
-            "(0: any free ports).",
-        ),
+        int, typer.Option(min=0, max=65535, help="Port to listen on (0: any free one).")
     ] = 8100,
     delay: Annotated[
         str,
@@ -69,78 +49,43 @@ def demo(
     except ValueError as exc:
         console.print(f"[red]error:[/red] --delay: {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
-    names = ("orchestrator", "stock", "pricing")
-    sockets: list[socket.socket] = []
-    for offset, _ in enumerate(names):
-        wanted = port + offset if port else 0
-        try:
-            sockets.append(_listen(host, wanted))
-        except OSError as exc:
-            for opened in sockets:
-                opened.close()
-            said = (
-                f"port {wanted} on {host} is in use; pass another --port (0: any free ones)"
-                if exc.errno == errno.EADDRINUSE
-                else f"can't listen on {host}:{wanted}: {exc.strerror or exc}"
-            )
-            console.print(f"[red]error:[/red] {escape(said)}", soft_wrap=True)
-            raise typer.Exit(STARTUP_FAILURE) from None
-    urls = dict(zip(names, (_url(s) for s in sockets), strict=True))
+    try:
+        listening = _listen(host, port)
+    except OSError as exc:
+        said = (
+            f"port {port} on {host} is in use; pass another --port (0: any free one)"
+            if exc.errno == errno.EADDRINUSE
+            else f"can't listen on {host}:{port}: {exc.strerror or exc}"
+        )
+        console.print(f"[red]error:[/red] {escape(said)}", soft_wrap=True)
+        raise typer.Exit(STARTUP_FAILURE) from None
+    base = _url(listening)
     agents: dict[str, Agent] = {
-        "orchestrator": OrchestratorAgent(stock_url=urls["stock"], pricing_url=urls["pricing"]),
+        "orchestrator": OrchestratorAgent(
+            stock_url=f"{base}/agents/stock", pricing_url=f"{base}/agents/pricing"
+        ),
         "stock": StockAgent(delay=lookup),
         "pricing": PricingAgent(delay=lookup),
     }
-    servers = []
-    for name in names:
-        application = create_app(agents[name])
-        config = uvicorn.Config(
-            application,
-            host=host,
-            log_level=log_level if log_level != "info" else "warning",
-            timeout_graceful_shutdown=5,
-            lifespan="on",
-        )
-        servers.append(_Member(config, application, []))
-    orchestrator = urls["orchestrator"]
+    application = create_app(agents)  # the orchestrator first: the default, at /
+    config = uvicorn.Config(
+        application,
+        host=host,
+        log_level=log_level if log_level != "info" else "warning",
+        timeout_graceful_shutdown=5,
+        lifespan="on",
+    )
     banner = [
-        "a2ad demo: the lab's agents, tasks kept in memory",
-        f"  orchestrator: {orchestrator}/  (quotes, asking the two below)",
-        f"  stock:        {urls['stock']}/",
-        f"  pricing:      {urls['pricing']}/",
-        f'  Try:          a2ad send --stream --url {orchestrator} "{EXAMPLE}"',
-        f"  The lab's client.py works against {orchestrator}/ as written.",
+        "a2ad demo: the lab's agents on one server, tasks kept in memory",
+        f"  orchestrator: {base}/  (quotes, asking the two below)",
+        f"  stock:        {base}/agents/stock/",
+        f"  pricing:      {base}/agents/pricing/",
+        f'  Try:          a2ad send --stream --url {base} "{EXAMPLE}"',
+        f"  The lab's client.py works against {base}/ as written.",
         "  Press Ctrl-C to stop.",
     ]
-    failed = asyncio.run(_serve(servers, sockets, banner))
-    if failed:
+    server = _Server(config, application, banner)
+    server.run(sockets=[listening])
+    if server.startup_failed:
         raise typer.Exit(STARTUP_FAILURE)
     console.print("a2ad demo stopped.")
-
-
-async def _serve(servers: list[_Member], sockets: list[socket.socket], banner: list[str]) -> bool:
-    """Run the servers until a signal stops them; True if one failed to start."""
-    loop = asyncio.get_running_loop()
-
-    def stop(sig: int) -> None:
-        for server in servers:
-            server.handle_exit(sig, None)
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop, sig)
-    try:
-        async with asyncio.TaskGroup() as group:
-            for server, listening in zip(servers, sockets, strict=True):
-                group.create_task(server.serve(sockets=[listening]))
-            while not all(s.started or s.should_exit for s in servers):
-                await asyncio.sleep(0.02)
-            if all(s.started for s in servers):
-                for line in banner:
-                    console.print(line, soft_wrap=True)
-            else:  # one could not start: stop the others
-                for server in servers:
-                    server.should_exit = True
-    finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
-    return any(s.startup_failed for s in servers)

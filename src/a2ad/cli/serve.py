@@ -556,7 +556,8 @@ def _load_agents(
     specs: list[str], default: str | None, base: str, model: str | None
 ) -> Agent | dict[str, Agent]:
     """The agents ``--agent`` names: one SPEC, or several NAME=SPEC (each told
-    its own URL, /agents/NAME/). Raises ValueError for a usage error."""
+    the server's URL: agent NAME is at /agents/NAME/ beneath it). Raises
+    ValueError for a usage error."""
     named = [spec.partition("=") for spec in specs]
     if len(specs) == 1 and not named[0][1]:
         if default is not None:
@@ -572,7 +573,7 @@ def _load_agents(
         if name in agents:
             raise ValueError(f"--agent: {name!r} is named twice")
         check_agent_name(name)
-        agents[name] = load_agent(spec, _agent_settings(f"{base}/agents/{name}", model))
+        agents[name] = load_agent(spec, _agent_settings(base, model))
     if default is not None and default not in agents:
         raise ValueError(f"--default-agent {default!r} is not one of {', '.join(agents)}")
     return agents
