@@ -118,8 +118,9 @@ def serve(
     store: Annotated[
         str,
         typer.Option(
-            help="Where tasks are kept: sqlite:///file.db (relative; sqlite:////abs/path.db) "
-            "or memory."
+            help="Where tasks are kept: sqlite:///file.db (relative; sqlite:////abs/path.db), "
+            "memory, or postgresql://user@host:5432/db (shared by instances; query parameters "
+            "pool_min, pool_max, statement_timeout, sslmode: docs/operations.md)."
         ),
     ] = DEFAULT_STORE,
     agent: Annotated[
@@ -535,9 +536,13 @@ def _loopback(host: str) -> bool:
 
 
 def _where(task_store: object, url: str) -> str:
-    """The store as the banner names it: a SQLite file by its absolute path."""
+    """The store as the banner names it: a SQLite file by its absolute path, a
+    database by its URL without the password."""
     path = getattr(task_store, "path", None)
-    return f"sqlite {os.path.abspath(path)}" if isinstance(path, str) else url
+    if isinstance(path, str):
+        return f"sqlite {os.path.abspath(path)}"
+    shown = getattr(task_store, "url", None)
+    return shown if isinstance(shown, str) else url
 
 
 def _listen(host: str, port: int) -> socket.socket:

@@ -175,9 +175,17 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (_SCHEMA_V1,)
 SCHEMA_VERSION = len(_MIGRATIONS)
 
 
+_EXISTS = """SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c
+    JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+    WHERE c.relname = 'a2ad_schema' AND n.nspname = current_schema())"""
+
+
 async def _version(conn: Any, where: str) -> int:
-    # Found on the connection's search_path, as every table of the store is.
-    if not await conn.fetchval("SELECT to_regclass('a2ad_schema') IS NOT NULL"):
+    # In the schema where the store's tables are made (the first of search_path).
+    # A query of pg_class, not to_regclass: that may answer from a cache that
+    # waiting for the advisory lock did not refresh, missing a table another
+    # instance made meanwhile.
+    if not await conn.fetchval(_EXISTS):
         return 0
     found = await conn.fetchval("SELECT coalesce(max(version), 0) FROM a2ad_schema")
     if found > SCHEMA_VERSION:
