@@ -44,9 +44,17 @@ def _langgraph(obj: Any, name: str) -> Agent | None:
     return GraphAgent(obj, name=name)
 
 
+def _praisonai(obj: Any, name: str) -> Agent | None:
+    if not _is_instance(obj, "praisonaiagents.agent.agent", "Agent"):
+        return None
+    from .praisonai import PraisonAgent
+
+    return PraisonAgent(obj, name=name)
+
+
 # Each takes the loaded object and the attribute's name, and answers its Agent, or
 # None when the object is not its framework's.
-DETECTORS: list[Detector] = [_langgraph]
+DETECTORS: list[Detector] = [_langgraph, _praisonai]
 
 
 def adapt(obj: Any, *, name: str) -> Agent | None:

@@ -37,9 +37,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.pregel import Pregel
-from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
 from ..agent import Agent, TaskContext
