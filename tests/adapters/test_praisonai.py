@@ -124,7 +124,7 @@ async def test_cancel_ends_the_task_at_once_and_the_agent_stops_at_its_next_tool
         Turn(tool_calls=[ToolCallTurn("check_stock", {"sku": "X"})]),
         Turn(text="too late"),
     ]
-    client, model = await serve(turns)
+    client, _ = await serve(turns)
     task = await sent(client, "Find X", wait=False)
     assert await asyncio.to_thread(sample.SLOW.started.wait, TIMEOUT)
     async with asyncio.timeout(2):
