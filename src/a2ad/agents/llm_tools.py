@@ -202,13 +202,13 @@ def _convert(value: Any, annotation: Any, name: str) -> Any:
 
 
 def _jsonable(result: Any) -> Any:
-    if isinstance(result, enum.Enum):
-        return result.value
-    try:
-        json.dumps(result)
-    except (TypeError, ValueError):
-        return str(result)
-    return result
+    """``result`` as JSON values: an Enum as its value, anything else JSON has
+    no type for as its ``str``."""
+    return json.loads(json.dumps(result, default=_plain))
+
+
+def _plain(value: Any) -> Any:
+    return value.value if isinstance(value, enum.Enum) else str(value)
 
 
 def _docstring(doc: str) -> tuple[str, dict[str, str]]:
