@@ -130,7 +130,7 @@ class A2AApp:
                     streams=streams,
                     keepalive_seconds=keepalive_seconds,
                 ),
-                CardEndpoint(engine.agents[name], schemes=schemes),
+                CardEndpoint(engine.agents[name], schemes=schemes, push=engine.push is not None),
             )
 
         # Each agent at /agents/<name>/ (named ones), the default one at / too.
