@@ -36,7 +36,8 @@ class ToolCallTurn:
 class Turn:
     """One reply: ``text`` (streamed in ``chunks`` pieces, ``chunk_delay``
     seconds apart), or ``tool_calls``; ``delay`` seconds before the first byte
-    (to test a cancel); ``status`` other than 200 answers an error body instead."""
+    (to test a cancel); ``status`` other than 200 answers an error body instead;
+    ``raw`` is sent as the whole body of a 200 stream instead (a broken endpoint)."""
 
     text: str = ""
     tool_calls: list[ToolCallTurn] = field(default_factory=list)
@@ -46,6 +47,7 @@ class Turn:
     status: int = 200
     prompt_tokens: int = 11
     completion_tokens: int = 7
+    raw: bytes = b""
 
 
 class FakeModel:
@@ -124,6 +126,9 @@ class FakeModel:
                 "headers": [(b"content-type", b"text/event-stream")],
             }
         )
+        if turn.raw:
+            await send({"type": "http.response.body", "body": turn.raw})
+            return
         ident, created = "chatcmpl-fake", int(time.time())
 
         async def event(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> None:

@@ -220,6 +220,7 @@ async def _complete(
     calls: dict[int, dict[str, str]] = {}
     usage: TokenCounts | None = None
     model = settings.model
+    chunks = 0
     try:
         extra: dict[str, Any] = {"tools": tools} if tools else {}
         stream = await client.chat.completions.create(
@@ -231,6 +232,7 @@ async def _complete(
         )
         async with stream:
             async for chunk in stream:
+                chunks += 1
                 model = chunk.model or model
                 if chunk.usage is not None:
                     usage = _counts(chunk.usage)
@@ -258,6 +260,11 @@ async def _complete(
             f"the LLM at {where} answered something that is not a chat-completion stream "
             f"({type(exc).__name__}); is it OpenAI-compatible?"
         ) from None
+    if not chunks:
+        raise LLMError(
+            f"the LLM at {where} answered something that is not a chat-completion stream "
+            "(no events); is it OpenAI-compatible?"
+        )
     tool_calls = [
         ToolCall(id=slot["id"] or f"call_{index}", name=slot["name"], arguments=slot["arguments"])
         for index, slot in sorted(calls.items())
