@@ -484,6 +484,14 @@ def serve(
             "who can reach this address can send, read and cancel every task. "
             "Turn auth on (--auth keys.toml, --auth-jwt-jwks ...) or listen on 127.0.0.1."
         )
+    for name, one in served.items():
+        problem = getattr(one, "config_problem", None)  # the LLM agents' missing settings
+        if problem:
+            called = f"{one.name} ({name})" if name else one.name
+            banner.append(
+                f"[bold yellow]warning:[/bold yellow] agent {escape(called)} can't answer: "
+                f"{escape(problem)}"
+            )
     server = _Server(config, application, banner)
     server.run(sockets=[listening])
     if server.startup_failed:
