@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
@@ -135,11 +136,21 @@ async def test_an_unreachable_server_is_named_by_host_and_port_without_the_passw
     assert "127.0.0.1:1" in said and "hunter2" not in said
 
 
-def test_serve_with_an_unreachable_database_exits_3_naming_it() -> None:
-    done = run_a2ad("serve", "--port", "0", "--store", "postgresql://me:hunter2@127.0.0.1:1/db")
+def test_serve_with_an_unreachable_database_exits_3_naming_it(tmp_path: Path) -> None:
+    url = "postgresql://me:hunter2@127.0.0.1:1/db"
+    key = str(tmp_path / "secret.key")
+    done = run_a2ad("serve", "--port", "0", "--store", url, "--secret-key-file", key)
     said = done.stdout + done.stderr
     assert done.returncode == 3, said
     assert "127.0.0.1:1" in said and "hunter2" not in said
+
+
+def test_serve_on_postgresql_needs_the_key_file_every_instance_shares() -> None:
+    url = "postgresql://me:hunter2@127.0.0.1:1/db"
+    done = run_a2ad("serve", "--port", "0", "--store", url)
+    said = done.stdout + done.stderr
+    assert done.returncode == 3, said
+    assert "--secret-key-file" in said and "hunter2" not in said
 
 
 def test_the_url_takes_pool_sizes_and_passes_the_rest_to_asyncpg() -> None:

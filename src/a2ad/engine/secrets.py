@@ -142,12 +142,21 @@ def key_file_for(database: str) -> str:
 def server_key(store: object, key_file: str | None = None) -> bytes:
     """The key for ``store``'s webhook secrets: ``key_file``'s; else, for a store
     with a file (a ``path``), the key file beside it; else a random key, for a
-    store that keeps nothing past this process. Raises KeyFileError."""
+    store that keeps nothing past this process (one without ``durable``).
+    Raises KeyFileError, also for a durable store with no file of its own (a
+    database server), whose instances must all be given the same key file."""
     if key_file is None:
         database = getattr(store, "path", None)
-        if not isinstance(database, str):
+        if isinstance(database, str):
+            key_file = key_file_for(database)
+        elif getattr(store, "durable", False):
+            raise KeyFileError(
+                f"{store!r} keeps webhook credentials for every a2ad instance that uses it, "
+                "encrypted with a key they must share: give each the same "
+                "--secret-key-file PATH (or A2AD_SECRET_KEY_FILE); a missing file is made"
+            )
+        else:
             return random_key()
-        key_file = key_file_for(database)
     return read_or_create_key(key_file)
 
 

@@ -594,6 +594,8 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
         self._closed = False
         self._writes: set[asyncio.Task[Any]] = set()
 
+    durable = True  # it outlives the process, with no file to put a key beside
+
     def __repr__(self) -> str:
         return f"PostgresStore({self.url!r}, max_tasks={self.max_tasks!r})"
 
