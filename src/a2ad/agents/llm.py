@@ -1,7 +1,9 @@
 """A small client for OpenAI-compatible chat completions with tool calls.
 
 Any endpoint that speaks ``POST {base}/chat/completions`` works: OpenAI, a
-proxy, vLLM, Ollama, llama.cpp. A reply keeps the ``usage`` the endpoint
+proxy, vLLM, Ollama, llama.cpp. ``chat`` asks for a whole reply (with tools);
+``stream`` for a text reply as server-sent chunks, passed on as they come. A
+reply keeps the ``usage`` the endpoint
 reported (prompt, completion and total tokens), for the agent to pass on
 (``TaskContext.usage``). Failures raise ``LLMError`` with a one-line
 reason naming what to check; the API key never appears in one (a 401's body
@@ -11,6 +13,8 @@ is dropped, since some servers echo the key they refused).
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -158,28 +162,101 @@ class ChatClient:
         body: dict[str, Any] = {"model": self.settings.model, "messages": messages}
         if tools:
             body |= {"tools": tools, "tool_choice": "auto"}
+        async with self._post(body) as response:
+            content = await self._read(response)
+        if response.status_code != 200:
+            raise LLMError(self._http_error(response.status_code, content))
+        return self._reply(content)
+
+    async def stream(
+        self, messages: list[dict[str, Any]], on_text: Callable[[str], Awaitable[None]]
+    ) -> ChatReply:
+        """One text completion, streamed: each piece of text the endpoint sends is
+        passed to ``on_text`` as it comes; the reply holds the whole text and the
+        usage (asked for with ``stream_options.include_usage``). Raises LLMError
+        as ``chat`` does, and also for a stream that ends before the answer does
+        (no ``[DONE]`` and no ``finish_reason``) or that is not chat-completion
+        chunks. An endpoint that answers a whole completion instead of a stream
+        is taken as one piece."""
+        body: dict[str, Any] = {
+            "model": self.settings.model,
+            "messages": messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        async with self._post(body) as response:
+            if response.status_code != 200:
+                content = await self._read(response)
+                raise LLMError(self._http_error(response.status_code, content))
+            if not response.headers.get("content-type", "").startswith("text/event-stream"):
+                reply = self._reply(await self._read(response))
+                if reply.content:
+                    await on_text(reply.content)
+                return reply
+            return await self._events(response, on_text)
+
+    async def _events(
+        self, response: httpx.Response, on_text: Callable[[str], Awaitable[None]]
+    ) -> ChatReply:
+        where = self.settings.shown_url
+        text: list[str] = []
+        usage: TokenCounts | None = None
+        model = self.settings.model
+        size, ended = 0, False
+        async for line in response.aiter_lines():
+            size += len(line)
+            if size > MAX_RESPONSE_BYTES:
+                raise LLMError(f"the LLM at {where} answered more than {MAX_RESPONSE_BYTES} bytes")
+            if not line.startswith("data:"):
+                continue  # blank separators, comments, event names
+            data = line[5:].strip()
+            if data == "[DONE]":
+                ended = True
+                break
+            try:
+                chunk = json.loads(data)
+                error = chunk.get("error")
+                usage = _usage(chunk.get("usage")) or usage
+                model = chunk.get("model") or model
+                pieces = []
+                for choice in chunk.get("choices") or ():
+                    piece = (choice.get("delta") or {}).get("content")
+                    if isinstance(piece, str) and piece:
+                        pieces.append(piece)
+                    ended = ended or bool(choice.get("finish_reason"))
+            except (ValueError, TypeError, AttributeError):
+                raise LLMError(
+                    f"the LLM at {where} answered something that is not a chat-completion "
+                    "stream; is it OpenAI-compatible?"
+                ) from None
+            if error is not None:
+                said = error.get("message") if isinstance(error, dict) else error
+                raise LLMError(self._stream_error(said if isinstance(said, str) else ""))
+            for piece in pieces:
+                text.append(piece)
+                await on_text(piece)
+        if not ended:
+            raise LLMError(f"the LLM at {where} ended its stream before the end of the answer")
+        return ChatReply(
+            content="".join(text),
+            tool_calls=[],
+            usage=usage,
+            model=model if isinstance(model, str) else self.settings.model,
+        )
+
+    @asynccontextmanager
+    async def _post(self, body: dict[str, Any]) -> AsyncIterator[httpx.Response]:
+        """The response to ``body``, its transport errors raised as LLMError."""
+        url = self.settings.base_url + "/chat/completions"
         headers = {"Content-Type": "application/json"}
         if self.settings.api_key:
             headers["Authorization"] = f"Bearer {self.settings.api_key}"
-        status, content = await self._post(json.dumps(body).encode(), headers)
-        if status != 200:
-            raise LLMError(self._http_error(status, content))
-        return self._reply(content)
-
-    async def _post(self, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
-        url = self.settings.base_url + "/chat/completions"
         where = self.settings.shown_url
         try:
-            async with self._http.stream("POST", url, content=body, headers=headers) as response:
-                chunks, size = [], 0
-                async for chunk in response.aiter_bytes():
-                    size += len(chunk)
-                    if size > MAX_RESPONSE_BYTES:
-                        raise LLMError(
-                            f"the LLM at {where} answered more than {MAX_RESPONSE_BYTES} bytes"
-                        )
-                    chunks.append(chunk)
-                return response.status_code, b"".join(chunks)
+            async with self._http.stream(
+                "POST", url, content=json.dumps(body).encode(), headers=headers
+            ) as response:
+                yield response
         except httpx.TimeoutException:
             raise LLMError(f"the LLM at {where} gave no answer within {self.timeout:g} s") from None
         except httpx.ConnectError:
@@ -189,6 +266,24 @@ class ChatClient:
             ) from None
         except httpx.HTTPError as exc:
             raise LLMError(f"can't reach the LLM at {where}: {type(exc).__name__}") from None
+
+    async def _read(self, response: httpx.Response) -> bytes:
+        chunks, size = [], 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > MAX_RESPONSE_BYTES:
+                raise LLMError(
+                    f"the LLM at {self.settings.shown_url} answered more than "
+                    f"{MAX_RESPONSE_BYTES} bytes"
+                )
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _stream_error(self, text: str) -> str:
+        if self.settings.api_key:
+            text = text.replace(self.settings.api_key, "***")
+        text = " ".join(text.split())[:DETAIL_CHARS]
+        return f"the LLM at {self.settings.shown_url} sent an error in its stream: {text or '?'}"
 
     def _http_error(self, status: int, content: bytes) -> str:
         try:
