@@ -17,10 +17,11 @@ from rich.markup import escape
 
 from ..agent import Agent
 from ..agents.lab import OrchestratorAgent, PricingAgent, StockAgent
+from ..agents.llm import ENV_API_KEY, ENV_BASE_URL
 from ..durations import parse_duration
 from ..server.app import create_app
 from .logs import configure_logging
-from .serve import STARTUP_FAILURE, _listen, _Server, _url, console
+from .serve import STARTUP_FAILURE, _agent_settings, _listen, _Server, _url, console
 
 __all__ = ["demo"]
 
@@ -40,9 +41,17 @@ def demo(
         ),
     ] = "0.5s",
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="An LLM to word the three agents' answers (the figures stay theirs), "
+            "instead of A2AD_MODEL. The endpoint comes from OPENAI_BASE_URL and OPENAI_API_KEY."
+        ),
+    ] = None,
 ) -> None:
     """Serve the lab's agents: an orchestrator that quotes from a stock agent and a
-    pricing agent, which it asks over A2A. No model needed."""
+    pricing agent, which it asks over A2A. No model needed; with one (--model), it
+    words their answers."""
     configure_logging(log_level)
     try:
         lookup = parse_duration(delay)
@@ -60,12 +69,14 @@ def demo(
         console.print(f"[red]error:[/red] {escape(said)}", soft_wrap=True)
         raise typer.Exit(STARTUP_FAILURE) from None
     base = _url(listening)
+    settings = _agent_settings(base, model)
+    orchestrator = OrchestratorAgent(
+        settings, stock_url=f"{base}/agents/stock", pricing_url=f"{base}/agents/pricing"
+    )
     agents: dict[str, Agent] = {
-        "orchestrator": OrchestratorAgent(
-            stock_url=f"{base}/agents/stock", pricing_url=f"{base}/agents/pricing"
-        ),
-        "stock": StockAgent(delay=lookup),
-        "pricing": PricingAgent(delay=lookup),
+        "orchestrator": orchestrator,
+        "stock": StockAgent(settings, delay=lookup),
+        "pricing": PricingAgent(settings, delay=lookup),
     }
     application = create_app(agents)  # the orchestrator first: the default, at /
     config = uvicorn.Config(
@@ -80,6 +91,7 @@ def demo(
         f"  orchestrator: {base}/  (quotes, asking the two below)",
         f"  stock:        {base}/agents/stock/",
         f"  pricing:      {base}/agents/pricing/",
+        _wording(orchestrator, settings.model),
         f'  Try:          a2ad send --stream --url {base} "{EXAMPLE}"',
         f"  The lab's client.py works against {base}/ as written.",
         "  Press Ctrl-C to stop.",
@@ -89,3 +101,16 @@ def demo(
     if server.startup_failed:
         raise typer.Exit(STARTUP_FAILURE)
     console.print("a2ad demo stopped.")
+
+
+def _wording(orchestrator: OrchestratorAgent, model: str | None) -> str:
+    phrasing = orchestrator.phrasing
+    if phrasing is not None:
+        llm = phrasing.settings
+        return f"  Answers:      worded by {escape(llm.model)} at {escape(llm.shown_url)}"
+    if model:
+        return (
+            f"  Answers:      in fixed wording: no endpoint for the model {escape(model)}; "
+            f"set {ENV_BASE_URL} or {ENV_API_KEY}"
+        )
+    return "  Answers:      in fixed wording (no model; --model NAME to word them with one)"

@@ -353,7 +353,8 @@ def serve(
     model: Annotated[
         str | None,
         typer.Option(
-            help="The LLM an LLM-backed agent uses (the task manager's), instead of A2AD_MODEL. "
+            help="The LLM an LLM-backed agent uses (the task manager, the LLM agent; the lab's "
+            "agents word their answers with it), instead of A2AD_MODEL. "
             "The endpoint comes from OPENAI_BASE_URL and OPENAI_API_KEY."
         ),
     ] = None,

@@ -4,9 +4,10 @@
 once, one to each agent, with a2ad's own client; their progress becomes
 working updates of its own task, the calls and their results internal data
 parts of its history, and the quote its artifact (text, and the figures as a
-data part). A request without a reference or a quantity asks for what is
-missing (input-required); the follow-up, sent to the same task, fills it in.
-An unknown reference asks for another.
+data part), worded by a model when one is configured (``phrasing``). A
+request without a reference or a quantity asks for what is missing
+(input-required); the follow-up, sent to the same task, fills it in. An
+unknown reference asks for another.
 
 Cancelling its task cancels its calls: each sub-task still running is
 canceled on its server (CancelTask). So does a failure of one call for the
@@ -40,6 +41,7 @@ from ...protocol.model import (
     TextPart,
 )
 from ..settings import AgentSettings
+from .phrasing import answer, phrasing
 from .request import Lang, Request, read
 from .wording import money, units
 
@@ -167,10 +169,14 @@ class OrchestratorAgent(Agent):
         stock_url: str | None = None,
         pricing_url: str | None = None,
         token: str | None = None,
+        model: str | None = None,
+        llm_base_url: str | None = None,
+        llm_api_key: str | None = None,
     ) -> None:
         """The agents' URLs: the arguments, else the settings' ``agent_urls``
         (``$A2AD_STOCK_URL``, ``$A2AD_PRICING_URL``), else this server's
-        ``/agents/stock`` and ``/agents/pricing``."""
+        ``/agents/stock`` and ``/agents/pricing``. With a model (``model``, else
+        the settings'), the quote is worded by it (``phrasing``)."""
         settings = settings or AgentSettings()
         base = settings.server_url.rstrip("/")
         self.stock_url = stock_url or settings.agent_urls.get("stock") or f"{base}/agents/stock"
@@ -179,6 +185,9 @@ class OrchestratorAgent(Agent):
         )
         self.token = token if token is not None else settings.token
         self._tls = ssl.create_default_context()
+        self.phrasing = phrasing(
+            self.name, settings, model=model, llm_base_url=llm_base_url, llm_api_key=llm_api_key
+        )
 
     async def run(self, ctx: TaskContext) -> None:
         request = read(m.text for m in ctx.history if m.role is Role.USER)
@@ -239,8 +248,15 @@ class OrchestratorAgent(Agent):
             "discount_percent": pricing.result["discount_percent"],
             "total": pricing.result["total"],
         }
-        await ctx.artifact(
-            [TextPart(text), DataPart(figures)], name="quote" if lang == "en" else "devis"
+        await answer(
+            ctx,
+            self.phrasing,
+            agent=self.name,
+            fixed=text,
+            figures=figures,
+            lang=lang,
+            name="quote" if lang == "en" else "devis",
+            markdown=True,
         )
         await ctx.complete()
 

@@ -12,7 +12,9 @@ from typing import Any
 
 from ...agent import Agent, AgentSkill, TaskContext
 from ...protocol.model import DataPart, Role, TextPart
+from ..settings import AgentSettings
 from .catalogue import CATALOGUE
+from .phrasing import answer, phrasing
 from .request import Lang, read
 from .wording import units
 
@@ -63,8 +65,22 @@ class StockAgent(Agent):
         ),
     )
 
-    def __init__(self, *, delay: float = 0.0) -> None:
-        self.delay = delay  # seconds each tool call takes, to watch a stream or cancel one
+    def __init__(
+        self,
+        settings: AgentSettings | None = None,
+        *,
+        delay: float = 0.0,
+        model: str | None = None,
+        llm_base_url: str | None = None,
+        llm_api_key: str | None = None,
+    ) -> None:
+        """With a model (``model``, else the settings'), the answer is worded by it
+        (``phrasing``); ``delay``: seconds each tool call takes, to watch a stream
+        or cancel one."""
+        self.delay = delay
+        self.phrasing = phrasing(
+            self.name, settings, model=model, llm_base_url=llm_base_url, llm_api_key=llm_api_key
+        )
 
     async def run(self, ctx: TaskContext) -> None:
         request = read(m.text for m in ctx.history if m.role is Role.USER)
@@ -85,7 +101,13 @@ class StockAgent(Agent):
         await asyncio.sleep(self.delay)
         result = check_stock(request.sku)
         await ctx.working(ctx.internal(DataPart({"name": "check_stock", "response": result})))
-        await ctx.artifact(
-            [TextPart(stock_text(result, request.lang)), DataPart(result)], name="stock"
+        await answer(
+            ctx,
+            self.phrasing,
+            agent=self.name,
+            fixed=stock_text(result, request.lang),
+            figures=result,
+            lang=request.lang,
+            name="stock",
         )
         await ctx.complete()
