@@ -16,20 +16,21 @@ from a2ad.agents.lab import PricingAgent, StockAgent
 
 from .agents.test_lab import QUOTE, sub_task_states
 from .conftest import LiveServer
+from .fake_model import FakeModel, Turn
 from .lab_client import data, kind, rpc, send, state, status_text, stream, texts
 from .process_output import ProcessOutput
 from .test_cli import A2AD, PROJECT, Served
 
 
 class Demo(ProcessOutput):
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(
             [str(A2AD), "demo", "--port", "0", *args],
             cwd=PROJECT,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
-            env={**os.environ, "COLUMNS": "200"},
+            env={**os.environ, "COLUMNS": "200", **(env or {})},
         )
         self.watch(self.proc)
 
@@ -117,6 +118,43 @@ def test_serve_finds_the_orchestrators_agents_in_the_environment() -> None:
     ):
         task = send(served.url + "/", QUOTE)
         assert task["status"]["state"] == "TASK_STATE_COMPLETED", task
+        assert served.stop() == 0
+
+
+def test_demo_with_a_model_streams_its_wording_of_each_agents_figures() -> None:
+    worded = "Devis : 12 CHAISE-ERGO, 2 041,20 € HT."
+    with (
+        FakeModel([Turn(text=worded, chunks=3)]) as model,
+        Demo("--delay", "0", "--model", "fake-model", env={"OPENAI_BASE_URL": model.url}) as demo,
+    ):
+        demo.expect(rf"Answers:\s+worded by fake-model at {model.url}")
+        events = list(stream(demo.url("orchestrator"), QUOTE))
+        assert state(events[-1]) == "TASK_STATE_COMPLETED"
+        chunks = [e["artifactUpdate"]["artifact"]["parts"] for e in events
+                  if kind(e) == "artifactUpdate"]  # fmt: skip
+        assert len(chunks) == 4  # three pieces of words, then the figures
+        assert "".join(texts(parts) for parts in chunks[:-1]) == worded
+        assert data(chunks[-1])["total"] == "2041.20"
+        systems = sorted(r["messages"][0]["content"].split(" agent ")[0] for r in model.requests)
+        assert [s.rsplit(" ", 1)[1] for s in systems] == ["orchestrator", "pricing", "stock"]
+
+
+def test_serve_passes_its_model_to_a_lab_agent() -> None:
+    with (
+        FakeModel([Turn(text="12 en stock à Lyon.")]) as model,
+        Served(
+            "--agent",
+            "a2ad.agents.lab:StockAgent",
+            "--store",
+            "memory",
+            "--model",
+            "fake-model",
+            env={"OPENAI_BASE_URL": model.url},
+        ) as served,
+    ):
+        task = send(served.url + "/", "Stock de CHAISE-ERGO ?")
+        assert texts(task["artifacts"][0]["parts"]).replace("\n", "") == "12 en stock à Lyon."
+        assert task["metadata"]["a2ad"]["usage"]["byModel"].keys() == {"fake-model"}
         assert served.stop() == 0
 
 
