@@ -176,8 +176,8 @@ class ChatClient:
         usage (asked for with ``stream_options.include_usage``). Raises LLMError
         as ``chat`` does, and also for a stream that ends before the answer does
         (no ``[DONE]`` and no ``finish_reason``) or that is not chat-completion
-        chunks. An endpoint that answers a whole completion instead of a stream
-        is taken as one piece."""
+        chunks (an endpoint that ignores ``stream`` and answers a whole
+        completion ends without either)."""
         body: dict[str, Any] = {
             "model": self.settings.model,
             "messages": messages,
@@ -188,11 +188,6 @@ class ChatClient:
             if response.status_code != 200:
                 content = await self._read(response)
                 raise LLMError(self._http_error(response.status_code, content))
-            if not response.headers.get("content-type", "").startswith("text/event-stream"):
-                reply = self._reply(await self._read(response))
-                if reply.content:
-                    await on_text(reply.content)
-                return reply
             return await self._events(response, on_text)
 
     async def _events(
