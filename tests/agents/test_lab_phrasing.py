@@ -7,6 +7,7 @@ text (a note in a working update), never a failed quote."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -158,3 +159,21 @@ def test_a_model_without_an_endpoint_warns_when_made_and_keeps_the_fixed_text(
     assert agent.phrasing is None
     assert "OPENAI_BASE_URL" in caplog.text
     assert PricingAgent().phrasing is None  # no model: the fixed text, no warning
+
+
+def test_cancel_while_the_model_words_hangs_up_on_it(model: FakeModel) -> None:
+    model.turns = [Turn(text="Il reste douze chaises à Lyon.", chunks=6, chunk_delay=2.0)]
+    agent = StockAgent(AgentSettings(model="fake-model", llm_base_url=model.url))
+    with LiveServer(create_app(agent)) as live:
+        url = live.url + "/"
+        events = stream(url, "Stock de CHAISE-ERGO ?")
+        task_id = next(events)["task"]["id"]
+        while kind(next(events)) != "artifactUpdate":
+            pass  # the first words are in: the model is streaming
+        canceled = rpc(url, "CancelTask", {"id": task_id})
+        events.close()
+        deadline = time.monotonic() + 3
+        while not model.disconnects and time.monotonic() < deadline:
+            time.sleep(0.02)
+    assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
+    assert model.disconnects, "the model's stream was still read after the cancel"
