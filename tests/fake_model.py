@@ -33,13 +33,16 @@ class ToolCallTurn:
 @dataclass
 class Turn:
     """One reply: ``text`` (streamed in ``chunks`` pieces), or ``tool_calls``;
-    ``delay`` seconds before the first byte (to test a cancel); ``status`` other
-    than 200 answers an error body instead."""
+    ``delay`` seconds before the first byte (to test a cancel); ``pause`` seconds
+    between streamed pieces, which a client that hangs up ends (counted in
+    ``FakeModel.disconnects``); ``status`` other than 200 answers an error body
+    instead."""
 
     text: str = ""
     tool_calls: list[ToolCallTurn] = field(default_factory=list)
     chunks: int = 3
     delay: float = 0.0
+    pause: float = 0.0
     status: int = 200
     prompt_tokens: int = 11
     completion_tokens: int = 7
@@ -49,6 +52,7 @@ class FakeModel:
     def __init__(self, turns: list[Turn] | None = None) -> None:
         self.turns = list(turns or [Turn(text="Hello from the fake model.")])
         self.requests: list[dict[str, Any]] = []
+        self.disconnects = 0  # streams the client hung up on during a pause
         self._lock = threading.Lock()
         self._served = ThreadedServer(self._app, what="the fake model", interface="asgi3")
         self.url = f"http://127.0.0.1:{self._served.port}/v1"
@@ -139,7 +143,11 @@ class FakeModel:
                 )
             finish = "tool_calls"
         else:
-            for piece in _pieces(turn.text, turn.chunks):
+            for i, piece in enumerate(_pieces(turn.text, turn.chunks)):
+                if i and turn.pause and await _hung_up(receive, turn.pause):
+                    with self._lock:
+                        self.disconnects += 1
+                    return
                 await event({"content": piece})
                 await asyncio.sleep(turn.delay / max(1, turn.chunks) if turn.delay else 0)
             finish = "stop"
@@ -158,6 +166,15 @@ class FakeModel:
             data = f"data: {json.dumps(chunk)}\n\n".encode()
             await send({"type": "http.response.body", "body": data, "more_body": True})
         await send({"type": "http.response.body", "body": b"data: [DONE]\n\n"})
+
+
+async def _hung_up(receive: Any, seconds: float) -> bool:
+    """Wait ``seconds``; True if the client disconnected meanwhile."""
+    try:
+        message = await asyncio.wait_for(receive(), seconds)
+    except TimeoutError:
+        return False
+    return bool(message["type"] == "http.disconnect")
 
 
 def _pieces(text: str, count: int) -> list[str]:

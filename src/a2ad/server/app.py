@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
+from ..adapters import adapt
 from ..adapters.function import FunctionAgent
 from ..agent import Agent, RequestContext
 from ..agents.demo import DemoAgent
@@ -437,7 +438,9 @@ def load_agent(spec: str, settings: AgentSettings | None = None) -> Agent:
     of the user's text, async, sync or an async generator); a bare
     ``package.module`` means its ``agent`` attribute. ``a2a-sdk:`` before the
     name loads an a2a-sdk AgentExecutor (instance or class) instead
-    (``adapters.a2a_sdk``). A class, or a plain function returning an agent,
+    (``adapters.a2a_sdk``). An object of a framework that ``adapters.adapt``
+    recognizes (a Google ADK agent) is served through its adapter. A class, or a
+    plain function returning an agent,
     that has a ``settings`` parameter is called with ``settings`` (default
     ``AgentSettings()``): how ``a2ad serve`` passes what it read from its flags
     and the environment."""
@@ -459,6 +462,9 @@ def load_agent(spec: str, settings: AgentSettings | None = None) -> Agent:
     obj, attr = _load_object(spec, spec, settings)
     if isinstance(obj, Agent):
         return obj
+    adapted = adapt(obj, name=attr)  # a framework's agent: a Google ADK agent, ...
+    if adapted is not None:
+        return adapted
     if hasattr(obj, "run") and callable(obj.run):  # not an Agent: its card is a function's
         obj = obj.run
     if callable(obj):
