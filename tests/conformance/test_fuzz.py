@@ -64,6 +64,7 @@ def test_mutated_requests_never_break_the_server_nor_change_stored_tasks(
         tally: Counter[str] = Counter()
         fuzz()
         assert seeds.snapshot(http) == before
+        assert tally["HTTP 413 (body too large)"] > 0  # oversized bodies were tried
         # Shown with -s (scripts/fuzz): what the answers were.
         print(f"\nwire fuzzer, {sum(tally.values())} requests:")
         for what, count in tally.most_common():

@@ -17,7 +17,7 @@ from a2a.types import ListTaskPushNotificationConfigsResponse, TaskPushNotificat
 from a2ad import MemoryStore, TaskStore, create_app
 from a2ad.server.extensions import PUSH_DELIVERY
 
-from ..conftest import Rpc
+from ..conftest import V1, Rpc
 from ..scripted import ScriptedAgent
 from .dialects import V03, V10, WireDialect, result_of
 from .oracles import parse_v1, validate_03
@@ -420,4 +420,8 @@ async def test_a_store_without_webhooks_answers_push_not_supported(d: WireDialec
         error = d.error(body, -32003, reason="PUSH_NOTIFICATION_NOT_SUPPORTED")
         assert "stream or GetTask" in error["message"]
         assert (await d.list_tasks(rpc))["totalSize"] == 1  # only the first task
+        # The card says so, and offers no extension about deliveries.
+        card = (await client.get("/.well-known/agent-card.json", headers=V1 if d.v1 else {})).json()
+        assert card["capabilities"]["pushNotifications"] is False
+        assert not card["capabilities"].get("extensions")
     await app.aclose()

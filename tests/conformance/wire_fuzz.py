@@ -109,6 +109,8 @@ class FuzzServer:
                 "tests.conformance.fuzz_agent:FuzzAgent",
                 "--shutdown-grace",
                 "0s",
+                "--max-body-bytes",
+                str(MAX_BODY_BYTES),
                 *(["--auth", auth] if auth else []),
             ],
             cwd=PROJECT,
@@ -382,6 +384,7 @@ ODD_STRINGS = [
     "\\u0000",
 ]
 HUGE_SIZES = [256, 257, 4096, 65_536, 1_000_000]
+MAX_BODY_BYTES = 2 * 1024 * 1024  # the fuzzed server's body cap: above every huge string
 RAW_NUMBERS = [
     "NaN",
     "-NaN",
@@ -633,6 +636,7 @@ def wire_requests(draw: st.DrawFn, seeds: Seeds) -> WireRequest:
         st.sampled_from(
             ["as is"] * 6
             + ["invalid utf-8", "truncated", "cut on the socket", "version", "query", "path"]
+            + ["oversized"]
         ),
         label="finish",
     )
@@ -652,6 +656,9 @@ def wire_requests(draw: st.DrawFn, seeds: Seeds) -> WireRequest:
         request.query = "?A2A-Version=" + draw(st.sampled_from(VERSION_HEADERS)).strip()
     elif finish == "path":
         request.path = "/a2a"
+    elif finish == "oversized":  # one byte or more past the cap: 413, nothing read
+        extra = MAX_BODY_BYTES + 1 - len(body) + draw(st.integers(0, 4096))
+        request.body = body + b" " * max(0, extra)
     request.mutation = f"{what}, {finish}"
     return request
 
@@ -795,7 +802,12 @@ def check_answer(request: WireRequest, answer: Answer | None) -> str:
         assert answer.status == 200, answer
         return _check_stream(sent, version, answer.body)
     assert answer.content_type.startswith("application/json"), answer
-    assert answer.status in (200, 413), answer
+    if answer.status == 413:  # past the body cap: refused before it was read
+        assert len(request.body) > MAX_BODY_BYTES, request.mutation
+        body = _strict_json(answer.body)
+        assert body["id"] is None and body["error"]["code"] == -32600, body
+        return "HTTP 413 (body too large)"
+    assert answer.status == 200, answer
     body = _strict_json(answer.body)
     _check_response(sent, version, body, streaming=False)
     return f"error {body['error']['code']}" if "error" in body else "result"

@@ -24,7 +24,7 @@ becomes calls on the TaskContext:
   completion tokens, ADK's total, under the model that answered;
 - an exception in the run (ADK yields it as an event with an ``error_code``,
   then raises it) fails the task: a model call's HTTP error (``openai.APIError``,
-  which LiteLLM's errors are) naming the error class and status, any other
+  which LiteLLM's errors are; model_errors.py) naming the error class and status, any other
   exception naming its class, as with any agent (never the exception's text,
   which may quote a credential); an error event that the run does not raise
   after (the model stopped for ``MAX_TOKENS``, ``SAFETY``, ...) fails it with
@@ -53,6 +53,7 @@ from google.genai import types
 
 from ..agent import Agent, TaskContext
 from ..protocol.model import DataPart, FilePart, Message, Part, TextPart
+from .model_errors import model_error
 
 __all__ = ["AdkAgent"]
 
@@ -113,7 +114,7 @@ class AdkAgent(Agent):
                     if not await turn.take(event):
                         return
         except Exception as exc:
-            reason = _model_error(exc)
+            reason = model_error(exc)
             if reason is None:
                 raise
             await ctx.fail(reason)
@@ -257,14 +258,3 @@ def _import_model_client() -> None:
     # task of the server) for seconds; an agent that uses LiteLlm pays it at load.
     if "google.adk.models.lite_llm" in sys.modules:
         importlib.import_module("litellm")
-
-
-def _model_error(exc: BaseException) -> str | None:
-    """A failed model call's message (error class and HTTP status, never the
-    error's text, which may quote a credential), or None for another exception."""
-    openai = sys.modules.get("openai")
-    if openai is None or not isinstance(exc, openai.APIError):
-        return None
-    status = getattr(exc, "status_code", None)
-    where = f" (HTTP {status})" if isinstance(status, int) else ""
-    return f"The model failed: {type(exc).__name__}{where}"

@@ -131,7 +131,7 @@ class A2AApp:
                     streams=streams,
                     keepalive_seconds=keepalive_seconds,
                 ),
-                CardEndpoint(engine.agents[name], schemes=schemes),
+                CardEndpoint(engine.agents[name], schemes=schemes, push=engine.push is not None),
             )
 
         # Each agent at /agents/<name>/ (named ones), the default one at / too.
@@ -439,8 +439,8 @@ def load_agent(spec: str, settings: AgentSettings | None = None) -> Agent:
     ``package.module`` means its ``agent`` attribute. ``a2a-sdk:`` before the
     name loads an a2a-sdk AgentExecutor (instance or class) instead
     (``adapters.a2a_sdk``). An object of a framework that ``adapters.adapt``
-    recognizes (a Google ADK agent) is served through its adapter. A class, or a
-    plain function returning an agent,
+    recognizes (a compiled LangGraph graph, a PraisonAI agent, a Google ADK agent)
+    is served through its adapter. A class, or a plain function returning an agent,
     that has a ``settings`` parameter is called with ``settings`` (default
     ``AgentSettings()``): how ``a2ad serve`` passes what it read from its flags
     and the environment."""
@@ -462,7 +462,7 @@ def load_agent(spec: str, settings: AgentSettings | None = None) -> Agent:
     obj, attr = _load_object(spec, spec, settings)
     if isinstance(obj, Agent):
         return obj
-    adapted = adapt(obj, name=attr)  # a framework's agent: a Google ADK agent, ...
+    adapted = adapt(obj, name=attr)  # a framework's agent: a LangGraph graph, ...
     if adapted is not None:
         return adapted
     if hasattr(obj, "run") and callable(obj.run):  # not an Agent: its card is a function's

@@ -40,13 +40,16 @@ def _interfaces(base: str) -> list[dict[str, str]]:
 
 
 def render_card(
-    info: AgentCardInfo, base: str, version: str, *, extended_card: bool
+    info: AgentCardInfo, base: str, version: str, *, extended_card: bool, push: bool = True
 ) -> dict[str, Any]:
-    """The card of ``info`` served at ``base``, in A2A ``version`` ("1.0" or "0.3")."""
-    capabilities = {"streaming": True, "pushNotifications": True}
+    """The card of ``info`` served at ``base``, in A2A ``version`` ("1.0" or "0.3");
+    ``push``: whether the server delivers push notifications (its store keeps
+    webhooks)."""
+    capabilities = {"streaming": True, "pushNotifications": push}
     if extended_card:
         capabilities["extendedAgentCard"] = True
-    info = msgspec.structs.replace(info, extensions=(*info.extensions, *SERVER_EXTENSIONS))
+    ours = SERVER_EXTENSIONS if push else ()  # a2ad's own are about push deliveries
+    info = msgspec.structs.replace(info, extensions=(*info.extensions, *ours))
     card = card_v1(info, interfaces=_interfaces(base), capabilities=capabilities)
     return card_to_03(card) if version == "0.3" else card
 
@@ -66,12 +69,16 @@ def with_security(info: AgentCardInfo, schemes: Mapping[str, SecurityScheme]) ->
 
 
 def agent_card(
-    agent: Agent, base: str, *, schemes: Mapping[str, SecurityScheme] | None = None
+    agent: Agent,
+    base: str,
+    *,
+    schemes: Mapping[str, SecurityScheme] | None = None,
+    push: bool = True,
 ) -> dict[str, Any]:
     """The public card served at ``base``: the 1.0 card with the 0.3 one inside;
     it declares the server's authentication ``schemes``."""
     info = with_security(agent.card_info(), schemes or {})
-    card = render_card(info, base, "1.0", extended_card=agent.has_extended_card)
+    card = render_card(info, base, "1.0", extended_card=agent.has_extended_card, push=push)
     old = card_to_03(card)
     for key, value in old.items():
         card.setdefault(key, value)

@@ -178,7 +178,8 @@ class Dispatcher:
                 return dialect.encode_deleted()
         assert operation is Operation.EXTENDED_CARD, operation
         info = await handler.get_extended_agent_card(method, context)
-        card = render_card(info, base_url(scope), dialect.version, extended_card=True)
+        push = handler.engine.push is not None
+        card = render_card(info, base_url(scope), dialect.version, extended_card=True, push=push)
         return msgspec.json.encode(card)
 
     async def open_stream(

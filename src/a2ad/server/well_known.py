@@ -52,10 +52,15 @@ class CardEndpoint:
     ``schemes``; its ``last_modified`` is when it was made."""
 
     def __init__(
-        self, agent: Agent, *, schemes: Mapping[str, SecurityScheme] | None = None
+        self,
+        agent: Agent,
+        *,
+        schemes: Mapping[str, SecurityScheme] | None = None,
+        push: bool = True,
     ) -> None:
         self.agent = agent
         self.schemes = dict(schemes or {})
+        self.push = push  # the store keeps webhooks: the card says pushNotifications
         # HTTP dates have whole seconds: a client echoing ours must compare equal.
         self.last_modified = datetime.now(UTC).replace(microsecond=0)
         self._headers = [
@@ -95,9 +100,11 @@ class CardEndpoint:
 
     def _render(self, base: str, version: str | None) -> dict[str, Any]:
         if version is None:
-            return agent_card(self.agent, base, schemes=self.schemes)
+            return agent_card(self.agent, base, schemes=self.schemes, push=self.push)
         info = with_security(self.agent.card_info(), self.schemes)
-        return render_card(info, base, version, extended_card=self.agent.has_extended_card)
+        return render_card(
+            info, base, version, extended_card=self.agent.has_extended_card, push=self.push
+        )
 
     def _not_modified(self, scope: Scope, etag: str) -> bool:
         if_none_match = header(scope, b"if-none-match")
