@@ -149,7 +149,9 @@ async def test_function_call_and_response_are_internal_parts_and_usage_is_in_met
     assert sum(m["totalTokens"] for m in usage["byModel"].values()) == 896
 
 
-async def test_stream_sends_the_models_tokens_as_chunks_of_one_artifact(serve: Serve) -> None:
+async def test_stream_sends_the_models_tokens_as_chunks_of_one_answer_artifact(
+    serve: Serve,
+) -> None:
     client, _ = await serve([Turn(tool_calls=[STOCK_CALL]), Turn(text=ANSWER, chunks=4)])
     async with asyncio.timeout(TIMEOUT):
         events = [e async for e in client.stream("Stock de CHAISE-ERGO ?")]
@@ -165,6 +167,7 @@ async def test_stream_sends_the_models_tokens_as_chunks_of_one_artifact(serve: S
     chunks = [e for e in events if isinstance(e, TaskArtifactUpdateEvent)]
     assert len(chunks) == 5  # four pieces of text, then the last chunk
     assert len({c.artifact.artifact_id for c in chunks}) == 1
+    assert chunks[0].artifact.name == "answer"
     assert [c.append for c in chunks] == [False, True, True, True, True]
     assert [c.last_chunk for c in chunks] == [False, False, False, False, True]
     assert "".join(p.text for c in chunks for p in c.artifact.parts) == ANSWER

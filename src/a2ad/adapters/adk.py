@@ -10,10 +10,12 @@ The user's message goes to ADK as one user ``Content``: text parts as text, data
 parts as their JSON text, files as inline data or file URIs. What the run yields
 becomes calls on the TaskContext:
 
-- text the model streams (``partial`` events, with ``streaming=True``, ADK's SSE
-  mode) is sent as it comes as the chunks of one artifact per model response
-  (``append``), closed by a last chunk (one empty text part) when ADK yields the
-  whole response; without streaming, each response's text is one artifact;
+- the text of the model's responses is one artifact, ``answer``, sent chunk by
+  chunk: as the model streams it (``partial`` events, with ``streaming=True``,
+  ADK's SSE mode), else a whole response at a time; the first chunk creates it,
+  the next are appended, and when the run ends an empty last chunk closes it.
+  The whole response that ADK yields after its partial events repeats their
+  text and is not sent again. Files a response holds are chunks too;
 - function calls, function responses, code and code results (and thoughts) go
   into working status messages as data parts (text for a thought) marked with
   ADK's own metadata (``adk_type``, ``adk_thought``), which a2ad treats as
@@ -122,21 +124,21 @@ class AdkAgent(Agent):
         if turn.error is not None:
             await ctx.fail(turn.error)
             return
-        await turn.close_stream()
+        await turn.close_answer()
 
 
 class _Turn:
-    """What one run's events have done so far: the artifact being streamed."""
+    """What one run's events have done so far: the answer artifact, streamed."""
 
     def __init__(self, ctx: TaskContext, model: str) -> None:
         self.ctx = ctx
         self.model = model
-        self.streaming: str | None = None  # the artifact the model's text streams into
+        self.answer: str | None = None  # the artifact id, once its first chunk is sent
+        self.streamed = False  # the current model response's text came as partial events
         self.error: str | None = None  # the failed task's message, if the run ends now
 
     async def take(self, event: Event) -> bool:
         """Act on ``event``; False once the task has ended (nothing more to do)."""
-        ctx = self.ctx
         if event.error_code:
             # An exception comes as this event first, then is raised: wait for it.
             detail = f": {event.error_message}" if event.error_message else ""
@@ -147,35 +149,36 @@ class _Turn:
             text = "".join(p.text for p in parts if p.text and not p.thought)
             if not text:
                 return True  # a partial function call, or a thought: the whole one follows
-            sent = await ctx.artifact(
-                text, artifact_id=self.streaming, append=self.streaming is not None
-            )
-            if sent is False:
-                return False
-            self.streaming = sent
-            return True
+            self.streamed = True
+            return await self._add(TextPart(text))
         if event.usage_metadata is not None:
             await self._usage(event)
         answer: list[Part] = []
         steps: list[Part] = []
         for part in parts:
             _convert(part, answer, steps)
-        if self.streaming is not None:
-            # The whole response repeats what was streamed: the chunks stand, closed here.
-            if not await self.close_stream():
-                return False
-        elif answer and await ctx.artifact(answer) is False:
+        if self.streamed:  # the whole response repeats the text streamed already
+            self.streamed = False
+            answer = [p for p in answer if p.kind != "text"]
+        if answer and not await self._add(answer):
             return False
-        return not steps or await ctx.working(steps)
+        return not steps or await self.ctx.working(steps)
 
-    async def close_stream(self) -> bool:
-        if self.streaming is None:
-            return True
-        artifact, self.streaming = self.streaming, None
+    async def _add(self, parts: Part | list[Part]) -> bool:
         sent = await self.ctx.artifact(
-            TextPart(""), artifact_id=artifact, append=True, last_chunk=True
+            parts, artifact_id=self.answer, name="answer", append=self.answer is not None
         )
-        return sent is not False
+        if sent is False:
+            return False
+        self.answer = sent
+        return True
+
+    async def close_answer(self) -> None:
+        # Which chunk is the last is known only once the run has ended.
+        if self.answer is not None:
+            await self.ctx.artifact(
+                TextPart(""), artifact_id=self.answer, append=True, last_chunk=True
+            )
 
     async def _usage(self, event: Event) -> None:
         usage = event.usage_metadata
