@@ -1,8 +1,14 @@
 """What a store costs per task, without HTTP: the engine and the echo agent over
-MemoryStore and SqliteStore, driven in-process by concurrent senders.
+MemoryStore, SqliteStore and PostgresStore, driven in-process by concurrent senders.
 
-    .venv/bin/python bench/store_writes.py                  # both stores, 32 senders
+    .venv/bin/python bench/store_writes.py                  # memory and sqlite, 32 senders
     taskset -c 0 .venv/bin/python bench/store_writes.py --stores sqlite --senders 32
+    taskset -c 0 .venv/bin/python bench/store_writes.py --stores memory,sqlite,postgresql
+
+``postgresql`` uses the server at A2AD_BENCH_POSTGRES (default
+postgresql://postgres@127.0.0.1:5432/postgres), in a schema of its own made for the
+run and dropped after. After the sends, each sender reads ``--sends`` tasks back
+with the store's ``get`` (gets/s).
 
 For each store: a warm-up of 100 sends per sender, then ``--sends`` per sender,
 timed; prints sends/s, process CPU (user + system) per send and, for SQLite, the
@@ -54,8 +60,42 @@ async def measure(store: TaskStore, senders: int, sends: int, quota: int = 0) ->
     await asyncio.gather(*(sender(sends) for _ in range(senders)))
     elapsed, used = time.perf_counter() - t0, cpu() - cpu0
     total = senders * sends
+    ids = [task.id for task in await store.list_tasks(limit=1000)]
+
+    async def getter(n: int, offset: int) -> None:
+        for i in range(n):
+            assert await store.get(ids[(offset + i) % len(ids)]) is not None
+
+    t1 = time.perf_counter()
+    await asyncio.gather(*(getter(sends, 31 * k) for k in range(senders)))
+    got = time.perf_counter() - t1
     await engine.shutdown(graceful=False)
-    return {"sends_per_s": total / elapsed, "cpu_us_per_send": used / total * 1e6}
+    return {
+        "sends_per_s": total / elapsed,
+        "cpu_us_per_send": used / total * 1e6,
+        "gets_per_s": total / got,
+    }
+
+
+async def run_postgres(senders: int, sends: int, quota: int) -> dict[str, float]:
+    import asyncpg  # type: ignore[import-untyped]
+
+    from a2ad.store.postgres import PostgresStore
+
+    server = os.environ.get("A2AD_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres")
+    schema = f"a2ad_bench_{os.getpid()}"
+    admin = await asyncpg.connect(server)
+    try:
+        await admin.execute(f"CREATE SCHEMA {schema}")
+        separator = "&" if "?" in server else "?"
+        store = PostgresStore(f"{server}{separator}search_path={schema}")
+        try:
+            return await measure(store, senders, sends, quota)
+        finally:
+            await store.aclose()
+    finally:
+        await admin.execute(f"DROP SCHEMA {schema} CASCADE")
+        await admin.close()
 
 
 async def run_store(
@@ -63,6 +103,8 @@ async def run_store(
 ) -> dict[str, float]:
     if name == "memory":
         return await measure(MemoryStore(max_tasks=10**7), senders, sends, quota)
+    if name == "postgresql":
+        return await run_postgres(senders, sends, quota)
     path = folder / "tasks.db"
     store = SqliteStore(path)
     await store.open()

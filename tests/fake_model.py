@@ -3,7 +3,9 @@ framework adapters that need a model: ``POST /v1/chat/completions`` (plain or
 ``"stream": true``, server-sent events as OpenAI sends them) and
 ``GET /v1/models``. Each request takes the next scripted ``Turn`` (the last one
 repeats): text, or tool calls, with the token usage reported. Requests are kept
-for the test to read. A real HTTP server (uvicorn), not a mock of a client.
+for the test to read, and so is the time (``time.monotonic()``) of each client
+that hung up on a stream before its end (``disconnects``). A real HTTP server
+(uvicorn), not a mock of a client.
 """
 
 from __future__ import annotations
@@ -32,27 +34,27 @@ class ToolCallTurn:
 
 @dataclass
 class Turn:
-    """One reply: ``text`` (streamed in ``chunks`` pieces), or ``tool_calls``;
-    ``delay`` seconds before the first byte (to test a cancel); ``pause`` seconds
-    between streamed pieces, which a client that hangs up ends (counted in
-    ``FakeModel.disconnects``); ``status`` other than 200 answers an error body
-    instead."""
+    """One reply: ``text`` (streamed in ``chunks`` pieces, ``chunk_delay``
+    seconds apart), or ``tool_calls``; ``delay`` seconds before the first byte
+    (to test a cancel); ``status`` other than 200 answers an error body instead;
+    ``raw`` is sent as the whole body of a 200 stream instead (a broken endpoint)."""
 
     text: str = ""
     tool_calls: list[ToolCallTurn] = field(default_factory=list)
     chunks: int = 3
     delay: float = 0.0
-    pause: float = 0.0
+    chunk_delay: float = 0.0
     status: int = 200
     prompt_tokens: int = 11
     completion_tokens: int = 7
+    raw: bytes = b""
 
 
 class FakeModel:
     def __init__(self, turns: list[Turn] | None = None) -> None:
         self.turns = list(turns or [Turn(text="Hello from the fake model.")])
         self.requests: list[dict[str, Any]] = []
-        self.disconnects = 0  # streams the client hung up on during a pause
+        self.disconnects: list[float] = []
         self._lock = threading.Lock()
         self._served = ThreadedServer(self._app, what="the fake model", interface="asgi3")
         self.url = f"http://127.0.0.1:{self._served.port}/v1"
@@ -95,9 +97,24 @@ class FakeModel:
             return
         model = request.get("model") or MODEL
         if request.get("stream"):
-            await self._stream(send, receive, turn, model, request)
+            # The stream ends early when the client hangs up: uvicorn then drops what is sent.
+            streamer = asyncio.create_task(self._stream(send, receive, turn, model, request))
+            watcher = asyncio.create_task(self._watch(receive, streamer))
+            try:
+                await asyncio.wait({watcher, streamer}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in (watcher, streamer):
+                    task.cancel()
+                await asyncio.gather(watcher, streamer, return_exceptions=True)
         else:
             await _json(send, 200, _completion(turn, model))
+
+    async def _watch(self, receive: Any, streamer: asyncio.Task[None]) -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        if not streamer.done():  # not the end of a stream sent whole
+            with self._lock:
+                self.disconnects.append(time.monotonic())
 
     async def _stream(
         self, send: Any, receive: Any, turn: Turn, model: str, request: dict[str, Any]
@@ -109,6 +126,9 @@ class FakeModel:
                 "headers": [(b"content-type", b"text/event-stream")],
             }
         )
+        if turn.raw:
+            await send({"type": "http.response.body", "body": turn.raw})
+            return
         ident, created = "chatcmpl-fake", int(time.time())
 
         async def event(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> None:
@@ -143,13 +163,11 @@ class FakeModel:
                 )
             finish = "tool_calls"
         else:
-            for i, piece in enumerate(_pieces(turn.text, turn.chunks)):
-                if i and turn.pause and await _hung_up(receive, turn.pause):
-                    with self._lock:
-                        self.disconnects += 1
-                    return
+            for piece in _pieces(turn.text, turn.chunks):
                 await event({"content": piece})
-                await asyncio.sleep(turn.delay / max(1, turn.chunks) if turn.delay else 0)
+                await asyncio.sleep(
+                    turn.chunk_delay or (turn.delay / max(1, turn.chunks) if turn.delay else 0)
+                )
             finish = "stop"
         usage = _usage(turn)
         include_usage = (request.get("stream_options") or {}).get("include_usage")
@@ -166,15 +184,6 @@ class FakeModel:
             data = f"data: {json.dumps(chunk)}\n\n".encode()
             await send({"type": "http.response.body", "body": data, "more_body": True})
         await send({"type": "http.response.body", "body": b"data: [DONE]\n\n"})
-
-
-async def _hung_up(receive: Any, seconds: float) -> bool:
-    """Wait ``seconds``; True if the client disconnected meanwhile."""
-    try:
-        message = await asyncio.wait_for(receive(), seconds)
-    except TimeoutError:
-        return False
-    return bool(message["type"] == "http.disconnect")
 
 
 def _pieces(text: str, count: int) -> list[str]:

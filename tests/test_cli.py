@@ -322,10 +322,10 @@ def test_serve_names_the_folder_when_the_sqlite_file_cannot_be_created(tmp_path:
 
 
 def test_serve_rejects_an_unknown_store_url() -> None:
-    done = run_a2ad("serve", "--port", str(free_port()), "--store", "postgres://nowhere")
+    done = run_a2ad("serve", "--port", str(free_port()), "--store", "mysql://nowhere")
     said = " ".join((done.stdout + done.stderr).split())
     assert done.returncode == 2
-    assert "postgres://nowhere" in said and "sqlite:///" in said
+    assert "mysql://nowhere" in said and "sqlite:///" in said and "postgresql://" in said
 
 
 def test_serve_on_a_port_in_use_says_so_in_one_line_and_exits_3() -> None:
@@ -347,7 +347,7 @@ def test_serve_banner_names_the_sqlite_file_by_its_absolute_path(tmp_path: Path)
 @pytest.mark.parametrize(
     ("flag", "value"),
     [
-        ("--store", "postgres://db/[bold]tasks[/bold]"),
+        ("--store", "mysql://db/[bold]tasks[/bold]"),
         ("--retention", "[i]7d"),
         ("--task-timeout", "[red]soon"),
         ("--agent", "no_such_module[x]:agent"),

@@ -193,7 +193,7 @@ async def test_follow_up_in_the_same_context_continues_the_conversation(serve: S
 
 
 async def test_cancel_mid_stream_stops_the_run_at_once(serve: Serve) -> None:
-    client, model = await serve([Turn(text="un deux trois quatre cinq six", chunks=6, pause=2)])
+    client, model = await serve([Turn(text="un deux trois quatre cinq six", chunks=6, chunk_delay=2)])
     events: list[object] = []
     async with asyncio.timeout(TIMEOUT):
         async for event in client.stream("Stock de CHAISE-ERGO ?"):
@@ -210,7 +210,7 @@ async def test_cancel_mid_stream_stops_the_run_at_once(serve: Serve) -> None:
     task = await client.get_task(last.task_id)
     assert task.status.state is TaskState.CANCELED
     assert artifact_texts(task) == ["un de"]  # the chunks sent before the cancel
-    await wait_for(lambda: model.disconnects == 1)  # the request to the model was dropped
+    await wait_for(lambda: len(model.disconnects) == 1)  # the request to the model was dropped
     assert len(model.requests) == 1
 
 

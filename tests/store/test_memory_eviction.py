@@ -32,6 +32,7 @@ from a2ad.store.sqlite import SqliteStore
 
 from ..conftest import Rpc, msg03, wait_for
 from ..log_watch import watch_log
+from ..postgres import fresh_schema
 from ..scripted import ScriptedAgent
 
 _clock = 0
@@ -56,9 +57,23 @@ def new_task(task_id: str, context_id: str = "ctx") -> Task:
 MakeStore = Callable[[int], TaskStore]  # max_tasks -> a new, empty store
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
 async def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[MakeStore]:
     made: list[TaskStore] = []
+    if request.param == "postgresql":
+        async with fresh_schema() as url:
+            from a2ad.store.postgres import PostgresStore
+
+            def make_pg(max_tasks: int) -> TaskStore:
+                assert not made, "one store per test: they would share a schema"
+                store = PostgresStore(url, max_tasks=max_tasks, pool_min=1)
+                made.append(store)
+                return store
+
+            yield make_pg
+            for store in made:
+                await store.aclose()
+        return
 
     def make(max_tasks: int) -> TaskStore:
         store: TaskStore

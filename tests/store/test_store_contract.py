@@ -54,6 +54,8 @@ from a2ad.store.base import (
 )
 from a2ad.store.sqlite import SqliteStore
 
+from ..postgres import fresh_schema
+
 T0 = "2026-01-01T00:00:00.000Z"
 
 
@@ -111,10 +113,18 @@ def texts(a: Artifact) -> list[str]:
     return [p.text for p in a.parts]  # type: ignore[misc]
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[TaskStore]:
+    if request.param == "postgresql":
+        async with fresh_schema() as url:
+            from a2ad.store.postgres import PostgresStore
+
+            backend: TaskStore = PostgresStore(url, pool_min=1, pool_max=4)
+            yield backend
+            await backend.aclose()
+        return
     if request.param == "memory":
-        backend: TaskStore = MemoryStore()
+        backend = MemoryStore()
     elif request.param == "sqlite":
         backend = SqliteStore(tmp_path / "tasks.db")
     else:  # pragma: no cover - a backend listed in params but not built here
@@ -720,6 +730,12 @@ def max_events(monkeypatch: pytest.MonkeyPatch) -> int:
     appends (the real 10,000 takes seconds through SQLite)."""
     for backend in (memory_backend, sqlite_backend):
         monkeypatch.setattr(backend, "MAX_EVENTS", 5)
+    try:
+        from a2ad.store import postgres as postgres_backend
+    except ImportError:  # no asyncpg: the postgresql store's tests skip
+        pass
+    else:
+        monkeypatch.setattr(postgres_backend, "MAX_EVENTS", 5)
     return 5
 
 
@@ -1120,13 +1136,22 @@ async def test_deleting_a_task_forgets_its_message_keys(store: TaskStore) -> Non
     assert await store.find_message(b"second") is None
 
 
-@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+@pytest.mark.parametrize("backend", ["memory", "sqlite", "postgresql"])
 async def test_evicting_a_task_forgets_its_message_key(backend: str, tmp_path: Path) -> None:
-    capped: TaskStore = (
+    if backend == "postgresql":
+        async with fresh_schema() as url:
+            from a2ad.store.postgres import PostgresStore
+
+            await _evicting_forgets_the_key(PostgresStore(url, max_tasks=1))
+        return
+    await _evicting_forgets_the_key(
         MemoryStore(max_tasks=1)
         if backend == "memory"
         else SqliteStore(tmp_path / "t.db", max_tasks=1)
     )
+
+
+async def _evicting_forgets_the_key(capped: TaskStore) -> None:
     try:
         old, new = new_task(), new_task()
         await put(capped, old, (TaskState.COMPLETED, ts(1)))

@@ -16,6 +16,8 @@ from a2ad.protocol.usage import TokenCounts, UsageRecord, UsageRow
 from a2ad.store.base import TaskStore, Usage, UsageQuery
 from a2ad.store.sqlite import SqliteStore
 
+from ..postgres import fresh_schema
+
 DAY1, DAY2, DAY3 = "2026-03-01", "2026-03-02", "2026-03-03"
 
 
@@ -43,8 +45,15 @@ def working(task: Task) -> TaskStatusUpdateEvent:
     )
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[TaskStore]:
+    if request.param == "postgresql":
+        async with fresh_schema() as url:
+            from a2ad.store.postgres import PostgresStore
+
+            async with PostgresStore(url, pool_min=1) as backend:
+                yield backend
+        return
     made: TaskStore = (
         MemoryStore() if request.param == "memory" else SqliteStore(tmp_path / "tasks.db")
     )

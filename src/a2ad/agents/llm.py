@@ -32,6 +32,7 @@ __all__ = [
     "LLMNotConfiguredError",
     "LLMSettings",
     "ToolCall",
+    "status_message",
 ]
 
 ENV_BASE_URL = "OPENAI_BASE_URL"
@@ -190,33 +191,13 @@ class ChatClient:
             raise LLMError(f"can't reach the LLM at {where}: {type(exc).__name__}") from None
 
     def _http_error(self, status: int, content: bytes) -> str:
-        where = self.settings.shown_url
-        if status in (401, 403):
-            return f"the LLM at {where} refused the API key (HTTP {status}); check {ENV_API_KEY}"
-        detail = self._detail(content)
-        if status == 404:
-            return (
-                f"the LLM at {where} answered HTTP 404 for model {self.settings.model!r}{detail}; "
-                f"check {ENV_MODEL} (or --model) and {ENV_BASE_URL}"
-            )
-        if status == 429:
-            return f"the LLM at {where} is rate-limiting or out of quota (HTTP 429){detail}"
-        return f"the LLM at {where} answered HTTP {status}{detail}"
-
-    def _detail(self, content: bytes) -> str:
-        """The error text the endpoint sent, on one line, short, without the key."""
         try:
             payload = json.loads(content)
             error = payload.get("error") if isinstance(payload, dict) else None
             text = error.get("message") if isinstance(error, dict) else error
         except ValueError:
             text = content.decode("utf-8", "replace")
-        if not isinstance(text, str) or not text.strip():
-            return ""
-        if self.settings.api_key:
-            text = text.replace(self.settings.api_key, "***")
-        text = " ".join(text.split())
-        return ": " + (text if len(text) <= DETAIL_CHARS else text[: DETAIL_CHARS - 1] + "…")
+        return status_message(self.settings, status, text if isinstance(text, str) else "")
 
     def _reply(self, content: bytes) -> ChatReply:
         try:
@@ -243,6 +224,29 @@ class ChatClient:
                 f"the LLM at {self.settings.shown_url} answered something that is not a chat "
                 "completion (no choices[0].message); is it OpenAI-compatible?"
             ) from None
+
+
+def status_message(settings: LLMSettings, status: int, text: str) -> str:
+    """One line for an endpoint's HTTP error ``status``, with the error ``text``
+    it sent (shortened, without the API key); none after a 401 or 403, since
+    some servers echo the key they refused."""
+    where = settings.shown_url
+    if status in (401, 403):
+        return f"the LLM at {where} refused the API key (HTTP {status}); check {ENV_API_KEY}"
+    if settings.api_key:
+        text = text.replace(settings.api_key, "***")
+    text = " ".join(text.split())
+    if len(text) > DETAIL_CHARS:
+        text = text[: DETAIL_CHARS - 1] + "…"
+    detail = f": {text}" if text else ""
+    if status == 404:
+        return (
+            f"the LLM at {where} answered HTTP 404 for model {settings.model!r}{detail}; "
+            f"check {ENV_MODEL} (or --model) and {ENV_BASE_URL}"
+        )
+    if status == 429:
+        return f"the LLM at {where} is rate-limiting or out of quota (HTTP 429){detail}"
+    return f"the LLM at {where} answered HTTP {status}{detail}"
 
 
 def _usage(value: Any) -> TokenCounts | None:

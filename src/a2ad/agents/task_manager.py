@@ -32,7 +32,7 @@ from typing import Any
 from ..agent import Agent, AgentSkill, TaskContext
 from ..client.client import DEFAULT_URL
 from ..tools import acall_tool, bound_tools
-from .llm import ChatClient, LLMError, LLMSettings, ToolCall
+from .llm import ChatClient, LLMError, LLMNotConfiguredError, LLMSettings, ToolCall
 from .settings import AgentSettings
 
 __all__ = ["ENV_MANAGED_URLS", "TaskManagerAgent", "agent"]
@@ -62,7 +62,9 @@ class TaskManagerAgent(Agent):
     """``TaskManagerAgent(model=..., servers=[...], base_url=..., api_key=...)``.
     ``servers`` are the base URLs it may manage (default http://127.0.0.1:8000),
     the first the default; ``token`` is sent to them. Without a model, or with
-    neither ``base_url`` nor ``api_key``, its tasks fail saying what to set."""
+    neither ``base_url`` nor ``api_key``, it logs a warning when made (so at
+    ``a2ad serve``'s start, whose banner repeats it; ``config_problem`` holds
+    it) and its tasks fail saying what to set."""
 
     name = "task-manager"
     description = (
@@ -104,6 +106,12 @@ class TaskManagerAgent(Agent):
         self.token = token
         self.max_rounds = max_rounds
         self.timeout = timeout
+        self.config_problem: str | None = None
+        try:
+            LLMSettings.resolve(model=model, base_url=base_url, api_key=api_key)
+        except LLMNotConfiguredError as exc:
+            self.config_problem = str(exc)
+            log.warning("the task manager can't answer until an LLM is configured: %s", exc)
 
     async def run(self, ctx: TaskContext) -> None:
         try:

@@ -118,8 +118,9 @@ def serve(
     store: Annotated[
         str,
         typer.Option(
-            help="Where tasks are kept: sqlite:///file.db (relative; sqlite:////abs/path.db) "
-            "or memory."
+            help="Where tasks are kept: sqlite:///file.db (relative; sqlite:////abs/path.db), "
+            "memory, or postgresql://user@host:5432/db (shared by instances; query parameters "
+            "pool_min, pool_max, statement_timeout, sslmode: docs/operations.md)."
         ),
     ] = DEFAULT_STORE,
     agent: Annotated[
@@ -483,6 +484,14 @@ def serve(
             "who can reach this address can send, read and cancel every task. "
             "Turn auth on (--auth keys.toml, --auth-jwt-jwks ...) or listen on 127.0.0.1."
         )
+    for name, one in served.items():
+        problem = getattr(one, "config_problem", None)  # the LLM agents' missing settings
+        if problem:
+            called = f"{one.name} ({name})" if name else one.name
+            banner.append(
+                f"[bold yellow]warning:[/bold yellow] agent {escape(called)} can't answer: "
+                f"{escape(problem)}"
+            )
     server = _Server(config, application, banner)
     server.run(sockets=[listening])
     if server.startup_failed:
@@ -535,9 +544,13 @@ def _loopback(host: str) -> bool:
 
 
 def _where(task_store: object, url: str) -> str:
-    """The store as the banner names it: a SQLite file by its absolute path."""
+    """The store as the banner names it: a SQLite file by its absolute path, a
+    database by its URL without the password."""
     path = getattr(task_store, "path", None)
-    return f"sqlite {os.path.abspath(path)}" if isinstance(path, str) else url
+    if isinstance(path, str):
+        return f"sqlite {os.path.abspath(path)}"
+    shown = getattr(task_store, "url", None)
+    return shown if isinstance(shown, str) else url
 
 
 def _listen(host: str, port: int) -> socket.socket:

@@ -16,7 +16,11 @@ def store_from_url(url: str, *, max_tasks: int | None = None) -> TaskStore:
     - ``memory``: in this process only, at most ``max_tasks`` (default 10,000);
     - ``sqlite`` or ``sqlite:///a2ad.db``: ``./a2ad.db``; ``sqlite:///rel/path.db`` is
       relative to the working directory, ``sqlite:////abs/path.db`` absolute (as in
-      SQLAlchemy); unbounded unless ``max_tasks`` is given.
+      SQLAlchemy); unbounded unless ``max_tasks`` is given;
+    - ``postgresql://user@host:5432/db`` (or ``postgres://``): PostgreSQL, shared by
+      every instance that names it (``store/postgres.py`` for the query parameters:
+      ``pool_min``, ``pool_max``, ``sslmode``, ``statement_timeout``, ...); unbounded
+      unless ``max_tasks`` is given. Needs asyncpg (``pip install 'a2ad[postgres]'``).
 
     Raises ValueError naming what is wrong."""
     text = url.strip()
@@ -33,7 +37,15 @@ def store_from_url(url: str, *, max_tasks: int | None = None) -> TaskStore:
         from .sqlite import SqliteStore
 
         return SqliteStore(path, max_tasks=max_tasks)
+    if text.startswith(("postgresql://", "postgres://")):
+        try:
+            from .postgres import PostgresStore
+        except ImportError:
+            raise ValueError(
+                "a PostgreSQL store needs asyncpg: pip install 'a2ad[postgres]'"
+            ) from None
+        return PostgresStore(text, max_tasks=max_tasks)
     raise ValueError(
-        f"store {url!r}: use 'memory', 'sqlite', 'sqlite:///relative/file.db' "
-        "or 'sqlite:////absolute/file.db'"
+        f"store {url.split('@')[-1]!r}: use 'memory', 'sqlite', 'sqlite:///relative/file.db', "
+        "'sqlite:////absolute/file.db' or 'postgresql://user@host:5432/database'"
     )

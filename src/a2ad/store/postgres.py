@@ -1,0 +1,947 @@
+"""A task store in PostgreSQL (asyncpg): several a2ad instances may share one.
+
+Lifetime: ``async with PostgresStore(url) as store``, or ``await store.open()``
+and later ``await store.aclose()``. Opening makes the connection pool and
+creates or upgrades the schema (postgres_schema.py, under an advisory lock, so
+instances starting at once agree); the first call opens the store if nobody did.
+
+Every write is one transaction at READ COMMITTED: ``append`` locks the task's row
+(``SELECT ... FOR UPDATE``) and checks the sequence number under that lock, so
+two writers of one task, in one process or in two instances, are put in order and
+the second meets SequenceConflictError. The events, message key, webhook
+deliveries and usage of a write are stored in its transaction. A write whose
+caller is cancelled still runs to its end (it is shielded), as the contract asks;
+``aclose`` waits for such writes. A transaction that PostgreSQL aborts for a
+deadlock or a serialization failure is run again, up to three times in all.
+
+What differs from SQLite: there is no lock that proves other instances gone, so
+``claim`` expires nobody's leases: a task's lease expires by time alone, and then
+any instance's upkeep reports it as an orphan. ``find_message`` is a plain indexed
+lookup (no in-process filter: another instance may have stored the key). Eviction
+under ``max_tasks`` picks its victims with ``FOR UPDATE SKIP LOCKED``, so
+concurrent creates evict different tasks; the cap may be passed briefly by as
+many tasks as creates run at once, and the next create brings it back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import threading
+import time
+import urllib.parse
+from collections.abc import Awaitable, Callable, Sequence
+from functools import cache
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+import asyncpg  # type: ignore[import-untyped]
+import msgspec
+
+from ..protocol.model import (
+    Message,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskEvent,
+    TaskPushNotificationConfig,
+    TaskState,
+    TaskStatusUpdateEvent,
+)
+from ..protocol.types import IN_FLIGHT, Cursor, Seq
+from ..protocol.usage import UsageRecord, UsageRow, with_usage
+from .base import (
+    DEFAULT_BOUNDS,
+    MAX_EVENTS,
+    MAX_WEBHOOKS,
+    Delivery,
+    Lease,
+    ListPage,
+    ListQuery,
+    LoggedEvent,
+    MissingTaskError,
+    SequenceConflictError,
+    StoredTask,
+    StoreError,
+    StoreFullError,
+    TaskBounds,
+    TaskStore,
+    TerminalTaskError,
+    Upkeep,
+    Usage,
+    UsageQuery,
+    Webhook,
+    WebhookKey,
+    WebhookLimitError,
+    Webhooks,
+    WebhookState,
+    apply_event,
+    log_evicted,
+    status_timestamp,
+)
+from .postgres_schema import SCHEMA_VERSION, SchemaVersionError, migrate
+
+__all__ = ["SCHEMA_VERSION", "PostgresStore", "SchemaVersionError", "parse_url"]
+
+T = TypeVar("T")
+Connection = Any  # asyncpg.Connection; asyncpg ships no type hints
+
+DEFAULT_POOL_MIN = 2
+DEFAULT_POOL_MAX = 10
+CONNECT_TIMEOUT = 10.0  # seconds to reach the server at open
+_TRIES = 3  # runs of a transaction PostgreSQL aborted for a deadlock or serialization
+
+_encode = msgspec.json.Encoder().encode
+_decode_task = msgspec.json.Decoder(Task).decode
+_STATUS_EVENT, _ARTIFACT_EVENT, _TASK = 0, 1, 2  # as in the SQLite store
+_decode_event: dict[int, Callable[[bytes], TaskEvent]] = {
+    _STATUS_EVENT: msgspec.json.Decoder(TaskStatusUpdateEvent).decode,
+    _ARTIFACT_EVENT: msgspec.json.Decoder(TaskArtifactUpdateEvent).decode,
+}
+_decode_config = msgspec.json.Decoder(TaskPushNotificationConfig).decode
+
+_TERMINAL, _INTERRUPTED = 0, 1  # evict_class, in eviction order
+
+
+def _evict_class(state: TaskState) -> int | None:
+    if state.terminal:
+        return _TERMINAL
+    if state.interrupted:
+        return _INTERRUPTED
+    return None
+
+
+_clock_lock = threading.Lock()
+_clock_last = 0
+
+
+def _evict_order(evict_class: int | None) -> int | None:
+    """When a task entered its eviction class: wall-clock nanoseconds, so that
+    instances sharing a database agree closely enough, strictly increasing here."""
+    global _clock_last
+    if evict_class is None:
+        return None
+    with _clock_lock:
+        _clock_last = max(_clock_last + 1, time.time_ns())
+        return _clock_last
+
+
+_INSERT_TASK = """INSERT INTO tasks (id, context_id, state, status_ts, seq, evict_class,
+    evict_order, lease_owner, lease_expires, deadline, body, message_key, tenant, principal,
+    agent) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"""
+_EVICTABLE = """SELECT id, evict_class, state FROM tasks
+    WHERE evict_class IS NOT NULL AND id <> $1
+    ORDER BY evict_class, evict_order LIMIT $2 FOR UPDATE SKIP LOCKED"""
+_DELETE_TASKS = "DELETE FROM tasks WHERE id = ANY($1::text[])"
+_SELECT_TASK = "SELECT seq, body, tenant, principal, agent FROM tasks WHERE id = $1"
+_SELECT_FOR_APPEND = """SELECT seq, state, evict_class, lease_owner, lease_expires, body,
+    webhooks, tenant, principal, agent FROM tasks WHERE id = $1 FOR UPDATE"""
+_INSERT_EVENT = "INSERT INTO events (task_id, seq, kind, body) VALUES ($1, $2, $3, $4)"
+_TRIM_EVENTS = "DELETE FROM events WHERE task_id = $1 AND seq <= $2"
+_SELECT_EVENTS = "SELECT seq, kind, body FROM events WHERE task_id = $1 AND seq > $2 ORDER BY seq"
+_RENEW = "UPDATE tasks SET lease_expires = $1 WHERE lease_owner = $2"
+_ORPHANS = """(SELECT id FROM tasks WHERE state IN ($1, $2) AND lease_expires IS NULL)
+    UNION ALL (SELECT id FROM tasks WHERE state IN ($1, $2) AND lease_expires < $3)
+    LIMIT $4"""
+_OLD_TERMINAL = """SELECT id FROM tasks WHERE evict_class = 0 AND status_ts < $1
+    ORDER BY status_ts, id LIMIT $2 FOR UPDATE SKIP LOCKED"""
+_OVERDUE = "SELECT id FROM tasks WHERE deadline < $1 ORDER BY deadline, id LIMIT $2"
+_COUNT_ALL = "SELECT coalesce(sum(n), 0)::bigint FROM task_count"
+_INSERT_MESSAGE_KEY = """INSERT INTO message_keys (key, task_id) VALUES ($1, $2)
+    ON CONFLICT (key) DO NOTHING"""
+_FIND_MESSAGE_KEY = """(SELECT id FROM tasks WHERE message_key = $1)
+    UNION ALL (SELECT task_id FROM message_keys WHERE key = $1) LIMIT 1"""
+_TASK_WEBHOOKS = "SELECT id, version FROM webhooks WHERE task_id = $1 ORDER BY n"
+_INSERT_DELIVERY = """INSERT INTO deliveries (task_id, webhook_id, seq, kind, body, snapshot)
+    VALUES ($1, $2, $3, $4, $5, $6)"""
+_MARK_DUE = "UPDATE webhooks SET due_at = 0 WHERE task_id = $1 AND due_at IS NULL"
+_PENDING = "(SELECT count(*) FROM deliveries d WHERE d.task_id = w.task_id AND d.webhook_id = w.id)"
+_SELECT_WEBHOOK = f"""SELECT version, body, {_PENDING}, delivered, dead_lettered, last_error
+    FROM webhooks w WHERE task_id = $1 AND id = $2"""
+_SELECT_WEBHOOKS = f"""SELECT version, body, {_PENDING}, delivered, dead_lettered, last_error
+    FROM webhooks w WHERE task_id = $1 ORDER BY n"""
+_DUE_WEBHOOKS = """SELECT task_id, id FROM webhooks WHERE due_at <= $1
+    ORDER BY due_at LIMIT $2"""
+_SELECT_DELIVERIES = """SELECT id, seq, kind, body, snapshot, attempts FROM deliveries
+    WHERE task_id = $1 AND webhook_id = $2 ORDER BY id LIMIT $3"""
+_LEFT = """UPDATE webhooks SET {counter} = {counter} + 1,
+    last_error = coalesce($3::text, last_error),
+    due_at = CASE WHEN EXISTS (SELECT 1 FROM deliveries WHERE task_id = $1 AND webhook_id = $2)
+        THEN 0 ELSE NULL END
+    WHERE task_id = $1 AND id = $2"""
+_DELIVERED = _LEFT.format(counter="delivered")
+_DEAD_LETTERED = _LEFT.format(counter="dead_lettered")
+_RETRY = "UPDATE webhooks SET last_error = $3, due_at = $4 WHERE task_id = $1 AND id = $2"
+_COUNT_ATTEMPT = "UPDATE deliveries SET attempts = attempts + 1 WHERE id = $1"
+_DELETE_DELIVERY = "DELETE FROM deliveries WHERE id = $1"
+_DELETE_WEBHOOK = "DELETE FROM webhooks WHERE task_id = $1 AND id = $2"
+_TASK_EXISTS = "SELECT 1 FROM tasks WHERE id = $1"
+_TASK_FOR_WEBHOOK = "SELECT seq, body, webhooks FROM tasks WHERE id = $1 FOR UPDATE"
+_WEBHOOK_EXISTS = "SELECT 1 FROM webhooks WHERE task_id = $1 AND id = $2"
+_UPDATE_WEBHOOK = "UPDATE webhooks SET version = $1, body = $2 WHERE task_id = $3 AND id = $4"
+_COUNT_WEBHOOKS = "UPDATE tasks SET webhooks = webhooks + $2 WHERE id = $1"
+_INSERT_WEBHOOK = """INSERT INTO webhooks (task_id, id, version, body, due_at)
+    VALUES ($1, $2, $3, $4, 0)"""
+_ADD_USAGE = """INSERT INTO usage_totals AS u (day, tenant, principal, model, prompt_tokens,
+        completion_tokens, total_tokens) VALUES ($1, $2, $3, $4, $5, $6, $7)
+    ON CONFLICT (day, tenant, principal, model) DO UPDATE SET
+        prompt_tokens = u.prompt_tokens + excluded.prompt_tokens,
+        completion_tokens = u.completion_tokens + excluded.completion_tokens,
+        total_tokens = u.total_tokens + excluded.total_tokens"""
+
+
+# --- the URL ---
+
+# Query parameters a2ad takes out of the URL; asyncpg reads the rest (sslmode,
+# sslrootcert, ... and any server setting, e.g. statement_timeout=5s).
+_OWN_PARAMS = ("pool_min", "pool_max")
+
+
+def parse_url(url: str) -> tuple[str, dict[str, int]]:
+    """The URL for asyncpg (``postgres://`` or ``postgresql://``, a2ad's own
+    query parameters taken out) and those: ``pool_min``, ``pool_max``. Raises
+    ValueError naming what is wrong."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("postgres", "postgresql"):
+        raise ValueError(f"store {safe_url(url)!r}: use postgresql://user@host:5432/database")
+    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    own: dict[str, int] = {}
+    rest = []
+    for name, value in query:
+        if name in _OWN_PARAMS:
+            try:
+                own[name] = int(value)
+            except ValueError:
+                raise ValueError(
+                    f"store {safe_url(url)!r}: {name} must be a whole number, not {value!r}"
+                ) from None
+            if own[name] < (0 if name == "pool_min" else 1):
+                raise ValueError(f"store {safe_url(url)!r}: {name} is too small ({value})")
+        else:
+            rest.append((name, value))
+    if own.get("pool_min", 0) > own.get("pool_max", max(own.get("pool_min", 0), 1)):
+        raise ValueError(f"store {safe_url(url)!r}: pool_min is above pool_max")
+    return urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(rest))), own
+
+
+def safe_url(url: str) -> str:
+    """``url`` without its password, to show."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    user = parts.username or ""
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
+
+
+def _host_port(url: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    try:
+        port = parts.port or 5432
+    except ValueError:
+        port = 5432
+    return f"{parts.hostname or 'localhost'}:{port}"
+
+
+# --- listing ---
+
+
+@cache
+def _list_sql(
+    tenant: bool,
+    principal: bool,
+    agent: bool,
+    context: bool,
+    state: bool,
+    after: bool,
+    overdue: bool,
+    cursor: bool,
+) -> tuple[str, str, tuple[str, ...]]:
+    """(count, page, parameter names) for one combination of filters; the page
+    takes ``limit`` after the count's parameters, then the cursor's."""
+    terms: list[str] = []
+    names: list[str] = []
+    for given, name, term in (
+        (tenant, "tenant", "tenant = ${}"),
+        (principal, "principal", "principal = ${}"),
+        (agent, "agent", "agent = ${}"),
+        (context, "context", "context_id = ${}"),
+        (state, "state", "state = ${}"),
+        (after, "after", "status_ts >= ${}"),
+        (overdue, "overdue", "deadline < ${}"),
+    ):
+        if given:
+            names.append(name)
+            terms.append(term.format(len(names)))
+    count = "SELECT count(*) FROM tasks" + "".join(
+        f" {'WHERE' if i == 0 else 'AND'} {term}" for i, term in enumerate(terms)
+    )
+    page_names = [*names]
+    if cursor:
+        page_names += ["cursor_ts", "cursor_id"]
+        terms.append(f"(status_ts, id) < (${len(page_names) - 1}, ${len(page_names)})")
+    page_names.append("limit")
+    where = "".join(f" {'WHERE' if i == 0 else 'AND'} {term}" for i, term in enumerate(terms))
+    page = (
+        f"SELECT status_ts, id, body FROM tasks{where}"
+        f" ORDER BY status_ts DESC, id DESC LIMIT ${len(page_names)}"
+    )
+    return count, page, tuple(page_names)
+
+
+async def _list(conn: Connection, query: ListQuery) -> ListPage:
+    count_sql, page_sql, names = _list_sql(
+        query.tenant is not None,
+        query.principal is not None,
+        query.agent is not None,
+        bool(query.context_id),
+        query.state is not None,
+        bool(query.updated_after),
+        bool(query.overdue_at),
+        query.cursor is not None,
+    )
+    values: dict[str, Any] = {
+        "tenant": query.tenant,
+        "principal": query.principal,
+        "agent": query.agent,
+        "context": query.context_id,
+        "state": query.state.value if query.state is not None else None,
+        "after": query.updated_after,
+        "overdue": query.overdue_at,
+        "limit": query.page_size + 1,
+    }
+    if query.cursor is not None:
+        values["cursor_ts"], values["cursor_id"] = query.cursor
+    params = [values[name] for name in names]
+    filters = [n for n in names if n not in ("cursor_ts", "cursor_id", "limit")]
+    if query.context_id or query.updated_after or query.overdue_at:
+        total = await conn.fetchval(count_sql, *params[: len(filters)])
+    elif not filters:
+        total = await conn.fetchval(_COUNT_ALL)
+    else:
+        where = " AND ".join(f"{_COLUMN[n]} = ${i}" for i, n in enumerate(filters, 1))
+        total = await conn.fetchval(
+            f"SELECT coalesce(sum(n), 0)::bigint FROM owner_count WHERE {where}",
+            *params[: len(filters)],
+        )
+    rows = await conn.fetch(page_sql, *params)
+    tasks = [_decode_task(row[2]) for row in rows[: query.page_size]]
+    next_cursor: Cursor | None = None
+    if len(rows) > query.page_size:
+        last = rows[query.page_size - 1]
+        next_cursor = (last[0], last[1])
+    return ListPage(tasks, next_cursor, int(total))
+
+
+_COLUMN = {"tenant": "tenant", "principal": "principal", "agent": "agent", "state": "state"}
+
+
+# --- writes ---
+
+
+async def _log_events(
+    conn: Connection, task_id: str, first_seq: int, events: Sequence[TaskEvent]
+) -> list[tuple[str, int, int, bytes]]:
+    """Log ``events``; the rows written: (task id, seq, kind, body)."""
+    rows = [
+        (
+            task_id,
+            first_seq + i,
+            _STATUS_EVENT if isinstance(event, TaskStatusUpdateEvent) else _ARTIFACT_EVENT,
+            _encode(event),
+        )
+        for i, event in enumerate(events)
+    ]
+    if rows:
+        await conn.executemany(_INSERT_EVENT, rows)
+    return rows
+
+
+async def _add_usage(
+    conn: Connection, tenant: str, principal: str, usage: Sequence[UsageRecord]
+) -> None:
+    if not usage:
+        return
+    await conn.executemany(
+        _ADD_USAGE,
+        [
+            (
+                record.day,
+                tenant,
+                principal,
+                record.model,
+                record.counts.prompt_tokens,
+                record.counts.completion_tokens,
+                record.counts.total_tokens,
+            )
+            for record in usage
+        ],
+    )
+
+
+async def _append(
+    conn: Connection,
+    task_id: str,
+    expected_seq: int,
+    events: Sequence[TaskEvent],
+    user_message: Message | None,
+    lease: Lease | None,
+    bounds: TaskBounds,
+    usage: Sequence[UsageRecord],
+) -> StoredTask:
+    row = await conn.fetchrow(_SELECT_FOR_APPEND, task_id)
+    if row is None:
+        raise MissingTaskError(task_id)
+    seq, state_value, old_class, owner, expires, body, webhook_count, *whose = row
+    tenant, principal = whose[0], whose[1]
+    if seq != expected_seq:
+        raise SequenceConflictError(f"task {task_id} is at {seq}, not {expected_seq}")
+    state = TaskState(state_value)
+    new = _decode_task(body)
+    webhooks = (
+        [(r[0], r[1]) for r in await conn.fetch(_TASK_WEBHOOKS, task_id)] if webhook_count else []
+    )
+    snapshots: list[Task] | None = [] if any(v == "0.3" for _, v in webhooks) else None
+    for i, event in enumerate(events):
+        if new.status.state.terminal:
+            raise TerminalTaskError(task_id, new.status.state)
+        new = apply_event(new, event, user_message if i == 0 else None, bounds)
+        if snapshots is not None:
+            snapshots.append(new)
+    if usage:
+        new = msgspec.structs.replace(new, metadata=with_usage(new.metadata, usage))
+        await _add_usage(conn, tenant, principal, usage)
+    seq += len(events)
+    new_state = new.status.state
+    changes: dict[str, Any] = {"seq": seq, "body": _encode(new)}
+    new_lease = (None, None) if new_state not in IN_FLIGHT else lease or (owner, expires)
+    if new_lease != (owner, expires):
+        changes["lease_owner"], changes["lease_expires"] = new_lease
+    if any(isinstance(event, TaskStatusUpdateEvent) for event in events):
+        if new_state is not state:
+            changes["state"] = new_state.value
+        changes["status_ts"] = status_timestamp(new)
+        evict_class = _evict_class(new_state)
+        if evict_class != old_class:
+            changes["evict_class"] = evict_class
+            changes["evict_order"] = _evict_order(evict_class)
+        if new_state.terminal:
+            changes["deadline"] = None
+    await conn.execute(_update_sql(tuple(changes)), *changes.values(), task_id)
+    logged = await _log_events(conn, task_id, expected_seq + 1, events)
+    if webhooks:
+        await _enqueue(conn, task_id, webhooks, logged, snapshots)
+    if seq > MAX_EVENTS:
+        await conn.execute(_TRIM_EVENTS, task_id, seq - MAX_EVENTS)
+    return StoredTask(new, seq, *whose)
+
+
+@cache
+def _update_sql(columns: tuple[str, ...]) -> str:
+    sets = ", ".join(f"{column} = ${i}" for i, column in enumerate(columns, 1))
+    return f"UPDATE tasks SET {sets} WHERE id = ${len(columns) + 1}"
+
+
+async def _enqueue(
+    conn: Connection,
+    task_id: str,
+    webhooks: list[tuple[str, str]],
+    logged: list[tuple[str, int, int, bytes]],
+    snapshots: list[Task] | None,
+) -> None:
+    """A delivery of each logged event to each of the task's webhooks."""
+    tasks = [_encode(task) for task in snapshots] if snapshots is not None else None
+    await conn.executemany(
+        _INSERT_DELIVERY,
+        [
+            (
+                task_id,
+                webhook_id,
+                seq,
+                kind,
+                body,
+                tasks[i] if version == "0.3" and tasks is not None else None,
+            )
+            for webhook_id, version in webhooks
+            for i, (_, seq, kind, body) in enumerate(logged)
+        ],
+    )
+    await conn.execute(_MARK_DUE, task_id)
+
+
+async def _put_webhook(conn: Connection, webhook: Webhook) -> bool:
+    config = webhook.config
+    key = (config.task_id, config.id)
+    body = _encode(config)
+    # The task's row is locked first, as by an append: a webhook set meanwhile
+    # then gets either the task before that append and the append's events, or
+    # the task after it.
+    row = await conn.fetchrow(_TASK_FOR_WEBHOOK, config.task_id)
+    if row is None:
+        raise MissingTaskError(config.task_id)
+    if await conn.fetchval(_WEBHOOK_EXISTS, *key) is not None:
+        await conn.execute(_UPDATE_WEBHOOK, webhook.version, body, *key)
+        return False
+    seq, task_body, count = row
+    if count >= MAX_WEBHOOKS:
+        raise WebhookLimitError(f"task {config.task_id} has {count} webhooks already")
+    await conn.execute(_INSERT_WEBHOOK, *key, webhook.version, body)
+    await conn.execute(_COUNT_WEBHOOKS, config.task_id, 1)
+    snapshot = task_body if webhook.version == "0.3" else None
+    await conn.execute(_INSERT_DELIVERY, *key, seq, _TASK, task_body, snapshot)
+    return True
+
+
+async def _delete_webhook(conn: Connection, key: WebhookKey) -> bool:
+    if await conn.fetchrow("SELECT 1 FROM tasks WHERE id = $1 FOR UPDATE", key[0]) is None:
+        return False
+    if await conn.execute(_DELETE_WEBHOOK, *key) == "DELETE 0":
+        return False
+    await conn.execute(_COUNT_WEBHOOKS, key[0], -1)
+    return True
+
+
+def _webhook_state(row: Sequence[Any]) -> WebhookState:
+    version, body, pending, delivered, dead_lettered, last_error = row
+    return WebhookState(
+        Webhook(_decode_config(body), version), pending, delivered, dead_lettered, last_error
+    )
+
+
+def _delivery(key: WebhookKey, row: Sequence[Any]) -> Delivery:
+    delivery_id, seq, kind, body, snapshot, attempts = row
+    item: Task | TaskEvent = _decode_task(body) if kind == _TASK else _decode_event[kind](body)
+    return Delivery(
+        delivery_id,
+        key,
+        seq,
+        item,
+        _decode_task(snapshot) if snapshot is not None else None,
+        attempts,
+    )
+
+
+async def _usage_totals(conn: Connection, query: UsageQuery) -> list[UsageRow]:
+    groups = ", ".join(query.group_by)  # names from GROUPS only: safe to splice
+    where = "day BETWEEN $1 AND $2"
+    params: list[Any] = [query.from_day, query.to_day]
+    if query.tenants is not None:
+        where += " AND tenant = ANY($3::text[])"
+        params.append(list(query.tenants))
+    sql = f"""SELECT {groups + ", " if groups else ""}sum(prompt_tokens)::bigint,
+        sum(completion_tokens)::bigint, sum(total_tokens)::bigint
+        FROM usage_totals WHERE {where}"""
+    if groups:
+        sql += f" GROUP BY {groups} ORDER BY {groups}"
+    rows = []
+    for row in await conn.fetch(sql, *params):
+        *values, prompt, completion, total = row
+        if prompt is None:  # no group: the sum over no rows
+            continue
+        rows.append(
+            UsageRow(
+                **dict(zip(query.group_by, values, strict=True)),
+                prompt_tokens=prompt,
+                completion_tokens=completion,
+                total_tokens=total,
+            )
+        )
+    return rows
+
+
+class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
+    """Tasks in a PostgreSQL database, shared by every instance that opens it;
+    unbounded unless ``max_tasks`` is set, then evicting like the SQLite store.
+
+    ``url``: ``postgresql://user[:password]@host[:port]/database`` with asyncpg's
+    query parameters (``sslmode``, ``sslrootcert``, ...; any other is a server
+    setting for each connection, e.g. ``search_path``), plus a2ad's ``pool_min``
+    and ``pool_max``, which the keywords override. ``statement_timeout``
+    (seconds): the most one statement may take, else it fails (None: the
+    server's setting). See the module docstring for transactions and what
+    differs from SQLite."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        max_tasks: int | None = None,
+        pool_min: int | None = None,
+        pool_max: int | None = None,
+        statement_timeout: float | None = None,
+        server_settings: dict[str, str] | None = None,
+    ) -> None:
+        if max_tasks is not None and max_tasks < 1:
+            raise ValueError("max_tasks must be at least 1 (or None for no cap)")
+        self._dsn, own = parse_url(url)
+        self.url = safe_url(url)  # shown in the banner and logs: never the password
+        self.where = f"PostgreSQL at {_host_port(url)}"
+        self.max_tasks = max_tasks
+        self.pool_max = pool_max if pool_max is not None else own.get("pool_max", DEFAULT_POOL_MAX)
+        self.pool_min = min(
+            pool_min if pool_min is not None else own.get("pool_min", DEFAULT_POOL_MIN),
+            self.pool_max,
+        )
+        if self.pool_max < 1:
+            raise ValueError("pool_max must be at least 1")
+        settings = dict(server_settings or {})
+        if statement_timeout is not None:
+            if statement_timeout <= 0:
+                raise ValueError("statement_timeout must be above 0 seconds")
+            settings["statement_timeout"] = f"{round(statement_timeout * 1000)}ms"
+        self._settings = settings
+        self._pool: Any = None
+        self._opening: asyncio.Lock | None = None
+        self._closed = False
+        self._writes: set[asyncio.Task[Any]] = set()
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self.url!r}, max_tasks={self.max_tasks!r})"
+
+    async def open(self) -> None:
+        """Make the pool and create or upgrade the schema; idempotent. Raises
+        StoreError naming the server (host and port, never the password) if it
+        can't be reached or refuses, SchemaVersionError for a database written by
+        a newer a2ad; the store then stays unopened (a later call tries again)."""
+        await self._ready()
+
+    async def _ready(self) -> Any:
+        if self._closed:
+            raise RuntimeError(f"{self!r} is closed; open a new one")
+        if self._pool is not None:
+            return self._pool
+        if self._opening is None:
+            self._opening = asyncio.Lock()
+        async with self._opening:
+            if self._pool is None:
+                self._pool = await self._connect()
+        return self._pool
+
+    async def _connect(self) -> Any:
+        where = self.where
+        try:
+            pool = await asyncpg.create_pool(
+                self._dsn,
+                min_size=self.pool_min,
+                max_size=self.pool_max,
+                timeout=CONNECT_TIMEOUT,
+                server_settings=self._settings or None,
+            )
+        except (OSError, TimeoutError) as exc:
+            raise StoreError(
+                f"can't reach the task store, {where}: {exc.strerror or exc}; check that "
+                "PostgreSQL runs there and the address in --store"
+            ) from None
+        except (asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            raise StoreError(f"the task store, {where}, refused a2ad: {exc}") from None
+        try:
+            async with pool.acquire() as conn:
+                await migrate(conn, where)
+        except BaseException:
+            await pool.close()
+            raise
+        return pool
+
+    async def __aenter__(self) -> Self:
+        try:
+            await self.open()
+        except BaseException:
+            await self.aclose()
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Finish the writes already made, then close the pool. Idempotent; the
+        store cannot be reopened."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._writes:
+            await asyncio.gather(*self._writes, return_exceptions=True)
+        if self._pool is not None:
+            await self._pool.close()
+
+    # --- running statements ---
+
+    async def _read(self, work: Callable[[Connection], Awaitable[T]]) -> T:
+        pool = await self._ready()
+        async with pool.acquire() as conn:
+            return await work(conn)
+
+    async def _write(self, work: Callable[[Connection], Awaitable[T]]) -> T:
+        """Run ``work`` in a transaction that finishes even if the caller is cancelled."""
+        pool = await self._ready()
+        task = asyncio.ensure_future(self._transact(pool, work))
+        self._writes.add(task)
+        task.add_done_callback(_forget(self._writes))
+        return await asyncio.shield(task)
+
+    @staticmethod
+    async def _transact(pool: Any, work: Callable[[Connection], Awaitable[T]]) -> T:
+        for attempt in range(1, _TRIES + 1):
+            try:
+                async with pool.acquire() as conn, conn.transaction():
+                    return await work(conn)
+            except (asyncpg.DeadlockDetectedError, asyncpg.SerializationError):
+                if attempt == _TRIES:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # --- the TaskStore contract ---
+
+    async def create(
+        self,
+        task: Task,
+        *,
+        events: Sequence[TaskEvent] = (),
+        lease: Lease | None = None,
+        deadline: str | None = None,
+        message_key: bytes | None = None,
+        tenant: str = "",
+        principal: str = "",
+        agent: str = "",
+        usage: Sequence[UsageRecord] = (),
+        bounds: TaskBounds = DEFAULT_BOUNDS,
+    ) -> StoredTask:
+        final = task
+        for event in events:
+            if final.status.state.terminal:
+                raise TerminalTaskError(task.id, final.status.state)
+            final = apply_event(final, event, bounds=bounds)
+        if usage:
+            final = msgspec.structs.replace(final, metadata=with_usage(final.metadata, usage))
+        if final.status.state not in IN_FLIGHT:
+            lease = None
+        evict_class = _evict_class(final.status.state)
+        row = (
+            task.id,
+            final.context_id,
+            final.status.state.value,
+            status_timestamp(final),
+            len(events),
+            evict_class,
+            _evict_order(evict_class),
+            lease.owner if lease is not None else None,
+            lease.expires_at if lease is not None else None,
+            None if final.status.state.terminal else deadline,
+            _encode(final),
+            message_key,
+            tenant,
+            principal,
+            agent,
+        )
+        evicted: builtins.list[tuple[str, str]] = []
+
+        async def create(conn: Connection) -> StoredTask:
+            evicted.clear()  # a transaction run again starts afresh
+            try:
+                await conn.execute(_INSERT_TASK, *row)
+            except asyncpg.UniqueViolationError:
+                raise ValueError(f"task {task.id} already exists") from None
+            if self.max_tasks is not None:
+                await self._evict(conn, task.id, evicted)
+            await _log_events(conn, task.id, 1, events)
+            await _add_usage(conn, tenant, principal, usage)
+            return StoredTask(final, len(events), tenant, principal, agent)
+
+        stored = await self._write(create)
+        for task_id, state in evicted:
+            log_evicted(task_id, TaskState(state), self.max_tasks or 0)
+        return stored
+
+    async def _evict(
+        self, conn: Connection, new_id: str, evicted: builtins.list[tuple[str, str]]
+    ) -> None:
+        assert self.max_tasks is not None
+        count = await conn.fetchval(_COUNT_ALL)
+        excess = count - self.max_tasks
+        if excess <= 0:
+            return
+        victims = await conn.fetch(_EVICTABLE, new_id, excess)
+        if len(victims) < excess:
+            raise StoreFullError(
+                f"the store holds {count - 1} tasks (its cap is {self.max_tasks}) "
+                "and all are in flight"
+            )
+        await conn.execute(_DELETE_TASKS, [victim for victim, _, _ in victims])
+        evicted.extend((victim, state) for victim, kind, state in victims if kind == _INTERRUPTED)
+
+    async def get(self, task_id: str) -> StoredTask | None:
+        async def get(conn: Connection) -> StoredTask | None:
+            row = await conn.fetchrow(_SELECT_TASK, task_id)
+            if row is None:
+                return None
+            return StoredTask(_decode_task(row[1]), row[0], row[2], row[3], row[4])
+
+        return await self._read(get)
+
+    async def append(
+        self,
+        task_id: str,
+        expected_seq: Seq,
+        events: Sequence[TaskEvent],
+        *,
+        user_message: Message | None = None,
+        lease: Lease | None = None,
+        message_key: bytes | None = None,
+        usage: Sequence[UsageRecord] = (),
+        bounds: TaskBounds = DEFAULT_BOUNDS,
+    ) -> StoredTask:
+        if not events:
+            raise ValueError("append needs at least one event")
+
+        async def append(conn: Connection) -> StoredTask:
+            stored = await _append(
+                conn, task_id, expected_seq, events, user_message, lease, bounds, usage
+            )
+            if message_key is not None:
+                await conn.execute(_INSERT_MESSAGE_KEY, message_key, task_id)
+            return stored
+
+        return await self._write(append)
+
+    async def find_message(self, message_key: bytes) -> str | None:
+        async def find(conn: Connection) -> str | None:
+            found = await conn.fetchval(_FIND_MESSAGE_KEY, message_key)
+            return None if found is None else str(found)
+
+        return await self._read(find)
+
+    async def events(self, task_id: str, after_seq: Seq) -> builtins.list[LoggedEvent]:
+        async def events(conn: Connection) -> builtins.list[LoggedEvent]:
+            rows = await conn.fetch(_SELECT_EVENTS, task_id, after_seq)
+            return [LoggedEvent(seq, _decode_event[kind](body)) for seq, kind, body in rows]
+
+        return await self._read(events)
+
+    async def list(self, query: ListQuery) -> ListPage:
+        async def list_(conn: Connection) -> ListPage:
+            # One snapshot for the count and the page.
+            async with conn.transaction(isolation="repeatable_read", readonly=True):
+                return await _list(conn, query)
+
+        return await self._read(list_)
+
+    # --- the Upkeep contract ---
+
+    async def claim(self, owner: str) -> None:
+        # Other instances may be live on this database: nobody's lease is
+        # expired early; each runs out by time (see the module docstring).
+        await self._ready()
+
+    async def renew(self, owner: str, expires_at: float) -> None:
+        async def renew(conn: Connection) -> None:
+            await conn.execute(_RENEW, expires_at, owner)
+
+        await self._write(renew)
+
+    async def orphans(self, now: float, limit: int) -> builtins.list[str]:
+        async def orphans(conn: Connection) -> builtins.list[str]:
+            rows = await conn.fetch(
+                _ORPHANS, TaskState.SUBMITTED.value, TaskState.WORKING.value, now, limit
+            )
+            return [row[0] for row in rows]
+
+        return await self._read(orphans)
+
+    async def overdue(self, now: str, limit: int) -> builtins.list[str]:
+        async def overdue(conn: Connection) -> builtins.list[str]:
+            return [row[0] for row in await conn.fetch(_OVERDUE, now, limit)]
+
+        return await self._read(overdue)
+
+    async def delete_terminal(self, updated_before: str, limit: int) -> builtins.list[str]:
+        async def delete(conn: Connection) -> builtins.list[str]:
+            ids = [row[0] for row in await conn.fetch(_OLD_TERMINAL, updated_before, limit)]
+            if ids:
+                await conn.execute(_DELETE_TASKS, ids)
+            return ids
+
+        return await self._write(delete)
+
+    # --- the Usage contract ---
+
+    async def record_usage(self, tenant: str, principal: str, usage: Sequence[UsageRecord]) -> None:
+        if usage:
+            await self._write(lambda conn: _add_usage(conn, tenant, principal, usage))
+
+    async def usage_totals(self, query: UsageQuery) -> builtins.list[UsageRow]:
+        return await self._read(lambda conn: _usage_totals(conn, query))
+
+    # --- the Webhooks contract ---
+
+    async def put_webhook(self, webhook: Webhook) -> bool:
+        return await self._write(lambda conn: _put_webhook(conn, webhook))
+
+    async def get_webhook(self, key: WebhookKey) -> WebhookState | None:
+        async def get(conn: Connection) -> WebhookState | None:
+            row = await conn.fetchrow(_SELECT_WEBHOOK, *key)
+            return None if row is None else _webhook_state(row)
+
+        return await self._read(get)
+
+    async def list_webhooks(self, task_id: str) -> builtins.list[WebhookState] | None:
+        async def list_(conn: Connection) -> builtins.list[WebhookState] | None:
+            async with conn.transaction(isolation="repeatable_read", readonly=True):
+                if await conn.fetchval(_TASK_EXISTS, task_id) is None:
+                    return None
+                return [_webhook_state(row) for row in await conn.fetch(_SELECT_WEBHOOKS, task_id)]
+
+        return await self._read(list_)
+
+    async def delete_webhook(self, key: WebhookKey) -> bool:
+        return await self._write(lambda conn: _delete_webhook(conn, key))
+
+    async def due_webhooks(self, now: float, limit: int) -> builtins.list[WebhookKey]:
+        async def due(conn: Connection) -> builtins.list[WebhookKey]:
+            return [(row[0], row[1]) for row in await conn.fetch(_DUE_WEBHOOKS, now, limit)]
+
+        return await self._read(due)
+
+    async def deliveries(self, key: WebhookKey, limit: int) -> builtins.list[Delivery]:
+        async def deliveries(conn: Connection) -> builtins.list[Delivery]:
+            rows = await conn.fetch(_SELECT_DELIVERIES, *key, limit)
+            return [_delivery(key, row) for row in rows]
+
+        return await self._read(deliveries)
+
+    async def delivered(self, delivery: Delivery) -> bool:
+        async def delivered(conn: Connection) -> bool:
+            if await conn.execute(_DELETE_DELIVERY, delivery.id) == "DELETE 0":
+                return False
+            await conn.execute(_DELIVERED, *delivery.key, None)
+            return True
+
+        return await self._write(delivered)
+
+    async def delivery_failed(
+        self, delivery: Delivery, error: str, *, retry_at: float | None
+    ) -> bool:
+        async def failed(conn: Connection) -> bool:
+            if retry_at is None:
+                if await conn.execute(_DELETE_DELIVERY, delivery.id) == "DELETE 0":
+                    return False
+                await conn.execute(_DEAD_LETTERED, *delivery.key, error)
+            else:
+                if await conn.execute(_COUNT_ATTEMPT, delivery.id) == "UPDATE 0":
+                    return False
+                await conn.execute(_RETRY, *delivery.key, error, retry_at)
+            return True
+
+        return await self._write(failed)
+
+
+def _forget(pending: set[asyncio.Task[Any]]) -> Callable[[asyncio.Task[Any]], None]:
+    def done(task: asyncio.Task[Any]) -> None:
+        pending.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved: a write whose caller left is not "never retrieved"
+
+    return done

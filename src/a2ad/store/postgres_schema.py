@@ -1,0 +1,214 @@
+"""The PostgreSQL store's schema, its version and upgrades.
+
+The version is the one row of ``a2ad_schema``; ``_MIGRATIONS`` lists the steps,
+step *i* taking a database from version *i* to *i + 1*. ``migrate`` runs under a
+transaction-scoped advisory lock, so that instances starting at once on one
+database upgrade it once, the others waiting and then finding it current. A
+database newer than this a2ad is refused before anything touches it.
+
+The tables follow the SQLite store's (sqlite_schema.py, at its version 5) with
+these differences:
+
+- Text that is compared or ordered (ids, timestamps, owners) is ``COLLATE "C"``:
+  byte order, as SQLite compares, whatever the database's locale.
+- The counts that make a listing's total one lookup (``task_count``,
+  ``owner_count``) are spread over 16 slots by a hash of the task id and summed
+  on read, so that concurrent creates from several instances do not all queue
+  for one counter row; a state change updates its two counter rows in state
+  order, so that two such changes cannot deadlock.
+- ``tasks.webhooks`` is kept by the store's own statements, not by triggers.
+- ``webhooks.n`` orders a task's webhooks oldest first (SQLite's rowid).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import StoreError
+
+__all__ = ["SCHEMA_LOCK", "SCHEMA_VERSION", "SchemaVersionError", "migrate"]
+
+# pg_advisory_xact_lock's key while the schema is created or upgraded.
+SCHEMA_LOCK = 0x0A2AD5C4
+
+
+class SchemaVersionError(StoreError):
+    """The database was written by a newer a2ad, with a schema this one does not know."""
+
+
+_SCHEMA_V1 = (
+    """CREATE TABLE tasks (
+        id text COLLATE "C" PRIMARY KEY,
+        context_id text COLLATE "C" NOT NULL,
+        state text COLLATE "C" NOT NULL,
+        status_ts text COLLATE "C" NOT NULL,
+        seq bigint NOT NULL,
+        evict_class smallint,
+        evict_order bigint,
+        lease_owner text COLLATE "C",
+        lease_expires double precision,
+        deadline text COLLATE "C",
+        body bytea NOT NULL,
+        message_key bytea,
+        tenant text COLLATE "C" NOT NULL DEFAULT '',
+        principal text COLLATE "C" NOT NULL DEFAULT '',
+        agent text COLLATE "C" NOT NULL DEFAULT '',
+        webhooks integer NOT NULL DEFAULT 0
+    )""",
+    # Every listing is scoped by owner, so the listing indexes lead with it;
+    # (tenant, agent) for operators, who list a whole tenant; time alone for
+    # a listing of every tenant.
+    "CREATE INDEX tasks_of_owner ON tasks (tenant, principal, agent, status_ts, id)",
+    """CREATE INDEX tasks_of_owner_by_context
+        ON tasks (tenant, principal, agent, context_id, status_ts, id)""",
+    """CREATE INDEX tasks_of_owner_by_state
+        ON tasks (tenant, principal, agent, state, status_ts, id)""",
+    """CREATE INDEX tasks_of_owner_by_context_state
+        ON tasks (tenant, principal, agent, context_id, state, status_ts, id)""",
+    "CREATE INDEX tasks_of_tenant ON tasks (tenant, agent, status_ts, id)",
+    "CREATE INDEX tasks_by_time ON tasks (status_ts, id)",
+    "CREATE INDEX tasks_by_lease ON tasks (state, lease_expires)",
+    "CREATE INDEX tasks_by_owner ON tasks (lease_owner) WHERE lease_owner IS NOT NULL",
+    """CREATE INDEX tasks_by_eviction ON tasks (evict_class, evict_order)
+        WHERE evict_class IS NOT NULL""",
+    "CREATE INDEX tasks_terminal_by_time ON tasks (status_ts, id) WHERE evict_class = 0",
+    "CREATE INDEX tasks_by_deadline ON tasks (deadline, id) WHERE deadline IS NOT NULL",
+    "CREATE INDEX tasks_by_message_key ON tasks (message_key) WHERE message_key IS NOT NULL",
+    """CREATE TABLE events (
+        task_id text COLLATE "C" NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
+        seq bigint NOT NULL,
+        kind smallint NOT NULL,
+        body bytea NOT NULL,
+        PRIMARY KEY (task_id, seq)
+    )""",
+    """CREATE TABLE message_keys (
+        key bytea PRIMARY KEY,
+        task_id text COLLATE "C" NOT NULL REFERENCES tasks (id) ON DELETE CASCADE
+    )""",
+    "CREATE INDEX message_keys_by_task ON message_keys (task_id)",
+    """CREATE TABLE webhooks (
+        task_id text COLLATE "C" NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
+        id text COLLATE "C" NOT NULL,
+        n bigint GENERATED ALWAYS AS IDENTITY,
+        version text NOT NULL,
+        body bytea NOT NULL,
+        due_at double precision,
+        delivered bigint NOT NULL DEFAULT 0,
+        dead_lettered bigint NOT NULL DEFAULT 0,
+        last_error text NOT NULL DEFAULT '',
+        PRIMARY KEY (task_id, id)
+    )""",
+    "CREATE INDEX webhooks_due ON webhooks (due_at) WHERE due_at IS NOT NULL",
+    """CREATE TABLE deliveries (
+        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        task_id text COLLATE "C" NOT NULL,
+        webhook_id text COLLATE "C" NOT NULL,
+        seq bigint NOT NULL,
+        kind smallint NOT NULL,
+        body bytea NOT NULL,
+        snapshot bytea,
+        attempts integer NOT NULL DEFAULT 0,
+        FOREIGN KEY (task_id, webhook_id) REFERENCES webhooks (task_id, id) ON DELETE CASCADE
+    )""",
+    "CREATE INDEX deliveries_by_webhook ON deliveries (task_id, webhook_id, id)",
+    """CREATE TABLE usage_totals (
+        day text COLLATE "C" NOT NULL,
+        tenant text COLLATE "C" NOT NULL,
+        principal text COLLATE "C" NOT NULL,
+        model text COLLATE "C" NOT NULL,
+        prompt_tokens bigint NOT NULL,
+        completion_tokens bigint NOT NULL,
+        total_tokens bigint NOT NULL,
+        PRIMARY KEY (day, tenant, principal, model)
+    )""",
+    """CREATE TABLE task_count (
+        slot smallint PRIMARY KEY,
+        n bigint NOT NULL
+    )""",
+    """CREATE TABLE owner_count (
+        tenant text COLLATE "C" NOT NULL,
+        principal text COLLATE "C" NOT NULL,
+        agent text COLLATE "C" NOT NULL,
+        state text COLLATE "C" NOT NULL,
+        slot smallint NOT NULL,
+        n bigint NOT NULL,
+        PRIMARY KEY (tenant, principal, agent, state, slot)
+    )""",
+    """CREATE FUNCTION a2ad_count_tasks() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE
+        bucket smallint;
+    BEGIN
+        IF TG_OP = 'INSERT' THEN
+            bucket := hashtext(NEW.id) & 15;
+            INSERT INTO task_count AS c (slot, n) VALUES (bucket, 1)
+                ON CONFLICT (slot) DO UPDATE SET n = c.n + 1;
+            INSERT INTO owner_count AS c (tenant, principal, agent, state, slot, n)
+                VALUES (NEW.tenant, NEW.principal, NEW.agent, NEW.state, bucket, 1)
+                ON CONFLICT (tenant, principal, agent, state, slot)
+                DO UPDATE SET n = c.n + 1;
+        ELSIF TG_OP = 'DELETE' THEN
+            bucket := hashtext(OLD.id) & 15;
+            UPDATE task_count SET n = n - 1 WHERE slot = bucket;
+            UPDATE owner_count SET n = n - 1 WHERE tenant = OLD.tenant
+                AND principal = OLD.principal AND agent = OLD.agent AND state = OLD.state
+                AND slot = bucket;
+        ELSIF NEW.state <> OLD.state THEN
+            bucket := hashtext(NEW.id) & 15;
+            -- In state order, so that two changes of one owner's tasks cannot deadlock.
+            INSERT INTO owner_count AS c (tenant, principal, agent, state, slot, n)
+                SELECT NEW.tenant, NEW.principal, NEW.agent, change.state, bucket, change.d
+                FROM (VALUES (OLD.state, -1), (NEW.state, 1)) AS change (state, d)
+                ORDER BY change.state COLLATE "C"
+                ON CONFLICT (tenant, principal, agent, state, slot)
+                DO UPDATE SET n = c.n + excluded.n;
+        END IF;
+        RETURN NULL;
+    END
+    $$""",
+    """CREATE TRIGGER tasks_count AFTER INSERT OR DELETE OR UPDATE OF state ON tasks
+        FOR EACH ROW EXECUTE FUNCTION a2ad_count_tasks()""",
+)
+
+
+# Step i upgrades a database at version i to version i + 1; append, never edit.
+_MIGRATIONS: tuple[tuple[str, ...], ...] = (_SCHEMA_V1,)
+SCHEMA_VERSION = len(_MIGRATIONS)
+
+
+_EXISTS = """SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c
+    JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+    WHERE c.relname = 'a2ad_schema' AND n.nspname = current_schema())"""
+
+
+async def _version(conn: Any, where: str) -> int:
+    # In the schema where the store's tables are made (the first of search_path).
+    # A query of pg_class, not to_regclass: that may answer from a cache that
+    # waiting for the advisory lock did not refresh, missing a table another
+    # instance made meanwhile.
+    if not await conn.fetchval(_EXISTS):
+        return 0
+    found = await conn.fetchval("SELECT coalesce(max(version), 0) FROM a2ad_schema")
+    if found > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"{where} has task store schema version {found}, but this a2ad supports "
+            f"version {SCHEMA_VERSION} at most; upgrade a2ad to open it"
+        )
+    return int(found)
+
+
+async def migrate(conn: Any, where: str) -> None:
+    """Create or upgrade the schema on ``conn`` (an asyncpg connection), once
+    however many instances start at once. ``where`` names the database in errors."""
+    if await _version(conn, where) == SCHEMA_VERSION:
+        return  # the common case: no lock taken
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", SCHEMA_LOCK)
+        # Read again under the lock: another instance may have upgraded it meanwhile.
+        version = await _version(conn, where)
+        if version == 0:
+            await conn.execute("CREATE TABLE a2ad_schema (version integer NOT NULL)")
+            await conn.execute("INSERT INTO a2ad_schema (version) VALUES (0)")
+        for step in _MIGRATIONS[version:]:
+            for statement in step:
+                await conn.execute(statement)
+        await conn.execute("UPDATE a2ad_schema SET version = $1", SCHEMA_VERSION)

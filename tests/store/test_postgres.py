@@ -1,0 +1,169 @@
+"""What the PostgreSQL store does beyond the contract suite (which runs on it
+too): instances sharing one database, the schema's version, the URL, and what a
+user sees when the database can't be reached."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+
+from a2ad import Task, TaskState, TaskStatus, TaskStatusUpdateEvent
+from a2ad.store import store_from_url
+from a2ad.store.base import Lease, SequenceConflictError, StoreError
+
+from ..postgres import fresh_schema
+from ..test_cli import run_a2ad
+
+asyncpg = pytest.importorskip("asyncpg")
+from a2ad.store.postgres import (  # noqa: E402  (after the skip: it needs asyncpg)
+    SCHEMA_VERSION,
+    PostgresStore,
+    SchemaVersionError,
+    parse_url,
+    safe_url,
+)
+
+T0 = "2026-01-01T00:00:00.000Z"
+
+
+def new_task() -> Task:
+    return Task(
+        id=str(uuid.uuid4()),
+        context_id="ctx",
+        status=TaskStatus(state=TaskState.SUBMITTED, timestamp=T0),
+    )
+
+
+def working(task: Task, second: int = 1) -> TaskStatusUpdateEvent:
+    return TaskStatusUpdateEvent(
+        task_id=task.id,
+        context_id=task.context_id,
+        status=TaskStatus(state=TaskState.WORKING, timestamp=f"2026-01-01T00:00:{second:02d}.000Z"),
+    )
+
+
+@pytest.fixture
+async def url() -> AsyncIterator[str]:
+    async with fresh_schema() as made:
+        yield made
+
+
+async def test_two_instances_see_each_others_writes_and_only_one_append_wins(url: str) -> None:
+    async with PostgresStore(url) as a, PostgresStore(url) as b:
+        task = new_task()
+        await a.create(task, tenant="t", principal="p")
+        seen = await b.get(task.id)
+        assert seen is not None and seen.seq == 0 and seen.tenant == "t"
+        results = await asyncio.gather(
+            *(store.append(task.id, 0, [working(task, i)]) for i, store in enumerate([a, b] * 4)),
+            return_exceptions=True,
+        )
+        won = [r for r in results if not isinstance(r, BaseException)]
+        assert len(won) == 1
+        assert all(isinstance(r, SequenceConflictError) for r in results if r not in won)
+        after = await a.get(task.id)
+        assert after is not None and after.seq == 1
+        assert [e.seq for e in await b.events(task.id, 0)] == [1]
+
+
+async def test_instances_starting_at_once_create_the_schema_once(url: str) -> None:
+    stores = [PostgresStore(url, pool_min=1) for _ in range(4)]
+    try:
+        await asyncio.gather(*(store.open() for store in stores))
+        await stores[0].create(new_task())
+        page = await stores[3].list_tasks()
+        assert len(page) == 1
+    finally:
+        for store in stores:
+            await store.aclose()
+    conn = await asyncpg.connect(url)
+    try:
+        assert await conn.fetch("SELECT version FROM a2ad_schema") == [(SCHEMA_VERSION,)]
+    finally:
+        await conn.close()
+
+
+async def test_a_database_of_a_newer_a2ad_is_refused_and_left_as_it_was(url: str) -> None:
+    async with PostgresStore(url):
+        pass
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute("UPDATE a2ad_schema SET version = $1", SCHEMA_VERSION + 1)
+        store = PostgresStore(url)
+        with pytest.raises(SchemaVersionError, match=f"version {SCHEMA_VERSION + 1}"):
+            await store.open()
+        await store.aclose()
+        assert await conn.fetchval("SELECT version FROM a2ad_schema") == SCHEMA_VERSION + 1
+    finally:
+        await conn.close()
+
+
+async def test_claim_leaves_another_instances_live_lease_alone(url: str) -> None:
+    # SQLite's claim may expire others' leases (a file lock proves them gone);
+    # on a shared database another instance may be alive, so only time expires them.
+    async with PostgresStore(url) as a, PostgresStore(url) as b:
+        task = new_task()
+        await a.create(task, lease=Lease("instance-a", 2000.0))
+        await b.claim("instance-b")
+        assert await b.orphans(1000.0, 10) == []
+        assert await b.orphans(3000.0, 10) == [task.id]
+
+
+async def test_a_write_whose_caller_is_cancelled_is_stored(url: str) -> None:
+    async with PostgresStore(url) as store:
+        task = new_task()
+        await store.create(task)
+        append = asyncio.ensure_future(store.append(task.id, 0, [working(task)]))
+        await asyncio.sleep(0)  # started
+        append.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await append
+    async with PostgresStore(url) as again:  # the first's aclose waited for it
+        stored = await again.get(task.id)
+        assert stored is not None and stored.seq == 1
+
+
+async def test_an_unreachable_server_is_named_by_host_and_port_without_the_password() -> None:
+    store = PostgresStore("postgresql://me:hunter2@127.0.0.1:1/db")
+    with pytest.raises(StoreError) as raised:
+        await store.open()
+    await store.aclose()
+    said = str(raised.value)
+    assert "127.0.0.1:1" in said and "hunter2" not in said
+
+
+def test_serve_with_an_unreachable_database_exits_3_naming_it() -> None:
+    done = run_a2ad("serve", "--port", "0", "--store", "postgresql://me:hunter2@127.0.0.1:1/db")
+    said = done.stdout + done.stderr
+    assert done.returncode == 3, said
+    assert "127.0.0.1:1" in said and "hunter2" not in said
+
+
+def test_the_url_takes_pool_sizes_and_passes_the_rest_to_asyncpg() -> None:
+    dsn, own = parse_url("postgresql://u@h:5/d?pool_max=20&sslmode=require&pool_min=3")
+    assert own == {"pool_max": 20, "pool_min": 3}
+    assert dsn == "postgresql://u@h:5/d?sslmode=require"
+    store = store_from_url("postgres://u@h/d?pool_max=7&statement_timeout=5s", max_tasks=9)
+    assert isinstance(store, PostgresStore)
+    assert (store.pool_max, store.max_tasks) == (7, 9)
+    for bad in ("pool_max=0", "pool_max=many", "pool_min=5&pool_max=2"):
+        with pytest.raises(ValueError, match="pool_m"):
+            parse_url(f"postgresql://u@h/d?{bad}")
+
+
+def test_a_shown_url_hides_only_the_password() -> None:
+    assert safe_url("postgresql://me:hunter2@h:5432/d?sslmode=require") == (
+        "postgresql://me:***@h:5432/d?sslmode=require"
+    )
+    assert safe_url("postgresql://me@h/d") == "postgresql://me@h/d"
+
+
+async def test_statement_timeout_ends_a_statement_that_runs_too_long(url: str) -> None:
+    async with PostgresStore(url, statement_timeout=0.05) as store:
+        pool = store._pool
+        async with pool.acquire() as conn:
+            with pytest.raises(asyncpg.QueryCanceledError):
+                await conn.execute("SELECT pg_sleep(1)")
