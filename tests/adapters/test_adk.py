@@ -193,7 +193,9 @@ async def test_follow_up_in_the_same_context_continues_the_conversation(serve: S
 
 
 async def test_cancel_mid_stream_stops_the_run_at_once(serve: Serve) -> None:
-    client, model = await serve([Turn(text="un deux trois quatre cinq six", chunks=6, chunk_delay=2)])
+    client, model = await serve(
+        [Turn(text="un deux trois quatre cinq six", chunks=6, chunk_delay=2)]
+    )
     events: list[object] = []
     async with asyncio.timeout(TIMEOUT):
         async for event in client.stream("Stock de CHAISE-ERGO ?"):
