@@ -7,6 +7,9 @@ What exists:
 - ``a2a_sdk.SdkExecutorAgent``: an a2a-sdk ``AgentExecutor``
   (``a2ad serve --agent a2a-sdk:pkg.module:executor``; extra ``a2ad[a2a-sdk]``);
 - ``langgraph.GraphAgent``: a compiled LangGraph graph (extra ``a2ad[langgraph]``);
+- ``praisonai.PraisonAgent``: a ``praisonaiagents.Agent`` (extra ``a2ad[praisonai]``);
+- ``adk.AdkAgent``: a Google ADK agent (``a2ad serve --agent pkg.module:root_agent``;
+  extra ``a2ad[adk]``);
 
 An adapter that needs a framework imports it only when it is used: importing
 this package imports none of them. ``adapt`` is how ``load_agent`` recognizes a
@@ -52,9 +55,17 @@ def _praisonai(obj: Any, name: str) -> Agent | None:
     return PraisonAgent(obj, name=name)
 
 
+def _adk(obj: Any, name: str) -> Agent | None:
+    if not _is_instance(obj, "google.adk.agents.base_agent", "BaseAgent"):
+        return None
+    from .adk import AdkAgent
+
+    return AdkAgent(obj)  # the card's name is the ADK agent's own, not the attribute's
+
+
 # Each takes the loaded object and the attribute's name, and answers its Agent, or
 # None when the object is not its framework's.
-DETECTORS: list[Detector] = [_langgraph, _praisonai]
+DETECTORS: list[Detector] = [_langgraph, _praisonai, _adk]
 
 
 def adapt(obj: Any, *, name: str) -> Agent | None:

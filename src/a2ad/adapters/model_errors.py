@@ -1,7 +1,8 @@
 """A model's HTTP error, as the frameworks that call models raise it, in one line.
 
 LangChain's OpenAI models and PraisonAI call OpenAI-compatible endpoints with the
-``openai`` client, whose ``APIError`` tells a failed call from a bug in the
+``openai`` client, and LiteLLM (Google ADK's LiteLlm) raises subclasses of its
+errors, whose ``APIError`` tells a failed call from a bug in the
 agent. Such a failure ends the task with a message naming the error class and
 the HTTP status (never the error's text, which may quote a credential); any
 other exception is the agent's and fails the task as usual. ``openai`` is not

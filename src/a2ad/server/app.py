@@ -439,8 +439,8 @@ def load_agent(spec: str, settings: AgentSettings | None = None) -> Agent:
     ``package.module`` means its ``agent`` attribute. ``a2a-sdk:`` before the
     name loads an a2a-sdk AgentExecutor (instance or class) instead
     (``adapters.a2a_sdk``). An object of a framework that ``adapters.adapt``
-    recognizes (a compiled LangGraph graph, a PraisonAI agent) is served through
-    its adapter. A class, or a plain function returning an agent,
+    recognizes (a compiled LangGraph graph, a PraisonAI agent, a Google ADK agent)
+    is served through its adapter. A class, or a plain function returning an agent,
     that has a ``settings`` parameter is called with ``settings`` (default
     ``AgentSettings()``): how ``a2ad serve`` passes what it read from its flags
     and the environment."""
