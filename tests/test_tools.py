@@ -351,3 +351,25 @@ def test_bound_tools_name_the_servers_a_caller_may_use() -> None:
         assert prop["enum"] == ["http://a:1", "http://b:2"]
         assert "http://a:1" in prop["description"]
     assert "enum" not in OPENAI_TOOLS[0]["function"]["parameters"]["properties"]["server_url"]
+
+
+async def test_the_tools_reach_one_agent_of_a_server_of_several() -> None:
+    agents = {"first": ScriptedAgent(), "second": ScriptedAgent()}
+    with LiveServer(create_app(agents)) as served:
+
+        def send() -> Any:
+            with SyncClient(f"{served.url}/agents/second/") as client:
+                return client.send("echo for the second")
+
+        task = await asyncio.to_thread(send)
+        assert isinstance(task, Task)
+        theirs = await tools.alist_tasks(server_url=served.url, agent="second")
+        default = await tools.alist_tasks(server_url=served.url)
+        assert [t["id"] for t in theirs["tasks"]] == [task.id]
+        assert task.id not in [t["id"] for t in default["tasks"]]
+        called = await acall_tool(
+            "get_task", {"task_id": task.id, "agent": "second"}, servers=[served.url]
+        )
+        assert called["task"]["id"] == task.id
+        bad = await acall_tool("list_tasks", {"agent": "../x"}, servers=[served.url])
+        assert "agent '../x'" in bad["error"]

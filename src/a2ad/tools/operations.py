@@ -76,12 +76,16 @@ class Remote:
     token: str | None = field(default=None, repr=False)
 
     @classmethod
-    def default(cls, server_url: str | None = None, token: str | None = None) -> Remote:
-        """``server_url``, else ``$A2AD_URL``, else the local default; ``token``,
-        else ``$A2AD_TOKEN``. The tool functions promise a script these defaults,
-        so this is where the tools read the environment, and the only place."""
+    def default(
+        cls, server_url: str | None = None, token: str | None = None, agent: str | None = None
+    ) -> Remote:
+        """``server_url``, else ``$A2AD_URL``, else the local default (beneath it,
+        ``/agents/<agent>`` for a named ``agent``); ``token``, else ``$A2AD_TOKEN``.
+        The tool functions promise a script these defaults, so this is where the
+        tools read the environment, and the only place."""
+        url = (server_url or os.environ.get(ENV_URL) or DEFAULT_URL).rstrip("/")
         return cls(
-            (server_url or os.environ.get(ENV_URL) or DEFAULT_URL).rstrip("/"),
+            f"{url}/agents/{agent}" if agent else url,
             token if token is not None else (os.environ.get(ENV_TOKEN) or None),
         )
 
@@ -139,38 +143,42 @@ async def alist_tasks(
     limit: int = DEFAULT_LIMIT,
     stale_after: str = DEFAULT_STALE_AFTER,
     server_url: str | None = None,
+    agent: str | None = None,
     *,
     token: str | None = None,
 ) -> Result:
     """The async form of :func:`a2ad.tools.list_tasks` (same arguments, plus ``token``)."""
-    remote = Remote.default(server_url, token)
+    remote = Remote.default(server_url, token, agent)
     return await list_tasks_on(remote, state, context_id, limit, stale_after)
 
 
 async def aget_task(
     task_id: str,
     server_url: str | None = None,
+    agent: str | None = None,
     *,
     token: str | None = None,
 ) -> Result:
     """The async form of :func:`a2ad.tools.get_task` (same arguments, plus ``token``)."""
-    return await get_task_on(Remote.default(server_url, token), task_id)
+    return await get_task_on(Remote.default(server_url, token, agent), task_id)
 
 
 async def acancel_task(
     task_id: str,
     server_url: str | None = None,
+    agent: str | None = None,
     *,
     token: str | None = None,
 ) -> Result:
     """The async form of :func:`a2ad.tools.cancel_task` (same arguments, plus ``token``)."""
-    return await cancel_task_on(Remote.default(server_url, token), task_id)
+    return await cancel_task_on(Remote.default(server_url, token, agent), task_id)
 
 
 async def acancel_overdue_tasks(
     stale_after: str = DEFAULT_STALE_AFTER,
     dry_run: bool = False,
     server_url: str | None = None,
+    agent: str | None = None,
     *,
     token: str | None = None,
     keep: Collection[str] = (),
@@ -178,7 +186,7 @@ async def acancel_overdue_tasks(
     """The async form of :func:`a2ad.tools.cancel_overdue_tasks` (same arguments,
     plus ``token``, and ``keep``: ids of tasks never to cancel, such as the
     caller's own)."""
-    remote = Remote.default(server_url, token)
+    remote = Remote.default(server_url, token, agent)
     return await cancel_overdue_tasks_on(remote, stale_after, dry_run, keep=keep)
 
 

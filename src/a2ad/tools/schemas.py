@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any
 
@@ -48,6 +49,14 @@ def _function(name: str, description: str, properties: dict[str, Any], required:
     }
 
 
+# Of a server of several agents (a2ad serve --agent NAME=SPEC ...), whose tasks.
+_AGENT = {
+    "type": "string",
+    "pattern": "^[A-Za-z0-9_-]{1,64}$",
+    "description": "Of a server of several agents, the one whose tasks (it answers at "
+    "server_url/agents/NAME/); omit for the agent at server_url.",
+}
+
 OPENAI_TOOLS: list[dict[str, Any]] = [
     _function(
         "list_tasks",
@@ -80,6 +89,7 @@ OPENAI_TOOLS: list[dict[str, Any]] = [
                 "overdue: '90s', '10m', '2h', or 'off'.",
             },
             "server_url": _SERVER_URL,
+            "agent": _AGENT,
         },
         [],
     ),
@@ -87,14 +97,14 @@ OPENAI_TOOLS: list[dict[str, Any]] = [
         "get_task",
         "Show one task on an A2A server: its summary, its newest messages and its artifacts. "
         "Returns {task} or {error}.",
-        {"task_id": _TASK_ID, "server_url": _SERVER_URL},
+        {"task_id": _TASK_ID, "server_url": _SERVER_URL, "agent": _AGENT},
         ["task_id"],
     ),
     _function(
         "cancel_task",
         "Cancel one active task on an A2A server; its work stops. Returns {canceled, task} or "
         "{error} (for instance when the task has already ended).",
-        {"task_id": _TASK_ID, "server_url": _SERVER_URL},
+        {"task_id": _TASK_ID, "server_url": _SERVER_URL, "agent": _AGENT},
         ["task_id"],
     ),
     _function(
@@ -116,6 +126,7 @@ OPENAI_TOOLS: list[dict[str, Any]] = [
                 "description": "true to only report what is overdue, canceling nothing.",
             },
             "server_url": _SERVER_URL,
+            "agent": _AGENT,
         },
         [],
     ),
@@ -129,6 +140,7 @@ _ON: dict[str, Callable[..., Awaitable[dict[str, Any]]]] = {
 }
 TOOL_NAMES = tuple(_ON)
 _PARAMETERS = {t["function"]["name"]: t["function"]["parameters"] for t in OPENAI_TOOLS}
+_AGENT_NAME = re.compile(_AGENT["pattern"][1:-1])
 _JSON_TYPES: dict[str, type] = {"string": str, "integer": int, "boolean": bool}
 
 
@@ -200,6 +212,11 @@ async def acall_tool(
             "error": f"server_url {url!r} is not a server this agent manages; "
             f"use one of {', '.join(servers)}"
         }
+    agent = args.pop("agent", None)
+    if agent is not None:
+        if not _AGENT_NAME.fullmatch(agent):
+            return {"error": f"agent {agent!r}: a name of 1 to 64 letters, digits, '-' or '_'"}
+        url = f"{url}/agents/{agent}"
     if name == "cancel_task" and args["task_id"] in keep:
         return {
             "error": f"task {args['task_id']} is the one running this call; it can't cancel itself"

@@ -48,6 +48,7 @@ def list_tasks(
     limit: int = DEFAULT_LIMIT,
     stale_after: str = DEFAULT_STALE_AFTER,
     server_url: str | None = None,
+    agent: str | None = None,
 ) -> dict[str, Any]:
     """List tasks on an A2A server, newest first, each as a short summary.
 
@@ -62,6 +63,7 @@ def list_tasks(
         limit: How many tasks at most, 1 to 100 (default 20).
         stale_after: Mark active tasks quiet for this long as overdue, e.g. "10m" or "off".
         server_url: The A2A server's base URL; omit for $A2AD_URL or http://127.0.0.1:8000.
+        agent: Of a server of several agents, the one whose tasks (at server_url/agents/NAME/).
 
     Returns:
         {"server", "tasks": [summary, ...], "more": true if more tasks match},
@@ -75,41 +77,51 @@ def list_tasks(
         limit=limit,
         stale_after=stale_after,
         server_url=server_url,
+        agent=agent,
     )
 
 
-def get_task(task_id: str, server_url: str | None = None) -> dict[str, Any]:
+def get_task(
+    task_id: str, server_url: str | None = None, agent: str | None = None
+) -> dict[str, Any]:
     """Show one task on an A2A server: its summary, newest messages and artifacts.
 
     Args:
         task_id: The task's id, as list_tasks shows it.
         server_url: The A2A server's base URL; omit for $A2AD_URL or http://127.0.0.1:8000.
+        agent: Of a server of several agents, the one whose tasks (at server_url/agents/NAME/).
 
     Returns:
         {"server", "task": {..., "history": [...], "artifacts": [...]}},
         or {"error": "what went wrong and what to do"}.
     """
-    return _blocking("get_task", aget_task, task_id=task_id, server_url=server_url)
+    return _blocking("get_task", aget_task, task_id=task_id, server_url=server_url, agent=agent)
 
 
-def cancel_task(task_id: str, server_url: str | None = None) -> dict[str, Any]:
+def cancel_task(
+    task_id: str, server_url: str | None = None, agent: str | None = None
+) -> dict[str, Any]:
     """Cancel one active task on an A2A server; its work stops.
 
     Args:
         task_id: The id of the task to cancel, as list_tasks shows it.
         server_url: The A2A server's base URL; omit for $A2AD_URL or http://127.0.0.1:8000.
+        agent: Of a server of several agents, the one whose tasks (at server_url/agents/NAME/).
 
     Returns:
         {"server", "canceled": true, "task": summary after the cancel},
         or {"error": ...} (for instance when the task has already ended).
     """
-    return _blocking("cancel_task", acancel_task, task_id=task_id, server_url=server_url)
+    return _blocking(
+        "cancel_task", acancel_task, task_id=task_id, server_url=server_url, agent=agent
+    )
 
 
 def cancel_overdue_tasks(
     stale_after: str = DEFAULT_STALE_AFTER,
     dry_run: bool = False,
     server_url: str | None = None,
+    agent: str | None = None,
 ) -> dict[str, Any]:
     """Find the overdue tasks on an A2A server and cancel them (or only list them).
 
@@ -121,6 +133,7 @@ def cancel_overdue_tasks(
         stale_after: How long without a status change makes an active task overdue, e.g. "10m".
         dry_run: true to only report what is overdue, canceling nothing.
         server_url: The A2A server's base URL; omit for $A2AD_URL or http://127.0.0.1:8000.
+        agent: Of a server of several agents, the one whose tasks (at server_url/agents/NAME/).
 
     Returns:
         {"server", "staleAfter", "dryRun", "foundCount", "found": [summary with overdue],
@@ -133,4 +146,5 @@ def cancel_overdue_tasks(
         stale_after=stale_after,
         dry_run=dry_run,
         server_url=server_url,
+        agent=agent,
     )
