@@ -16,11 +16,13 @@ from .agents.test_task_manager import ScriptedLLM, answer, with_usage
 from .test_cli import Served, run_a2ad
 from .test_cli_auth import add_key
 
-TODAY = datetime.now(UTC).date().isoformat()
+
+def today() -> str:
+    return datetime.now(UTC).date().isoformat()
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[Served, dict[str, str]]]:
+def served(tmp_path: Path) -> Iterator[tuple[Served, dict[str, str], str]]:
     keys_file = tmp_path / "keys.toml"
     keys = {
         "olga": add_key(keys_file, "--principal", "olga", "--role", "operator"),
@@ -47,19 +49,24 @@ def served(tmp_path: Path) -> Iterator[tuple[Served, dict[str, str]]]:
                 with SyncClient(s.url, token=keys[who]) as client:
                     task = client.send("what runs?")
                 assert isinstance(task, Task) and task.status.state is TaskState.COMPLETED
-            yield s, keys
+            yield s, keys, today()  # the (UTC) day the usage was recorded on
             assert s.stop() == 0
 
 
 def test_usage_prints_an_operators_totals_as_json_and_as_a_table(
-    served: tuple[Served, dict[str, str]],
+    served: tuple[Served, dict[str, str], str],
 ) -> None:
-    s, keys = served
+    s, keys, day = served
     target = ("--url", s.url, "--token", keys["olga"])
-    done = run_a2ad("usage", *target, "--group-by", "principal,model", "--json")
+    default = run_a2ad("usage", *target, "--json")
+    now = today()  # the default range: this month (UTC) to today
+    assert json.loads(default.stdout)["from"] == now[:8] + "01"
+    assert json.loads(default.stdout)["to"] == now
+    days = ("--from", day, "--to", day)
+    done = run_a2ad("usage", *target, *days, "--group-by", "principal,model", "--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    assert report["from"] == TODAY[:8] + "01" and report["to"] == TODAY
+    assert report["from"] == report["to"] == day
     assert report["rows"] == [
         {
             "principal": "ann",
@@ -85,28 +92,28 @@ def test_usage_prints_an_operators_totals_as_json_and_as_a_table(
     ]
     assert report["total"] == {"promptTokens": 1260, "completionTokens": 40, "totalTokens": 1300}
 
-    table = run_a2ad("usage", *target, "--from", TODAY, "--to", TODAY)
+    table = run_a2ad("usage", *target, *days)
     assert table.returncode == 0, table.stderr
     assert table.stdout.splitlines() == [
-        f"token usage {TODAY} to {TODAY}",
+        f"token usage {day} to {day}",
         "TENANT  PRINCIPAL  PROMPT  COMPLETION  TOTAL",
         "-       ann         1,250          39  1,289",
         "-       bob            10           1     11",
         "total               1,260          40  1,300",
     ]
-    by_day = run_a2ad("usage", *target, "--group-by", "day")
+    by_day = run_a2ad("usage", *target, *days, "--group-by", "day")
     assert by_day.stdout.splitlines()[1:] == [
         "DAY         PROMPT  COMPLETION  TOTAL",
-        f"{TODAY}   1,260          40  1,300",
+        f"{day}   1,260          40  1,300",
     ]
     none = run_a2ad("usage", *target, "--from", "2001-01-01", "--to", "2001-01-31")
     assert none.stdout.splitlines() == ["token usage 2001-01-01 to 2001-01-31", "no usage"]
 
 
 def test_usage_is_refused_to_a_caller_without_the_operator_role(
-    served: tuple[Served, dict[str, str]],
+    served: tuple[Served, dict[str, str], str],
 ) -> None:
-    s, keys = served
+    s, keys, _ = served
     done = run_a2ad("usage", "--url", s.url, "--token", keys["ann"])
     assert done.returncode == 1
     assert "token usage is for operators only" in done.stderr
@@ -115,8 +122,8 @@ def test_usage_is_refused_to_a_caller_without_the_operator_role(
     assert anonymous.returncode == 1 and "-31401" in anonymous.stderr
 
 
-def test_bad_flags_exit_2_naming_them(served: tuple[Served, dict[str, str]]) -> None:
-    s, keys = served
+def test_bad_flags_exit_2_naming_them(served: tuple[Served, dict[str, str], str]) -> None:
+    s, keys, _ = served
     target = ("--url", s.url, "--token", keys["olga"])
     done = run_a2ad("usage", *target, "--group-by", "team")
     assert done.returncode == 2 and "--group-by: 'team'" in done.stderr
