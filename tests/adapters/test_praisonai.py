@@ -140,7 +140,7 @@ async def test_cancel_ends_the_task_at_once_and_the_agent_stops_at_its_next_tool
 
 
 async def test_model_failure_fails_the_task(serve: Serve) -> None:
-    client, _ = await serve([Turn(status=500)])
+    client, _ = await serve([Turn(status=400)])  # 5xx would be retried for ~20 s
     task = await sent(client, "Hello")
     assert task.status.state is TaskState.FAILED
     assert status_text(task) == NO_ANSWER
