@@ -195,3 +195,31 @@ async def test_rest_keeps_tasks_apart_and_refuses_a_foreign_tenant_with_403(
     assert elsewhere.json()["error"]["details"][0]["reason"] == "PERMISSION_DENIED"
     mine = await ann.get("/acme/tasks", headers=v1)
     assert task_id in {t["id"] for t in mine.json()["tasks"]}
+
+
+async def test_a_follow_up_to_anns_task_cannot_leave_bobs_webhook_on_it(
+    keys: tuple[Path, dict[str, str]],
+) -> None:
+    path, made = keys
+    authenticator = CredentialAuthenticator(keys=ApiKeys.load(str(path)))
+    app = create_app(
+        ScriptedAgent(), authenticator=authenticator, allow_private_webhooks=True, shutdown_grace=0
+    )
+    transport = httpx.ASGITransport(app=app)
+
+    def client(who: str) -> httpx.AsyncClient:
+        headers = {"Authorization": f"Bearer {made[who]}"}
+        return httpx.AsyncClient(transport=transport, base_url="http://a2ad.test", headers=headers)
+
+    try:
+        async with client("ann") as ann_http, client("bob") as bob_http:
+            ann, bob = Rpc(ann_http), Rpc(bob_http)
+            asked = await V10.send_task(ann, "input which one?")
+            webhook = {"taskPushNotificationConfig": {"url": "http://127.0.0.1:9/bobs"}}
+            message = {**V10.message("blue"), "taskId": asked["id"]}
+            body = await bob("SendMessage", {"message": message, "configuration": webhook}, v1=True)
+            assert error_of(body)["code"] == -32001
+            listed = await ann("ListTaskPushNotificationConfigs", {"taskId": asked["id"]}, v1=True)
+            assert result_of(listed)["configs"] == []
+    finally:
+        await app.aclose()

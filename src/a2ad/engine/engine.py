@@ -72,6 +72,10 @@ __all__ = ["Engine", "task_view"]
 
 log = logging.getLogger("a2ad.engine")
 
+NOT_STARTED = (
+    "The task was stored but could not be started (its push notification config could not "
+    "be kept, or the request went away); send the message again with a new messageId"
+)
 FOLLOW_UP_WAIT_SECONDS = 5.0  # a follow-up waits this long for the previous turn to end
 CANCEL_WAIT_SECONDS = 2.0  # a cancel waits this long for the agent to stop
 
@@ -298,7 +302,9 @@ class Engine:
         key = message_key(request.message, scope=_scope(access))
         sent_before = await self._claims.find_or_claim(key, self.store.find_message)
         if sent_before is not None:
-            return await self._sent_again(sent_before, history_length, wait=not immediately)
+            return await self._sent_again(
+                sent_before, history_length, wait=not immediately, access=access
+            )
         invocation = await self._start_claimed(
             key, request, context, immediately=immediately, webhooks=webhooks, access=access
         )
@@ -326,7 +332,7 @@ class Engine:
         key = message_key(request.message, scope=_scope(access))
         sent_before = await self._claims.find_or_claim(key, self.store.find_message)
         if sent_before is not None:
-            return await self._follow_turn(sent_before)
+            return await self._follow_turn(sent_before, access)
         task_id = request.message.task_id or new_id()
         sub = self.bus.subscribe(task_id, maxsize=self.stream_buffer)
         try:
@@ -484,25 +490,31 @@ class Engine:
         invocation.head.add_done_callback(lambda head: self._claims.release(key, _stored_id(head)))
         return invocation
 
-    async def _sent_again(self, task_id: TaskId, history_length: int | Any, *, wait: bool) -> Task:
+    async def _sent_again(
+        self,
+        task_id: TaskId,
+        history_length: int | Any,
+        *,
+        wait: bool,
+        access: Access | None,
+    ) -> Task:
         """The answer to a message sent again: its task, once the turn it is in
         is over (terminal or interrupted) unless not ``wait``."""
         if wait:
-            stream = await self._follow_turn(task_id)
+            stream = await self._follow_turn(task_id, access)
             try:
                 while await stream.next() is not None:
                     pass
             finally:
                 stream.close()
-        return await self.get_task(task_id, history_length)
+        return await self.get_task(task_id, history_length, access=access)
 
-    async def _follow_turn(self, task_id: TaskId) -> EventStream:
-        """The task as it stands, then its events until it is terminal or interrupted."""
+    async def _follow_turn(self, task_id: TaskId, access: Access | None) -> EventStream:
+        """The task as it stands, then its events until it is terminal or interrupted.
+        (The message key names the caller's own task; ``access`` checks it anyway.)"""
         sub = self.bus.subscribe(task_id, maxsize=self.stream_buffer)
         try:
-            stored = await self.store.get(task_id)
-            if stored is None:
-                raise _not_found(task_id)
+            stored = await self._reachable(task_id, access)
         except BaseException:
             sub.close()
             raise
@@ -534,7 +546,9 @@ class Engine:
             raise PushNotificationNotSupportedError(
                 "This server's task store keeps no push notification configs"
             )
-        owner = (access.tenant, access.principal) if access is not None else ("", "")
+        if access is None:  # in-process: nobody's task, at the default agent
+            access = Access(agent=self.default_agent)
+        owner = (access.tenant, access.principal)
         if not self.max_tasks_per_principal:
             invocation, _ = await self._start_turn(
                 request, context, immediately, task_id, webhooks, message_key, access, owner
@@ -602,6 +616,7 @@ class Engine:
         created: StoredTask | None = None
         if message.task_id:
             if webhooks and self.push is not None:  # before its events: it gets them all
+                await self._reachable(message.task_id, access)  # never on another's task
                 await self.push.register(message.task_id, webhooks)
             created = await self._resume(message, message_key, access)
             task = created.task
@@ -632,9 +647,14 @@ class Engine:
             owner=(*owner, agent_name),
         )
         if (immediately or webhooks) and created is None:
-            await invocation.create_now()
-            if self.push is not None:
-                await self.push.register(invocation.task_id, webhooks)
+            try:
+                await invocation.create_now()
+                if self.push is not None:
+                    await self.push.register(invocation.task_id, webhooks)
+            except BaseException:
+                if invocation.current is not None:  # stored, but it will never run
+                    await asyncio.shield(self._fail(invocation.task_id, NOT_STARTED))
+                raise
         return invocation, self._runner.start(invocation)
 
     def _check_output_modes(self, accepted: list[str], agent: str) -> None:

@@ -536,7 +536,11 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
             return None
         if self._reader is None:
             found = await self._run(lambda conn: _find_message(conn, message_key))
-            self._reader = _connect_reader(self.path)  # the worker made the schema
+            reader = _connect_reader(self.path)  # the worker made the schema
+            if self._reader is None:
+                self._reader = reader
+            else:  # another call got here first while this one awaited
+                reader.close()
             return found
         return _find_message(self._reader, message_key)
 
