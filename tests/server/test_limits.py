@@ -15,9 +15,9 @@ import httpx
 import pytest
 
 from a2ad import A2AApp, create_app
-from a2ad.server import auth
+from a2ad.server import auth, limits
 from a2ad.server.auth import ApiKeys, CredentialAuthenticator
-from a2ad.server.limits import Limits
+from a2ad.server.limits import Limits, RateLimiter
 
 from ..conftest import V1, LiveServer, Rpc, msg03, wait_for
 from ..scripted import ScriptedAgent
@@ -415,3 +415,23 @@ def test_limits_defaults_leave_the_per_principal_ones_off() -> None:
     assert (limits.max_tasks_per_principal, limits.max_streams_per_principal) == (0, 0)
     assert limits.rate_limit == 0
     assert (limits.max_parts, limits.max_part_bytes) == (256, 1024 * 1024)
+
+
+def test_idle_callers_buckets_are_forgotten_oldest_first_and_their_number_is_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    now = [0.0]
+    limiter = RateLimiter(1.0, 1, clock=lambda: now[0])
+    for i in range(10_000):  # each caller spends its one token at t=0
+        limiter.take(f"caller-{i}")
+    assert len(limiter._buckets) == 10_000
+    now[0] = 2.0  # every bucket has refilled: none holds anything a new one would not
+    limiter.take("newcomer")
+    assert list(limiter._buckets) == ["newcomer"]
+    limiter.take("caller-0")  # forgotten, so a fresh bucket: served
+    # Callers that never refill: past the hard bound the least recently used go.
+    monkeypatch.setattr(limits, "_MAX_BUCKETS", 10_050)
+    for i in range(10_100):
+        limiter.take(f"busy-{i}")
+    assert len(limiter._buckets) <= 10_050
+    assert "busy-10099" in limiter._buckets and "busy-0" not in limiter._buckets

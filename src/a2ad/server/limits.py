@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ __all__ = [
 MAX_BODY_BYTES = 10 * 1024 * 1024
 MAX_PART_BYTES = 1024 * 1024
 _IDLE_BUCKETS = 10_000  # past this many buckets, full (idle) ones are forgotten
+_MAX_BUCKETS = 100_000  # past this many, the least recently used go, full or not
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -211,20 +213,22 @@ class RateLimiter:
         self.rate = rate
         self.burst = burst or max(1, math.ceil(rate))
         self.clock = clock
-        self._buckets: dict[str, tuple[float, float]] = {}  # key -> (tokens, at)
+        # key -> (tokens, at), least recently used first
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
 
     def take(self, key: str) -> None:
         """Take a token from ``key``'s bucket. Raises QuotaExceededError, whose
         ``retry_after`` says in how many whole seconds (at least 1) one is back."""
         now = self.clock()
-        tokens, at = self._buckets.get(key, (float(self.burst), now))
+        buckets = self._buckets
+        tokens, at = buckets.get(key, (float(self.burst), now))
         tokens = min(float(self.burst), tokens + max(0.0, now - at) * self.rate)
+        if len(buckets) >= _IDLE_BUCKETS and key not in buckets:
+            self._forget_idle(now)
+        buckets[key] = (tokens - 1.0 if tokens >= 1.0 else tokens, now)
+        buckets.move_to_end(key)
         if tokens >= 1.0:
-            if len(self._buckets) >= _IDLE_BUCKETS and key not in self._buckets:
-                self._forget_idle(now)
-            self._buckets[key] = (tokens - 1.0, now)
             return
-        self._buckets[key] = (tokens, now)
         wait = max(1, math.ceil((1.0 - tokens) / self.rate))
         error = QuotaExceededError(
             f"{_who(key)} is over the server's rate limit of {self.rate:g} requests a second "
@@ -236,11 +240,18 @@ class RateLimiter:
         raise error
 
     def _forget_idle(self, now: float) -> None:
-        """Drop the buckets that have refilled: they hold nothing a new one would not."""
+        """Drop, from the least recently used, the buckets that have refilled (they
+        hold nothing a new one would not), stopping at the first that has not:
+        amortised O(1) a request, where a scan of all would make a flood of new
+        callers cost O(n) each. Past _MAX_BUCKETS the oldest go all the same (a
+        caller forgotten so gets a fresh burst)."""
         full = float(self.burst)
-        for key, (tokens, at) in list(self._buckets.items()):
-            if tokens + (now - at) * self.rate >= full:
-                del self._buckets[key]
+        buckets = self._buckets
+        while buckets:
+            key, (tokens, at) = next(iter(buckets.items()))
+            if tokens + (now - at) * self.rate < full and len(buckets) < _MAX_BUCKETS:
+                return
+            del buckets[key]
 
 
 def refusal(error: A2AError) -> tuple[int, list[tuple[bytes, bytes]] | None]:
