@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import threading
-import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
 from functools import cache
@@ -41,9 +39,7 @@ import msgspec
 from ..protocol.model import (
     Message,
     Task,
-    TaskArtifactUpdateEvent,
     TaskEvent,
-    TaskPushNotificationConfig,
     TaskState,
     TaskStatusUpdateEvent,
 )
@@ -79,6 +75,18 @@ from .base import (
     status_timestamp,
 )
 from .postgres_schema import SCHEMA_VERSION, SchemaVersionError, migrate
+from .rows import (
+    ARTIFACT_EVENT,
+    INTERRUPTED,
+    STATUS_EVENT,
+    TASK,
+    decode_config,
+    decode_event,
+    decode_task,
+    encode,
+    eviction_class,
+    eviction_order,
+)
 
 __all__ = ["SCHEMA_VERSION", "PostgresStore", "SchemaVersionError", "parse_url"]
 
@@ -89,40 +97,6 @@ DEFAULT_POOL_MIN = 2
 DEFAULT_POOL_MAX = 10
 CONNECT_TIMEOUT = 10.0  # seconds to reach the server at open
 _TRIES = 3  # runs of a transaction PostgreSQL aborted for a deadlock or serialization
-
-_encode = msgspec.json.Encoder().encode
-_decode_task = msgspec.json.Decoder(Task).decode
-_STATUS_EVENT, _ARTIFACT_EVENT, _TASK = 0, 1, 2  # as in the SQLite store
-_decode_event: dict[int, Callable[[bytes], TaskEvent]] = {
-    _STATUS_EVENT: msgspec.json.Decoder(TaskStatusUpdateEvent).decode,
-    _ARTIFACT_EVENT: msgspec.json.Decoder(TaskArtifactUpdateEvent).decode,
-}
-_decode_config = msgspec.json.Decoder(TaskPushNotificationConfig).decode
-
-_TERMINAL, _INTERRUPTED = 0, 1  # evict_class, in eviction order
-
-
-def _evict_class(state: TaskState) -> int | None:
-    if state.terminal:
-        return _TERMINAL
-    if state.interrupted:
-        return _INTERRUPTED
-    return None
-
-
-_clock_lock = threading.Lock()
-_clock_last = 0
-
-
-def _evict_order(evict_class: int | None) -> int | None:
-    """When a task entered its eviction class: wall-clock nanoseconds, so that
-    instances sharing a database agree closely enough, strictly increasing here."""
-    global _clock_last
-    if evict_class is None:
-        return None
-    with _clock_lock:
-        _clock_last = max(_clock_last + 1, time.time_ns())
-        return _clock_last
 
 
 _INSERT_TASK = """INSERT INTO tasks (id, context_id, state, status_ts, seq, evict_class,
@@ -324,7 +298,7 @@ async def _list(conn: Connection, query: ListQuery) -> ListPage:
             *params[: len(filters)],
         )
     rows = await conn.fetch(page_sql, *params)
-    tasks = [_decode_task(row[2]) for row in rows[: query.page_size]]
+    tasks = [decode_task(row[2]) for row in rows[: query.page_size]]
     next_cursor: Cursor | None = None
     if len(rows) > query.page_size:
         last = rows[query.page_size - 1]
@@ -346,8 +320,8 @@ async def _log_events(
         (
             task_id,
             first_seq + i,
-            _STATUS_EVENT if isinstance(event, TaskStatusUpdateEvent) else _ARTIFACT_EVENT,
-            _encode(event),
+            STATUS_EVENT if isinstance(event, TaskStatusUpdateEvent) else ARTIFACT_EVENT,
+            encode(event),
         )
         for i, event in enumerate(events)
     ]
@@ -396,7 +370,7 @@ async def _append(
     if seq != expected_seq:
         raise SequenceConflictError(f"task {task_id} is at {seq}, not {expected_seq}")
     state = TaskState(state_value)
-    new = _decode_task(body)
+    new = decode_task(body)
     webhooks = (
         [(r[0], r[1]) for r in await conn.fetch(_TASK_WEBHOOKS, task_id)] if webhook_count else []
     )
@@ -412,7 +386,7 @@ async def _append(
         await _add_usage(conn, tenant, principal, usage)
     seq += len(events)
     new_state = new.status.state
-    changes: dict[str, Any] = {"seq": seq, "body": _encode(new)}
+    changes: dict[str, Any] = {"seq": seq, "body": encode(new)}
     new_lease = (None, None) if new_state not in IN_FLIGHT else lease or (owner, expires)
     if new_lease != (owner, expires):
         changes["lease_owner"], changes["lease_expires"] = new_lease
@@ -420,10 +394,10 @@ async def _append(
         if new_state is not state:
             changes["state"] = new_state.value
         changes["status_ts"] = status_timestamp(new)
-        evict_class = _evict_class(new_state)
+        evict_class = eviction_class(new_state)
         if evict_class != old_class:
             changes["evict_class"] = evict_class
-            changes["evict_order"] = _evict_order(evict_class)
+            changes["evict_order"] = eviction_order(evict_class)
         if new_state.terminal:
             changes["deadline"] = None
     await conn.execute(_update_sql(tuple(changes)), *changes.values(), task_id)
@@ -449,7 +423,7 @@ async def _enqueue(
     snapshots: list[Task] | None,
 ) -> None:
     """A delivery of each logged event to each of the task's webhooks."""
-    tasks = [_encode(task) for task in snapshots] if snapshots is not None else None
+    tasks = [encode(task) for task in snapshots] if snapshots is not None else None
     await conn.executemany(
         _INSERT_DELIVERY,
         [
@@ -471,7 +445,7 @@ async def _enqueue(
 async def _put_webhook(conn: Connection, webhook: Webhook) -> bool:
     config = webhook.config
     key = (config.task_id, config.id)
-    body = _encode(config)
+    body = encode(config)
     # The task's row is locked first, as by an append: a webhook set meanwhile
     # then gets either the task before that append and the append's events, or
     # the task after it.
@@ -487,7 +461,7 @@ async def _put_webhook(conn: Connection, webhook: Webhook) -> bool:
     await conn.execute(_INSERT_WEBHOOK, *key, webhook.version, body)
     await conn.execute(_COUNT_WEBHOOKS, config.task_id, 1)
     snapshot = task_body if webhook.version == "0.3" else None
-    await conn.execute(_INSERT_DELIVERY, *key, seq, _TASK, task_body, snapshot)
+    await conn.execute(_INSERT_DELIVERY, *key, seq, TASK, task_body, snapshot)
     return True
 
 
@@ -503,19 +477,19 @@ async def _delete_webhook(conn: Connection, key: WebhookKey) -> bool:
 def _webhook_state(row: Sequence[Any]) -> WebhookState:
     version, body, pending, delivered, dead_lettered, last_error = row
     return WebhookState(
-        Webhook(_decode_config(body), version), pending, delivered, dead_lettered, last_error
+        Webhook(decode_config(body), version), pending, delivered, dead_lettered, last_error
     )
 
 
 def _delivery(key: WebhookKey, row: Sequence[Any]) -> Delivery:
     delivery_id, seq, kind, body, snapshot, attempts = row
-    item: Task | TaskEvent = _decode_task(body) if kind == _TASK else _decode_event[kind](body)
+    item: Task | TaskEvent = decode_task(body) if kind == TASK else decode_event[kind](body)
     return Delivery(
         delivery_id,
         key,
         seq,
         item,
-        _decode_task(snapshot) if snapshot is not None else None,
+        decode_task(snapshot) if snapshot is not None else None,
         attempts,
     )
 
@@ -721,7 +695,7 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
             final = msgspec.structs.replace(final, metadata=with_usage(final.metadata, usage))
         if final.status.state not in IN_FLIGHT:
             lease = None
-        evict_class = _evict_class(final.status.state)
+        evict_class = eviction_class(final.status.state)
         row = (
             task.id,
             final.context_id,
@@ -729,11 +703,11 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
             status_timestamp(final),
             len(events),
             evict_class,
-            _evict_order(evict_class),
+            eviction_order(evict_class),
             lease.owner if lease is not None else None,
             lease.expires_at if lease is not None else None,
             None if final.status.state.terminal else deadline,
-            _encode(final),
+            encode(final),
             message_key,
             tenant,
             principal,
@@ -773,14 +747,14 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
                 "and all are in flight"
             )
         await conn.execute(_DELETE_TASKS, [victim for victim, _, _ in victims])
-        evicted.extend((victim, state) for victim, kind, state in victims if kind == _INTERRUPTED)
+        evicted.extend((victim, state) for victim, kind, state in victims if kind == INTERRUPTED)
 
     async def get(self, task_id: str) -> StoredTask | None:
         async def get(conn: Connection) -> StoredTask | None:
             row = await conn.fetchrow(_SELECT_TASK, task_id)
             if row is None:
                 return None
-            return StoredTask(_decode_task(row[1]), row[0], row[2], row[3], row[4])
+            return StoredTask(decode_task(row[1]), row[0], row[2], row[3], row[4])
 
         return await self._read(get)
 
@@ -819,7 +793,7 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
     async def events(self, task_id: str, after_seq: Seq) -> builtins.list[LoggedEvent]:
         async def events(conn: Connection) -> builtins.list[LoggedEvent]:
             rows = await conn.fetch(_SELECT_EVENTS, task_id, after_seq)
-            return [LoggedEvent(seq, _decode_event[kind](body)) for seq, kind, body in rows]
+            return [LoggedEvent(seq, decode_event[kind](body)) for seq, kind, body in rows]
 
         return await self._read(events)
 

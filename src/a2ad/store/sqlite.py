@@ -44,7 +44,6 @@ import os
 import queue
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Sequence
 from functools import cache
 from types import TracebackType
@@ -55,9 +54,7 @@ import msgspec
 from ..protocol.model import (
     Message,
     Task,
-    TaskArtifactUpdateEvent,
     TaskEvent,
-    TaskPushNotificationConfig,
     TaskState,
     TaskStatusUpdateEvent,
 )
@@ -92,6 +89,18 @@ from .base import (
     status_timestamp,
 )
 from .key_filter import KeyFilter
+from .rows import (
+    ARTIFACT_EVENT,
+    INTERRUPTED,
+    STATUS_EVENT,
+    TASK,
+    decode_config,
+    decode_event,
+    decode_task,
+    encode,
+    eviction_class,
+    eviction_order,
+)
 from .serving_lock import ServingLock
 from .sqlite_schema import SCHEMA_VERSION, SchemaVersionError, connect
 
@@ -100,42 +109,6 @@ __all__ = ["SCHEMA_VERSION", "SchemaVersionError", "SqliteStore"]  # the first t
 T = TypeVar("T")
 
 _MAX_BATCH = 256  # jobs per transaction, so one batch cannot hold the lock for long
-
-_encode = msgspec.json.Encoder().encode
-_decode_task = msgspec.json.Decoder(Task).decode
-# The two event structs share no tag, so a union of them cannot be decoded; the
-# row's kind column picks the decoder instead.
-_STATUS_EVENT, _ARTIFACT_EVENT, _TASK = 0, 1, 2  # _TASK: a delivery of the task itself
-_decode_event: dict[int, Callable[[bytes], TaskEvent]] = {
-    _STATUS_EVENT: msgspec.json.Decoder(TaskStatusUpdateEvent).decode,
-    _ARTIFACT_EVENT: msgspec.json.Decoder(TaskArtifactUpdateEvent).decode,
-}
-_decode_config = msgspec.json.Decoder(TaskPushNotificationConfig).decode
-
-_TERMINAL, _INTERRUPTED = 0, 1  # evict_class, in eviction order
-
-
-def _evict_class(state: TaskState) -> int | None:
-    if state.terminal:
-        return _TERMINAL
-    if state.interrupted:
-        return _INTERRUPTED
-    return None
-
-
-_clock_lock = threading.Lock()
-_clock_last = 0
-
-
-def _evict_order(evict_class: int | None) -> int | None:
-    """When a task entered its eviction class: wall-clock nanoseconds, so that
-    processes sharing a file agree closely enough, made strictly increasing here."""
-    global _clock_last
-    if evict_class is None:
-        return None
-    with _clock_lock:
-        _clock_last = max(_clock_last + 1, time.time_ns())
-        return _clock_last
 
 
 _INSERT_TASK = """INSERT INTO tasks (id, context_id, state, status_ts, seq, evict_class,
@@ -667,7 +640,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
     ) -> StoredTask:
         """Insert ``task``; past the cap, evict, adding each interrupted task evicted
         to ``evicted`` as (id, state)."""
-        evict_class = _evict_class(task.status.state)
+        evict_class = eviction_class(task.status.state)
         try:
             conn.execute(
                 _INSERT_TASK,
@@ -678,11 +651,11 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
                     status_timestamp(task),
                     seq,
                     evict_class,
-                    _evict_order(evict_class),
+                    eviction_order(evict_class),
                     lease.owner if lease is not None else None,
                     lease.expires_at if lease is not None else None,
                     None if task.status.state.terminal else deadline,
-                    _encode(task),
+                    encode(task),
                     key,
                     tenant,
                     principal,
@@ -706,7 +679,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
                 conn.executemany(_DELETE_TASK, [(victim,) for victim, _, _ in victims])
                 if evicted is not None:
                     evicted.extend(
-                        (victim, state) for victim, kind, state in victims if kind == _INTERRUPTED
+                        (victim, state) for victim, kind, state in victims if kind == INTERRUPTED
                     )
         return StoredTask(task, seq, tenant, principal, agent)
 
@@ -731,7 +704,7 @@ def _connect_reader(path: str) -> sqlite3.Connection:
 
 def _get(conn: sqlite3.Connection, task_id: str) -> StoredTask | None:
     row = conn.execute(_SELECT_TASK, (task_id,)).fetchone()
-    return None if row is None else StoredTask(_decode_task(row[1]), row[0], *row[2:])
+    return None if row is None else StoredTask(decode_task(row[1]), row[0], *row[2:])
 
 
 def _append(
@@ -752,7 +725,7 @@ def _append(
     if seq != expected_seq:
         raise SequenceConflictError(f"task {task_id} is at {seq}, not {expected_seq}")
     state = TaskState(state_value)
-    new = _decode_task(body)
+    new = decode_task(body)
     webhooks = conn.execute(_TASK_WEBHOOKS, (task_id,)).fetchall() if webhook_count else []
     snapshots: list[Task] | None = [] if any(v == "0.3" for _, v in webhooks) else None
     for i, event in enumerate(events):
@@ -769,7 +742,7 @@ def _append(
     new_state = new.status.state
     # Only the columns whose value changes are set: SQLite rewrites the entries of
     # every index over a column named in SET, changed or not.
-    changes: dict[str, Any] = {"seq": seq, "body": _encode(new)}
+    changes: dict[str, Any] = {"seq": seq, "body": encode(new)}
     new_lease = (None, None) if new_state not in IN_FLIGHT else lease or (owner, expires)
     if new_lease != (owner, expires):
         changes["lease_owner"], changes["lease_expires"] = new_lease
@@ -777,10 +750,10 @@ def _append(
         if new_state is not state:
             changes["state"] = new_state.value
         changes["status_ts"] = status_timestamp(new)
-        evict_class = _evict_class(new_state)
+        evict_class = eviction_class(new_state)
         if evict_class != old_class:
             changes["evict_class"] = evict_class
-            changes["evict_order"] = _evict_order(evict_class)
+            changes["evict_order"] = eviction_order(evict_class)
         if new_state.terminal:
             changes["deadline"] = None  # a terminal task is overdue no more
     conn.execute(_update_sql(tuple(changes)), (*changes.values(), task_id))
@@ -847,8 +820,8 @@ def _log_events(
         (
             task_id,
             first_seq + i,
-            _STATUS_EVENT if isinstance(event, TaskStatusUpdateEvent) else _ARTIFACT_EVENT,
-            _encode(event),
+            STATUS_EVENT if isinstance(event, TaskStatusUpdateEvent) else ARTIFACT_EVENT,
+            encode(event),
         )
         for i, event in enumerate(events)
     ]
@@ -864,7 +837,7 @@ def _enqueue(
     snapshots: list[Task] | None,
 ) -> None:
     """A delivery of each logged event to each of the task's webhooks."""
-    tasks = [_encode(task) for task in snapshots] if snapshots is not None else None
+    tasks = [encode(task) for task in snapshots] if snapshots is not None else None
     conn.executemany(
         _INSERT_DELIVERY,
         [
@@ -886,7 +859,7 @@ def _enqueue(
 def _put_webhook(conn: sqlite3.Connection, webhook: Webhook) -> bool:
     config = webhook.config
     key = (config.task_id, config.id)
-    body = _encode(config)
+    body = encode(config)
     if conn.execute(_WEBHOOK_EXISTS, key).fetchone() is not None:
         conn.execute(_UPDATE_WEBHOOK, (webhook.version, body, *key))
         return False
@@ -899,26 +872,26 @@ def _put_webhook(conn: sqlite3.Connection, webhook: Webhook) -> bool:
     seq, task_body = row[0], row[1]
     conn.execute(_INSERT_WEBHOOK, (*key, webhook.version, body))
     snapshot = task_body if webhook.version == "0.3" else None
-    conn.execute(_INSERT_DELIVERY, (*key, seq, _TASK, task_body, snapshot))
+    conn.execute(_INSERT_DELIVERY, (*key, seq, TASK, task_body, snapshot))
     return True
 
 
 def _webhook_state(row: tuple[Any, ...]) -> WebhookState:
     version, body, pending, delivered, dead_lettered, last_error = row
     return WebhookState(
-        Webhook(_decode_config(body), version), pending, delivered, dead_lettered, last_error
+        Webhook(decode_config(body), version), pending, delivered, dead_lettered, last_error
     )
 
 
 def _delivery(key: WebhookKey, row: tuple[Any, ...]) -> Delivery:
     delivery_id, seq, kind, body, snapshot, attempts = row
-    item: Task | TaskEvent = _decode_task(body) if kind == _TASK else _decode_event[kind](body)
+    item: Task | TaskEvent = decode_task(body) if kind == TASK else decode_event[kind](body)
     return Delivery(
         delivery_id,
         key,
         seq,
         item,
-        _decode_task(snapshot) if snapshot is not None else None,
+        decode_task(snapshot) if snapshot is not None else None,
         attempts,
     )
 
@@ -932,7 +905,7 @@ def _update_sql(columns: tuple[str, ...]) -> str:
 
 def _events(conn: sqlite3.Connection, task_id: str, after_seq: int) -> list[LoggedEvent]:
     return [
-        LoggedEvent(seq, _decode_event[kind](body))
+        LoggedEvent(seq, decode_event[kind](body))
         for seq, kind, body in conn.execute(_SELECT_EVENTS, (task_id, after_seq))
     ]
 
@@ -998,7 +971,7 @@ def _list(conn: sqlite3.Connection, query: ListQuery) -> ListPage:
     else:
         (total,) = conn.execute(_count_owned_sql(query), params).fetchone()
     rows = conn.execute(page_sql, params).fetchall()
-    tasks = [_decode_task(body) for _, _, body in rows[: query.page_size]]
+    tasks = [decode_task(body) for _, _, body in rows[: query.page_size]]
     next_cursor: Cursor | None = None
     if len(rows) > query.page_size:
         last = rows[query.page_size - 1]
