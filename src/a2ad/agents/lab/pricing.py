@@ -9,16 +9,13 @@ for one.
 
 from __future__ import annotations
 
-import asyncio
 from decimal import Decimal
 from typing import Any
 
-from ...agent import Agent, AgentSkill, TaskContext
-from ...protocol.model import DataPart, Role, TextPart
-from ..settings import AgentSettings
+from ...agent import AgentSkill
 from .catalogue import CATALOGUE, CURRENCY, price
-from .phrasing import answer, phrasing
-from .request import Lang, read
+from .lookup import LookupAgent
+from .request import Lang, Request
 from .wording import money, units
 
 __all__ = ["PricingAgent", "get_price"]
@@ -63,7 +60,7 @@ def price_text(result: dict[str, Any], lang: Lang) -> str:
     )
 
 
-class PricingAgent(Agent):
+class PricingAgent(LookupAgent):
     name = "pricing"
     description = "Gives an item's unit price before tax and its volume discount (the lab's)."
     skills = (
@@ -76,50 +73,20 @@ class PricingAgent(Agent):
         ),
     )
 
-    def __init__(
-        self,
-        settings: AgentSettings | None = None,
-        *,
-        delay: float = 0.0,
-        model: str | None = None,
-        llm_base_url: str | None = None,
-        llm_api_key: str | None = None,
-    ) -> None:
-        """With a model (``model``, else the settings'), the answer is worded by it
-        (``phrasing``); ``delay``: seconds each tool call takes, to watch a stream
-        or cancel one."""
-        self.delay = delay
-        self.phrasing = phrasing(
-            self.name, settings, model=model, llm_base_url=llm_base_url, llm_api_key=llm_api_key
-        )
+    tool = "get_price"
+    artifact = "price"
 
-    async def run(self, ctx: TaskContext) -> None:
-        request = read(m.text for m in ctx.history if m.role is Role.USER)
-        if request.sku is None:
-            await ctx.require_input(
-                "Which item? Give its reference, e.g. CHAISE-ERGO."
-                if request.lang == "en"
-                else "Quel article ? Donnez sa référence, par exemple CHAISE-ERGO."
-            )
-            return
-        quantity = request.quantity or 1
-        call = {"name": "get_price", "args": {"sku": request.sku, "quantity": quantity}}
-        progress = (
-            f"Pricing {units(quantity, request.lang)} of {request.sku}…"
-            if request.lang == "en"
-            else f"Je calcule le prix de {units(quantity, request.lang)} de {request.sku}…"
-        )
-        await ctx.working([TextPart(progress), *ctx.internal(DataPart(call))])
-        await asyncio.sleep(self.delay)
-        result = get_price(request.sku, quantity)
-        await ctx.working(ctx.internal(DataPart({"name": "get_price", "response": result})))
-        await answer(
-            ctx,
-            self.phrasing,
-            agent=self.name,
-            fixed=price_text(result, request.lang),
-            figures=result,
-            lang=request.lang,
-            name="price",
-        )
-        await ctx.complete()
+    def arguments(self, request: Request) -> dict[str, Any]:
+        return {"sku": request.sku, "quantity": request.quantity or 1}
+
+    def progress(self, arguments: dict[str, Any], lang: Lang) -> str:
+        sku, many = arguments["sku"], units(arguments["quantity"], lang)
+        if lang == "en":
+            return f"Pricing {many} of {sku}…"
+        return f"Je calcule le prix de {many} de {sku}…"
+
+    def lookup(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        return get_price(arguments["sku"], arguments["quantity"])
+
+    def wording(self, result: dict[str, Any], lang: Lang) -> str:
+        return price_text(result, lang)

@@ -7,15 +7,12 @@ the task's history. A request that names no reference asks for one.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
-from ...agent import Agent, AgentSkill, TaskContext
-from ...protocol.model import DataPart, Role, TextPart
-from ..settings import AgentSettings
+from ...agent import AgentSkill
 from .catalogue import CATALOGUE
-from .phrasing import answer, phrasing
-from .request import Lang, read
+from .lookup import LookupAgent
+from .request import Lang, Request
 from .wording import units
 
 __all__ = ["StockAgent", "check_stock"]
@@ -52,7 +49,7 @@ def stock_text(result: dict[str, Any], lang: Lang) -> str:
     )
 
 
-class StockAgent(Agent):
+class StockAgent(LookupAgent):
     name = "stock"
     description = "Tells how many units of an item are in stock, per warehouse (the lab's)."
     skills = (
@@ -65,49 +62,20 @@ class StockAgent(Agent):
         ),
     )
 
-    def __init__(
-        self,
-        settings: AgentSettings | None = None,
-        *,
-        delay: float = 0.0,
-        model: str | None = None,
-        llm_base_url: str | None = None,
-        llm_api_key: str | None = None,
-    ) -> None:
-        """With a model (``model``, else the settings'), the answer is worded by it
-        (``phrasing``); ``delay``: seconds each tool call takes, to watch a stream
-        or cancel one."""
-        self.delay = delay
-        self.phrasing = phrasing(
-            self.name, settings, model=model, llm_base_url=llm_base_url, llm_api_key=llm_api_key
+    tool = "check_stock"
+    artifact = "stock"
+
+    def arguments(self, request: Request) -> dict[str, Any]:
+        return {"sku": request.sku}
+
+    def progress(self, arguments: dict[str, Any], lang: Lang) -> str:
+        sku = arguments["sku"]
+        return (
+            f"Checking the stock of {sku}…" if lang == "en" else f"Je consulte le stock de {sku}…"
         )
 
-    async def run(self, ctx: TaskContext) -> None:
-        request = read(m.text for m in ctx.history if m.role is Role.USER)
-        if request.sku is None:
-            await ctx.require_input(
-                "Which item? Give its reference, e.g. CHAISE-ERGO."
-                if request.lang == "en"
-                else "Quel article ? Donnez sa référence, par exemple CHAISE-ERGO."
-            )
-            return
-        call = {"name": "check_stock", "args": {"sku": request.sku}}
-        progress = (
-            f"Checking the stock of {request.sku}…"
-            if request.lang == "en"
-            else f"Je consulte le stock de {request.sku}…"
-        )
-        await ctx.working([TextPart(progress), *ctx.internal(DataPart(call))])
-        await asyncio.sleep(self.delay)
-        result = check_stock(request.sku)
-        await ctx.working(ctx.internal(DataPart({"name": "check_stock", "response": result})))
-        await answer(
-            ctx,
-            self.phrasing,
-            agent=self.name,
-            fixed=stock_text(result, request.lang),
-            figures=result,
-            lang=request.lang,
-            name="stock",
-        )
-        await ctx.complete()
+    def lookup(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        return check_stock(arguments["sku"])
+
+    def wording(self, result: dict[str, Any], lang: Lang) -> str:
+        return stock_text(result, lang)
