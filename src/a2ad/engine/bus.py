@@ -28,11 +28,12 @@ __all__ = ["Bus", "LocalBus", "Published", "Subscription"]
 
 
 class Published(NamedTuple):
-    """One stored event of a task, and the task right after it."""
+    """One stored event of a task, and the task right after it (None when the
+    event came from another process, read back from the store's log)."""
 
     seq: Seq
     event: TaskEvent
-    snapshot: Task
+    snapshot: Task | None
 
 
 class Subscription:
@@ -53,6 +54,18 @@ class Subscription:
         self.dropped = asyncio.Event()
         self.ending = asyncio.Event()
         self.fell_behind = False
+        # The last seq its reader has (None until the engine says where it starts,
+        # ``start_after``): only a bus fed from other processes keeps it.
+        self.last: Seq | None = None
+        self.on_start: Callable[[Subscription], None] | None = None
+
+    def start_after(self, seq: Seq) -> None:
+        """Say that the reader has the task as of ``seq`` (read from the store
+        after subscribing); a bus fed from other processes brings it what came
+        after, in order, even if it was stored elsewhere."""
+        self.last = seq
+        if self.on_start is not None:
+            self.on_start(self)
 
     def _wake(self) -> None:
         waiter = self._waiter
@@ -111,6 +124,12 @@ class Subscription:
 
 class Bus(abc.ABC):
     """What the engine needs to fan out stored events and to stop work elsewhere."""
+
+    async def start(self) -> None:  # noqa: B027  (a bus of one process has nothing to start)
+        """Start listening to other processes (after the store is open)."""
+
+    async def aclose(self) -> None:  # noqa: B027
+        """Stop listening (before the store closes)."""
 
     @abc.abstractmethod
     def publish(self, task_id: TaskId, item: Published) -> None:

@@ -203,6 +203,7 @@ class Engine:
             return
         self._watchdog.start()  # before any await: a shutdown from here on stops it
         await self.store.open()
+        await self.bus.start()
         if self._maintenance is not None:
             await self._maintenance.start()
         await self.maintain_once()
@@ -272,6 +273,7 @@ class Engine:
         await self.shutdown(graceful=graceful)
         if not self._store_closed:
             self._store_closed = True
+            await self.bus.aclose()
             await self.store.aclose()
 
     # --- operations ---
@@ -352,6 +354,7 @@ class Engine:
         if isinstance(head, Message):
             sub.close()
             return EventStream(None, [(None, head)], after_seq=0, end_on_interrupt=True)
+        sub.start_after(head.seq)
         return EventStream(
             sub,
             [(head.seq, head.task)],
@@ -426,6 +429,7 @@ class Engine:
         except BaseException:
             sub.close()
             raise
+        sub.start_after(stored.seq)
         return EventStream(
             sub,
             backlog,
@@ -518,6 +522,7 @@ class Engine:
         except BaseException:
             sub.close()
             raise
+        sub.start_after(stored.seq)
         return EventStream(
             sub,
             [(stored.seq, stored.task)],
