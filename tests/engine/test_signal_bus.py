@@ -76,7 +76,7 @@ async def pair() -> AsyncIterator[tuple[Engine, Engine, ScriptedAgent, Hub]]:
 async def test_subscriber_elsewhere_gets_every_event_in_order_with_the_same_numbers(
     pair: tuple[Engine, Engine, ScriptedAgent, Hub],
 ) -> None:
-    a, b, agent, _ = pair
+    a, b, _, _ = pair
     own = await a.stream(request("input which one?"))
     first = await own.next(WAIT)
     assert first is not None
@@ -128,7 +128,7 @@ async def test_cancel_on_one_engine_stops_the_agent_on_the_other_and_ends_its_st
 async def test_signals_lost_while_disconnected_are_made_up_on_reconnect(
     pair: tuple[Engine, Engine, ScriptedAgent, Hub],
 ) -> None:
-    a, b, agent, hub = pair
+    a, b, _, hub = pair
     task = await a.send(request("input which one?"))
     follower = await b.subscribe(task.id)  # type: ignore[union-attr]
     assert await follower.next(WAIT) is not None

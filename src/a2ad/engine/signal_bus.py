@@ -24,7 +24,7 @@ from ..protocol.types import Seq, TaskId
 from ..store.base import TaskStore
 from .bus import LocalBus, Published, Subscription
 
-__all__ = ["SignalBus", "Signals", "SignalReceiver"]
+__all__ = ["SignalBus", "SignalReceiver", "Signals"]
 
 log = logging.getLogger("a2ad.engine")
 
@@ -69,7 +69,7 @@ class Signals(abc.ABC):
 class _Followed:
     """A task this process has subscribers to."""
 
-    __slots__ = ("known", "reading", "again")
+    __slots__ = ("again", "known", "reading")
 
     def __init__(self) -> None:
         self.known: Seq = -1  # the highest seq heard of, stored here or signalled

@@ -210,7 +210,7 @@ class Writer:
             except SequenceConflictError:
                 current = None
                 continue
-            self._announce(task_id, Published(stored.seq, timed, stored.task))
+            self._announce(task_id, Published(stored.seq, timed, stored.task), stored.task)
             return stored
 
     async def _one_by_one(
@@ -257,11 +257,11 @@ class Writer:
         last = len(events)
         for i, event in enumerate(events, start=1):
             snapshot = after.task if i == last else apply_event(snapshot, event, bounds=self.bounds)
-            self._announce(task_id, Published(before.seq + i, event, snapshot))
+            self._announce(task_id, Published(before.seq + i, event, snapshot), snapshot)
 
-    def _announce(self, task_id: TaskId, item: Published) -> None:
+    def _announce(self, task_id: TaskId, item: Published, snapshot: Task) -> None:
         self.bus.publish(task_id, item)
-        state = item.snapshot.status.state
+        state = snapshot.status.state
         if self._stored is not None:
             self._stored(task_id, state.terminal)
         if (state.terminal or state.interrupted) and isinstance(item.event, TaskStatusUpdateEvent):
