@@ -12,8 +12,9 @@ from collections.abc import AsyncIterator
 import pytest
 
 from a2ad import Engine, MemoryStore, TaskState
-from a2ad.engine.signal_bus import SignalBus, SignalReceiver, Signals
+from a2ad.engine.signal_bus import SignalBus
 from a2ad.protocol.types import Seq, TaskId
+from a2ad.store.signals import SignalReceiver, Signals
 
 from ..scripted import ScriptedAgent
 from .requests import WAIT, request

@@ -63,6 +63,7 @@ from .invocation import Invocation, agent_message
 from .lifecycle import InvalidTransitionError
 from .push import PushNotifications, PushPolicy
 from .runner import Runner
+from .signal_bus import SignalBus
 from .streams import EventStream
 from .upkeep import Maintenance
 from .watchdog import LoopWatchdog
@@ -94,8 +95,9 @@ def task_view(
 
 
 class Engine:
-    """Runs ``agent`` over tasks kept in ``store``, publishing on ``bus`` (this
-    process's own by default). With a store that keeps webhooks, ``push``
+    """Runs ``agent`` over tasks kept in ``store``, publishing on ``bus`` (by
+    default this process's own, or one over the store's ``signals()`` when
+    other processes share the store). With a store that keeps webhooks, ``push``
     delivers task events to them (engine/push.py): under ``push_policy``, and
     to hosts that are not public only with ``allow_private_webhooks``.
 
@@ -144,7 +146,10 @@ class Engine:
         self.default_agent = next(iter(self.agents))
         self.agent = self.agents[self.default_agent]
         self.store = store
-        self.bus = bus if bus is not None else LocalBus()
+        if bus is None:  # a store shared by processes carries their signals
+            signals = store.signals()
+            bus = SignalBus(store, signals) if signals is not None else LocalBus()
+        self.bus = bus
         self.stream_buffer = stream_buffer
         self.lease_seconds = lease_seconds
         self.shutdown_grace = shutdown_grace

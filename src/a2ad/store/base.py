@@ -37,6 +37,7 @@ from ..protocol.model import (
 )
 from ..protocol.types import Cursor, Seq
 from ..protocol.usage import Group, TokenCounts, UsageRecord, UsageRow
+from .signals import Signals
 
 __all__ = [
     "DEFAULT_BOUNDS",
@@ -277,6 +278,12 @@ class TaskStore(abc.ABC):
         order (creation, seq 0, is the task itself and not an event). The log keeps
         the newest MAX_EVENTS; if events after ``after_seq`` were dropped, the
         first returned has a seq above ``after_seq + 1``. Unknown task: []."""
+
+    def signals(self) -> Signals | None:
+        """How the processes sharing this store signal each other (None: only one
+        process uses it, and the engine's bus stays in the process). Made once
+        per engine, before ``open``."""
+        return None
 
     @abc.abstractmethod
     async def find_message(self, message_key: bytes) -> str | None:
