@@ -45,16 +45,19 @@ from ..protocol.model import (
 )
 from ..protocol.types import IN_FLIGHT, Cursor, Seq
 from ..protocol.usage import UsageRecord, UsageRow, with_usage
+from . import postgres_turns
 from .base import (
     DEFAULT_BOUNDS,
     MAX_EVENTS,
     MAX_WEBHOOKS,
+    ClaimedTurn,
     Delivery,
     Lease,
     ListPage,
     ListQuery,
     LoggedEvent,
     MissingTaskError,
+    QueuedTurn,
     SequenceConflictError,
     StoredTask,
     StoreError,
@@ -62,6 +65,7 @@ from .base import (
     TaskBounds,
     TaskStore,
     TerminalTaskError,
+    Turns,
     Upkeep,
     Usage,
     UsageQuery,
@@ -70,6 +74,7 @@ from .base import (
     WebhookLimitError,
     Webhooks,
     WebhookState,
+    WorkWatch,
     apply_event,
     log_evicted,
     status_timestamp,
@@ -113,7 +118,8 @@ _INSERT_EVENT = "INSERT INTO events (task_id, seq, kind, body) VALUES ($1, $2, $
 _TRIM_EVENTS = "DELETE FROM events WHERE task_id = $1 AND seq <= $2"
 _SELECT_EVENTS = "SELECT seq, kind, body FROM events WHERE task_id = $1 AND seq > $2 ORDER BY seq"
 _RENEW = "UPDATE tasks SET lease_expires = $1 WHERE lease_owner = $2"
-_ORPHANS = """(SELECT id FROM tasks WHERE state IN ($1, $2) AND lease_expires IS NULL)
+_ORPHANS = f"""(SELECT id FROM tasks WHERE state IN ($1, $2) AND lease_expires IS NULL
+        AND {postgres_turns.NOT_QUEUED})
     UNION ALL (SELECT id FROM tasks WHERE state IN ($1, $2) AND lease_expires < $3)
     LIMIT $4"""
 _OLD_TERMINAL = """SELECT id FROM tasks WHERE evict_class = 0 AND status_ts < $1
@@ -522,7 +528,7 @@ async def _usage_totals(conn: Connection, query: UsageQuery) -> list[UsageRow]:
     return rows
 
 
-class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
+class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns):
     """Tasks in a PostgreSQL database, shared by every instance that opens it;
     unbounded unless ``max_tasks`` is set, then evicting like the SQLite store.
 
@@ -685,6 +691,7 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
         agent: str = "",
         usage: Sequence[UsageRecord] = (),
         bounds: TaskBounds = DEFAULT_BOUNDS,
+        turn: QueuedTurn | None = None,
     ) -> StoredTask:
         final = task
         for event in events:
@@ -725,6 +732,8 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
                 await self._evict(conn, task.id, evicted)
             await _log_events(conn, task.id, 1, events)
             await _add_usage(conn, tenant, principal, usage)
+            if turn is not None:
+                await postgres_turns.queue(conn, task.id, agent, turn)
             return StoredTask(final, len(events), tenant, principal, agent)
 
         stored = await self._write(create)
@@ -769,6 +778,7 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
         message_key: bytes | None = None,
         usage: Sequence[UsageRecord] = (),
         bounds: TaskBounds = DEFAULT_BOUNDS,
+        turn: QueuedTurn | None = None,
     ) -> StoredTask:
         if not events:
             raise ValueError("append needs at least one event")
@@ -779,6 +789,8 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
             )
             if message_key is not None:
                 await conn.execute(_INSERT_MESSAGE_KEY, message_key, task_id)
+            if turn is not None and stored.task.status.state in IN_FLIGHT:
+                await postgres_turns.queue(conn, task_id, stored.agent, turn)
             return stored
 
         return await self._write(append)
@@ -815,6 +827,7 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
     async def renew(self, owner: str, expires_at: float) -> None:
         async def renew(conn: Connection) -> None:
             await conn.execute(_RENEW, expires_at, owner)
+            await conn.execute(postgres_turns.RENEW, expires_at, owner)
 
         await self._write(renew)
 
@@ -912,6 +925,26 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
             return True
 
         return await self._write(failed)
+
+    # --- the Turns contract ---
+
+    async def claim_turns(
+        self, agents: Sequence[str], lease: Lease, *, now: float, limit: int
+    ) -> builtins.list[ClaimedTurn]:
+        if limit < 1 or not agents:
+            return []
+        return await self._write(lambda conn: postgres_turns.claim(conn, agents, lease, now, limit))
+
+    async def end_turn(self, task_id: str, owner: str) -> None:
+        await self._write(lambda conn: postgres_turns.end(conn, task_id, owner))
+
+    def watch_work(self, wake: Callable[[str], None]) -> WorkWatch:
+        async def connect() -> Any:
+            return await asyncpg.connect(
+                self._dsn, timeout=CONNECT_TIMEOUT, server_settings=self._settings or None
+            )
+
+        return postgres_turns.WorkListener(connect, wake, self.where)
 
 
 def _forget(pending: set[asyncio.Task[Any]]) -> Callable[[asyncio.Task[Any]], None]:

@@ -1,0 +1,106 @@
+"""A front engine (runs no agents) and a worker's engine over one PostgreSQL
+schema in one process, their signals carried by the hub of the signal-bus
+tests: what a front answers when a worker runs the turn. (Real processes:
+test_processes.py.)"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import NamedTuple
+
+import pytest
+
+from a2ad import Engine, Message, Task, TaskState
+from a2ad.agent import Caller, RequestContext
+from a2ad.engine.signal_bus import SignalBus
+from a2ad.engine.worker import Worker
+from a2ad.store.postgres import PostgresStore
+
+from ..engine.requests import WAIT, request
+from ..engine.test_signal_bus import Hub, HubSignals
+from ..postgres import fresh_schema
+from ..scripted import ScriptedAgent
+
+
+class Pair(NamedTuple):
+    front: Engine
+    worker: Worker
+    agent: ScriptedAgent
+    store: PostgresStore
+
+
+@pytest.fixture
+async def pair() -> AsyncIterator[Pair]:
+    async with fresh_schema() as url:
+        hub = Hub()
+        front_store, worker_store = PostgresStore(url), PostgresStore(url)
+        front = Engine(
+            ScriptedAgent(),
+            front_store,
+            bus=SignalBus(front_store, HubSignals(hub)),
+            runs_agents=False,
+        )
+        agent = ScriptedAgent()
+        engine = Engine(
+            agent, worker_store, bus=SignalBus(worker_store, HubSignals(hub)), deliver_push=False
+        )
+        await front.start()
+        await engine.start()
+        worker = Worker(engine, concurrency=2)
+        running = asyncio.ensure_future(worker.run())
+        try:
+            yield Pair(front, worker, agent, front_store)
+        finally:
+            worker.stop()
+            await running
+            await engine.shutdown(graceful=False)
+            await worker.aclose()
+            await engine.aclose()
+            await front.aclose()
+
+
+async def test_a_blocking_send_to_a_front_answers_with_the_task_a_worker_completed(
+    pair: Pair,
+) -> None:
+    async with asyncio.timeout(WAIT):
+        task = await pair.front.send(request("echo hello"))
+    assert isinstance(task, Task)
+    assert task.status.state is TaskState.COMPLETED
+    assert task.artifacts[0].parts[0].text == "hello"  # type: ignore[union-attr]
+
+
+async def test_a_stream_from_a_front_has_the_workers_events_in_order(pair: Pair) -> None:
+    stream = await pair.front.stream(request("chunks 3"))
+    steps = []
+    async with asyncio.timeout(WAIT):
+        while (step := await stream.next(WAIT)) is not None:
+            steps.append(step)
+    assert [seq for seq, _, _ in steps] == list(range(len(steps)))
+    assert steps[-1][2]
+
+
+async def test_the_agent_gets_the_requests_metadata_and_context(pair: Pair) -> None:
+    seen: list[tuple[dict[str, object], RequestContext]] = []
+
+    class Recording(ScriptedAgent):
+        async def run(self, ctx):  # type: ignore[no-untyped-def]
+            seen.append((ctx.metadata, ctx.request))
+            await ctx.complete("ok")
+
+    pair.worker._engine.agents[""] = Recording()  # type: ignore[attr-defined]
+    context = RequestContext(
+        version="0.3",
+        binding="JSONRPC",
+        extensions=frozenset({"urn:x"}),
+        caller=Caller(principal="ann", roles=frozenset({"operator"}), authenticated=True),
+    )
+    await pair.front.send(request("hi", metadata={"k": [1, 2]}), context)
+    assert seen == [({"k": [1, 2]}, context)]
+
+
+async def test_a_reply_message_completes_the_task_the_front_stored(pair: Pair) -> None:
+    task = await pair.front.send(request("reply hi there"))
+    assert isinstance(task, Task)
+    assert task.status.state is TaskState.COMPLETED
+    assert isinstance(task.status.message, Message)
