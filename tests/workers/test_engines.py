@@ -104,3 +104,65 @@ async def test_a_reply_message_completes_the_task_the_front_stored(pair: Pair) -
     assert isinstance(task, Task)
     assert task.status.state is TaskState.COMPLETED
     assert isinstance(task.status.message, Message)
+
+
+async def started(agent: ScriptedAgent, task_id: str) -> None:
+    async with asyncio.timeout(WAIT):
+        while task_id not in agent.started:
+            await asyncio.sleep(0.005)
+
+
+async def test_cancel_on_the_front_stops_the_agent_in_the_worker_and_ends_the_stream(
+    pair: Pair,
+) -> None:
+    stream = await pair.front.stream(request("hang"))
+    head = await stream.next(WAIT)
+    assert head is not None
+    task_id = head[1].id  # type: ignore[union-attr]
+    await started(pair.agent, task_id)
+    canceled = await pair.front.cancel(task_id)
+    assert canceled.status.state is TaskState.CANCELED
+    last = None
+    async with asyncio.timeout(WAIT):
+        while (step := await stream.next(WAIT)) is not None:
+            last = step
+        while task_id not in pair.agent.cancelled:
+            await asyncio.sleep(0.005)
+    assert last is not None and last[1].status.state is TaskState.CANCELED  # type: ignore[union-attr]
+
+
+async def test_at_most_concurrency_turns_run_and_a_waiting_one_is_canceled_before_it_runs(
+    pair: Pair,
+) -> None:
+    tasks = [await pair.front.send(request("hang", immediately=True)) for _ in range(3)]
+    ids = [t.id for t in tasks]  # type: ignore[union-attr]
+    await started(pair.agent, ids[0])
+    await started(pair.agent, ids[1])
+    await asyncio.sleep(0.3)  # a third would have started by now
+    assert ids[2] not in pair.agent.started
+    waiting = await pair.front.get_task(ids[2])
+    assert waiting.status.state is TaskState.SUBMITTED
+    canceled = await pair.front.cancel(ids[2])
+    assert canceled.status.state is TaskState.CANCELED
+    # A slot frees: the canceled turn is dropped, not run.
+    await pair.front.cancel(ids[0])
+    await asyncio.sleep(0.3)
+    assert ids[2] not in pair.agent.started
+    assert (await pair.front.get_task(ids[2])).status.state is TaskState.CANCELED
+    await pair.front.cancel(ids[1])
+
+
+async def test_a_follow_up_through_the_front_runs_in_the_worker(pair: Pair) -> None:
+    first = await pair.front.send(request("input which one?"))
+    assert isinstance(first, Task) and first.status.state is TaskState.INPUT_REQUIRED
+    answer = await pair.front.send(request("blue", task_id=first.id))
+    assert isinstance(answer, Task) and answer.status.state is TaskState.COMPLETED
+    assert answer.artifacts[-1].parts[0].text == "got: blue"  # type: ignore[union-attr]
+
+
+async def test_return_immediately_answers_the_submitted_task_at_once(pair: Pair) -> None:
+    task = await pair.front.send(request("echo later", immediately=True))
+    assert isinstance(task, Task) and task.status.state is TaskState.SUBMITTED
+    async with asyncio.timeout(WAIT):
+        while (await pair.front.get_task(task.id)).status.state is not TaskState.COMPLETED:
+            await asyncio.sleep(0.02)

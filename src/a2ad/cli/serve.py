@@ -41,12 +41,12 @@ from ..server.connections import (
 )
 from ..server.limits import MAX_BODY_BYTES, MAX_PART_BYTES
 from ..store import DEFAULT_STORE, store_from_url
-from ..store.base import MAX_ARTIFACTS, MAX_HISTORY, StoreError
+from ..store.base import MAX_ARTIFACTS, MAX_HISTORY, StoreError, Turns
 from ..tools import ENV_TOKEN, ENV_URL
 from .auth import ENV_AUTH_FILE
 from .logs import configure_logging
 
-__all__ = ["serve"]
+__all__ = ["serve", "workers_store"]
 
 console = Console(stderr=True)
 T = TypeVar("T")
@@ -167,6 +167,14 @@ def serve(
             help="Tasks of a server that died (no heartbeat for this long) are failed.",
         ),
     ] = 15.0,
+    no_run: Annotated[
+        bool,
+        typer.Option(
+            "--no-run",
+            help="Run no agents here: store each task for `a2ad worker` processes to run "
+            "(PostgreSQL store only); this server serves the requests.",
+        ),
+    ] = False,
     max_connections: Annotated[
         int,
         typer.Option(
@@ -387,6 +395,8 @@ def serve(
             oidc_url=auth_jwt_oidc_url,
         )
         task_store = store_from_url(store, max_tasks=max_tasks)
+        if no_run:
+            workers_store(task_store, "a2ad serve --no-run")
     except ValueError as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
@@ -433,6 +443,7 @@ def serve(
         max_streams_per_principal=max_streams_per_principal,
         rate_limit=rate_limit,
         rate_burst=rate_burst,
+        runs_agents=not no_run,
     )
     # After the usage checks, so that a usage error stays one line.
     limits = ConnectionLimits(
@@ -475,6 +486,10 @@ def serve(
         else "  Auth:       off (every caller is anonymous; --auth keys.toml turns it on)",
         "  Press Ctrl-C to stop.",
     ]
+    if no_run:
+        banner.insert(
+            -1, "  Agents:     run by `a2ad worker` processes on this store, not here (--no-run)"
+        )
     if expose_internal_parts:
         banner.insert(
             -1, "  Internal parts: shown to every caller and webhook (--expose-internal-parts)"
@@ -498,6 +513,16 @@ def serve(
     if server.startup_failed:
         raise typer.Exit(STARTUP_FAILURE)
     console.print("a2ad stopped.")
+
+
+def workers_store(task_store: object, command: str) -> None:
+    """Raise ValueError unless ``task_store`` can hold turns for workers."""
+    if not isinstance(task_store, Turns):
+        raise ValueError(
+            f"{command} needs a PostgreSQL store (--store postgresql://user@host:5432/db): "
+            "fronts and workers meet in the database, where the front leaves each task for a "
+            "worker to take; a SQLite file or memory can't be shared with them that way"
+        )
 
 
 def _authenticator(

@@ -56,6 +56,7 @@ class Worker:
         self._turns: set[asyncio.Task[None]] = set()  # one per turn taken, until it is ended
         self._unended: set[TaskId] = set()  # turns the store was not told ended
         self._wake = asyncio.Event()
+        self.listening = asyncio.Event()  # set once ``run`` listens for work
         self._stopping = False
         self._claiming = False
         self._starting: set[TaskId] = set()  # taken, not yet running in the engine
@@ -71,6 +72,7 @@ class Worker:
         can't be listened to at the start."""
         watch = self._store.watch_work(self._woken)
         await watch.start()
+        self.listening.set()
         self._wake.set()  # turns may be waiting already
         try:
             while not self._stopping:
