@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 import pytest
 
-from ..conftest import V1, free_port
+from ..conftest import V1
 from ..postgres import fresh_schema
 from ..process_output import ProcessOutput
 from ..test_cli import Served
@@ -80,6 +80,12 @@ class Front:
         self.http = httpx.Client(timeout=WAIT)
         self.ids = 0
 
+    def __enter__(self) -> Front:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.http.close()
+
     def call(self, method: str, params: Any, path: str = "/") -> Any:
         self.ids += 1
         body = {"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params}
@@ -126,7 +132,11 @@ class Front:
 
 
 def message(text: str, *, task_id: str = "") -> dict[str, Any]:
-    msg: dict[str, Any] = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": text}]}
+    msg: dict[str, Any] = {
+        "messageId": str(uuid.uuid4()),
+        "role": "ROLE_USER",
+        "parts": [{"text": text}],
+    }
     if task_id:
         msg["taskId"] = task_id
     return {"message": msg}
@@ -184,23 +194,27 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     tmp = tmp_path_factory.mktemp("workers")
     turns = tmp / "turns.txt"
     try:
-        with Served(
-            "--no-run",
-            "--store",
-            store,
-            "--agent",
-            f"work={SPEC}",
-            "--agent",
-            f"doomed={SPEC}",
-            "--secret-key-file",
-            str(tmp / "key"),
-            "--lease-seconds",
-            str(LEASE),
-            "--shutdown-grace",
-            "0",
-            env={TURNS: str(turns)},
-        ) as served, worker(store, "--agent", f"work={SPEC}", "--concurrency", "2", turns=turns):
-            yield Setup(served, store, Front(served.url), Turns(turns), tmp / "key")
+        with (
+            Served(
+                "--no-run",
+                "--store",
+                store,
+                "--agent",
+                f"work={SPEC}",
+                "--agent",
+                f"doomed={SPEC}",
+                "--secret-key-file",
+                str(tmp / "key"),
+                "--lease-seconds",
+                str(LEASE),
+                "--shutdown-grace",
+                "0",
+                env={TURNS: str(turns)},
+            ) as served,
+            worker(store, "--agent", f"work={SPEC}", "--concurrency", "2", turns=turns),
+        ):
+            with Front(served.url) as front:
+                yield Setup(served, store, front, Turns(turns), tmp / "key")
     finally:
         loop.run_until_complete(schema.__aexit__(None, None, None))
         loop.close()
@@ -244,7 +258,7 @@ def test_a_stream_from_the_front_has_the_events_an_instance_running_the_agent_se
     with Served(
         "--store", setup.store, "--agent", SPEC, "--secret-key-file", str(setup.key)
     ) as instance:
-        with Front(instance.url).stream("chunks 3") as stream:
+        with Front(instance.url) as front, front.stream("chunks 3") as stream:
             here = list(stream)
     assert shape(via_worker) == shape(here)
     assert [i for i, _ in via_worker] == list(range(len(via_worker)))
@@ -261,7 +275,9 @@ def shape(frames: list[tuple[int, dict[str, Any]]]) -> list[tuple[int, str, Any]
             out.append((event_id, kind, body["status"]["state"]))
         else:
             artifact = body["artifact"]
-            out.append((event_id, kind, (artifact["parts"], body.get("append"), body.get("lastChunk"))))
+            out.append(
+                (event_id, kind, (artifact["parts"], body.get("append"), body.get("lastChunk")))
+            )
     return out
 
 
@@ -303,7 +319,9 @@ def test_two_workers_never_run_the_same_task_and_a_stopped_one_finishes_its_turn
     setup: Setup,
 ) -> None:
     front = setup.front
-    with worker(setup.store, "--agent", f"work={SPEC}", "--concurrency", "2", turns=setup.turns.path) as second:
+    with worker(
+        setup.store, "--agent", f"work={SPEC}", "--concurrency", "2", turns=setup.turns.path
+    ) as second:
         ids = [front.send("nap 0.2", immediately=True)["id"] for _ in range(16)]
         for task_id in ids:
             front.wait_state(task_id, "TASK_STATE_COMPLETED")
