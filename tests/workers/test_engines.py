@@ -15,12 +15,15 @@ from a2ad import Engine, Message, Task, TaskState
 from a2ad.agent import Caller, RequestContext
 from a2ad.engine.signal_bus import SignalBus
 from a2ad.engine.worker import Worker
+from a2ad.protocol.model import TaskPushNotificationConfig
+from a2ad.store.base import Webhook
 from a2ad.store.postgres import PostgresStore
 
 from ..engine.requests import WAIT, request
 from ..engine.test_signal_bus import Hub, HubSignals
 from ..postgres import fresh_schema
 from ..scripted import ScriptedAgent
+from ..webhook_receiver import Receiver
 
 
 class Pair(NamedTuple):
@@ -40,6 +43,7 @@ async def pair() -> AsyncIterator[Pair]:
             front_store,
             bus=SignalBus(front_store, HubSignals(hub)),
             runs_agents=False,
+            allow_private_webhooks=True,  # the test's receiver is on loopback
         )
         agent = ScriptedAgent()
         engine = Engine(
@@ -166,3 +170,38 @@ async def test_return_immediately_answers_the_submitted_task_at_once(pair: Pair)
     async with asyncio.timeout(WAIT):
         while (await pair.front.get_task(task.id)).status.state is not TaskState.COMPLETED:
             await asyncio.sleep(0.02)
+
+
+async def test_a_webhook_given_with_the_message_gets_every_event_the_worker_stored(
+    pair: Pair,
+) -> None:
+    with Receiver() as receiver:
+        config = TaskPushNotificationConfig(url=receiver.url("all"), id="w")
+        task = await pair.front.send(request("chunks 4"), webhooks=[Webhook(config, "1.0")])
+        assert isinstance(task, Task)
+        stored = await pair.store.get(task.id)
+        assert stored is not None
+        async with asyncio.timeout(WAIT):
+            while len(receiver.accepted("all")) < stored.seq + 1:
+                await asyncio.sleep(0.02)
+        # The task as the front stored it, then each event in order: the worker
+        # did not start before the webhook was set.
+        assert [r.seq for r in receiver.accepted("all")] == list(range(stored.seq + 1))
+
+
+async def test_a_waiting_task_is_no_orphan_but_its_deadline_applies() -> None:
+    async with fresh_schema() as url:
+        front = Engine(ScriptedAgent(), PostgresStore(url), runs_agents=False, lease_seconds=0.5)
+        await front.start()
+        try:
+            waiting = await front.send(request("echo", immediately=True))
+            due = await front.send(
+                request("echo", immediately=True, metadata={"timeoutSeconds": 0.3})
+            )
+            await asyncio.sleep(0.6)  # past every lease: no worker runs either
+            await front.maintain_once()
+            assert (await front.get_task(waiting.id)).status.state is TaskState.SUBMITTED
+            failed = await front.get_task(due.id)
+            assert failed.status.state is TaskState.FAILED
+        finally:
+            await front.aclose()

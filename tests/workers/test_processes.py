@@ -315,30 +315,34 @@ def test_a_worker_runs_at_most_its_concurrency_and_a_waiting_task_cancels_unrun(
     front.cancel(running[1])
 
 
-def test_two_workers_never_run_the_same_task_and_a_stopped_one_finishes_its_turns(
-    setup: Setup,
-) -> None:
+def test_two_workers_never_run_the_same_task(setup: Setup) -> None:
     front = setup.front
-    with worker(
-        setup.store, "--agent", f"work={SPEC}", "--concurrency", "2", turns=setup.turns.path
-    ) as second:
+    path = setup.turns.path
+    with worker(setup.store, "--agent", f"work={SPEC}", "--concurrency", "2", turns=path) as other:
         ids = [front.send("nap 0.2", immediately=True)["id"] for _ in range(16)]
         for task_id in ids:
             front.wait_state(task_id, "TASK_STATE_COMPLETED")
-        runs = {task_id: setup.turns.of(task_id) for task_id in ids}
-        assert all(len(pids) == 1 for pids in runs.values()), runs
-        assert second.proc.pid in {pids[0] for pids in runs.values()}
-        assert len({pids[0] for pids in runs.values()}) == 2
-        # Stopped while it runs a turn: it takes no more and lets that one finish.
-        last = front.send("nap 1", immediately=True)["id"]
-        while not setup.turns.of(last):
-            time.sleep(0.02)
-        ran_in = setup.turns.of(last)[0]
-        if ran_in == second.proc.pid:
-            second.proc.send_signal(signal.SIGTERM)
-            assert second.proc.wait(WAIT) == 0
-            second.expect("a2ad worker stopped")
-        front.wait_state(last, "TASK_STATE_COMPLETED")
+    runs = {task_id: setup.turns.of(task_id) for task_id in ids}
+    assert all(len(pids) == 1 for pids in runs.values()), runs
+    ran_in = {pids[0] for pids in runs.values()}
+    assert len(ran_in) == 2 and other.proc.pid in ran_in
+
+
+def test_a_worker_stopped_by_sigterm_finishes_its_turn_and_takes_no_more(setup: Setup) -> None:
+    front, path = setup.front, "/agents/doomed/"
+    with worker(
+        setup.store, "--agent", f"doomed={SPEC}", "--concurrency", "1", turns=setup.turns.path
+    ) as stopping:
+        napping = front.send("nap 1", path=path, immediately=True)["id"]
+        setup.turns.wait(napping)
+        stopping.proc.send_signal(signal.SIGTERM)
+        later = front.send("echo later", path=path, immediately=True)["id"]
+        assert stopping.proc.wait(WAIT) == 0
+        stopping.expect("a2ad worker stopped")
+    assert front.get(napping, path)["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert front.get(later, path)["status"]["state"] == "TASK_STATE_SUBMITTED"
+    assert setup.turns.of(later) == []
+    front.cancel(later, path)
 
 
 def test_a_killed_workers_tasks_fail_within_the_lease(setup: Setup) -> None:

@@ -105,8 +105,9 @@ class RemoteTurn:
 
     async def follow(self) -> None:
         """Read the task's events until one ends the turn (or the front shuts
-        down), then set ``outcome`` to the task as stored. A subscriber the bus
-        dropped (it fell behind) subscribes again from the store."""
+        down), then set ``outcome`` to the task as stored (or to the error the
+        store raised). A subscriber the bus dropped (it fell behind) subscribes
+        again from the store."""
         sub, after = self._sub, self._head_seq
         assert sub is not None, "subscribe() before follow()"
         try:
@@ -130,6 +131,8 @@ class RemoteTurn:
         except asyncio.CancelledError:
             self._answer(error=_shutting_down(self.task_id))
             raise
+        except Exception as exc:  # the store failed a read: the request hears of it
+            self._answer(error=exc)
         finally:
             self.close()
 
