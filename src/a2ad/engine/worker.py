@@ -10,8 +10,9 @@ signals of the engine's bus. When a turn ends it says so to the store, which
 frees a follow-up queued meanwhile for any worker.
 
 It claims when woken: by the store's work watch (a NOTIFY sent in the same
-transaction that queued a turn), when one of its own turns ends, and, in case
-a wake-up was lost, every ``sweep_seconds``. Nothing polls on the hot path.
+transaction that queued a turn), when one of its own turns ends while turns
+may be waiting (it was full when woken, or took all it could), and, in case a
+wake-up was lost, every ``sweep_seconds``. Nothing polls on the hot path.
 
 A cancel that ends a task just after this worker took its turn may signal
 before the turn runs here: the worker notes the cancel signals that come while
@@ -56,6 +57,7 @@ class Worker:
         self._turns: set[asyncio.Task[None]] = set()  # one per turn taken, until it is ended
         self._unended: set[TaskId] = set()  # turns the store was not told ended
         self._wake = asyncio.Event()
+        self._missed = False  # woken while full: look again when a slot frees
         self.listening = asyncio.Event()  # set once ``run`` listens for work
         self._stopping = False
         self._claiming = False
@@ -111,13 +113,15 @@ class Worker:
         while not self._stopping:
             free = self.concurrency - len(self._turns)
             if free <= 0:
-                return  # a turn that ends wakes the loop
+                self._missed = True  # a turn that ends wakes the loop
+                return
             claimed = await self._claim(free)
             for turn in claimed:
                 self._start(turn)
             self._cancelled &= self._starting  # the others' are the engine's to act on
             if len(claimed) < free:
-                return  # none left waiting
+                self._missed = False  # none left waiting
+                return
 
     async def _claim(self, limit: int) -> list[ClaimedTurn]:
         engine = self._engine
@@ -141,7 +145,8 @@ class Worker:
         self._turns.discard(job)
         if not job.cancelled() and job.exception() is not None:
             log.error("a taken turn failed: %r", job.exception())
-        self._wake.set()  # a slot is free
+        if self._missed:  # a slot is free for what waits
+            self._wake.set()
 
     async def _run_turn(self, claimed: ClaimedTurn) -> None:
         task_id = claimed.stored.task.id

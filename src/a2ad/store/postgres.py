@@ -657,20 +657,29 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns):
         async with pool.acquire() as conn:
             return await work(conn)
 
-    async def _write(self, work: Callable[[Connection], Awaitable[T]]) -> T:
-        """Run ``work`` in a transaction that finishes even if the caller is cancelled."""
+    async def _write(
+        self, work: Callable[[Connection], Awaitable[T]], *, transaction: bool = True
+    ) -> T:
+        """Run ``work`` in a transaction that finishes even if the caller is
+        cancelled (``transaction`` False: ``work`` is one statement, which is a
+        transaction of its own)."""
         pool = await self._ready()
-        task = asyncio.ensure_future(self._transact(pool, work))
+        task = asyncio.ensure_future(self._transact(pool, work, transaction))
         self._writes.add(task)
         task.add_done_callback(_forget(self._writes))
         return await asyncio.shield(task)
 
     @staticmethod
-    async def _transact(pool: Any, work: Callable[[Connection], Awaitable[T]]) -> T:
+    async def _transact(
+        pool: Any, work: Callable[[Connection], Awaitable[T]], transaction: bool = True
+    ) -> T:
         for attempt in range(1, _TRIES + 1):
             try:
-                async with pool.acquire() as conn, conn.transaction():
-                    return await work(conn)
+                async with pool.acquire() as conn:
+                    if not transaction:
+                        return await work(conn)
+                    async with conn.transaction():
+                        return await work(conn)
             except (asyncpg.DeadlockDetectedError, asyncpg.SerializationError):
                 if attempt == _TRIES:
                     raise
@@ -933,10 +942,13 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns):
     ) -> builtins.list[ClaimedTurn]:
         if limit < 1 or not agents:
             return []
-        return await self._write(lambda conn: postgres_turns.claim(conn, agents, lease, now, limit))
+        # One statement, its own transaction: no BEGIN and COMMIT round trips.
+        return await self._write(
+            lambda conn: postgres_turns.claim(conn, agents, lease, now, limit), transaction=False
+        )
 
     async def end_turn(self, task_id: str, owner: str) -> None:
-        await self._write(lambda conn: postgres_turns.end(conn, task_id, owner))
+        await self._write(lambda conn: postgres_turns.end(conn, task_id, owner), transaction=False)
 
     def watch_work(self, wake: Callable[[str], None]) -> WorkWatch:
         async def connect() -> Any:

@@ -45,18 +45,32 @@ _QUEUE = """INSERT INTO turns (task_id, agent, queued, n, request, owner, expire
     ON CONFLICT (task_id) DO UPDATE SET queued = true, n = excluded.n, request = excluded.request"""
 _QUEUE_AND_WAKE = f"""WITH queued AS ({_QUEUE} RETURNING agent)
     SELECT pg_notify({WORK_CHANNEL}, agent) FROM queued"""
-_WAITING = """SELECT task_id, request FROM turns
-    WHERE queued AND agent = ANY($1::text[]) AND (owner IS NULL OR expires < $2)
-    ORDER BY n LIMIT $3 FOR UPDATE SKIP LOCKED"""
-_LEASE = """UPDATE tasks SET lease_owner = $1, lease_expires = $2
-    WHERE id = ANY($3::text[]) AND state IN ($4, $5)
-    RETURNING id, seq, body, tenant, principal, agent"""
-_TAKE = """UPDATE turns SET queued = false, request = NULL, owner = $1, expires = $2
-    WHERE task_id = ANY($3::text[])"""
-_DROP = "DELETE FROM turns WHERE task_id = ANY($1::text[])"
-_END = "DELETE FROM turns WHERE task_id = $1 AND owner = $2 AND NOT queued"
-_RELEASE = f"""WITH released AS (UPDATE turns SET owner = NULL, expires = NULL
-        WHERE task_id = $1 AND owner = $2 RETURNING agent)
+# A claim is one statement (so one round trip, in its own transaction): the waiting
+# turns, locked or skipped; their tasks' leases, where the task is still in flight;
+# those turns taken, and the others (their tasks ended while they waited) dropped.
+_CLAIM = """WITH waiting AS (
+        SELECT task_id, request FROM turns
+        WHERE queued AND agent = ANY($1::text[]) AND (owner IS NULL OR expires < $2)
+        ORDER BY n LIMIT $3 FOR UPDATE SKIP LOCKED),
+    leased AS (
+        UPDATE tasks SET lease_owner = $4, lease_expires = $5 FROM waiting
+        WHERE tasks.id = waiting.task_id AND tasks.state IN ($6, $7)
+        RETURNING tasks.id, tasks.seq, tasks.body, tasks.tenant, tasks.principal, tasks.agent,
+            waiting.request),
+    taken AS (
+        UPDATE turns SET queued = false, request = NULL, owner = $4, expires = $5 FROM leased
+        WHERE turns.task_id = leased.id),
+    dropped AS (
+        DELETE FROM turns USING waiting WHERE turns.task_id = waiting.task_id
+        AND NOT EXISTS (SELECT 1 FROM leased WHERE leased.id = waiting.task_id))
+    SELECT id, seq, body, tenant, principal, agent, request FROM leased"""
+# Ending a turn: its row goes, unless a follow-up waits in it, which is freed (and
+# its workers woken). One statement; the two parts never touch the same row.
+_END = f"""WITH ended AS (
+        DELETE FROM turns WHERE task_id = $1 AND owner = $2 AND NOT queued),
+    released AS (
+        UPDATE turns SET owner = NULL, expires = NULL
+        WHERE task_id = $1 AND owner = $2 AND queued RETURNING agent)
     SELECT pg_notify({WORK_CHANNEL}, agent) FROM released"""
 RENEW = "UPDATE turns SET expires = $1 WHERE owner = $2"
 # A task with a queued turn keeps no lease, and is not an orphan.
@@ -80,36 +94,27 @@ async def queue(conn: Any, task_id: str, agent: str, turn: QueuedTurn) -> None:
 async def claim(
     conn: Any, agents: Sequence[str], lease: Lease, now: float, limit: int
 ) -> list[ClaimedTurn]:
-    """Take up to ``limit`` turns in the caller's transaction (see the module docstring)."""
-    owner, expires_at = lease
-    waiting = await conn.fetch(_WAITING, list(agents), now, limit)
-    if not waiting:
-        return []
-    requests = {row[0]: row[1] for row in waiting}
+    """Take up to ``limit`` turns (see the module docstring), in one statement."""
     rows = await conn.fetch(
-        _LEASE,
-        owner,
-        expires_at,
-        list(requests),
+        _CLAIM,
+        list(agents),
+        now,
+        limit,
+        lease.owner,
+        lease.expires_at,
         TaskState.SUBMITTED.value,
         TaskState.WORKING.value,
     )
-    taken = [row[0] for row in rows]
-    if taken:
-        await conn.execute(_TAKE, owner, expires_at, taken)
-    if len(taken) < len(requests):  # their tasks ended while they waited
-        await conn.execute(_DROP, [task_id for task_id in requests if task_id not in set(taken)])
     return [
-        ClaimedTurn(StoredTask(decode_task(body), seq, tenant, principal, agent), requests[task_id])
-        for task_id, seq, body, tenant, principal, agent in rows
+        ClaimedTurn(StoredTask(decode_task(body), seq, tenant, principal, agent), request)
+        for _, seq, body, tenant, principal, agent, request in rows
     ]
 
 
 async def end(conn: Any, task_id: str, owner: str) -> None:
-    """End ``owner``'s turn of the task in the caller's transaction; a turn
-    queued behind it is freed, and its workers woken at commit."""
-    if await conn.execute(_END, task_id, owner) == "DELETE 0":
-        await conn.execute(_RELEASE, task_id, owner)
+    """End ``owner``'s turn of the task; a turn queued behind it is freed, and its
+    workers woken, in one statement."""
+    await conn.execute(_END, task_id, owner)
 
 
 class WorkListener(WorkWatch):
