@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 import pytest
 
-from ..conftest import V1
+from ..conftest import V1, free_port
 from ..postgres import fresh_schema
 from ..process_output import ProcessOutput
 from ..test_cli import Served
@@ -363,3 +363,35 @@ def test_a_killed_workers_tasks_fail_within_the_lease(setup: Setup) -> None:
     assert "stopped" in status["message"]["parts"][0]["text"]
     assert took < LEASE + 2.0
     assert front.wait_state(other, "TASK_STATE_FAILED", path="/agents/doomed/")
+
+
+@pytest.mark.parametrize(
+    "command", [("serve", "--no-run"), ("worker",)], ids=["serve --no-run", "worker"]
+)
+def test_workers_need_a_postgresql_store_and_say_so(command: tuple[str, ...]) -> None:
+    done = subprocess.run(
+        [str(A2AD), *command, "--store", "sqlite:///never.db"],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert done.returncode == 2, done.stderr
+    assert "needs a PostgreSQL store" in done.stderr
+    assert "SQLite file or memory can't be shared" in done.stderr
+    assert not (PROJECT / "never.db").exists()
+
+
+def test_a_worker_whose_database_is_down_exits_3_naming_it() -> None:
+    port = free_port()  # nothing listens there
+    done = subprocess.run(
+        [str(A2AD), "worker", "--store", f"postgresql://postgres@127.0.0.1:{port}/a2ad"],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert done.returncode == 3, done.stderr
+    assert f"127.0.0.1:{port}" in done.stderr
