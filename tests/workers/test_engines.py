@@ -29,6 +29,7 @@ from ..webhook_receiver import Receiver
 class Pair(NamedTuple):
     front: Engine
     worker: Worker
+    engine: Engine  # the worker's
     agent: ScriptedAgent
     store: PostgresStore
 
@@ -54,7 +55,7 @@ async def pair() -> AsyncIterator[Pair]:
         worker = Worker(engine, concurrency=2)
         running = asyncio.ensure_future(worker.run())
         try:
-            yield Pair(front, worker, agent, front_store)
+            yield Pair(front, worker, engine, agent, front_store)
         finally:
             worker.stop()
             await running
@@ -92,7 +93,7 @@ async def test_the_agent_gets_the_requests_metadata_and_context(pair: Pair) -> N
             seen.append((ctx.metadata, ctx.request))
             await ctx.complete("ok")
 
-    pair.worker._engine.agents[""] = Recording()  # type: ignore[attr-defined]
+    pair.engine.agents[""] = Recording()
     context = RequestContext(
         version="0.3",
         binding="JSONRPC",

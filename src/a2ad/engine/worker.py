@@ -65,10 +65,6 @@ class Worker:
         self._cancelled: set[TaskId] = set()  # cancel signals heard meanwhile
         engine.bus.on_cancel(self._cancel_signalled)
 
-    @property
-    def running(self) -> int:
-        return len(self._turns)
-
     async def run(self) -> None:
         """Take and run turns until ``stop``. Raises StoreError if the store
         can't be listened to at the start."""
