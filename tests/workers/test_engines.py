@@ -206,3 +206,27 @@ async def test_a_waiting_task_is_no_orphan_but_its_deadline_applies() -> None:
             assert failed.status.state is TaskState.FAILED
         finally:
             await front.aclose()
+
+
+async def test_a_follow_up_waits_until_the_turn_that_asked_for_input_has_returned(
+    pair: Pair,
+) -> None:
+    turns: list[tuple[str, float]] = []
+
+    class Lingering(ScriptedAgent):
+        async def run(self, ctx):  # type: ignore[no-untyped-def]
+            turns.append(("start", asyncio.get_running_loop().time()))
+            if len(ctx.history) <= 1:
+                await ctx.require_input("which one?")
+                await asyncio.sleep(0.5)  # stored input-required, still returning
+            else:
+                await ctx.complete("got it")
+            turns.append(("end", asyncio.get_running_loop().time()))
+
+    pair.engine.agents[""] = Lingering()
+    async with asyncio.timeout(WAIT):
+        asked = await pair.front.send(request("x"))
+        assert isinstance(asked, Task) and asked.status.state is TaskState.INPUT_REQUIRED
+        answered = await pair.front.send(request("blue", task_id=asked.id))
+    assert isinstance(answered, Task) and answered.status.state is TaskState.COMPLETED
+    assert [what for what, _ in turns] == ["start", "end", "start", "end"]
