@@ -13,7 +13,8 @@ import asyncio
 import os
 import signal
 import sys
-from typing import Annotated
+from collections.abc import Coroutine
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -115,10 +116,19 @@ def worker(
         f"at most {concurrency} at once, lease {lease_seconds:g} s)",
         "  Press Ctrl-C to stop.",
     ]
-    code = asyncio.run(_work(engine, Worker(engine, concurrency=concurrency), banner))
+    code = _run(_work(engine, Worker(engine, concurrency=concurrency), banner))
     if code:
         raise typer.Exit(code)
     console.print("a2ad worker stopped.")
+
+
+def _run(main: Coroutine[Any, Any, int]) -> int:
+    """Run ``main`` on uvloop where it is installed (as uvicorn runs ``serve``)."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(main)
+    return uvloop.run(main)
 
 
 def _what(agents: dict[str, Agent]) -> str:
