@@ -75,6 +75,7 @@ from .base import (
     status_timestamp,
 )
 from .postgres_schema import SCHEMA_VERSION, SchemaVersionError, migrate
+from .postgres_signals import PostgresSignals
 from .rows import (
     ARTIFACT_EVENT,
     INTERRUPTED,
@@ -569,6 +570,10 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
         self._writes: set[asyncio.Task[Any]] = set()
 
     durable = True  # it outlives the process, with no file to put a key beside
+
+    def signals(self) -> PostgresSignals:
+        """LISTEN/NOTIFY on a connection of its own (postgres_signals.py)."""
+        return PostgresSignals(self._dsn, self._settings, where=self.where)
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.url!r}, max_tasks={self.max_tasks!r})"
