@@ -1,7 +1,8 @@
 """An instance dies (issue 14, item 3): SIGKILL instance A while it runs tasks;
-within the lease (``--lease-seconds``, 2 s here) B fails each of them, saying the
-instance running it was lost, and B's subscribers get that final event. A slow
-instance that is still alive keeps its tasks."""
+within the lease (``--lease-seconds``, 2 s here) the survivors B and C fail each
+of them, once (item 5), saying the instance running it was lost, and B's
+subscribers get that final event. A slow instance that is still alive keeps its
+tasks."""
 
 from __future__ import annotations
 
@@ -20,9 +21,9 @@ LOST = "stopped or was lost"  # the failed task's status message says this
 
 
 @pytest.fixture
-def pair() -> Iterator[list[Instance]]:
-    """A and B, for one test (the first kills A)."""
-    with cluster(2, "--lease-seconds", str(LEASE)) as (_, instances):
+def trio() -> Iterator[list[Instance]]:
+    """A, B and C, for one test (the first kills A)."""
+    with cluster(3, "--lease-seconds", str(LEASE)) as (_, instances):
         yield instances
 
 
@@ -32,10 +33,10 @@ async def http() -> AsyncIterator[httpx.AsyncClient]:
         yield client
 
 
-async def test_killed_instances_running_tasks_are_failed_by_a_survivor_within_the_lease(
-    pair: list[Instance], http: httpx.AsyncClient
+async def test_killed_instances_running_tasks_are_failed_once_by_a_survivor_within_the_lease(
+    trio: list[Instance], http: httpx.AsyncClient
 ) -> None:
-    a, b = pair
+    a, b, c = trio
     hanging = [await a.send(http, "hang") for _ in range(3)]
     for task in hanging:
         a.printed(f"started {task['id']}")
@@ -60,6 +61,9 @@ async def test_killed_instances_running_tasks_are_failed_by_a_survivor_within_th
         async with b.stream(http, "SubscribeToTask", {"id": task["id"]}, last_event_id=0) as replay:
             states = [state_of(frame) async for frame in replay]
         assert states.count("TASK_STATE_FAILED") == 1, states
+    # Both survivors looked; each task was failed by one of them.
+    failed_by = [r["task_id"] for i in (b, c) for r in i.logs("orphaned task failed")]
+    assert sorted(failed_by) == sorted(task["id"] for task in hanging)
     # A task waiting for its user was not running: it waits on, and B continues it.
     assert (await b.get(http, waiting["id"]))["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
     done = await b.send(http, "0", immediately=False, taskId=waiting["id"])
@@ -67,13 +71,13 @@ async def test_killed_instances_running_tasks_are_failed_by_a_survivor_within_th
 
 
 async def test_slow_instance_that_is_alive_keeps_its_tasks(
-    pair: list[Instance], http: httpx.AsyncClient
+    trio: list[Instance], http: httpx.AsyncClient
 ) -> None:
-    a, b = pair
+    a, b, c = trio
     # A's event loop is blocked 0.8 s at a time for twice the lease: its leases
     # are renewed between the blocks, so B never takes its task for an orphan.
     answer = await a.call(http, "SendMessage", send_params(f"busy {2 * LEASE} 0.8"))
     task = answer["task"]
     assert task["status"]["state"] == "TASK_STATE_COMPLETED", task
     assert (await b.get(http, task["id"]))["status"]["state"] == "TASK_STATE_COMPLETED"
-    assert not b.logs("orphaned task failed")
+    assert not b.logs("orphaned task failed") and not c.logs("orphaned task failed")
