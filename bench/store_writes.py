@@ -7,7 +7,9 @@ MemoryStore, SqliteStore and PostgresStore, driven in-process by concurrent send
 
 ``postgresql`` uses the server at A2AD_BENCH_POSTGRES (default
 postgresql://postgres@127.0.0.1:5432/postgres), in a schema of its own made for the
-run and dropped after. After the sends, each sender reads ``--sends`` tasks back
+run and dropped after. ``postgresql-nonotify`` is the same with the trigger that
+NOTIFYs other instances of each append dropped: the cost of that signal, measured
+beside it in one run (a store name may be given more than once, to alternate). After the sends, each sender reads ``--sends`` tasks back
 with the store's ``get`` (gets/s).
 
 For each store: a warm-up of 100 sends per sender, then ``--sends`` per sender,
@@ -77,7 +79,9 @@ async def measure(store: TaskStore, senders: int, sends: int, quota: int = 0) ->
     }
 
 
-async def run_postgres(senders: int, sends: int, quota: int) -> dict[str, float]:
+async def run_postgres(
+    senders: int, sends: int, quota: int, *, notify: bool = True
+) -> dict[str, float]:
     import asyncpg  # type: ignore[import-untyped]
 
     from a2ad.store.postgres import PostgresStore
@@ -90,6 +94,9 @@ async def run_postgres(senders: int, sends: int, quota: int) -> dict[str, float]
         separator = "&" if "?" in server else "?"
         store = PostgresStore(f"{server}{separator}search_path={schema}")
         try:
+            if not notify:
+                await store.open()
+                await admin.execute(f"DROP TRIGGER tasks_signal ON {schema}.tasks")
             return await measure(store, senders, sends, quota)
         finally:
             await store.aclose()
@@ -103,8 +110,8 @@ async def run_store(
 ) -> dict[str, float]:
     if name == "memory":
         return await measure(MemoryStore(max_tasks=10**7), senders, sends, quota)
-    if name == "postgresql":
-        return await run_postgres(senders, sends, quota)
+    if name in ("postgresql", "postgresql-nonotify"):
+        return await run_postgres(senders, sends, quota, notify=name == "postgresql")
     path = folder / "tasks.db"
     store = SqliteStore(path)
     await store.open()
@@ -134,13 +141,16 @@ def main() -> None:
     results: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="a2ad-store-writes-") as folder:
         for name in args.stores.split(","):
-            results[name] = asyncio.run(
+            label = name
+            while label in results:  # the same store again: its own entry
+                label += "'"
+            results[label] = asyncio.run(
                 run_store(
                     name, args.senders, args.sends, Path(folder), args.max_tasks_per_principal
                 )
             )
-            figures = ", ".join(f"{k} {v:,.1f}" for k, v in results[name].items())
-            print(f"{name}: {figures}", flush=True)
+            figures = ", ".join(f"{k} {v:,.1f}" for k, v in results[label].items())
+            print(f"{label}: {figures}", flush=True)
     print(
         json.dumps(
             {

@@ -34,6 +34,7 @@ from typing import Any
 import asyncpg  # type: ignore[import-untyped]
 
 from ..protocol.types import Seq, TaskId
+from .base import StoreError
 from .signals import SignalReceiver, Signals
 
 __all__ = ["CHANNEL_OF_SCHEMA", "PostgresSignals"]
@@ -79,12 +80,19 @@ class PostgresSignals(Signals):
         return f"PostgresSignals({self._where!r})"
 
     async def start(self, receiver: SignalReceiver) -> None:
-        """Connect and listen. Raises RuntimeError if started twice or closed, and
-        what connecting raises (the store has just opened, so that is rare)."""
+        """Connect and listen. Raises StoreError naming the server if it can't
+        (rare: the store has just opened its pool there), RuntimeError if
+        started twice or closed."""
         if self._closed or self._receiver is not None:
             raise RuntimeError(f"{self!r} was started or closed already; make a new one")
         self._receiver = receiver
-        self._conn = await self._listen()
+        try:
+            self._conn = await self._listen()
+        except _SENDING as exc:
+            raise StoreError(
+                f"can't open the connection to the task store, {self._where}, that carries "
+                f"other instances' signals: {exc}"
+            ) from None
         self._keeper = asyncio.ensure_future(self._keep())
 
     def stored(self, task_id: TaskId, seq: Seq) -> None:
