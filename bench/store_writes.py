@@ -9,8 +9,9 @@ MemoryStore, SqliteStore and PostgresStore, driven in-process by concurrent send
 postgresql://postgres@127.0.0.1:5432/postgres), in a schema of its own made for the
 run and dropped after. ``postgresql-nonotify`` is the same with the trigger that
 NOTIFYs other instances of each append dropped: the cost of that signal, measured
-beside it in one run (a store name may be given more than once, to alternate). After the sends, each sender reads ``--sends`` tasks back
-with the store's ``get`` (gets/s).
+beside it in one run (a store name may be given more than once, to alternate).
+After the sends, each sender reads ``--sends`` tasks back with the store's ``get``
+(gets/s).
 
 For each store: a warm-up of 100 sends per sender, then ``--sends`` per sender,
 timed; prints sends/s, process CPU (user + system) per send and, for SQLite, the
