@@ -5,12 +5,13 @@ processes, A and B, on one PostgreSQL schema (made for the run, dropped after).
     .venv/bin/python bench/cross_instance.py --cancels 200 --events 200
 
 Cancel (one trial): A streams a task whose agent hangs (SendStreamingMessage);
-once A's stream shows it working, CancelTask goes to B. Measured from just before
-that request: B's answer, the agent on A stopped (the time its CancelledError
-handler took, printed by A's agent), and A's stream ended (its final canceled
-event read and the stream closed). The signal path: B stores CANCELED, NOTIFY
-carries "stop T" to A's listener, A cancels the agent; the store's trigger
-signals the stored event, A reads it from the log for its stream.
+once A's stream shows it working, CancelTask goes to B. Beside each such trial, a
+local one, CancelTask to A itself: the same writes without crossing instances.
+Measured from just before that request: the answer, the agent on A stopped (the
+time its CancelledError handler took, printed by A's agent), and A's stream ended
+(its final canceled event read and the stream closed). The signal path: B stores
+CANCELED, NOTIFY carries "stop T" to A's listener, A cancels the agent; the
+store's trigger signals the stored event, A reads it from the log for its stream.
 
 Subscribe (one trial per event): A runs tasks whose agent emits an artifact every
 ``--every`` seconds, each carrying the time it was emitted; A's own stream and a
@@ -192,7 +193,10 @@ async def frames(response: httpx.Response) -> AsyncIterator[tuple[float, dict[st
             yield time.monotonic(), json.loads(line[5:])["result"]
 
 
-async def cancel_trial(http: httpx.AsyncClient, a: Instance, b: Instance) -> dict[str, float]:
+async def cancel_trial(
+    http: httpx.AsyncClient, a: Instance, canceller: Instance
+) -> dict[str, float]:
+    """A streams a hanging task, ``canceller`` (B, or A itself) cancels it."""
     async with http.stream(
         "POST", a.url, json=rpc("SendStreamingMessage", message("hang")), headers=V1
     ) as r:
@@ -207,7 +211,7 @@ async def cancel_trial(http: httpx.AsyncClient, a: Instance, b: Instance) -> dic
             ):
                 break
         asked = time.monotonic()
-        answer = await http.post(b.url, json=rpc("CancelTask", {"id": task_id}), headers=V1)
+        answer = await http.post(canceller.url, json=rpc("CancelTask", {"id": task_id}), headers=V1)
         answered = time.monotonic()
         state = answer.json()["result"]["status"]["state"]
         assert state == "TASK_STATE_CANCELED", answer.text
@@ -288,7 +292,11 @@ async def run(a: Instance, b: Instance, cancels: int, events: int, every: float)
     async with httpx.AsyncClient(timeout=30) as http:
         for _ in range(20):  # warm-up: connections, the agents, the store's caches
             await cancel_trial(http, a, b)
-        cancel = [await cancel_trial(http, a, b) for _ in range(cancels)]
+        cancel: list[dict[str, float]] = []
+        local: list[dict[str, float]] = []
+        for _ in range(cancels):  # alternating, so that the machine's noise hits both alike
+            cancel.append(await cancel_trial(http, a, b))
+            local.append(await cancel_trial(http, a, a))
         per_task = 250
         lags: list[dict[str, float]] = []
         while len(lags) < events:
@@ -296,6 +304,8 @@ async def run(a: Instance, b: Instance, cancels: int, events: int, every: float)
     figures: dict[str, Any] = {}
     for key in ("answered_ms", "agent_stopped_ms", "stream_ended_ms"):
         figures[f"cancel_{key}"] = percentiles([t[key] for t in cancel])
+    for key in ("answered_ms", "agent_stopped_ms", "stream_ended_ms"):
+        figures[f"local_cancel_{key}"] = percentiles([t[key] for t in local])
     for key in ("b_after_a_ms", "b_after_emit_ms", "a_after_emit_ms"):
         figures[f"subscribe_{key}"] = percentiles([t[key] for t in lags])
     return figures
