@@ -38,14 +38,14 @@ def task(state: TaskState, minute: int = 0, year: int = 2026) -> Task:
 
 async def test_retention_on_two_instances_at_once_deletes_each_task_once(url: str) -> None:
     async with PostgresStore(url) as a, PostgresStore(url) as b:
-        old = [task(TaskState.COMPLETED, i % 60) for i in range(150)]
+        old = [task(TaskState.COMPLETED, i % 60) for i in range(200)]
         kept = task(TaskState.COMPLETED, year=2027)
         for one in [*old, kept]:
             await a.create(one)
         deleted: list[str] = []
         while True:
             rounds = await asyncio.gather(
-                *(store.delete_terminal("2026-06-01T00:00:00.000Z", 20) for store in (a, b, a, b))
+                *(store.delete_terminal("2026-06-01T00:00:00.000Z", 20) for store in (a, b) * 4)
             )
             if not any(rounds):
                 break
@@ -59,12 +59,12 @@ async def test_retention_on_two_instances_at_once_deletes_each_task_once(url: st
 async def test_creates_on_two_instances_at_once_evict_each_task_once_and_keep_the_cap(
     url: str,
 ) -> None:
-    cap = 20
+    cap = 40
     async with PostgresStore(url, max_tasks=cap) as a, PostgresStore(url, max_tasks=cap) as b:
         waiting = [task(TaskState.INPUT_REQUIRED, i % 60) for i in range(cap)]
         for one in waiting:
             await a.create(one)
-        new = [task(TaskState.SUBMITTED) for _ in range(cap // 2)]
+        new = [task(TaskState.SUBMITTED) for _ in range(cap)]
         with watch_log("a2ad.store", lambda r: "evicted" in r.getMessage()) as evictions:
             await asyncio.gather(
                 *(
