@@ -21,6 +21,10 @@ lookup (no in-process filter: another instance may have stored the key). Evictio
 under ``max_tasks`` picks its victims with ``FOR UPDATE SKIP LOCKED``, so
 concurrent creates evict different tasks; the cap may be passed briefly by as
 many tasks as creates run at once, and the next create brings it back.
+
+Instances tell each other what they stored and what to stop over LISTEN/NOTIFY
+(``signals()``, postgres_signals.py): each append NOTIFYs from a trigger in its
+own transaction.
 """
 
 from __future__ import annotations
