@@ -10,11 +10,12 @@ Each setup has a schema of its own on the server at A2AD_BENCH_POSTGRES
 dropped after. Every a2ad process (the instance; the front and its worker) is
 pinned to CPU 0 and the load generator to CPU 1 (bench/load.py's HTTP client:
 keep-alive connections, one per concurrent sender), so that both setups have one
-core for a2ad; PostgreSQL is not pinned. The workload is a blocking SendMessage
-to the echo agent; windows of ``--seconds`` alternate between the setups for
-``--rounds`` rounds. For each setup and concurrency it prints sends/s (the
-median window), latency p50/p99, and the CPU time a send costs each a2ad
-process; then one JSON line.
+core for a2ad; PostgreSQL is not pinned. ``--worker-cpu 1`` moves the worker to
+the generator's core instead, so that the front has one to itself. The workload
+is a blocking SendMessage to the echo agent; windows of ``--seconds`` alternate
+between the setups for ``--rounds`` rounds. For each setup and concurrency it
+prints sends/s (the median window), latency p50/p99, and the CPU time a send
+costs each a2ad process; then one JSON line.
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ async def wait_for_line(process: Server, text: str, timeout: float = 60.0) -> No
     raise RuntimeError(f"{process.name} never printed {text!r}:\n{process.log_tail()}")
 
 
-async def start(schemas: dict[str, str], key: Path) -> list[Setup]:
+async def start(schemas: dict[str, str], key: Path, worker_cpu: int) -> list[Setup]:
     env = {**os.environ, "COLUMNS": "200"}
     common = ("--agent", "echo", "--secret-key-file", str(key))
     instance_port, front_port = free_port(), free_port()
@@ -134,6 +135,8 @@ async def start(schemas: dict[str, str], key: Path) -> list[Setup]:
     )
     for process in (instance, front, worker):
         process.start()
+    if worker_cpu != 0 and worker.proc is not None:  # load.py pins every server to CPU 0
+        os.sched_setaffinity(worker.proc.pid, {worker_cpu})
     await instance.wait_ready()
     await front.wait_ready()
     await wait_for_line(worker, "a2ad worker running")
@@ -202,7 +205,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     setups: list[Setup] = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            setups = await start(schemas, Path(tmp) / "key")
+            setups = await start(schemas, Path(tmp) / "key", args.worker_cpu)
             concurrencies = [int(c) for c in args.concurrency.split(",")]
             for setup in setups:  # warm up: connections, caches, the JIT of nothing
                 await window(setup, max(concurrencies), 2.0)
@@ -243,6 +246,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, default=8.0, help="seconds a window lasts")
     parser.add_argument("--rounds", type=int, default=4, help="windows per setup and concurrency")
     parser.add_argument("--concurrency", default="1,32", help="comma-separated sender counts")
+    parser.add_argument(
+        "--worker-cpu",
+        type=int,
+        default=0,
+        help="the CPU the worker is pinned to (1: the load generator's, not the front's)",
+    )
     return parser.parse_args()
 
 
