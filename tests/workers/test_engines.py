@@ -6,6 +6,7 @@ test_processes.py.)"""
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator
 from typing import NamedTuple
 
@@ -25,8 +26,11 @@ from ..postgres import fresh_schema
 from ..scripted import ScriptedAgent
 from ..webhook_receiver import Receiver
 
+SWEEP = 0.5  # seconds between the worker's looks for work it was not woken for
+
 
 class Pair(NamedTuple):
+    url: str
     front: Engine
     worker: Worker
     engine: Engine  # the worker's
@@ -52,10 +56,10 @@ async def pair() -> AsyncIterator[Pair]:
         )
         await front.start()
         await engine.start()
-        worker = Worker(engine, concurrency=2)
+        worker = Worker(engine, concurrency=2, sweep_seconds=SWEEP)
         running = asyncio.ensure_future(worker.run())
         try:
-            yield Pair(front, worker, engine, agent, front_store)
+            yield Pair(url, front, worker, engine, agent, front_store)
         finally:
             worker.stop()
             await running
@@ -230,3 +234,28 @@ async def test_a_follow_up_waits_until_the_turn_that_asked_for_input_has_returne
         answered = await pair.front.send(request("blue", task_id=asked.id))
     assert isinstance(answered, Task) and answered.status.state is TaskState.COMPLETED
     assert [what for what, _ in turns] == ["start", "end", "start", "end"]
+
+
+async def test_a_worker_whose_work_listener_was_cut_takes_work_and_listens_again(
+    pair: Pair,
+) -> None:
+    import asyncpg  # type: ignore[import-untyped]
+
+    name = f"a2ad work {os.getpid()}"
+    admin = await asyncpg.connect(pair.url.split("?")[0])
+    try:
+        cut = await admin.fetchval(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE application_name = $1",
+            name,
+        )
+        assert cut == 1
+        async with asyncio.timeout(WAIT):
+            task = await pair.front.send(request("echo after the cut"))
+            assert isinstance(task, Task) and task.status.state is TaskState.COMPLETED
+            while not await admin.fetchval(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", name
+            ):
+                await asyncio.sleep(0.05)
+    finally:
+        await admin.close()
