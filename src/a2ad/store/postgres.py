@@ -581,8 +581,14 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
                 server_settings=self._settings,
             )
         except (OSError, TimeoutError) as exc:
+            said = str(exc.strerror or exc)
+            if "SSL" in said:  # "rejected SSL upgrade": it runs, without TLS
+                raise StoreError(
+                    f"the task store, {where}, refused a2ad: {said}; check ssl or sslmode "
+                    "in --store"
+                ) from None
             raise StoreError(
-                f"can't reach the task store, {where}: {exc.strerror or exc}; check that "
+                f"can't reach the task store, {where}: {said}; check that "
                 "PostgreSQL runs there and the address in --store"
             ) from None
         except (asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
