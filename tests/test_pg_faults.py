@@ -234,6 +234,7 @@ def test_while_postgresql_is_out_of_reach_every_request_says_so_then_it_serves_a
     assert said.count(OUTAGE_BEGINS) == 1 and said.count(OUTAGE_ENDS) == 1, said
     assert "Exception in ASGI application" not in said
     assert "push: reading the outbox failed" not in said  # it waited the outage out quietly
+    assert "Failed to restore the pool connection floor" not in said
     assert proxied.served.proc.poll() is None
 
 
@@ -362,3 +363,51 @@ def test_the_same_follow_up_sent_to_two_instances_at_once_is_taken_once(
         done = direct.wait_state(asked["id"], "TASK_STATE_COMPLETED", timeout=5)
         answers = [m for m in done["history"] if m["parts"][0].get("text") == f"this one {round_}"]
         assert len(answers) == 1, done["history"]
+
+
+def test_a_stream_the_outage_cuts_short_ends_with_the_error_and_where_to_resume(
+    database: str,
+) -> None:
+    from a2ad import create_app
+    from a2ad.store.postgres import PostgresStore
+
+    from .conftest import LiveServer
+    from .scripted import ScriptedAgent
+
+    cut = TcpProxy(("127.0.0.1", 5432))
+    store = PostgresStore(cut.url(database) + "&connect_timeout=1", pool_min=1, pool_max=2)
+    app = create_app(ScriptedAgent(), store=store, keepalive_seconds=0.3, secret_key=bytes(32))
+    try:
+        with (
+            LiveServer(app) as live,
+            httpx.Client(timeout=10) as http,
+        ):
+            params = send_params("hang", True)
+            r = http.post(f"{live.url}/", json=rpc_body("SendMessage", params), headers=V1)
+            task_id = r.json()["result"]["task"]["id"]
+            frames: list[tuple[int | None, dict[str, Any]]] = []
+            body = rpc_body("SubscribeToTask", {"id": task_id})
+            with http.stream("POST", f"{live.url}/", json=body, headers=V1) as stream:
+                event_id: int | None = None
+                for line in stream.iter_lines():
+                    if line.startswith("id:"):
+                        event_id = int(line[3:])
+                    elif line.startswith("data:"):
+                        frames.append((event_id, json.loads(line[5:])))
+                        event_id = None
+                        if len(frames) == 1:
+                            cut.cut()  # the quiet stream's next look at the store fails
+            cut.restore()
+    finally:
+        cut.close()
+    (first_id, first), (last_id, last) = frames
+    assert first["result"]["task"]["id"] == task_id and last_id is None
+    error = last["error"]
+    assert error["code"] == -32603 and error["data"][0]["reason"] == UNAVAILABLE
+    assert error["data"][0]["metadata"] == {"taskId": task_id, "lastEventId": str(first_id)}
+    assert "task store became unavailable" in error["message"]
+    assert f"Last-Event-ID: {first_id}" in error["message"]
+
+
+def rpc_body(method: str, params: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}

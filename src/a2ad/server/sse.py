@@ -142,9 +142,7 @@ async def stream_sse(
         events.close()
         for job in jobs:
             job.cancel()
-        for job in jobs:
-            with contextlib.suppress(asyncio.CancelledError):
-                await job
+        await asyncio.wait(jobs)  # each has ended; a failed one is looked at below
     cut: StoreUnavailableError | None = None
     for job in done:
         failed = None if job.cancelled() else job.exception()

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from functools import cache
 from types import TracebackType
@@ -570,6 +571,7 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
 
     async def _connect(self) -> Any:
         where = self.where
+        _quiet_pool_floor()
         try:
             pool = await asyncpg.create_pool(
                 self._options.dsn,
@@ -965,6 +967,21 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
             return True
 
         return await self._write(failed, delivery.key[0])
+
+
+class _PoolFloorRetries(logging.Filter):
+    """asyncpg's pool, reopening its ``min_size`` connections after they were
+    lost, logs every failed attempt with a traceback (backing off from 1 s to
+    60 s). The store logs the outage itself, once (outage.py): those go."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Failed to restore the pool connection floor")
+
+
+def _quiet_pool_floor() -> None:
+    pool_log = logging.getLogger("asyncpg.pool")
+    if not any(isinstance(f, _PoolFloorRetries) for f in pool_log.filters):
+        pool_log.addFilter(_PoolFloorRetries())
 
 
 # A connection that died under a call: an idle one the server closed, or one
