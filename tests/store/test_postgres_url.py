@@ -58,6 +58,11 @@ def test_a2ad_options_and_server_settings_are_taken_out_and_asyncpg_keeps_the_re
     )
 
 
+def test_command_timeout_0_times_no_statement() -> None:
+    assert parse_url(f"{BASE}?command_timeout=0").command_timeout is None
+    assert parse_url(f"{BASE}?command_timeout=0.25").command_timeout == 0.25
+
+
 def test_ssl_takes_true_false_or_a_mode_as_asyncpg_does() -> None:
     assert parse_url(f"{BASE}?ssl=true").ssl is True
     assert parse_url(f"{BASE}?ssl=false").ssl is False

@@ -44,8 +44,10 @@ __all__ = [
 
 DEFAULT_POOL_MIN = 2
 DEFAULT_POOL_MAX = 10
-DEFAULT_CONNECT_TIMEOUT = 10.0  # seconds to open a connection (or wait for a free one)
-DEFAULT_COMMAND_TIMEOUT = 30.0  # seconds one statement may take, as the client sees it
+DEFAULT_CONNECT_TIMEOUT = 10.0  # seconds to open a connection
+# Seconds one statement may take, as the client sees it: asyncpg's timer on each
+# statement (some tens of microseconds of CPU each); 0 turns it off.
+DEFAULT_COMMAND_TIMEOUT = 30.0
 DEFAULT_APPLICATION_NAME = "a2ad"  # what pg_stat_activity shows for our connections
 
 _SECRET = frozenset({"password", "sslpassword"})
@@ -62,7 +64,7 @@ class StoreOptions(NamedTuple):
     pool_min: int
     pool_max: int
     connect_timeout: float  # seconds
-    command_timeout: float  # seconds
+    command_timeout: float | None  # seconds; None: statements are not timed here
     ssl: str | bool | None  # asyncpg's ``ssl`` argument, if the URL set ``ssl``
     server_settings: dict[str, str]
 
@@ -89,6 +91,11 @@ def _seconds(value: str) -> None:
         raise ValueError(f"must be a number of seconds, such as 10 or 2.5, not {value!r}") from None
     if not (math.isfinite(seconds) and seconds > 0):
         raise ValueError(f"must be a number of seconds above 0, not {value!r}")
+
+
+def _seconds_or_off(value: str) -> None:
+    if value != "0":
+        _seconds(value)
 
 
 def _duration(value: str) -> None:
@@ -128,7 +135,7 @@ OWN: dict[str, Check] = {
     "pool_min": _count(0),
     "pool_max": _count(1),
     "connect_timeout": _seconds,
-    "command_timeout": _seconds,
+    "command_timeout": _seconds_or_off,
     "ssl": _one_of("true", "false", *_SSLMODES),
 }
 
@@ -214,7 +221,7 @@ def parse_url(url: str) -> StoreOptions:
         pool_min=pool_min,
         pool_max=pool_max,
         connect_timeout=float(own.get("connect_timeout", DEFAULT_CONNECT_TIMEOUT)),
-        command_timeout=float(own.get("command_timeout", DEFAULT_COMMAND_TIMEOUT)),
+        command_timeout=float(own.get("command_timeout", DEFAULT_COMMAND_TIMEOUT)) or None,
         ssl={"true": True, "false": False}.get(ssl, ssl) if ssl is not None else None,
         server_settings=settings,
     )
