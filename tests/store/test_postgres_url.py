@@ -29,7 +29,6 @@ def test_defaults_name_the_connections_a2ad_and_bound_every_wait() -> None:
     assert (options.pool_min, options.pool_max) == (2, 10)
     assert (options.connect_timeout, options.command_timeout) == (10.0, 30.0)
     assert options.server_settings == {"application_name": "a2ad"}
-    assert options.ssl is None
 
 
 def test_a2ad_options_and_server_settings_are_taken_out_and_asyncpg_keeps_the_rest(
@@ -63,14 +62,6 @@ def test_command_timeout_0_times_no_statement() -> None:
     assert parse_url(f"{BASE}?command_timeout=0.25").command_timeout == 0.25
 
 
-def test_ssl_takes_true_false_or_a_mode_as_asyncpg_does() -> None:
-    assert parse_url(f"{BASE}?ssl=true").ssl is True
-    assert parse_url(f"{BASE}?ssl=false").ssl is False
-    assert parse_url(f"{BASE}?ssl=require").ssl == "require"
-    with pytest.raises(ValueError, match="ssl or sslmode, not both"):
-        parse_url(f"{BASE}?ssl=true&sslmode=require")
-
-
 @pytest.mark.parametrize(
     ("query", "said"),
     [
@@ -85,7 +76,7 @@ def test_ssl_takes_true_false_or_a_mode_as_asyncpg_does() -> None:
         ("command_timeout=soon", "command_timeout must be a number of seconds"),
         ("statement_timeout=5%20seconds", "statement_timeout must be a duration"),
         ("sslmode=on", "sslmode must be one of disable, allow, prefer, require"),
-        ("ssl=maybe", "ssl must be one of true, false, disable"),
+        ("ssl=true", "unknown parameter 'ssl'; TLS is sslmode here (disable, allow"),
         ("sslrootcert=/nonexistent/ca.pem", "sslrootcert names '/nonexistent/ca.pem'"),
         ("ssl_min_protocol_version=SSLv3", "ssl_min_protocol_version must be one of TLSv1"),
         ("application_name=caf%C3%A9", "application_name must be at most 63 printable ASCII"),
@@ -143,8 +134,8 @@ async def test_server_settings_from_the_url_apply_to_every_connection(url: str) 
 async def test_tls_options_reach_asyncpg(url: str) -> None:
     from a2ad.store.postgres import PostgresStore
 
-    # The test server speaks no TLS: ssl=false connects, sslmode=require is refused.
-    async with PostgresStore(f"{url}&ssl=false") as plain:
+    # The test server speaks no TLS: sslmode=disable connects, sslmode=require is refused.
+    async with PostgresStore(f"{url}&sslmode=disable") as plain:
         assert (await plain.list(ListQuery(page_size=1))).total == 0
     store = PostgresStore(f"{url}&sslmode=require")
     with pytest.raises(StoreError, match="refused a2ad"):

@@ -20,6 +20,8 @@ these differences:
 - ``webhooks.n`` orders a task's webhooks oldest first (SQLite's rowid).
 - A message key is unique (``tasks_by_message_key``, and ``message_keys``'s
   primary key): several instances may receive the same message at once.
+- A trigger on ``tasks`` (``tasks_signal``) NOTIFYs the other instances of every
+  append, in its transaction (postgres_signals.py).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import StoreError
+from .postgres_signals import CHANNEL_OF_SCHEMA
 
 __all__ = ["SCHEMA_LOCK", "SCHEMA_VERSION", "SchemaVersionError", "migrate"]
 
@@ -171,6 +174,18 @@ _SCHEMA_V1 = (
     $$""",
     """CREATE TRIGGER tasks_count AFTER INSERT OR DELETE OR UPDATE OF state ON tasks
         FOR EACH ROW EXECUTE FUNCTION a2ad_count_tasks()""",
+    # Every append signals "task <id> has events up to <seq>" to the instances
+    # listening on this schema's channel (postgres_signals.py), in the append's
+    # own transaction: delivered when it commits, never when it rolls back.
+    f"""CREATE FUNCTION a2ad_signal_stored() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        PERFORM pg_notify({CHANNEL_OF_SCHEMA.format(schema="TG_TABLE_SCHEMA")},
+            NEW.seq || ' ' || NEW.id);
+        RETURN NULL;
+    END
+    $$""",
+    """CREATE TRIGGER tasks_signal AFTER UPDATE OF seq ON tasks
+        FOR EACH ROW EXECUTE FUNCTION a2ad_signal_stored()""",
 )
 
 

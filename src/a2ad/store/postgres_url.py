@@ -65,7 +65,6 @@ class StoreOptions(NamedTuple):
     pool_max: int
     connect_timeout: float  # seconds
     command_timeout: float | None  # seconds; None: statements are not timed here
-    ssl: str | bool | None  # asyncpg's ``ssl`` argument, if the URL set ``ssl``
     server_settings: dict[str, str]
 
 
@@ -136,7 +135,6 @@ OWN: dict[str, Check] = {
     "pool_max": _count(1),
     "connect_timeout": _seconds,
     "command_timeout": _seconds_or_off,
-    "ssl": _one_of("true", "false", *_SSLMODES),
 }
 
 ASYNCPG: dict[str, Check] = {
@@ -149,7 +147,7 @@ ASYNCPG: dict[str, Check] = {
     "passfile": _file(),
     "service": _any,
     "sslmode": _one_of(*_SSLMODES),
-    "sslrootcert": _file("system"),
+    "sslrootcert": _file(),
     "sslcert": _file(),
     "sslkey": _file(),
     "sslpassword": _any,
@@ -207,27 +205,25 @@ def parse_url(url: str) -> StoreOptions:
             settings[name] = value
         else:
             rest.append((name, value))
-    if "ssl" in own and "sslmode" in seen:
-        raise ValueError(f"store {shown!r}: give ssl or sslmode, not both")
     pool_min = int(own.get("pool_min", -1))
     pool_max = int(own.get("pool_max", max(DEFAULT_POOL_MAX, pool_min)))
     if pool_min < 0:
         pool_min = min(DEFAULT_POOL_MIN, pool_max)
     if pool_min > pool_max:
         raise ValueError(f"store {shown!r}: pool_min ({pool_min}) is above pool_max ({pool_max})")
-    ssl = own.get("ssl")
     return StoreOptions(
         dsn=urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(rest))),
         pool_min=pool_min,
         pool_max=pool_max,
         connect_timeout=float(own.get("connect_timeout", DEFAULT_CONNECT_TIMEOUT)),
         command_timeout=float(own.get("command_timeout", DEFAULT_COMMAND_TIMEOUT)) or None,
-        ssl={"true": True, "false": False}.get(ssl, ssl) if ssl is not None else None,
         server_settings=settings,
     )
 
 
 def _unknown(name: str) -> str:
+    if name == "ssl":  # asyncpg's Python keyword; in a URL, as in libpq's, it is sslmode
+        return f"unknown parameter 'ssl'; TLS is sslmode here ({', '.join(_SSLMODES)})"
     near = difflib.get_close_matches(name, _KNOWN, n=1)
     hint = f"did you mean {near[0]}? " if near else ""
     return (
