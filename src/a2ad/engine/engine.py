@@ -207,6 +207,8 @@ class Engine:
             name: served.card_info().all_output_modes for name, served in self.agents.items()
         }
         self.bus.on_cancel(self._cancel_signalled)
+        self.bus.on_reconnect(self._signals_missed)
+        self._checks: set[asyncio.Future[None]] = set()
 
     # --- lifetime ---
 
@@ -840,6 +842,29 @@ class Engine:
         invocation = self._runner.get(task_id)
         if invocation is not None:
             invocation.interrupt()
+
+    def _signals_missed(self) -> None:
+        """Another process may have ended a task whose agent runs here while its
+        cancel signal could not reach us: look at each such task again."""
+        if len(self._runner):
+            check = asyncio.ensure_future(self._stop_ended_elsewhere())
+            self._checks.add(check)
+            check.add_done_callback(self._checks.discard)
+
+    async def _stop_ended_elsewhere(self) -> None:
+        for task_id in self._runner.task_ids():
+            try:
+                stored = await self.store.get(task_id)
+            except StoreUnavailableError:
+                return  # the next reconnect looks again
+            if stored is None or stored.task.status.state.terminal:
+                invocation = self._runner.get(task_id)
+                if invocation is not None:
+                    log.info(
+                        "task ended elsewhere while signals were cut off; stopping its agent",
+                        extra={"task_id": task_id},
+                    )
+                    invocation.interrupt(stored.task if stored is not None else None)
 
     # --- small things ---
 
