@@ -43,17 +43,26 @@ from ..protocol.model import (
     new_id,
 )
 from ..protocol.requests import TaskQuery, encode_page_token
-from ..protocol.types import Clock, StreamItem, TaskId, format_timestamp, system_clock
+from ..protocol.types import (
+    IN_FLIGHT,
+    Clock,
+    StreamItem,
+    TaskId,
+    format_timestamp,
+    system_clock,
+)
 from ..store.base import (
     MAX_ARTIFACTS,
     MAX_HISTORY,
     ClaimedTurn,
+    DuplicateMessageError,
     Lease,
     ListQuery,
     MissingTaskError,
     QueuedTurn,
     StoredTask,
     StoreFullError,
+    StoreUnavailableError,
     TaskBounds,
     TaskStore,
     TerminalTaskError,
@@ -72,6 +81,7 @@ from .push import PushNotifications, PushPolicy
 from .remote import Followers, RemoteTurn, decode_order, encode_order
 from .runner import Runner
 from .signal_bus import SignalBus
+from .stranded import STORE_LOST, Stranded
 from .streams import EventStream
 from .upkeep import Maintenance
 from .watchdog import LoopWatchdog
@@ -203,6 +213,7 @@ class Engine:
         self._runner = Runner()
         self._followers = Followers()  # a front's: the turns workers run for its requests
         self._claims = Claims()  # the keys of the sends being started
+        self._stranded = Stranded(self._settle_stranded)  # turns a store outage ended
         self._maintenance = (
             Maintenance(
                 store,
@@ -227,6 +238,8 @@ class Engine:
             name: served.card_info().all_output_modes for name, served in self.agents.items()
         }
         self.bus.on_cancel(self._cancel_signalled)
+        self.bus.on_reconnect(self._signals_missed)
+        self._checks: set[asyncio.Future[None]] = set()
 
     # --- lifetime ---
 
@@ -299,6 +312,7 @@ class Engine:
                 extra={"running": left},
             )
         await self._runner.aclose()
+        await self._stranded.aclose()  # what is left runs out its lease: orphans then
         if self.push is not None:  # what it has not delivered waits in the store
             await self.push.aclose()
         self.bus.close_all()
@@ -347,27 +361,31 @@ class Engine:
         history_length = config.history_length if config is not UNSET else UNSET
         key = message_key(request.message, scope=_scope(access))
         sent_before = await self._claims.find_or_claim(key, self.store.find_message)
-        if sent_before is not None:
-            return await self._sent_again(
-                sent_before, history_length, wait=not immediately, access=access
-            )
-        invocation = await self._start_claimed(
-            key,
-            request,
-            context,
-            immediately=immediately,
-            follow=not immediately,
-            webhooks=webhooks,
-            access=access,
+        if sent_before is None:
+            try:
+                invocation = await self._start_claimed(
+                    key,
+                    request,
+                    context,
+                    immediately=immediately,
+                    follow=not immediately,
+                    webhooks=webhooks,
+                    access=access,
+                )
+                if immediately:
+                    head = invocation.head.result()
+                    assert isinstance(head, StoredTask)
+                    return task_view(head.task, history_length)
+                # The outcome is this request's alone: if the request goes away, the future
+                # is cancelled with it, and the invocation ignores a cancelled future.
+                result = await invocation.outcome
+            except DuplicateMessageError as exc:  # another instance stored it first
+                sent_before = exc.task_id
+            else:
+                return result if isinstance(result, Message) else task_view(result, history_length)
+        return await self._sent_again(
+            sent_before, history_length, wait=not immediately, access=access
         )
-        if immediately:
-            head = invocation.head.result()
-            assert isinstance(head, StoredTask)
-            return task_view(head.task, history_length)
-        # The outcome is this request's alone: if the request goes away, the future is
-        # cancelled with it, and the invocation ignores a cancelled future.
-        result = await invocation.outcome
-        return result if isinstance(result, Message) else task_view(result, history_length)
 
     async def stream(
         self,
@@ -399,6 +417,9 @@ class Engine:
                 access=access,
             )
             head = await invocation.head  # this request's alone, as in send
+        except DuplicateMessageError as exc:  # another instance stored it first
+            sub.close()
+            return await self._follow_turn(exc.task_id, access)
         except BaseException:
             sub.close()
             raise
@@ -727,11 +748,34 @@ class Engine:
                 await invocation.create_now()
                 if self.push is not None:
                     await self.push.register(invocation.task_id, webhooks)
-            except BaseException:
+            except BaseException as exc:
                 if invocation.current is not None:  # stored, but it will never run
-                    await asyncio.shield(self._fail(invocation.task_id, NOT_STARTED))
+                    try:
+                        await asyncio.shield(self._fail(invocation.task_id, NOT_STARTED))
+                    except StoreUnavailableError:
+                        self._stranded.add(invocation.task_id)
+                elif isinstance(exc, StoreUnavailableError) and exc.maybe_stored:
+                    self._stranded.add(invocation.task_id)
                 raise
-        return invocation, self._runner.start(invocation)
+        job = self._runner.start(invocation)
+        job.add_done_callback(lambda _: self._turn_over(invocation))
+        return invocation, job
+
+    def _turn_over(self, invocation: Invocation) -> None:
+        if invocation.store_lost:
+            self._stranded.add(invocation.task_id)
+
+    async def _settle_stranded(self, task_id: TaskId) -> None:
+        """Fail a task whose turn a store outage ended, if it is still in flight
+        and no turn of it runs here now; raises StoreUnavailableError meanwhile."""
+        stored = await self.store.get(task_id)
+        if stored is None or stored.task.status.state not in IN_FLIGHT:
+            return
+        if self._runner.get(task_id) is None and await self._fail(task_id, STORE_LOST):
+            log.warning(
+                "task failed: the task store was out of reach while its agent worked",
+                extra={"task_id": task_id},
+            )
 
     async def _queue_turn(
         self,
@@ -816,9 +860,22 @@ class Engine:
                     await self.push.register(task_id, webhooks)
                 await self.store.end_turn(task_id, held.owner)
             except BaseException:
-                await asyncio.shield(self._fail(task_id, NOT_STARTED))
+                await asyncio.shield(self._not_started(task_id, held.owner))
                 raise
         return batch.current
+
+    async def _not_started(self, task_id: TaskId, holder: str) -> None:
+        """Fail a task a front stored, held, whose webhooks could not be set; then
+        release the hold (a claim drops the ended task's turn)."""
+        assert isinstance(self.store, Turns)
+        try:
+            await self._fail(task_id, NOT_STARTED)
+        except StoreUnavailableError:
+            self._stranded.add(task_id)  # failed once the store answers again
+        try:
+            await self.store.end_turn(task_id, holder)
+        except StoreUnavailableError:
+            pass  # held by this front until it stops; its task fails meanwhile
 
     async def run_claimed(self, claimed: ClaimedTurn) -> asyncio.Task[None] | None:
         """Run a turn this worker took from the store (worker.py) as the front
@@ -852,7 +909,9 @@ class Engine:
             clock=self.clock,
             owner=(stored.tenant, stored.principal, stored.agent),
         )
-        return self._runner.start(invocation)
+        job = self._runner.start(invocation)
+        job.add_done_callback(lambda _: self._turn_over(invocation))  # a store outage's
+        return job
 
     def _check_output_modes(self, accepted: list[str], agent: str) -> None:
         """Refuse a message whose caller accepts nothing the ``agent`` produces (its
@@ -888,6 +947,8 @@ class Engine:
                 field="message.contextId",
             )
         state = task.status.state
+        if state.terminal or not state.interrupted:
+            await self._unless_sent_elsewhere(message_key)
         if state.terminal:
             raise UnsupportedOperationError(
                 f"Task {task_id} is already {state.word} and takes no more messages; "
@@ -923,11 +984,26 @@ class Engine:
                 turn=QueuedTurn(turn) if turn is not None else None,
             )
         except (TerminalTaskError, InvalidTransitionError) as exc:
+            await self._unless_sent_elsewhere(message_key)
             raise UnsupportedOperationError(
                 f"Task {task_id} can't take this message: {exc}", metadata={"taskId": task_id}
             ) from None
         except MissingTaskError:
             raise _not_found(task_id) from None
+        except StoreUnavailableError as exc:
+            # Then it may be working under our lease, with no turn (a queued turn
+            # has no lease: if it was stored, a worker takes it).
+            if exc.maybe_stored and turn is None:
+                self._stranded.add(task_id)
+            raise
+
+    async def _unless_sent_elsewhere(self, message_key: bytes | None) -> None:
+        """Raise DuplicateMessageError if the message was stored meanwhile: the
+        same follow-up, sent to another instance too, moved the task on there."""
+        if message_key is not None:
+            found = await self.store.find_message(message_key)
+            if found is not None:
+                raise DuplicateMessageError(found)
 
     # --- ending a task from outside the agent ---
 
@@ -978,6 +1054,29 @@ class Engine:
         invocation = self._runner.get(task_id)
         if invocation is not None:
             invocation.interrupt()
+
+    def _signals_missed(self) -> None:
+        """Another process may have ended a task whose agent runs here while its
+        cancel signal could not reach us: look at each such task again."""
+        if len(self._runner):
+            check = asyncio.ensure_future(self._stop_ended_elsewhere())
+            self._checks.add(check)
+            check.add_done_callback(self._checks.discard)
+
+    async def _stop_ended_elsewhere(self) -> None:
+        for task_id in self._runner.task_ids():
+            try:
+                stored = await self.store.get(task_id)
+            except StoreUnavailableError:
+                return  # the next reconnect looks again
+            if stored is None or stored.task.status.state.terminal:
+                invocation = self._runner.get(task_id)
+                if invocation is not None:
+                    log.info(
+                        "task ended elsewhere while signals were cut off; stopping its agent",
+                        extra={"task_id": task_id},
+                    )
+                    invocation.interrupt(stored.task if stored is not None else None)
 
     # --- small things ---
 
