@@ -242,6 +242,7 @@ async def test_a_worker_whose_work_listener_was_cut_takes_work_and_listens_again
     import asyncpg  # type: ignore[import-untyped]
 
     name = f"a2ad work {os.getpid()}"
+    await pair.worker.listening.wait()
     admin = await asyncpg.connect(pair.url.split("?")[0])
     try:
         cut = await admin.fetchval(

@@ -132,9 +132,11 @@ class WorkListener(WorkWatch):
         await self._listen()
 
     async def _listen(self) -> None:
+        """Connect and LISTEN. Raises StoreError if the store can't be reached."""
+        faults = (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError)
         try:
             conn = await self._connect()
-        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        except faults as exc:
             raise StoreError(
                 f"can't listen for work on the task store, {self._where}: {exc}"
             ) from None
@@ -142,8 +144,12 @@ class WorkListener(WorkWatch):
             channel = await conn.fetchval(f"SELECT {WORK_CHANNEL}")
             conn.add_termination_listener(self._terminated)
             await conn.add_listener(channel, self._notified)
-        except BaseException:
-            await conn.close(timeout=2)
+        except BaseException as exc:
+            conn.terminate()
+            if isinstance(exc, faults):
+                raise StoreError(
+                    f"can't listen for work on the task store, {self._where}: {exc}"
+                ) from None
             raise
         self._conn = conn
         self._lost = False
