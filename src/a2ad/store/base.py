@@ -47,6 +47,7 @@ __all__ = [
     "MAX_HISTORY",
     "MAX_WEBHOOKS",
     "Delivery",
+    "DuplicateMessageError",
     "EventLimitError",
     "Lease",
     "ListPage",
@@ -199,6 +200,15 @@ class TerminalTaskError(StoreError):
     def __init__(self, task_id: str, state: TaskState) -> None:
         super().__init__(f"task {task_id} is already {state.word}")
         self.state = state
+
+
+class DuplicateMessageError(StoreError):
+    """The message's key is recorded already, on task ``task_id``: the same
+    message was sent before (by another process, racing this one)."""
+
+    def __init__(self, task_id: str) -> None:
+        super().__init__(f"this message was sent before, to task {task_id}")
+        self.task_id = task_id
 
 
 class EventLimitError(StoreError):
