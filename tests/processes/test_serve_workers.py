@@ -206,6 +206,8 @@ async def test_a_killed_process_is_started_again_and_its_tasks_fail_within_the_l
         (a, on_a), (b, on_b) = reach.items()
         task = await workers.send(on_a, "hang", immediately=True)
         workers.printed(rf"started {task['id']} pid={a}")
+        live = await workers.send(on_b, "hang", immediately=True)
+        workers.printed(rf"started {live['id']} pid={b}")
         os.kill(a, signal.SIGKILL)
         killed = time.monotonic()
         async with asyncio.timeout(LEASE + 3):
@@ -219,6 +221,8 @@ async def test_a_killed_process_is_started_again_and_its_tasks_fail_within_the_l
                 async with one_connection() as http:
                     new = {await workers.pid(http)} - {a, b}
                 await asyncio.sleep(0.1)
+        # The new process claimed nothing: the task its sibling runs is still running.
+        assert (await workers.get(on_b, live["id"]))["status"]["state"] == "TASK_STATE_WORKING"
 
 
 async def test_ctrl_c_stops_every_process(workers: Workers) -> None:

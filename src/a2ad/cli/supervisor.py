@@ -198,7 +198,9 @@ class Group:
         if said:
             if READY in said:
                 child.ready = True
-                if not self._serving and all(c.ready for c in self._children.values()):
+                if self._serving or self._stopping:
+                    return
+                if all(c.ready for c in self._children.values()):
                     self._serving = len(self._children) == self._size
                     if self._serving:
                         for line in self._banner:
