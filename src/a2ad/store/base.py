@@ -186,6 +186,15 @@ class StoreFullError(StoreError):
     """The store is at its cap and nothing in it may be evicted."""
 
 
+class DuplicateMessageError(StoreError):
+    """The message's key is already recorded, with the task ``task_id``: the
+    same message was sent again, and another process stored it first."""
+
+    def __init__(self, task_id: str) -> None:
+        super().__init__(f"the message is already recorded with task {task_id}")
+        self.task_id = task_id
+
+
 class MissingTaskError(StoreError, KeyError):
     """No task with this id."""
 
@@ -200,15 +209,6 @@ class TerminalTaskError(StoreError):
     def __init__(self, task_id: str, state: TaskState) -> None:
         super().__init__(f"task {task_id} is already {state.word}")
         self.state = state
-
-
-class DuplicateMessageError(StoreError):
-    """The message's key is recorded already, on task ``task_id``: the same
-    message was sent before (by another process, racing this one)."""
-
-    def __init__(self, task_id: str) -> None:
-        super().__init__(f"this message was sent before, to task {task_id}")
-        self.task_id = task_id
 
 
 class EventLimitError(StoreError):
