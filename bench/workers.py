@@ -10,7 +10,9 @@ same two cores. The workloads (``send``: blocking SendMessage to the echo agent;
 ``get``: GetTask on random ids of tasks sent before) run in short windows that
 alternate between the servers, so a noisy machine disturbs both alike; each figure
 is the median over the windows. Server CPU is summed over the parent and its
-children (``/proc``), per request.
+children (``/proc``), per request; beside it, the cores the server and the load
+generator kept busy (CPU seconds per second): on 2 cores, what is left for a
+second process.
 
 Across processes (``--workers 2`` only): a connection to each process, told apart by
 which process holds the server's end of it (``/proc/net/tcp`` and ``/proc/<pid>/fd``).
@@ -130,9 +132,9 @@ async def window(server: Group, make: Any, concurrency: int, seconds: float) -> 
                 errors += 1
 
     try:
-        cpu0, t0 = server.cpu(), perf()
+        cpu0, gen0, t0 = server.cpu(), time.process_time(), perf()
         await asyncio.gather(*(worker(c, t0 + seconds) for c in conns))
-        elapsed = perf() - t0
+        elapsed, gen = perf() - t0, time.process_time() - gen0
         await asyncio.sleep(0.05)
         cpu = server.cpu() - cpu0
     finally:
@@ -145,6 +147,8 @@ async def window(server: Group, make: Any, concurrency: int, seconds: float) -> 
         "p50_ms": latencies[done // 2] * 1000 if done else 0.0,
         "p99_ms": latencies[min(done - 1, int(done * 0.99))] * 1000 if done else 0.0,
         "cpu_ms_per_op": cpu / done * 1000 if done else 0.0,
+        "server_cores": cpu / elapsed,  # how many cores the server kept busy
+        "generator_cores": gen / elapsed,
         "errors": errors,
     }
 
@@ -168,7 +172,7 @@ async def throughput(
         return post(port, send_body("hello"))
 
     results: dict[str, dict[str, dict[str, float]]] = {}
-    for workload in ("send", "get"):
+    for workload in [w for w in ("send", "get") if w in args.workloads]:
         rounds: dict[str, list[dict[str, float]]] = {s.name: [] for s in servers}
         for r in range(args.rounds):
             order = servers[r % len(servers) :] + servers[: r % len(servers)]
@@ -333,12 +337,25 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             await asyncio.gather(*(s.wait_ready(timeout=120) for s in servers))
             report["throughput"] = await throughput(servers, args)
             two = servers[1]
-            report["cancel"] = await cancel_trials(two, args.trials)
-            report["subscribe"] = await subscribe_lag(two, args.trials, args.tick_ms)
+            if "cancel" in args.workloads:
+                report["cancel"] = await cancel_trials(two, args.trials)
+            if "subscribe" in args.workloads:
+                report["subscribe"] = await subscribe_lag(two, args.trials, args.tick_ms)
         finally:
             for s in servers:
                 s.stop()
-    rows = [("workload", "--workers", "req/s", "p50 ms", "p99 ms", "server CPU ms/req", "errors")]
+    rows = [
+        (
+            "workload",
+            "--workers",
+            "req/s",
+            "p50 ms",
+            "p99 ms",
+            "server CPU ms/req",
+            "cores: server + generator",
+            "errors",
+        )
+    ]
     for workload, by_server in report["throughput"].items():
         for name, f in by_server.items():
             rows.append(
@@ -349,16 +366,19 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     f"{f['p50_ms']:.1f}",
                     f"{f['p99_ms']:.1f}",
                     f"{f['cpu_ms_per_op']:.2f}",
+                    f"{f['server_cores']:.2f} + {f['generator_cores']:.2f}",
                     f"{f['errors']:.0f}",
                 )
             )
     table("Throughput (median of the windows)", rows)
     rows = [("across the two processes", "n", "p50 ms", "p99 ms", "max ms")]
-    for label, f in (
-        ("cancel on B: answered", report["cancel"]["answered"]),
-        ("cancel on B: A's stream ended", report["cancel"]["stream_ended"]),
-        ("subscriber on B behind A's stream", report["subscribe"]),
-    ):
+    crossed = []
+    if "cancel" in report:
+        crossed.append(("cancel on B: answered", report["cancel"]["answered"]))
+        crossed.append(("cancel on B: A's stream ended", report["cancel"]["stream_ended"]))
+    if "subscribe" in report:
+        crossed.append(("subscriber on B behind A's stream", report["subscribe"]))
+    for label, f in crossed:
         rows.append(
             (
                 label,
@@ -368,7 +388,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 f"{f['max_ms']:.1f}",
             )
         )
-    table("Across processes (--workers 2)", rows)
+    if crossed:
+        table("Across processes (--workers 2)", rows)
     return report
 
 
@@ -379,6 +400,9 @@ def main() -> None:
     p.add_argument("--seconds", type=float, help="length of a window (5; quick 1)")
     p.add_argument("--warm", type=float, help="unrecorded warm-up window (1; quick 0.2)")
     p.add_argument("--concurrency", type=int, default=32)
+    p.add_argument(
+        "--workloads", default="send,get,cancel,subscribe", help="comma-separated subset"
+    )
     p.add_argument("--trials", type=int, help="cancels, and subscribed events (1000; quick 100)")
     p.add_argument("--tick-ms", type=float, default=10.0, help="the ticker's pace")
     p.add_argument("--a2ad-src", type=Path, help="run a2ad from this src/ (PYTHONPATH)")
@@ -392,6 +416,7 @@ def main() -> None:
     for key, (quick, full) in defaults.items():
         if getattr(args, key) is None:
             setattr(args, key, quick if args.quick else full)
+    args.workloads = args.workloads.split(",")
     t0 = perf()
     report = asyncio.run(run(args))
     report["seconds"] = round(perf() - t0, 1)
