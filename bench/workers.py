@@ -14,14 +14,16 @@ children (``/proc``), per request; beside it, the cores the server and the load
 generator kept busy (CPU seconds per second): on 2 cores, what is left for a
 second process.
 
-Across processes (``--workers 2`` only): a connection to each process, told apart by
-which process holds the server's end of it (``/proc/net/tcp`` and ``/proc/<pid>/fd``).
+Across processes (``--workers 2`` only): connections to each process, told apart by
+which process holds the server's end (``/proc/net/tcp`` and ``/proc/<pid>/fd``).
 ``cancel``: SendStreamingMessage ``sleep:30`` on process A, CancelTask on process B;
 the time from sending the cancel until B answers, and until A's stream delivers the
 canceled event (which takes B's signal to A, and A reading the log). ``subscribe``:
 a ticker task on A (an artifact every ``--tick-ms``) streamed on A and subscribed to
 on B; for each event, how much later B's subscriber got it than A's stream. Each is
-p50/p99 over ``--trials`` (cancel) or that many events (subscribe).
+p50/p99 over ``--trials`` (cancel) or that many events (subscribe), and beside it the
+same done on a second connection to A, interleaved: what the crossing itself costs,
+apart from what a busy machine adds to any request.
 
 It prints tables, then one JSON line with every figure.
 """
@@ -75,6 +77,17 @@ class Group(Server):
             stdout=self.log,
             stderr=subprocess.STDOUT,
         )
+
+    async def wait_ready(self, timeout: float = 60.0) -> None:
+        # The port takes connections from the start, but nothing answers them
+        # until the processes serve: the banner says when they all do.
+        end = perf() + timeout
+        while "Press Ctrl-C to stop" not in Path(self.log.name).read_text(errors="replace"):
+            assert self.proc is not None
+            if self.proc.poll() is not None or perf() > end:
+                raise RuntimeError(f"{self.name} did not start:\n{self.log_tail()}")
+            await asyncio.sleep(0.1)
+        await super().wait_ready(max(1.0, end - perf()))
 
     def processes(self) -> list[int]:
         """The parent and its children."""
@@ -219,23 +232,20 @@ def holder(conn: Conn, pids: list[int]) -> int:
     raise RuntimeError(f"no process holds the connection from port {ours}")
 
 
-async def one_to_each(server: Group) -> tuple[Conn, Conn]:
-    """A connection to each of the two children."""
+async def connections(server: Group) -> tuple[Conn, Conn, Conn]:
+    """Two connections to one child (A) and one to the other (B)."""
     children = server.processes()[1:]
-    reached: dict[int, Conn] = {}
+    reached: dict[int, list[Conn]] = {}
     spare = []
-    while len(reached) < 2:
+    while len(reached) < 2 or max(len(c) for c in reached.values()) < 2:
         conn = await connect(server.port)
         await conn.request(post(server.port, rpc("GetTask", {"id": "none"})))
-        pid = holder(conn, children)
-        if pid in reached:
-            spare.append(conn)
-        else:
-            reached[pid] = conn
-    for conn in spare:
+        got = reached.setdefault(holder(conn, children), [])
+        (got if len(got) < 2 else spare).append(conn)
+    (a, a2), (b, *more) = sorted(reached.values(), key=len, reverse=True)
+    for conn in [*spare, *more]:
         conn.close()
-    a, b = reached.values()
-    return a, b
+    return a, a2, b
 
 
 def quantiles(values: list[float]) -> dict[str, float]:
@@ -250,11 +260,18 @@ def quantiles(values: list[float]) -> dict[str, float]:
 
 
 async def cancel_trials(server: Group, trials: int) -> dict[str, dict[str, float]]:
-    answered: list[float] = []
-    ended: list[float] = []
-    a, b = await one_to_each(server)
+    """Each trial a task streamed on A, canceled on B, or (alternately, for
+    comparison) on another connection to A."""
+    times: dict[str, list[float]] = {
+        "answered": [],
+        "stream_ended": [],
+        "local_answered": [],
+        "local_stream_ended": [],
+    }
+    a, a2, b = await connections(server)
     try:
-        for _ in range(trials):
+        for trial in range(2 * trials):
+            via, where = (b, "") if trial % 2 == 0 else (a2, "local_")
             sink = SseSink()
             a.sink = sink
             stream = a.request(
@@ -267,27 +284,28 @@ async def cancel_trials(server: Group, trials: int) -> dict[str, dict[str, float
             await sink.first
             task_id = json.loads(sink.events[0][1].split(b"data:", 1)[1])["result"]["task"]["id"]
             t0 = perf()
-            _, body = await b.request(post(server.port, rpc("CancelTask", {"id": task_id})))
-            answered.append(perf() - t0)
+            _, body = await via.request(post(server.port, rpc("CancelTask", {"id": task_id})))
+            times[f"{where}answered"].append(perf() - t0)
             assert b"TASK_STATE_CANCELED" in body, body
             await sink.final
-            ended.append(sink.events[-1][0] - t0)
+            times[f"{where}stream_ended"].append(sink.events[-1][0] - t0)
             await stream
             a.sink = None
     finally:
-        a.close()
-        b.close()
-    return {"answered": quantiles(answered), "stream_ended": quantiles(ended)}
+        for conn in (a, a2, b):
+            conn.close()
+    return {name: quantiles(values) for name, values in times.items()}
 
 
 _ID = re.compile(rb"^id: ?(\d+)", re.MULTILINE)
 
 
-async def subscribe_lag(server: Group, events: int, tick_ms: float) -> dict[str, float]:
-    a, b = await one_to_each(server)
+async def subscribe_lag(server: Group, events: int, tick_ms: float) -> dict[str, dict[str, float]]:
+    """A ticker task streamed on A, subscribed to on B and on another connection to A."""
+    a, a2, b = await connections(server)
     try:
-        here, there = SseSink(), SseSink()
-        a.sink, b.sink = here, there
+        here, local, there = SseSink(), SseSink(), SseSink()
+        a.sink, a2.sink, b.sink = here, local, there
         streamed = a.request(
             post(
                 server.port,
@@ -297,22 +315,24 @@ async def subscribe_lag(server: Group, events: int, tick_ms: float) -> dict[str,
         )
         await here.first
         task_id = json.loads(here.events[0][1].split(b"data:", 1)[1])["result"]["task"]["id"]
-        subscribed = b.request(
-            post(server.port, rpc("SubscribeToTask", {"id": task_id}), stream=True)
-        )
-        await asyncio.gather(streamed, subscribed)
+        subscribe = post(server.port, rpc("SubscribeToTask", {"id": task_id}), stream=True)
+        await asyncio.gather(streamed, a2.request(subscribe), b.request(subscribe))
     finally:
-        a.close()
-        b.close()
+        for conn in (a, a2, b):
+            conn.close()
 
     def by_id(sink: SseSink) -> dict[int, float]:
         return {int(m.group(1)): t for t, e in sink.events if (m := _ID.search(e))}
 
-    seen_here, seen_there = by_id(here), by_id(there)
-    first = min(seen_there)  # the subscription's head: the task as it stood
-    lags = [seen_there[i] - seen_here[i] for i in seen_here if i > first and i in seen_there]
-    missing = [i for i in seen_here if i > first and i not in seen_there]
-    return {**quantiles(lags), "missing": len(missing)}
+    seen_here = by_id(here)
+    figures = {}
+    for name, sink in (("other_process", there), ("same_process", local)):
+        seen = by_id(sink)
+        first = min(seen)  # the subscription's head: the task as it stood
+        lags = [seen[i] - seen_here[i] for i in seen_here if i > first and i in seen]
+        missing = [i for i in seen_here if i > first and i not in seen]
+        figures[name] = {**quantiles(lags), "missing": len(missing)}
+    return figures
 
 
 # --------------------------------------------------------------------------- main
@@ -370,14 +390,20 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     f"{f['errors']:.0f}",
                 )
             )
-    table("Throughput (median of the windows)", rows)
+    if len(rows) > 1:
+        table("Throughput (median of the windows)", rows)
     rows = [("across the two processes", "n", "p50 ms", "p99 ms", "max ms")]
     crossed = []
     if "cancel" in report:
-        crossed.append(("cancel on B: answered", report["cancel"]["answered"]))
-        crossed.append(("cancel on B: A's stream ended", report["cancel"]["stream_ended"]))
+        cancel = report["cancel"]
+        crossed.append(("cancel on B: answered", cancel["answered"]))
+        crossed.append(("cancel on B: A's stream ended", cancel["stream_ended"]))
+        crossed.append(("(cancel on A: answered)", cancel["local_answered"]))
+        crossed.append(("(cancel on A: A's stream ended)", cancel["local_stream_ended"]))
     if "subscribe" in report:
-        crossed.append(("subscriber on B behind A's stream", report["subscribe"]))
+        lag = report["subscribe"]
+        crossed.append(("subscriber on B behind A's stream", lag["other_process"]))
+        crossed.append(("(subscriber on A behind A's stream)", lag["same_process"]))
     for label, f in crossed:
         rows.append(
             (
