@@ -277,3 +277,35 @@ def signal_folders(pids: set[int]) -> set[str]:
             if len(fields) == 8 and fields[6] in inodes:
                 folders.add(os.path.dirname(fields[7]))
     return folders
+
+
+async def test_a_second_ctrl_c_cuts_every_process_s_grace_short(tmp_path: Path) -> None:
+    with Served(
+        "--workers",
+        "2",
+        "--store",
+        f"sqlite:///{tmp_path}/tasks.db",
+        *AGENT,
+        "--shutdown-grace",
+        "60",
+        env={"PYTHONUNBUFFERED": "1"},
+    ) as served:
+        workers = Workers(served, "sqlite", "")
+        async with workers.reach_each() as reach:
+            tasks = {}
+            for pid, http in reach.items():
+                tasks[pid] = (await workers.send(http, "hang", immediately=True))["id"]
+                workers.printed(rf"started {tasks[pid]} pid={pid}")
+            served.proc.send_signal(signal.SIGINT)
+            await asyncio.sleep(0.5)
+            for pid, http in reach.items():  # each drains: new work refused, its task runs on
+                refused = await workers.raw(http, "SendMessage", send_params("pid"))
+                assert refused["error"]["code"] == -32000, refused
+                running = await workers.get(http, tasks[pid])
+                assert running["status"]["state"] == "TASK_STATE_WORKING"
+        asked = time.monotonic()
+        served.proc.send_signal(signal.SIGINT)
+        assert await asyncio.to_thread(served.proc.wait, WAIT) == 0
+        assert time.monotonic() - asked < WAIT
+        for pid in reach:
+            workers.printed(rf"cancelled \S+ \S+ pid={pid}")
