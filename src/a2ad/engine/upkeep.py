@@ -9,15 +9,17 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from ..protocol.types import Clock, TaskId, format_timestamp
-from ..store.base import Upkeep
+from ..store.base import StoreUnavailableError, Upkeep
 
 __all__ = ["ORPHANED", "OVERDUE", "Maintenance"]
 
 log = logging.getLogger("a2ad.engine")
 
+# True for every way a runner goes: a server restarted on its SQLite file, an
+# instance of several on PostgreSQL killed or cut off from the store.
 ORPHANED = (
-    "The server stopped while this task was running; it did not finish. "
-    "Send the message again, with a new messageId, to retry."
+    "The server instance running this task stopped or was lost before the task "
+    "finished. Send the message again, with a new messageId, to retry."
 )
 OVERDUE = "deadline exceeded"
 BATCH = 100  # tasks failed per kind and round
@@ -54,6 +56,8 @@ class Maintenance:
             await asyncio.sleep(interval)
             try:
                 await self.round()
+            except StoreUnavailableError:
+                pass  # the store logs its outage; the next round retries
             except Exception:
                 log.exception("maintenance round failed; retrying")
 

@@ -18,6 +18,10 @@ these differences:
   order, so that two such changes cannot deadlock.
 - ``tasks.webhooks`` is kept by the store's own statements, not by triggers.
 - ``webhooks.n`` orders a task's webhooks oldest first (SQLite's rowid).
+- A message key is unique (``tasks_by_message_key``, and ``message_keys``'s
+  primary key): several instances may receive the same message at once.
+- A trigger on ``tasks`` (``tasks_signal``) NOTIFYs the other instances of every
+  append, in its transaction (postgres_signals.py).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import StoreError
+from .postgres_signals import CHANNEL_OF_SCHEMA
 
 __all__ = ["SCHEMA_LOCK", "SCHEMA_VERSION", "SchemaVersionError", "migrate"]
 
@@ -73,7 +78,9 @@ _SCHEMA_V1 = (
         WHERE evict_class IS NOT NULL""",
     "CREATE INDEX tasks_terminal_by_time ON tasks (status_ts, id) WHERE evict_class = 0",
     "CREATE INDEX tasks_by_deadline ON tasks (deadline, id) WHERE deadline IS NOT NULL",
-    "CREATE INDEX tasks_by_message_key ON tasks (message_key) WHERE message_key IS NOT NULL",
+    # Unique: the same message sent to two instances at once makes one task.
+    """CREATE UNIQUE INDEX tasks_by_message_key ON tasks (message_key)
+        WHERE message_key IS NOT NULL""",
     """CREATE TABLE events (
         task_id text COLLATE "C" NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
         seq bigint NOT NULL,
@@ -167,6 +174,18 @@ _SCHEMA_V1 = (
     $$""",
     """CREATE TRIGGER tasks_count AFTER INSERT OR DELETE OR UPDATE OF state ON tasks
         FOR EACH ROW EXECUTE FUNCTION a2ad_count_tasks()""",
+    # Every append signals "task <id> has events up to <seq>" to the instances
+    # listening on this schema's channel (postgres_signals.py), in the append's
+    # own transaction: delivered when it commits, never when it rolls back.
+    f"""CREATE FUNCTION a2ad_signal_stored() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        PERFORM pg_notify({CHANNEL_OF_SCHEMA.format(schema="TG_TABLE_SCHEMA")},
+            NEW.seq || ' ' || NEW.id);
+        RETURN NULL;
+    END
+    $$""",
+    """CREATE TRIGGER tasks_signal AFTER UPDATE OF seq ON tasks
+        FOR EACH ROW EXECUTE FUNCTION a2ad_signal_stored()""",
 )
 
 
