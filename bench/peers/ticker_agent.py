@@ -1,4 +1,4 @@
-"""An agent for bench/workers.py: ``tick <count> <ms>`` emits ``count`` artifacts,
+"""An agent for bench/serve_workers.py: ``tick <count> <ms>`` emits ``count`` artifacts,
 one every ``ms`` milliseconds, then completes; ``sleep:<s> ...`` waits, cancellably,
 as the echo agent does; anything else is echoed.
 

@@ -1,8 +1,8 @@
 """``a2ad serve --workers N`` on SQLite: throughput with one process and with two, and
 what crosses between the two (a cancel, a subscriber's events).
 
-    .venv/bin/python bench/workers.py              # about 4 minutes on 2 cores
-    .venv/bin/python bench/workers.py --quick      # under a minute, rough figures
+    .venv/bin/python bench/serve_workers.py              # about 4 minutes on 2 cores
+    .venv/bin/python bench/serve_workers.py --quick      # under a minute, rough figures
 
 Throughput: ``a2ad serve --workers 1`` and ``--workers 2`` run side by side on SQLite files
 of their own, unpinned (two processes need both cores), with the load generator on the
