@@ -6,7 +6,10 @@ MemoryStore, SqliteStore and PostgresStore, driven in-process by concurrent send
     taskset -c 0 .venv/bin/python bench/store_writes.py --stores memory,sqlite,postgresql
     taskset -c 0 .venv/bin/python bench/store_writes.py --stores postgresql-notify --sends 20
 
-``postgresql`` uses the server at A2AD_BENCH_POSTGRES (default
+``sqlite-member`` is SQLite as one process of ``a2ad serve --workers`` has it
+(store/sqlite_group.py): no filter of message keys (each send's key is looked up
+on the file, and again inside the write); here the group has that one member, so
+no signals are sent. ``postgresql`` uses the server at A2AD_BENCH_POSTGRES (default
 postgresql://postgres@127.0.0.1:5432/postgres), in a schema of its own made for the
 run and dropped after. After the sends, each sender reads ``--sends`` tasks back
 with the store's ``get`` (gets/s).
@@ -42,6 +45,7 @@ from typing import Any
 from a2ad import EchoAgent, Engine, MemoryStore, Message, Role, SqliteStore, TextPart
 from a2ad.protocol.model import SendMessageRequest, new_id
 from a2ad.store.base import TaskStore
+from a2ad.store.sqlite_group import SqliteGroup, claim_for_group
 
 
 def request(i: int) -> SendMessageRequest:
@@ -155,8 +159,12 @@ async def run_store(
         return await run_postgres(senders, sends, quota)
     if name == "postgresql-notify":
         return await run_postgres(senders, sends, quota, windows)
-    path = folder / "tasks.db"
-    store = SqliteStore(path)
+    path = folder / f"{name}.db"
+    group = None
+    if name == "sqlite-member":
+        lock = claim_for_group(str(path))
+        group = SqliteGroup(lock.fileno() if lock else None, str(folder), 0, 1)
+    store = SqliteStore(path, group=group)
     await store.open()
     # Count WAL pages: no checkpoint may empty the WAL while we measure.
     await store._run(lambda conn: conn.execute("PRAGMA wal_autocheckpoint = 0"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import ipaddress
+import logging
 import math
 import os
 import re
@@ -17,7 +18,7 @@ import socket
 import sys
 from collections.abc import Callable, Mapping
 from types import FrameType
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, NamedTuple, NoReturn, TypeVar
 
 import typer
 import uvicorn
@@ -41,7 +42,9 @@ from ..server.connections import (
 )
 from ..server.limits import MAX_BODY_BYTES, MAX_PART_BYTES
 from ..store import DEFAULT_STORE, store_from_url
-from ..store.base import MAX_ARTIFACTS, MAX_HISTORY, StoreError, Turns
+from ..store.base import MAX_ARTIFACTS, MAX_HISTORY, StoreError, TaskStore, Turns
+from ..store.memory import MemoryStore
+from ..store.sqlite_group import SqliteGroup
 from ..tools import ENV_TOKEN, ENV_URL
 from .auth import ENV_AUTH_FILE
 from .logs import configure_logging
@@ -51,6 +54,8 @@ __all__ = ["serve", "workers_store"]
 console = Console(stderr=True)
 T = TypeVar("T")
 STARTUP_FAILURE = 3  # can't start: the port or the store is taken, the store or key unreadable
+READY = b"ready\n"  # what a process of a group tells its parent once it serves
+log = logging.getLogger("a2ad.serve")
 
 
 class _Server(uvicorn.Server):
@@ -60,12 +65,23 @@ class _Server(uvicorn.Server):
     then those left are failed and every open stream sends its task's final
     event and ends. Only then does uvicorn close the listening socket and the
     connections, which by then have nothing left to send. A second Ctrl-C
-    cuts the grace short; a third stops without waiting for anything."""
+    cuts the grace short; a third stops without waiting for anything.
 
-    def __init__(self, config: uvicorn.Config, application: A2AApp, banner: list[str]) -> None:
+    A process of a group (``--workers``) has a ``control`` socket to the group's
+    parent: it says "ready" there once it serves, and shuts down as on SIGTERM
+    if the parent goes away."""
+
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        application: A2AApp,
+        banner: list[str],
+        control: socket.socket | None = None,
+    ) -> None:
         super().__init__(config)
         self.application = application
         self.banner = banner
+        self.control = control
         self.loop: asyncio.AbstractEventLoop | None = None
         self._draining = False
         self._hurried = False
@@ -86,6 +102,20 @@ class _Server(uvicorn.Server):
         if self.started:
             for line in self.banner:
                 console.print(line)
+            if self.control is not None:
+                self.control.sendall(READY)
+                self.loop.add_reader(self.control, self._parent_said)
+
+    def _parent_said(self) -> None:
+        assert self.control is not None and self.loop is not None
+        try:
+            if self.control.recv(64):
+                return  # it says nothing yet; only its going away counts
+        except OSError:
+            pass
+        self.loop.remove_reader(self.control)
+        log.warning("the a2ad process that started this one is gone: shutting down")
+        self.handle_exit(signal.SIGTERM, None)
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         # Not super(): uvicorn's handler also notes the signal, to raise it again
@@ -358,6 +388,14 @@ def serve(
             rich_help_panel="Authentication",
         ),
     ] = None,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Processes serving the port together, each with its own engine; one that "
+            "dies is started again. Needs a SQLite or PostgreSQL store.",
+        ),
+    ] = 1,
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
     model: Annotated[
         str | None,
@@ -369,38 +407,19 @@ def serve(
     ] = None,
 ) -> None:
     """Serve an agent over A2A JSON-RPC (1.0 and 0.3) with SSE streaming."""
+    # The flags as given (the only locals yet): what each process of a group is given.
+    flags = dict(locals())
     configure_logging(log_level)
-    # Like `python -m`, find the user's agent module in the current directory.
-    if "" not in sys.path and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
+    _find_modules_here()
     try:
-        grace = _duration(parse_duration, shutdown_grace, "--shutdown-grace")
-        keep = _duration(parse_optional_duration, retention, "--retention")
-        timeout = _duration(parse_optional_duration, task_timeout, "--task-timeout")
-        header_wait = _duration(_positive_duration, header_timeout, "--header-timeout")
-        body_wait = _duration(_positive_duration, body_timeout, "--body-timeout")
-        if not math.isfinite(rate_limit):
-            raise ValueError(f"--rate-limit {rate_limit}: give a number of requests a second")
+        parsed = _parse(flags)
+        if workers > 1 and isinstance(parsed.store, MemoryStore):
+            raise ValueError(
+                "--workers: processes can't share a memory store; use --store "
+                "sqlite:///file.db or postgresql://..."
+            )
     except ValueError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
-        raise typer.Exit(2) from None
-    try:
-        authenticator = _authenticator(
-            auth,
-            auth_jwt_jwks,
-            issuer=auth_jwt_issuer,
-            audience=auth_jwt_audience,
-            principal_claim=auth_jwt_principal_claim,
-            tenant_claim=auth_jwt_tenant_claim,
-            roles_claim=auth_jwt_roles_claim,
-            oidc_url=auth_jwt_oidc_url,
-        )
-        task_store = store_from_url(store, max_tasks=max_tasks)
-        if no_run:
-            workers_store(task_store, "a2ad serve --no-run")
-    except ValueError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
-        raise typer.Exit(2) from None
+        _fail(exc, 2)
     try:
         listening = _listen(host, port)
     except OSError as exc:
@@ -408,73 +427,146 @@ def serve(
             said = f"port {port} on {host} is in use; pass another --port (0: any free one)"
         else:
             said = f"can't listen on {host}:{port}: {exc.strerror or exc}"
-        console.print(f"[red]error:[/red] {escape(said)}", soft_wrap=True)
-        raise typer.Exit(STARTUP_FAILURE) from None
+        _fail(said, STARTUP_FAILURE)
     base = _url(listening)
     try:
         the_agent = _load_agents(agent or ["echo"], default_agent, base, model)
     except ValueError as exc:
         listening.close()
-        console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
-        raise typer.Exit(2) from None
+        _fail(exc, 2)
     try:  # after the usage checks: a usage error makes no key file
-        key = server_key(task_store, secret_key_file)
+        key = server_key(parsed.store, secret_key_file)
     except KeyFileError as exc:
         listening.close()
-        console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
-        raise typer.Exit(STARTUP_FAILURE) from None
-    application = create_app(
-        the_agent,
-        default_agent=default_agent,
+        _fail(exc, STARTUP_FAILURE)
+    banner = _banner(flags, parsed, the_agent, base)
+    if workers > 1:
+        # Imported here: a single process needs none of it.
+        from .supervisor import Group
+
+        group = Group(flags, listening, key, parsed.store, banner)
+        code = group.run()
+        if code:
+            raise typer.Exit(code)
+        console.print("a2ad stopped.")
+        return
+    application = _application(flags, parsed, the_agent, key)
+    server = _Server(_config(flags, parsed, application), application, banner)
+    server.run(sockets=[listening])
+    if server.startup_failed:
+        raise typer.Exit(STARTUP_FAILURE)
+    console.print("a2ad stopped.")
+
+
+class Parsed(NamedTuple):
+    """The flags read: durations, auth and the store."""
+
+    grace: float
+    keep: float | None
+    timeout: float | None
+    header_wait: float
+    body_wait: float
+    authenticator: CredentialAuthenticator | None
+    store: TaskStore
+
+
+def _parse(flags: dict[str, Any], *, group: SqliteGroup | None = None) -> Parsed:
+    """Raises ValueError for a usage error. ``group``: this process is a member of
+    a group serving a SQLite file (``--workers``)."""
+    rate_limit = flags["rate_limit"]
+    if not math.isfinite(rate_limit):
+        raise ValueError(f"--rate-limit {rate_limit}: give a number of requests a second")
+    task_store = store_from_url(flags["store"], max_tasks=flags["max_tasks"], group=group)
+    if flags["no_run"]:
+        workers_store(task_store, "a2ad serve --no-run")
+    return Parsed(
+        grace=_duration(parse_duration, flags["shutdown_grace"], "--shutdown-grace"),
+        keep=_duration(parse_optional_duration, flags["retention"], "--retention"),
+        timeout=_duration(parse_optional_duration, flags["task_timeout"], "--task-timeout"),
+        header_wait=_duration(_positive_duration, flags["header_timeout"], "--header-timeout"),
+        body_wait=_duration(_positive_duration, flags["body_timeout"], "--body-timeout"),
+        authenticator=_authenticator(
+            flags["auth"],
+            flags["auth_jwt_jwks"],
+            issuer=flags["auth_jwt_issuer"],
+            audience=flags["auth_jwt_audience"],
+            principal_claim=flags["auth_jwt_principal_claim"],
+            tenant_claim=flags["auth_jwt_tenant_claim"],
+            roles_claim=flags["auth_jwt_roles_claim"],
+            oidc_url=flags["auth_jwt_oidc_url"],
+        ),
         store=task_store,
-        shutdown_grace=grace,
-        retention_seconds=keep,
-        task_timeout=timeout,
-        lease_seconds=lease_seconds,
-        allow_private_webhooks=allow_private_webhooks,
-        secret_key=key,
-        authenticator=authenticator,
-        expose_internal_parts=expose_internal_parts,
-        max_body_bytes=max_body_bytes,
-        max_parts=max_parts,
-        max_part_bytes=max_part_bytes,
-        max_history=max_history,
-        max_artifacts=max_artifacts,
-        max_tasks_per_principal=max_tasks_per_principal,
-        max_streams_per_principal=max_streams_per_principal,
-        rate_limit=rate_limit,
-        rate_burst=rate_burst,
-        runs_agents=not no_run,
     )
+
+
+def _application(
+    flags: dict[str, Any], parsed: Parsed, the_agent: Agent | dict[str, Agent], key: bytes
+) -> A2AApp:
+    return create_app(
+        the_agent,
+        default_agent=flags["default_agent"],
+        store=parsed.store,
+        shutdown_grace=parsed.grace,
+        retention_seconds=parsed.keep,
+        task_timeout=parsed.timeout,
+        lease_seconds=flags["lease_seconds"],
+        allow_private_webhooks=flags["allow_private_webhooks"],
+        secret_key=key,
+        authenticator=parsed.authenticator,
+        expose_internal_parts=flags["expose_internal_parts"],
+        max_body_bytes=flags["max_body_bytes"],
+        max_parts=flags["max_parts"],
+        max_part_bytes=flags["max_part_bytes"],
+        max_history=flags["max_history"],
+        max_artifacts=flags["max_artifacts"],
+        max_tasks_per_principal=flags["max_tasks_per_principal"],
+        max_streams_per_principal=flags["max_streams_per_principal"],
+        rate_limit=flags["rate_limit"],
+        rate_burst=flags["rate_burst"],
+        runs_agents=not flags["no_run"],
+    )
+
+
+def _config(flags: dict[str, Any], parsed: Parsed, application: A2AApp) -> uvicorn.Config:
     # After the usage checks, so that a usage error stays one line.
     limits = ConnectionLimits(
-        max_connections=fit_to_fd_limit(max_connections, raise_fd_limit()),
-        max_header_bytes=max_header_bytes,
-        header_timeout=header_wait,
-        body_timeout=body_wait,
+        max_connections=fit_to_fd_limit(flags["max_connections"], raise_fd_limit()),
+        max_header_bytes=flags["max_header_bytes"],
+        header_timeout=parsed.header_wait,
+        body_timeout=parsed.body_wait,
     )
-    config = uvicorn.Config(
+    log_level = flags["log_level"]
+    return uvicorn.Config(
         application,
         http=protocol_class(limits),
-        host=host,
-        port=port,
+        host=flags["host"],
+        port=flags["port"],
         log_level=log_level if log_level != "info" else "warning",
         # a2ad has shut down before uvicorn starts to (see _Server): what is left
         # is sending the last bytes, which sse.py bounds at 3 s.
         timeout_graceful_shutdown=5,
         lifespan="on",
     )
+
+
+def _banner(
+    flags: dict[str, Any], parsed: Parsed, the_agent: Agent | dict[str, Agent], base: str
+) -> list[str]:
+    task_store, authenticator = parsed.store, parsed.authenticator
     cap = getattr(task_store, "max_tasks", None)
-    served, default = application.engine.agents, application.engine.default_agent
+    served = the_agent if isinstance(the_agent, dict) else {"": the_agent}
+    default = flags["default_agent"] or next(iter(served))
     what = (
         f"agent [bold]{escape(served[default].name)}[/bold]"
         if len(served) == 1
         else f"{len(served)} agents (default [bold]{escape(default)}[/bold])"
     )
+    workers = flags["workers"]
     banner = [
         f"a2ad serving {what} "
-        f"(store {escape(_where(task_store, store))}, "
-        f"{f'at most {cap} tasks' if cap else 'no task cap'})",
+        f"(store {escape(_where(task_store, flags['store']))}, "
+        f"{f'at most {cap} tasks' if cap else 'no task cap'}"
+        f"{f', {workers} processes' if workers > 1 else ''})",
         f"  JSON-RPC:   {base}/  (also {base}/a2a)",
         f"  Agent card: {base}/.well-known/agent-card.json",
         *(
@@ -487,14 +579,15 @@ def serve(
         else "  Auth:       off (every caller is anonymous; --auth keys.toml turns it on)",
         "  Press Ctrl-C to stop.",
     ]
-    if no_run:
+    if flags["no_run"]:
         banner.insert(
             -1, "  Agents:     run by `a2ad worker` processes on this store, not here (--no-run)"
         )
-    if expose_internal_parts:
+    if flags["expose_internal_parts"]:
         banner.insert(
             -1, "  Internal parts: shown to every caller and webhook (--expose-internal-parts)"
         )
+    host = flags["host"]
     if authenticator is None and not _loopback(host):
         banner.append(
             f"[bold red]warning:[/bold red] listening on {escape(host)} without auth: anyone "
@@ -509,11 +602,18 @@ def serve(
                 f"[bold yellow]warning:[/bold yellow] agent {escape(called)} can't answer: "
                 f"{escape(problem)}"
             )
-    server = _Server(config, application, banner)
-    server.run(sockets=[listening])
-    if server.startup_failed:
-        raise typer.Exit(STARTUP_FAILURE)
-    console.print("a2ad stopped.")
+    return banner
+
+
+def _fail(problem: object, code: int) -> NoReturn:
+    console.print(f"[red]error:[/red] {escape(str(problem))}", soft_wrap=True)
+    raise typer.Exit(code) from None
+
+
+def _find_modules_here() -> None:
+    # Like `python -m`, find the user's agent module in the current directory.
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
 
 
 def workers_store(task_store: object, command: str) -> None:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .base import TaskStore
+
+if TYPE_CHECKING:
+    from .sqlite_group import SqliteGroup
 
 __all__ = ["DEFAULT_STORE", "store_from_url"]
 
@@ -10,7 +15,9 @@ DEFAULT_STORE = "sqlite:///a2ad.db"
 MEMORY_DEFAULT_MAX_TASKS = 10_000
 
 
-def store_from_url(url: str, *, max_tasks: int | None = None) -> TaskStore:
+def store_from_url(
+    url: str, *, max_tasks: int | None = None, group: SqliteGroup | None = None
+) -> TaskStore:
     """The store a URL names:
 
     - ``memory``: in this process only, at most ``max_tasks`` (default 10,000);
@@ -22,7 +29,9 @@ def store_from_url(url: str, *, max_tasks: int | None = None) -> TaskStore:
       ``pool_min``, ``pool_max``, ``sslmode``, ``statement_timeout``, ...); unbounded
       unless ``max_tasks`` is given. Needs asyncpg (``pip install 'a2ad[postgres]'``).
 
-    Raises ValueError naming what is wrong."""
+    ``group``: this process is a member of a group of processes serving the SQLite
+    file together (``store/sqlite_group.py``); not for other stores, whose
+    processes need nothing of the kind. Raises ValueError naming what is wrong."""
     text = url.strip()
     if text == "memory":
         from .memory import MemoryStore
@@ -36,7 +45,9 @@ def store_from_url(url: str, *, max_tasks: int | None = None) -> TaskStore:
             raise ValueError(f"store {url!r}: name the file, e.g. sqlite:///a2ad.db")
         from .sqlite import SqliteStore
 
-        return SqliteStore(path, max_tasks=max_tasks)
+        return SqliteStore(path, max_tasks=max_tasks, group=group)
+    if group is not None:
+        raise ValueError(f"store {url.split('@')[-1]!r}: only a SQLite file is served by a group")
     if text.startswith(("postgresql://", "postgres://")):
         try:
             from .postgres import PostgresStore

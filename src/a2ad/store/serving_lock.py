@@ -81,6 +81,13 @@ class ServingLock:
         _write_about(fd)
         return cls(fd, path)
 
+    def fileno(self) -> int:
+        """The lock file's descriptor: a process handed a duplicate holds the lock
+        too, until every holder has closed it (a group's members: sqlite_group.py)."""
+        if self._fd is None:
+            raise ValueError(f"the lock on {self.path} was released")
+        return self._fd
+
     def release(self) -> None:
         """Let go of the lock (closing the file does it). Idempotent."""
         if self._fd is not None:

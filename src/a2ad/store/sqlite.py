@@ -25,7 +25,10 @@ configs and their outbox: an append inserts a delivery per webhook of the task i
 its own transaction (``tasks.webhooks`` counts them, so a task without any costs
 nothing more). ``tasks.message_key`` is the key of the message that created the
 task, and ``message_keys`` holds those of the follow-ups added to it (idempotent
-send), deleted with their task. ``usage_totals`` sums agents' token usage per
+send), deleted with their task. A key is unique across both: a write that would
+record one again (another process stored the same message meanwhile) raises
+DuplicateMessageError, checked inside the write's transaction, which SQLite runs
+one process at a time. ``usage_totals`` sums agents' token usage per
 (day, tenant, principal, model), upserted in the transaction of the task write
 that carries it, and outlives its tasks.
 
@@ -34,6 +37,10 @@ task, 1 for an interrupted one and NULL for one in flight (never evicted), and
 ``evict_order`` is when the task entered that class: the task that became terminal
 first goes first, then the one interrupted first. ``deadline`` is the one given to
 ``create``, kept while the task is not terminal, for ``overdue``.
+
+Processes: one server serves a file (it holds the serving lock, serving_lock.py),
+or one group of processes does (``group``: sqlite_group.py), whose members signal
+each other over ``signals()`` (sqlite_signals.py).
 """
 
 from __future__ import annotations
@@ -65,6 +72,7 @@ from .base import (
     MAX_EVENTS,
     MAX_WEBHOOKS,
     Delivery,
+    DuplicateMessageError,
     Lease,
     ListPage,
     ListQuery,
@@ -101,8 +109,11 @@ from .rows import (
     eviction_class,
     eviction_order,
 )
-from .serving_lock import ServingLock
+from .serving_lock import ServingLock, lock_path
+from .signals import Signals
+from .sqlite_group import SqliteGroup
 from .sqlite_schema import SCHEMA_VERSION, SchemaVersionError, connect
+from .sqlite_signals import SocketSignals
 
 __all__ = ["SCHEMA_VERSION", "SchemaVersionError", "SqliteStore"]  # the first two: schema
 
@@ -356,17 +367,31 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
     """Tasks in one SQLite file, kept across restarts; unbounded unless
     ``max_tasks`` is set, then evicting like MemoryStore. A file that holds more
     than the cap (it was opened with a higher one) is brought down to it by the
-    next ``create``, which evicts as many as that takes or refuses. See the module
-    docstring for threading, lifetime and schema."""
+    next ``create``, which evicts as many as that takes or refuses. With ``group``,
+    this process is a member of a group serving the file together
+    (sqlite_group.py), which holds the serving lock. See the module docstring
+    for threading, lifetime and schema."""
 
-    def __init__(self, path: str | os.PathLike[str], *, max_tasks: int | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        max_tasks: int | None = None,
+        group: SqliteGroup | None = None,
+    ) -> None:
         if max_tasks is not None and max_tasks < 1:
             raise ValueError("max_tasks must be at least 1 (or None for no cap)")
         self.path = os.fspath(path)
         self.max_tasks = max_tasks
         self._worker = _Worker(self.path)
         self._closed = False
-        self._lock: ServingLock | None = None  # held while this process serves the file
+        self._group = group
+        # Held while this process serves the file; a member holds the group's.
+        self._lock: ServingLock | None = (
+            ServingLock(group.lock_fd, lock_path(self.path))
+            if group is not None and group.lock_fd is not None
+            else None
+        )
         self._reader: sqlite3.Connection | None = None  # find_message's, on the caller's thread
         self._keys: KeyFilter | None = None  # every message key stored, while serving the file
 
@@ -440,9 +465,12 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
             lease = None
 
         evicted: builtins.list[tuple[str, str]] = []  # interrupted tasks: (id, state)
+        known = self._maybe_known(message_key)
         self._remember(message_key)
 
         def create(conn: sqlite3.Connection) -> StoredTask:
+            if known:
+                _refuse_known(conn, message_key)
             stored = self._create(
                 conn,
                 final,
@@ -481,9 +509,12 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
     ) -> StoredTask:
         if not events:
             raise ValueError("append needs at least one event")
+        known = self._maybe_known(message_key)
         self._remember(message_key)
 
         def append(conn: sqlite3.Connection) -> StoredTask:
+            if known:
+                _refuse_known(conn, message_key)
             stored = _append(
                 conn, task_id, expected_seq, events, user_message, lease, bounds, usage
             )
@@ -492,6 +523,11 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
             return stored
 
         return await self._run(append, write=True)
+
+    def _maybe_known(self, message_key: bytes | None) -> bool:
+        """Whether the write must look for ``message_key`` first: not when the
+        filter (a sole writer's) says it was never stored."""
+        return message_key is not None and (self._keys is None or message_key in self._keys)
 
     def _remember(self, message_key: bytes | None) -> None:
         # Before the write: should it fail, the filter says "maybe", which costs a lookup.
@@ -520,7 +556,13 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
     async def events(self, task_id: str, after_seq: Seq) -> builtins.list[LoggedEvent]:
         return await self._run(lambda conn: _events(conn, task_id, after_seq))
 
+    def signals(self) -> Signals | None:
+        group = self._group
+        return None if group is None else SocketSignals(group.signals, group.member, group.size)
+
     async def claim(self, owner: str) -> None:
+        if self._group is not None:
+            return  # the group's parent claimed the file for every member, once
         if self._lock is None:
             self._lock = ServingLock.acquire(self.path)
         if self._lock is not None:
@@ -692,6 +734,12 @@ def _key_filter(conn: sqlite3.Connection) -> KeyFilter:
 def _find_message(conn: sqlite3.Connection, message_key: bytes) -> str | None:
     row = conn.execute(_FIND_MESSAGE_KEY, (message_key,)).fetchone()
     return None if row is None else str(row[0])
+
+
+def _refuse_known(conn: sqlite3.Connection, message_key: bytes | None) -> None:
+    found = None if message_key is None else _find_message(conn, message_key)
+    if found is not None:
+        raise DuplicateMessageError(found)
 
 
 def _connect_reader(path: str) -> sqlite3.Connection:

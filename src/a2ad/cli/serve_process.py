@@ -1,0 +1,71 @@
+"""One process of ``a2ad serve --workers N``, started by the group's parent
+(supervisor.py) as ``python -m a2ad.cli.serve_process FD``.
+
+FD is its control socket to the parent. The parent writes one line of JSON there:
+the ``serve`` flags, the secret key, the listening socket's descriptor, this
+process's number and, for a SQLite store, its place in the group. The process
+then serves as a single ``a2ad serve`` does, but prints no banner (the parent
+does, once all serve): it says "ready" on the control socket once it serves, and
+shuts down when the parent is gone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+
+from ..store.sqlite_group import SqliteGroup
+from .logs import configure_logging
+from .serve import (
+    STARTUP_FAILURE,
+    _application,
+    _config,
+    _find_modules_here,
+    _load_agents,
+    _parse,
+    _Server,
+    _url,
+    console,
+)
+
+
+def main(argv: list[str]) -> int:
+    control = socket.socket(fileno=int(argv[1]))
+    control.set_inheritable(False)  # an agent's subprocess must not keep it open
+    order = json.loads(_read_line(control))
+    flags = order["flags"]
+    configure_logging(flags["log_level"], fields={"worker": order["worker"], "pid": os.getpid()})
+    _find_modules_here()
+    listening = socket.socket(fileno=order["listening"])
+    listening.set_inheritable(False)
+    group = SqliteGroup(**order["group"]) if order["group"] is not None else None
+    if group is not None and group.lock_fd is not None:
+        os.set_inheritable(group.lock_fd, False)
+    try:
+        parsed = _parse(flags, group=group)
+        the_agent = _load_agents(
+            flags["agent"] or ["echo"], flags["default_agent"], _url(listening), flags["model"]
+        )
+    except ValueError as exc:  # the parent read the same flags: a file changed since
+        console.print(f"error: {exc}", markup=False, soft_wrap=True)
+        return 2
+    application = _application(flags, parsed, the_agent, bytes.fromhex(order["key"]))
+    server = _Server(_config(flags, parsed, application), application, [], control)
+    server.run(sockets=[listening])
+    return STARTUP_FAILURE if server.startup_failed else 0
+
+
+def _read_line(control: socket.socket) -> bytes:
+    received = b""
+    while not received.endswith(b"\n"):
+        more = control.recv(65536)
+        if not more:
+            raise SystemExit("a2ad: the parent process closed the control socket")
+        received += more
+    return received
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
