@@ -219,6 +219,10 @@ def _host_port(url: str) -> str:
 # --- listing ---
 
 
+def _where(terms: Sequence[str]) -> str:
+    return "".join(f" {'WHERE' if i == 0 else 'AND'} {term}" for i, term in enumerate(terms))
+
+
 @cache
 def _list_sql(
     tenant: bool,
@@ -229,9 +233,15 @@ def _list_sql(
     after: bool,
     overdue: bool,
     cursor: bool,
-) -> tuple[str, str, tuple[str, ...]]:
-    """(count, page, parameter names) for one combination of filters; the page
-    takes ``limit`` after the count's parameters, then the cursor's."""
+) -> tuple[str, tuple[str, ...]]:
+    """The statement that lists with one combination of filters, and its
+    parameters' names: the filters', then the cursor's, then ``limit``.
+
+    One statement, so the total and the page come from one snapshot in one
+    round trip, with no transaction around them. Each row is (total, status
+    timestamp, id, body), newest first; an empty page is one row of the total
+    and NULLs. The total is an exact count only where no count rows answer it:
+    with a time, deadline or context-and-state filter."""
     terms: list[str] = []
     names: list[str] = []
     for given, name, term in (
@@ -246,24 +256,28 @@ def _list_sql(
         if given:
             names.append(name)
             terms.append(term.format(len(names)))
-    count = "SELECT count(*) FROM tasks" + "".join(
-        f" {'WHERE' if i == 0 else 'AND'} {term}" for i, term in enumerate(terms)
-    )
+    if after or overdue or (context and state):
+        count = f"SELECT count(*) FROM tasks{_where(terms)}"
+    elif context:  # and the owner: the context's count rows have those columns
+        count = f"SELECT coalesce(sum(n), 0)::bigint FROM context_count{_where(terms)}"
+    elif terms:  # owner and state: the count rows have those columns
+        count = f"SELECT coalesce(sum(n), 0)::bigint FROM owner_count{_where(terms)}"
+    else:
+        count = _COUNT_ALL
     page_names = [*names]
     if cursor:
         page_names += ["cursor_ts", "cursor_id"]
         terms.append(f"(status_ts, id) < (${len(page_names) - 1}, ${len(page_names)})")
     page_names.append("limit")
-    where = "".join(f" {'WHERE' if i == 0 else 'AND'} {term}" for i, term in enumerate(terms))
-    page = (
-        f"SELECT status_ts, id, body FROM tasks{where}"
-        f" ORDER BY status_ts DESC, id DESC LIMIT ${len(page_names)}"
-    )
-    return count, page, tuple(page_names)
+    statement = f"""SELECT total.n, page.status_ts, page.id, page.body FROM ({count}) AS total (n)
+        LEFT JOIN LATERAL (SELECT status_ts, id, body FROM tasks{_where(terms)}
+            ORDER BY status_ts DESC, id DESC LIMIT ${len(page_names)}) AS page ON true
+        ORDER BY page.status_ts DESC, page.id DESC"""
+    return statement, tuple(page_names)
 
 
 async def _list(conn: Connection, query: ListQuery) -> ListPage:
-    count_sql, page_sql, names = _list_sql(
+    statement, names = _list_sql(
         query.tenant is not None,
         query.principal is not None,
         query.agent is not None,
@@ -285,28 +299,16 @@ async def _list(conn: Connection, query: ListQuery) -> ListPage:
     }
     if query.cursor is not None:
         values["cursor_ts"], values["cursor_id"] = query.cursor
-    params = [values[name] for name in names]
-    filters = [n for n in names if n not in ("cursor_ts", "cursor_id", "limit")]
-    if query.context_id or query.updated_after or query.overdue_at:
-        total = await conn.fetchval(count_sql, *params[: len(filters)])
-    elif not filters:
-        total = await conn.fetchval(_COUNT_ALL)
-    else:
-        where = " AND ".join(f"{_COLUMN[n]} = ${i}" for i, n in enumerate(filters, 1))
-        total = await conn.fetchval(
-            f"SELECT coalesce(sum(n), 0)::bigint FROM owner_count WHERE {where}",
-            *params[: len(filters)],
-        )
-    rows = await conn.fetch(page_sql, *params)
-    tasks = [decode_task(row[2]) for row in rows[: query.page_size]]
+    rows = await conn.fetch(statement, *[values[name] for name in names])
+    total = rows[0][0]
+    if rows[0][2] is None:  # no task on this page
+        rows = []
+    tasks = [decode_task(row[3]) for row in rows[: query.page_size]]
     next_cursor: Cursor | None = None
     if len(rows) > query.page_size:
         last = rows[query.page_size - 1]
-        next_cursor = (last[0], last[1])
+        next_cursor = (last[1], last[2])
     return ListPage(tasks, next_cursor, int(total))
-
-
-_COLUMN = {"tenant": "tenant", "principal": "principal", "agent": "agent", "state": "state"}
 
 
 # --- writes ---
@@ -798,12 +800,7 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
         return await self._read(events)
 
     async def list(self, query: ListQuery) -> ListPage:
-        async def list_(conn: Connection) -> ListPage:
-            # One snapshot for the count and the page.
-            async with conn.transaction(isolation="repeatable_read", readonly=True):
-                return await _list(conn, query)
-
-        return await self._read(list_)
+        return await self._read(lambda conn: _list(conn, query))
 
     # --- the Upkeep contract ---
 

@@ -16,6 +16,8 @@ these differences:
   on read, so that concurrent creates from several instances do not all queue
   for one counter row; a state change updates its two counter rows in state
   order, so that two such changes cannot deadlock.
+- ``context_count`` keeps each context's number of tasks per owner (SQLite
+  counts them from an index: fast there, ten times slower here).
 - ``tasks.webhooks`` is kept by the store's own statements, not by triggers.
 - ``webhooks.n`` orders a task's webhooks oldest first (SQLite's rowid).
 """
@@ -167,6 +169,42 @@ _SCHEMA_V1 = (
     $$""",
     """CREATE TRIGGER tasks_count AFTER INSERT OR DELETE OR UPDATE OF state ON tasks
         FOR EACH ROW EXECUTE FUNCTION a2ad_count_tasks()""",
+    # The tasks of each context and owner, so that a listing by context has its
+    # total in one row, as one by state has (an exact count costs about half a
+    # microsecond a task: 5 ms for a context of 10,000). One row per context and
+    # owner, not slots: a context's tasks are mostly made one after another, and
+    # a row is deleted when its context has no task left. A task's context and
+    # owner never change, so only inserts and deletes count.
+    """CREATE TABLE context_count (
+        context_id text COLLATE "C" NOT NULL,
+        tenant text COLLATE "C" NOT NULL,
+        principal text COLLATE "C" NOT NULL,
+        agent text COLLATE "C" NOT NULL,
+        n bigint NOT NULL,
+        PRIMARY KEY (context_id, tenant, principal, agent)
+    )""",
+    """CREATE FUNCTION a2ad_count_contexts() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE
+        remaining bigint;
+    BEGIN
+        IF TG_OP = 'INSERT' THEN
+            INSERT INTO context_count AS c (context_id, tenant, principal, agent, n)
+                VALUES (NEW.context_id, NEW.tenant, NEW.principal, NEW.agent, 1)
+                ON CONFLICT (context_id, tenant, principal, agent) DO UPDATE SET n = c.n + 1;
+        ELSE
+            UPDATE context_count SET n = n - 1 WHERE context_id = OLD.context_id
+                AND tenant = OLD.tenant AND principal = OLD.principal AND agent = OLD.agent
+                RETURNING n INTO remaining;
+            IF remaining = 0 THEN
+                DELETE FROM context_count WHERE context_id = OLD.context_id
+                    AND tenant = OLD.tenant AND principal = OLD.principal AND agent = OLD.agent;
+            END IF;
+        END IF;
+        RETURN NULL;
+    END
+    $$""",
+    """CREATE TRIGGER tasks_count_contexts AFTER INSERT OR DELETE ON tasks
+        FOR EACH ROW EXECUTE FUNCTION a2ad_count_contexts()""",
 )
 
 
