@@ -70,6 +70,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -287,8 +288,16 @@ class Database:
         if self.conn is None:
             import asyncpg  # type: ignore[import-untyped]
 
+            # a2ad's own parameters (the pool's, timeouts) mean nothing to asyncpg.
+            parts = urllib.parse.urlsplit(self.url)
+            query = [
+                (k, v)
+                for k, v in urllib.parse.parse_qsl(parts.query)
+                if k not in ("pool_min", "pool_max", "connect_timeout", "command_timeout")
+            ]
             self.conn = await asyncpg.connect(
-                self.url, server_settings={"application_name": f"a2ad-load-{RUN}-harness"}
+                urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(query))),
+                server_settings={"application_name": f"a2ad-load-{RUN}-harness"},
             )
         return self.conn
 
