@@ -4,11 +4,19 @@ MemoryStore, SqliteStore and PostgresStore, driven in-process by concurrent send
     .venv/bin/python bench/store_writes.py                  # memory and sqlite, 32 senders
     taskset -c 0 .venv/bin/python bench/store_writes.py --stores sqlite --senders 32
     taskset -c 0 .venv/bin/python bench/store_writes.py --stores memory,sqlite,postgresql
+    taskset -c 0 .venv/bin/python bench/store_writes.py --stores postgresql-notify --sends 20
 
 ``postgresql`` uses the server at A2AD_BENCH_POSTGRES (default
 postgresql://postgres@127.0.0.1:5432/postgres), in a schema of its own made for the
 run and dropped after. After the sends, each sender reads ``--sends`` tasks back
 with the store's ``get`` (gets/s).
+
+``postgresql-notify`` prices the trigger that NOTIFYs the other instances of each
+append: one engine on one schema, ``--windows`` pairs of windows of ``--sends``
+per sender, one with the trigger enabled and one with it disabled (``ALTER TABLE
+... DISABLE TRIGGER``), in alternating order; it reports each side's median sends/s
+and CPU per send, and the median of the pairs' ratios (a shared, noisy machine
+disturbs both sides of a pair alike).
 
 For each store: a warm-up of 100 sends per sender, then ``--sends`` per sender,
 timed; prints sends/s, process CPU (user + system) per send and, for SQLite, the
@@ -24,10 +32,12 @@ import asyncio
 import json
 import os
 import resource
+import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from a2ad import EchoAgent, Engine, MemoryStore, Message, Role, SqliteStore, TextPart
 from a2ad.protocol.model import SendMessageRequest, new_id
@@ -77,7 +87,41 @@ async def measure(store: TaskStore, senders: int, sends: int, quota: int = 0) ->
     }
 
 
-async def run_postgres(senders: int, sends: int, quota: int) -> dict[str, float]:
+async def measure_notify(
+    store: TaskStore, table: str, admin: Any, senders: int, sends: int, windows: int
+) -> dict[str, float]:
+    engine = Engine(EchoAgent(), store)
+    await engine.start()
+
+    async def sender(n: int) -> None:
+        for i in range(n):
+            await engine.send(request(i))
+
+    await asyncio.gather(*(sender(100) for _ in range(senders)))
+    rates: dict[bool, list[float]] = {True: [], False: []}
+    cpus: dict[bool, list[float]] = {True: [], False: []}
+    for window in range(windows):
+        for on in (True, False) if window % 2 == 0 else (False, True):
+            await admin.execute(
+                f"ALTER TABLE {table} {'ENABLE' if on else 'DISABLE'} TRIGGER tasks_signal"
+            )
+            cpu0, t0 = cpu(), time.perf_counter()
+            await asyncio.gather(*(sender(sends) for _ in range(senders)))
+            elapsed, used = time.perf_counter() - t0, cpu() - cpu0
+            rates[on].append(senders * sends / elapsed)
+            cpus[on].append(used / (senders * sends) * 1e6)
+    await engine.shutdown(graceful=False)
+    median = statistics.median
+    return {
+        "sends_per_s_notify": median(rates[True]),
+        "sends_per_s_without": median(rates[False]),
+        "ratio_median": median(a / b for a, b in zip(rates[True], rates[False], strict=True)),
+        "cpu_us_per_send_notify": median(cpus[True]),
+        "cpu_us_per_send_without": median(cpus[False]),
+    }
+
+
+async def run_postgres(senders: int, sends: int, quota: int, windows: int = 0) -> dict[str, float]:
     import asyncpg  # type: ignore[import-untyped]
 
     from a2ad.store.postgres import PostgresStore
@@ -90,6 +134,10 @@ async def run_postgres(senders: int, sends: int, quota: int) -> dict[str, float]
         separator = "&" if "?" in server else "?"
         store = PostgresStore(f"{server}{separator}search_path={schema}")
         try:
+            if windows:
+                return await measure_notify(
+                    store, f"{schema}.tasks", admin, senders, sends, windows
+                )
             return await measure(store, senders, sends, quota)
         finally:
             await store.aclose()
@@ -99,12 +147,14 @@ async def run_postgres(senders: int, sends: int, quota: int) -> dict[str, float]
 
 
 async def run_store(
-    name: str, senders: int, sends: int, folder: Path, quota: int = 0
+    name: str, senders: int, sends: int, folder: Path, quota: int = 0, windows: int = 0
 ) -> dict[str, float]:
     if name == "memory":
         return await measure(MemoryStore(max_tasks=10**7), senders, sends, quota)
     if name == "postgresql":
         return await run_postgres(senders, sends, quota)
+    if name == "postgresql-notify":
+        return await run_postgres(senders, sends, quota, windows)
     path = folder / "tasks.db"
     store = SqliteStore(path)
     await store.open()
@@ -130,13 +180,21 @@ def main() -> None:
         default=0,
         help="the engine's in-flight quota (0: off); every send is the anonymous caller's",
     )
+    parser.add_argument(
+        "--windows", type=int, default=10, help="pairs of windows for postgresql-notify"
+    )
     args = parser.parse_args()
     results: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="a2ad-store-writes-") as folder:
         for name in args.stores.split(","):
             results[name] = asyncio.run(
                 run_store(
-                    name, args.senders, args.sends, Path(folder), args.max_tasks_per_principal
+                    name,
+                    args.senders,
+                    args.sends,
+                    Path(folder),
+                    args.max_tasks_per_principal,
+                    args.windows,
                 )
             )
             figures = ", ".join(f"{k} {v:,.1f}" for k, v in results[name].items())

@@ -27,7 +27,7 @@ from .scripted import ScriptedAgent
 from .test_cli import Served, run_a2ad
 from .webhook_receiver import Receiver
 
-STOPPED = "server stopped"  # what an orphaned task's status message says
+STOPPED = "stopped or was lost"  # what an orphaned task's status message says
 SHUT_DOWN = "shut down"  # what a task cut off by Ctrl-C says
 
 

@@ -43,7 +43,7 @@ from .requests import request, wait_for_state
 DAY = 86400.0
 T0 = 1_900_000_000.25  # 2030-03-17T17:46:40.250Z
 RFC3339_MS_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
-STOPPED = "server stopped"
+STOPPED = "stopped or was lost"
 WAIT = 5.0  # seconds a test waits for something it expects to happen
 SHUT_DOWN = "The server shut down while the agent was working."
 

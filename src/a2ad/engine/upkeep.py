@@ -15,9 +15,11 @@ __all__ = ["ORPHANED", "OVERDUE", "Maintenance"]
 
 log = logging.getLogger("a2ad.engine")
 
+# True for every way a runner goes: a server restarted on its SQLite file, an
+# instance of several on PostgreSQL killed or cut off from the store.
 ORPHANED = (
-    "The server stopped while this task was running; it did not finish. "
-    "Send the message again, with a new messageId, to retry."
+    "The server instance running this task stopped or was lost before the task "
+    "finished. Send the message again, with a new messageId, to retry."
 )
 OVERDUE = "deadline exceeded"
 BATCH = 100  # tasks failed per kind and round

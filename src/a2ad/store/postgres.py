@@ -21,6 +21,10 @@ lookup (no in-process filter: another instance may have stored the key). Evictio
 under ``max_tasks`` picks its victims with ``FOR UPDATE SKIP LOCKED``, so
 concurrent creates evict different tasks; the cap may be passed briefly by as
 many tasks as creates run at once, and the next create brings it back.
+
+Instances tell each other what they stored and what to stop over LISTEN/NOTIFY
+(``signals()``, postgres_signals.py): each append NOTIFYs from a trigger in its
+own transaction.
 """
 
 from __future__ import annotations
@@ -75,6 +79,7 @@ from .base import (
     status_timestamp,
 )
 from .postgres_schema import SCHEMA_VERSION, SchemaVersionError, migrate
+from .postgres_signals import PostgresSignals
 from .rows import (
     ARTIFACT_EVENT,
     INTERRUPTED,
@@ -102,10 +107,18 @@ _TRIES = 3  # runs of a transaction PostgreSQL aborted for a deadlock or seriali
 _INSERT_TASK = """INSERT INTO tasks (id, context_id, state, status_ts, seq, evict_class,
     evict_order, lease_owner, lease_expires, deadline, body, message_key, tenant, principal,
     agent) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"""
-_EVICTABLE = """SELECT id, evict_class, state FROM tasks
-    WHERE evict_class IS NOT NULL AND id <> $1
-    ORDER BY evict_class, evict_order LIMIT $2 FOR UPDATE SKIP LOCKED"""
-_DELETE_TASKS = "DELETE FROM tasks WHERE id = ANY($1::text[])"
+# _COUNTER_ORDER: creating or deleting a task updates two counter rows (trigger
+# a2ad_count_tasks): its slot's in task_count, then its slot, owner and state's in
+# owner_count. A transaction that creates or deletes several tasks does so in
+# the order of (slot, tenant, principal, agent, state), so that every transaction
+# takes counter rows in one order and two of them (retention on two instances,
+# creates evicting at the cap) cannot deadlock; a state change takes its two
+# owner_count rows in state order, which agrees.
+_COUNTED = "hashtext(id) & 15, tenant, principal, agent, state"
+_EVICTABLE = f"""SELECT id, evict_class, {_COUNTED} FROM tasks WHERE evict_class IS NOT NULL
+    ORDER BY evict_class, evict_order LIMIT $1 FOR UPDATE SKIP LOCKED"""
+_SLOT = "SELECT hashtext($1::text) & 15"
+_DELETE_TASK = "DELETE FROM tasks WHERE id = $1"
 _SELECT_TASK = "SELECT seq, body, tenant, principal, agent FROM tasks WHERE id = $1"
 _SELECT_FOR_APPEND = """SELECT seq, state, evict_class, lease_owner, lease_expires, body,
     webhooks, tenant, principal, agent FROM tasks WHERE id = $1 FOR UPDATE"""
@@ -116,7 +129,7 @@ _RENEW = "UPDATE tasks SET lease_expires = $1 WHERE lease_owner = $2"
 _ORPHANS = """(SELECT id FROM tasks WHERE state IN ($1, $2) AND lease_expires IS NULL)
     UNION ALL (SELECT id FROM tasks WHERE state IN ($1, $2) AND lease_expires < $3)
     LIMIT $4"""
-_OLD_TERMINAL = """SELECT id FROM tasks WHERE evict_class = 0 AND status_ts < $1
+_OLD_TERMINAL = f"""SELECT id, {_COUNTED} FROM tasks WHERE evict_class = 0 AND status_ts < $1
     ORDER BY status_ts, id LIMIT $2 FOR UPDATE SKIP LOCKED"""
 _OVERDUE = "SELECT id FROM tasks WHERE deadline < $1 ORDER BY deadline, id LIMIT $2"
 _COUNT_ALL = "SELECT coalesce(sum(n), 0)::bigint FROM task_count"
@@ -572,6 +585,10 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
 
     durable = True  # it outlives the process, with no file to put a key beside
 
+    def signals(self) -> PostgresSignals:
+        """LISTEN/NOTIFY on a connection of its own (postgres_signals.py)."""
+        return PostgresSignals(self._dsn, self._settings, where=self.where)
+
     def __repr__(self) -> str:
         return f"PostgresStore({self.url!r}, max_tasks={self.max_tasks!r})"
 
@@ -717,14 +734,29 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
         )
         evicted: builtins.list[tuple[str, str]] = []
 
-        async def create(conn: Connection) -> StoredTask:
-            evicted.clear()  # a transaction run again starts afresh
+        async def insert(conn: Connection) -> None:
             try:
                 await conn.execute(_INSERT_TASK, *row)
             except asyncpg.UniqueViolationError:
                 raise ValueError(f"task {task.id} already exists") from None
-            if self.max_tasks is not None:
-                await self._evict(conn, task.id, evicted)
+
+        async def create(conn: Connection) -> StoredTask:
+            evicted.clear()  # a transaction run again starts afresh
+            victims = await self._victims(conn) if self.max_tasks is not None else []
+            if not victims:
+                await insert(conn)
+            else:
+                # The new task's insert takes its place among the victims' deletes
+                # in counter order (see _COUNTER_ORDER).
+                slot = await conn.fetchval(_SLOT, task.id)
+                mine = (slot, tenant, principal, agent, final.status.state.value)
+                steps = [(mine, ""), *((tuple(v[2:]), v[0]) for v in victims)]
+                for _, victim in sorted(steps, key=lambda step: step[0]):
+                    if victim:
+                        await conn.execute(_DELETE_TASK, victim)
+                    else:
+                        await insert(conn)
+                evicted.extend((v[0], v[6]) for v in victims if v[1] == INTERRUPTED)
             await _log_events(conn, task.id, 1, events)
             await _add_usage(conn, tenant, principal, usage)
             return StoredTask(final, len(events), tenant, principal, agent)
@@ -734,22 +766,21 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
             log_evicted(task_id, TaskState(state), self.max_tasks or 0)
         return stored
 
-    async def _evict(
-        self, conn: Connection, new_id: str, evicted: builtins.list[tuple[str, str]]
-    ) -> None:
+    async def _victims(self, conn: Connection) -> builtins.list[Any]:
+        """The tasks a create evicts to stay within the cap (id, eviction class,
+        then the counter order's columns), locked; raises StoreFullError if too
+        few may go."""
         assert self.max_tasks is not None
         count = await conn.fetchval(_COUNT_ALL)
-        excess = count - self.max_tasks
+        excess = count + 1 - self.max_tasks
         if excess <= 0:
-            return
-        victims = await conn.fetch(_EVICTABLE, new_id, excess)
+            return []
+        victims: builtins.list[Any] = await conn.fetch(_EVICTABLE, excess)
         if len(victims) < excess:
             raise StoreFullError(
-                f"the store holds {count - 1} tasks (its cap is {self.max_tasks}) "
-                "and all are in flight"
+                f"the store holds {count} tasks (its cap is {self.max_tasks}) and all are in flight"
             )
-        await conn.execute(_DELETE_TASKS, [victim for victim, _, _ in victims])
-        evicted.extend((victim, state) for victim, kind, state in victims if kind == INTERRUPTED)
+        return victims
 
     async def get(self, task_id: str) -> StoredTask | None:
         async def get(conn: Connection) -> StoredTask | None:
@@ -832,10 +863,11 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
 
     async def delete_terminal(self, updated_before: str, limit: int) -> builtins.list[str]:
         async def delete(conn: Connection) -> builtins.list[str]:
-            ids = [row[0] for row in await conn.fetch(_OLD_TERMINAL, updated_before, limit)]
-            if ids:
-                await conn.execute(_DELETE_TASKS, ids)
-            return ids
+            rows = await conn.fetch(_OLD_TERMINAL, updated_before, limit)
+            if rows:  # in counter order (see _COUNTER_ORDER)
+                ordered = sorted(rows, key=lambda row: tuple(row[1:]))
+                await conn.executemany(_DELETE_TASK, [(row[0],) for row in ordered])
+            return [row[0] for row in rows]
 
         return await self._write(delete)
 

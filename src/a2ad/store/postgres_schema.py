@@ -20,6 +20,8 @@ these differences:
   counts them from an index: fast there, ten times slower here).
 - ``tasks.webhooks`` is kept by the store's own statements, not by triggers.
 - ``webhooks.n`` orders a task's webhooks oldest first (SQLite's rowid).
+- A trigger on ``tasks`` (``tasks_signal``) NOTIFYs the other instances of every
+  append, in its transaction (postgres_signals.py).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import StoreError
+from .postgres_signals import CHANNEL_OF_SCHEMA
 
 __all__ = ["SCHEMA_LOCK", "SCHEMA_VERSION", "SchemaVersionError", "migrate"]
 
@@ -205,6 +208,18 @@ _SCHEMA_V1 = (
     $$""",
     """CREATE TRIGGER tasks_count_contexts AFTER INSERT OR DELETE ON tasks
         FOR EACH ROW EXECUTE FUNCTION a2ad_count_contexts()""",
+    # Every append signals "task <id> has events up to <seq>" to the instances
+    # listening on this schema's channel (postgres_signals.py), in the append's
+    # own transaction: delivered when it commits, never when it rolls back.
+    f"""CREATE FUNCTION a2ad_signal_stored() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        PERFORM pg_notify({CHANNEL_OF_SCHEMA.format(schema="TG_TABLE_SCHEMA")},
+            NEW.seq || ' ' || NEW.id);
+        RETURN NULL;
+    END
+    $$""",
+    """CREATE TRIGGER tasks_signal AFTER UPDATE OF seq ON tasks
+        FOR EACH ROW EXECUTE FUNCTION a2ad_signal_stored()""",
 )
 
 

@@ -1,0 +1,205 @@
+"""Several real ``a2ad serve`` processes on one PostgreSQL schema, as a user runs
+them behind a load balancer: each on its own port, all with the same store URL
+and ``--secret-key-file``. ``cluster(n, *flags)`` starts them (in order, so the
+first makes the key file) and kills them at the end; ``Instance`` speaks
+JSON-RPC 1.0 to one of them, SSE included."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import tempfile
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from ..postgres import SERVER, fresh_schema
+from ..server.sse_client import Frame, frames
+from ..test_cli import Served
+
+V1 = {"A2A-Version": "1.0"}
+AGENT = ("--agent", "tests.multi.agents:MultiAgent")
+WAIT = 10.0  # seconds a test waits for what it expects
+
+
+@contextlib.contextmanager
+def schema() -> Iterator[str]:
+    """A fresh schema's store URL, for fixtures wider than one test (and so outside
+    its event loop): made and dropped on a loop of its own."""
+    loop = asyncio.new_event_loop()
+    made = fresh_schema()
+    try:
+        url = loop.run_until_complete(made.__aenter__())
+        try:
+            yield url
+        finally:
+            loop.run_until_complete(made.__aexit__(None, None, None))
+    finally:
+        loop.close()
+
+
+class Instance:
+    """One ``a2ad serve`` process of a cluster."""
+
+    def __init__(self, served: Served, name: str) -> None:
+        self.served = served
+        self.name = name
+        self.url = served.url + "/"
+        self.pid = served.proc.pid
+        self._ids = 0
+
+    def __repr__(self) -> str:
+        return f"Instance({self.name}, pid {self.pid})"
+
+    def body(self, method: str, params: Any) -> dict[str, Any]:
+        self._ids += 1
+        return {"jsonrpc": "2.0", "id": self._ids, "method": method, "params": params}
+
+    async def raw(self, http: httpx.AsyncClient, method: str, params: Any) -> dict[str, Any]:
+        r = await http.post(self.url, json=self.body(method, params), headers=V1)
+        assert r.status_code == 200, r.text
+        return r.json()  # type: ignore[no-any-return]
+
+    async def call(self, http: httpx.AsyncClient, method: str, params: Any) -> Any:
+        answer = await self.raw(http, method, params)
+        assert "error" not in answer, f"{self}: {answer}"
+        return answer["result"]
+
+    async def send(
+        self, http: httpx.AsyncClient, text: str, *, immediately: bool = True, **message: Any
+    ) -> dict[str, Any]:
+        """SendMessage (returnImmediately unless told); the task."""
+        params = send_params(text, **message)
+        if immediately:
+            params["configuration"] = {"returnImmediately": True}
+        return (await self.call(http, "SendMessage", params))["task"]  # type: ignore[no-any-return]
+
+    async def get(self, http: httpx.AsyncClient, task_id: str) -> dict[str, Any]:
+        return await self.call(http, "GetTask", {"id": task_id})  # type: ignore[no-any-return]
+
+    async def wait_state(
+        self, http: httpx.AsyncClient, task_id: str, state: str, timeout: float = WAIT
+    ) -> dict[str, Any]:
+        """GetTask until the task is ``state`` (polling: only tests do that)."""
+        async with asyncio.timeout(timeout):
+            while (task := await self.get(http, task_id))["status"]["state"] != state:
+                await asyncio.sleep(0.02)
+        return task
+
+    @contextlib.asynccontextmanager
+    async def stream(
+        self,
+        http: httpx.AsyncClient,
+        method: str,
+        params: Any,
+        *,
+        last_event_id: int | None = None,
+    ) -> AsyncIterator[AsyncIterator[Frame]]:
+        """The SSE frames of a streaming call, as they come."""
+        headers = dict(V1)
+        if last_event_id is not None:
+            headers["Last-Event-ID"] = str(last_event_id)
+        async with http.stream(
+            "POST", self.url, json=self.body(method, params), headers=headers
+        ) as r:
+            assert r.status_code == 200, await r.aread()
+            assert r.headers["content-type"].startswith("text/event-stream")
+            yield frames(r)
+
+    def printed(self, pattern: str, timeout: float = WAIT) -> re.Match[str]:
+        """Wait for a line the instance (or its agent) prints."""
+        return self.served.expect(pattern, timeout)
+
+    def logs(self, message: str) -> list[dict[str, Any]]:
+        """The structured log records so far whose message contains ``message``."""
+        found = []
+        for line in self.served.output.splitlines():
+            if line.startswith("{") and message in line:
+                record = json.loads(line)
+                if message in record.get("msg", ""):
+                    found.append(record)
+        return found
+
+    def kill(self) -> None:
+        self.served.proc.kill()
+        self.served.proc.wait(10)
+
+
+def send_params(text: str, **message: Any) -> dict[str, Any]:
+    return {
+        "message": {
+            "messageId": str(uuid.uuid4()),
+            "role": "ROLE_USER",
+            "parts": [{"text": text}],
+            **message,
+        }
+    }
+
+
+def result_of(frame: Frame) -> dict[str, Any]:
+    """A frame's StreamResponse member: task, statusUpdate or artifactUpdate."""
+    (value,) = frame.result.values()
+    return value  # type: ignore[no-any-return]
+
+
+def state_of(frame: Frame) -> str | None:
+    """The task state a frame carries (a task's or a status update's), else None."""
+    (kind,) = frame.result.keys()
+    if kind in ("task", "statusUpdate"):
+        return str(result_of(frame)["status"]["state"])
+    return None
+
+
+def status_text(task: dict[str, Any]) -> str:
+    return " ".join(p.get("text", "") for p in task["status"]["message"]["parts"])
+
+
+@contextlib.contextmanager
+def cluster(count: int, *flags: str) -> Iterator[tuple[str, list[Instance]]]:
+    """``count`` instances on a fresh schema with one key file; (store URL, them)."""
+    with schema() as url, tempfile.TemporaryDirectory(prefix="a2ad-multi-") as folder:
+        key = Path(folder) / "a2ad.key"
+        started: list[Served] = []
+        try:
+            instances = []
+            for i in range(count):
+                served = Served(
+                    "--store",
+                    url,
+                    *AGENT,
+                    "--secret-key-file",
+                    str(key),
+                    "--shutdown-grace",
+                    "0",
+                    *flags,
+                    env={"PYTHONUNBUFFERED": "1"},
+                )
+                started.append(served)
+                instances.append(Instance(served, "ABCDEFGH"[i]))
+            yield url, instances
+        finally:
+            for served in started:
+                served.__exit__(None, None, None)
+
+
+async def terminate_listener(instance: Instance) -> int:
+    """pg_terminate_backend of the instance's LISTEN connection (found by its
+    application_name); how many backends that ended (1)."""
+    import asyncpg  # type: ignore[import-untyped]
+
+    admin = await asyncpg.connect(SERVER)
+    try:
+        return int(
+            await admin.fetchval(
+                """SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+                WHERE application_name = $1""",
+                f"a2ad signals {instance.pid}",
+            )
+        )
+    finally:
+        await admin.close()
