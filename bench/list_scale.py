@@ -286,9 +286,9 @@ _PG_COLUMNS = [
 # after a load made with the triggers off.
 _PG_COUNTS = (
     """INSERT INTO task_count (slot, n)
-        SELECT hashtext(id) & 15, count(*) FROM tasks GROUP BY 1""",
+        SELECT hashtext(context_id) & 15, count(*) FROM tasks GROUP BY 1""",
     """INSERT INTO owner_count (tenant, principal, agent, state, slot, n)
-        SELECT tenant, principal, agent, state, hashtext(id) & 15, count(*) FROM tasks
+        SELECT tenant, principal, agent, state, hashtext(context_id) & 15, count(*) FROM tasks
         GROUP BY 1, 2, 3, 4, 5""",
     """INSERT INTO context_count (context_id, tenant, principal, agent, n)
         SELECT context_id, tenant, principal, agent, count(*) FROM tasks GROUP BY 1, 2, 3, 4""",

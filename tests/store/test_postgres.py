@@ -30,10 +30,10 @@ from a2ad.store.postgres import (  # noqa: E402  (after the skip: it needs async
 T0 = "2026-01-01T00:00:00.000Z"
 
 
-def new_task() -> Task:
+def new_task(context_id: str = "ctx") -> Task:
     return Task(
         id=str(uuid.uuid4()),
-        context_id="ctx",
+        context_id=context_id,
         status=TaskStatus(state=TaskState.SUBMITTED, timestamp=T0),
     )
 
@@ -152,6 +152,26 @@ async def test_a_contexts_total_counts_every_instances_creates_and_evictions(url
     try:  # a context's row goes with its last task: the counts do not pile up
         await conn.execute("DELETE FROM tasks")
         assert await conn.fetchval("SELECT count(*) FROM context_count") == 0
+    finally:
+        await conn.close()
+
+
+async def test_retention_on_two_instances_keeps_every_contexts_total(url: str) -> None:
+    # Tasks of several contexts deleted by two instances at once, in batches that
+    # share contexts: each context's total ends right, its row gone with its tasks.
+    async with PostgresStore(url) as a, PostgresStore(url) as b:
+        tasks = [new_task(context_id=f"c{i % 6}") for i in range(60)]
+        await asyncio.gather(*(s.create(t) for t, s in zip(tasks, [a, b] * 30, strict=True)))
+        for task in tasks[:48]:
+            await a.append(task.id, 0, [done(task)])
+        while any(await asyncio.gather(*(s.delete_terminal("9999", 7) for s in (a, b, a, b)))):
+            pass
+        for context in range(6):
+            page = await b.list(ListQuery(page_size=1, context_id=f"c{context}"))
+            assert page.total == 2  # the two of each context still submitted
+    conn = await asyncpg.connect(url)
+    try:
+        assert await conn.fetchval("SELECT sum(n) FROM context_count") == 12
     finally:
         await conn.close()
 

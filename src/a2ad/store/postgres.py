@@ -107,14 +107,17 @@ _TRIES = 3  # runs of a transaction PostgreSQL aborted for a deadlock or seriali
 _INSERT_TASK = """INSERT INTO tasks (id, context_id, state, status_ts, seq, evict_class,
     evict_order, lease_owner, lease_expires, deadline, body, message_key, tenant, principal,
     agent) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"""
-# _COUNTER_ORDER: creating or deleting a task updates two counter rows (trigger
-# a2ad_count_tasks): its slot's in task_count, then its slot, owner and state's in
-# owner_count. A transaction that creates or deletes several tasks does so in
-# the order of (slot, tenant, principal, agent, state), so that every transaction
-# takes counter rows in one order and two of them (retention on two instances,
-# creates evicting at the cap) cannot deadlock; a state change takes its two
-# owner_count rows in state order, which agrees.
-_COUNTED = "hashtext(id) & 15, tenant, principal, agent, state"
+# _COUNTER_ORDER: creating or deleting a task updates three counter rows (triggers
+# a2ad_count_tasks, then a2ad_count_contexts): its slot's in task_count, its slot,
+# owner and state's in owner_count, then its context and owner's in context_count.
+# A transaction that creates or deletes several tasks does so in the order of
+# (slot, tenant, principal, agent, state), so that every transaction takes counter
+# rows in one order and two of them (retention on two instances, creates evicting
+# at the cap) cannot deadlock; a state change takes its two owner_count rows in
+# state order, which agrees. The slot is the context's, so that a context's row is
+# only ever taken by the transaction holding its slot's task_count row, whatever
+# order that transaction takes its tasks of one slot in.
+_COUNTED = "hashtext(context_id) & 15, tenant, principal, agent, state"
 _EVICTABLE = f"""SELECT id, evict_class, {_COUNTED} FROM tasks WHERE evict_class IS NOT NULL
     ORDER BY evict_class, evict_order LIMIT $1 FOR UPDATE SKIP LOCKED"""
 _SLOT = "SELECT hashtext($1::text) & 15"
@@ -748,7 +751,7 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
             else:
                 # The new task's insert takes its place among the victims' deletes
                 # in counter order (see _COUNTER_ORDER).
-                slot = await conn.fetchval(_SLOT, task.id)
+                slot = await conn.fetchval(_SLOT, final.context_id)
                 mine = (slot, tenant, principal, agent, final.status.state.value)
                 steps = [(mine, ""), *((tuple(v[2:]), v[0]) for v in victims)]
                 for _, victim in sorted(steps, key=lambda step: step[0]):
