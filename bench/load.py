@@ -271,7 +271,7 @@ def server_argv(name: str, port: int, db: Path, postgres: str = "") -> list[str]
 
 
 def remove_db(db: Path) -> None:
-    for suffix in ("", "-wal", "-shm"):
+    for suffix in ("", "-wal", "-shm", "-a2ad.lock", "-a2ad.key"):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(f"{db}{suffix}")
 
@@ -372,7 +372,8 @@ async def stop_servers(servers: list[Server]) -> None:
         server.stop()
         if server.database is not None and server.schema is not None:
             await server.database.drop_schema(server.schema)
-    remove_db(Path(tempfile.gettempdir()) / f"a2ad-load-{RUN}.db")
+    for db in Path(tempfile.gettempdir()).glob(f"a2ad-load-{RUN}-*.db"):
+        remove_db(db)
     for key in Path(tempfile.gettempdir()).glob(f"a2ad-load-{RUN}-*.key"):
         key.unlink(missing_ok=True)
     for keys in Path(tempfile.gettempdir()).glob(f"a2ad-load-{RUN}-*.keys.toml"):
