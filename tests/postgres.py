@@ -5,10 +5,11 @@ A2AD_REQUIRE_POSTGRES=1 (set by .ci/run), which makes that a failure."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
 import pytest
 
@@ -41,3 +42,19 @@ async def fresh_schema() -> AsyncIterator[str]:
     finally:
         await admin.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
         await admin.close()
+
+
+@contextmanager
+def fresh_schema_sync() -> Iterator[str]:
+    """``fresh_schema`` for a test or fixture that is not async (one that runs
+    ``a2ad serve`` processes)."""
+    loop = asyncio.new_event_loop()
+    made = fresh_schema()
+    try:
+        url = loop.run_until_complete(made.__aenter__())
+        try:
+            yield url
+        finally:
+            loop.run_until_complete(made.__aexit__(None, None, None))
+    finally:
+        loop.close()

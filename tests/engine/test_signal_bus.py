@@ -143,3 +143,22 @@ async def test_signals_lost_while_disconnected_are_made_up_on_reconnect(
     while (step := await follower.next(WAIT)) is not None:
         states.append(getattr(step[1], "status", None))
     assert states[-1] is not None and states[-1].state is TaskState.COMPLETED
+
+
+async def test_agent_of_a_task_canceled_while_signals_were_cut_off_stops_on_reconnect(
+    pair: tuple[Engine, Engine, ScriptedAgent, Hub],
+) -> None:
+    a, b, agent, hub = pair
+    task = await a.send(request("hang", immediately=True))
+    async with asyncio.timeout(WAIT):
+        while task.id not in agent.started:  # type: ignore[union-attr]
+            await asyncio.sleep(0.005)
+    hub.connected = False
+    await b.cancel(task.id)  # type: ignore[union-attr]
+    await asyncio.sleep(0.1)
+    assert task.id not in agent.cancelled  # type: ignore[union-attr]
+    hub.connected = True
+    a.bus.reconnected()  # type: ignore[attr-defined]
+    async with asyncio.timeout(WAIT):
+        while task.id not in agent.cancelled:  # type: ignore[union-attr]
+            await asyncio.sleep(0.005)

@@ -37,6 +37,7 @@ from a2ad.store.base import (
     MAX_ARTIFACTS,
     MAX_HISTORY,
     MAX_WEBHOOKS,
+    DuplicateMessageError,
     EventLimitError,
     Lease,
     ListQuery,
@@ -1116,7 +1117,11 @@ async def test_a_refused_create_records_no_message_key(store: TaskStore) -> None
 async def test_a_message_key_keeps_its_first_task(store: TaskStore) -> None:
     first, second = new_task(), new_task()
     await store.create(first, message_key=b"k")
-    await store.create(second, message_key=b"k")
+    try:
+        await store.create(second, message_key=b"k")
+    except DuplicateMessageError as exc:  # a store processes share: refused, nothing stored
+        assert exc.task_id == first.id
+        assert await store.get(second.id) is None
     assert await store.find_message(b"k") == first.id
 
 

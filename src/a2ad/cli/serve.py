@@ -120,7 +120,8 @@ def serve(
         typer.Option(
             help="Where tasks are kept: sqlite:///file.db (relative; sqlite:////abs/path.db), "
             "memory, or postgresql://user@host:5432/db (shared by instances; query parameters "
-            "pool_min, pool_max, statement_timeout, sslmode: docs/operations.md)."
+            "such as pool_max, connect_timeout, command_timeout, statement_timeout, sslmode, "
+            "application_name: docs/operations.md)."
         ),
     ] = DEFAULT_STORE,
     agent: Annotated[

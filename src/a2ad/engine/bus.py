@@ -148,6 +148,10 @@ class Bus(abc.ABC):
     def on_cancel(self, listener: Callable[[TaskId], None]) -> None:
         """Call ``listener(task_id)`` for every cancel signal."""
 
+    def on_reconnect(self, listener: Callable[[], None]) -> None:  # noqa: B027
+        """Call ``listener()`` whenever signals from other processes may have been
+        missed (a connection was lost). A bus of one process never misses any."""
+
     @abc.abstractmethod
     def close_all(self) -> None:
         """End every subscription, e.g. at shutdown: each stream sends what it

@@ -40,14 +40,23 @@ from ..protocol.model import (
     new_id,
 )
 from ..protocol.requests import TaskQuery, encode_page_token
-from ..protocol.types import Clock, StreamItem, TaskId, format_timestamp, system_clock
+from ..protocol.types import (
+    IN_FLIGHT,
+    Clock,
+    StreamItem,
+    TaskId,
+    format_timestamp,
+    system_clock,
+)
 from ..store.base import (
     MAX_ARTIFACTS,
     MAX_HISTORY,
+    DuplicateMessageError,
     Lease,
     ListQuery,
     MissingTaskError,
     StoredTask,
+    StoreUnavailableError,
     TaskBounds,
     TaskStore,
     TerminalTaskError,
@@ -64,6 +73,7 @@ from .lifecycle import InvalidTransitionError
 from .push import PushNotifications, PushPolicy
 from .runner import Runner
 from .signal_bus import SignalBus
+from .stranded import STORE_LOST, Stranded
 from .streams import EventStream
 from .upkeep import Maintenance
 from .watchdog import LoopWatchdog
@@ -172,6 +182,7 @@ class Engine:
         )
         self._runner = Runner()
         self._claims = Claims()  # the keys of the sends being started
+        self._stranded = Stranded(self._settle_stranded)  # turns a store outage ended
         self._maintenance = (
             Maintenance(
                 store,
@@ -196,6 +207,8 @@ class Engine:
             name: served.card_info().all_output_modes for name, served in self.agents.items()
         }
         self.bus.on_cancel(self._cancel_signalled)
+        self.bus.on_reconnect(self._signals_missed)
+        self._checks: set[asyncio.Future[None]] = set()
 
     # --- lifetime ---
 
@@ -268,6 +281,7 @@ class Engine:
                 extra={"running": left},
             )
         await self._runner.aclose()
+        await self._stranded.aclose()  # what is left runs out its lease: orphans then
         if self.push is not None:  # what it has not delivered waits in the store
             await self.push.aclose()
         self.bus.close_all()
@@ -308,21 +322,25 @@ class Engine:
         history_length = config.history_length if config is not UNSET else UNSET
         key = message_key(request.message, scope=_scope(access))
         sent_before = await self._claims.find_or_claim(key, self.store.find_message)
-        if sent_before is not None:
-            return await self._sent_again(
-                sent_before, history_length, wait=not immediately, access=access
-            )
-        invocation = await self._start_claimed(
-            key, request, context, immediately=immediately, webhooks=webhooks, access=access
+        if sent_before is None:
+            try:
+                invocation = await self._start_claimed(
+                    key, request, context, immediately=immediately, webhooks=webhooks, access=access
+                )
+                if immediately:
+                    head = invocation.head.result()
+                    assert isinstance(head, StoredTask)
+                    return task_view(head.task, history_length)
+                # The outcome is this request's alone: if the request goes away, the future
+                # is cancelled with it, and the invocation ignores a cancelled future.
+                result = await invocation.outcome
+            except DuplicateMessageError as exc:  # another instance stored it first
+                sent_before = exc.task_id
+            else:
+                return result if isinstance(result, Message) else task_view(result, history_length)
+        return await self._sent_again(
+            sent_before, history_length, wait=not immediately, access=access
         )
-        if immediately:
-            head = invocation.head.result()
-            assert isinstance(head, StoredTask)
-            return task_view(head.task, history_length)
-        # The outcome is this request's alone: if the request goes away, the future is
-        # cancelled with it, and the invocation ignores a cancelled future.
-        result = await invocation.outcome
-        return result if isinstance(result, Message) else task_view(result, history_length)
 
     async def stream(
         self,
@@ -353,6 +371,9 @@ class Engine:
                 access=access,
             )
             head = await invocation.head  # this request's alone, as in send
+        except DuplicateMessageError as exc:  # another instance stored it first
+            sub.close()
+            return await self._follow_turn(exc.task_id, access)
         except BaseException:
             sub.close()
             raise
@@ -661,11 +682,34 @@ class Engine:
                 await invocation.create_now()
                 if self.push is not None:
                     await self.push.register(invocation.task_id, webhooks)
-            except BaseException:
+            except BaseException as exc:
                 if invocation.current is not None:  # stored, but it will never run
-                    await asyncio.shield(self._fail(invocation.task_id, NOT_STARTED))
+                    try:
+                        await asyncio.shield(self._fail(invocation.task_id, NOT_STARTED))
+                    except StoreUnavailableError:
+                        self._stranded.add(invocation.task_id)
+                elif isinstance(exc, StoreUnavailableError) and exc.maybe_stored:
+                    self._stranded.add(invocation.task_id)
                 raise
-        return invocation, self._runner.start(invocation)
+        job = self._runner.start(invocation)
+        job.add_done_callback(lambda _: self._turn_over(invocation))
+        return invocation, job
+
+    def _turn_over(self, invocation: Invocation) -> None:
+        if invocation.store_lost:
+            self._stranded.add(invocation.task_id)
+
+    async def _settle_stranded(self, task_id: TaskId) -> None:
+        """Fail a task whose turn a store outage ended, if it is still in flight
+        and no turn of it runs here now; raises StoreUnavailableError meanwhile."""
+        stored = await self.store.get(task_id)
+        if stored is None or stored.task.status.state not in IN_FLIGHT:
+            return
+        if self._runner.get(task_id) is None and await self._fail(task_id, STORE_LOST):
+            log.warning(
+                "task failed: the task store was out of reach while its agent worked",
+                extra={"task_id": task_id},
+            )
 
     def _check_output_modes(self, accepted: list[str], agent: str) -> None:
         """Refuse a message whose caller accepts nothing the ``agent`` produces (its
@@ -694,6 +738,8 @@ class Engine:
                 field="message.contextId",
             )
         state = task.status.state
+        if state.terminal or not state.interrupted:
+            await self._unless_sent_elsewhere(message_key)
         if state.terminal:
             raise UnsupportedOperationError(
                 f"Task {task_id} is already {state.word} and takes no more messages; "
@@ -728,11 +774,24 @@ class Engine:
                 message_key=message_key,
             )
         except (TerminalTaskError, InvalidTransitionError) as exc:
+            await self._unless_sent_elsewhere(message_key)
             raise UnsupportedOperationError(
                 f"Task {task_id} can't take this message: {exc}", metadata={"taskId": task_id}
             ) from None
         except MissingTaskError:
             raise _not_found(task_id) from None
+        except StoreUnavailableError as exc:
+            if exc.maybe_stored:  # then it may be working under our lease, with no turn
+                self._stranded.add(task_id)
+            raise
+
+    async def _unless_sent_elsewhere(self, message_key: bytes | None) -> None:
+        """Raise DuplicateMessageError if the message was stored meanwhile: the
+        same follow-up, sent to another instance too, moved the task on there."""
+        if message_key is not None:
+            found = await self.store.find_message(message_key)
+            if found is not None:
+                raise DuplicateMessageError(found)
 
     # --- ending a task from outside the agent ---
 
@@ -783,6 +842,29 @@ class Engine:
         invocation = self._runner.get(task_id)
         if invocation is not None:
             invocation.interrupt()
+
+    def _signals_missed(self) -> None:
+        """Another process may have ended a task whose agent runs here while its
+        cancel signal could not reach us: look at each such task again."""
+        if len(self._runner):
+            check = asyncio.ensure_future(self._stop_ended_elsewhere())
+            self._checks.add(check)
+            check.add_done_callback(self._checks.discard)
+
+    async def _stop_ended_elsewhere(self) -> None:
+        for task_id in self._runner.task_ids():
+            try:
+                stored = await self.store.get(task_id)
+            except StoreUnavailableError:
+                return  # the next reconnect looks again
+            if stored is None or stored.task.status.state.terminal:
+                invocation = self._runner.get(task_id)
+                if invocation is not None:
+                    log.info(
+                        "task ended elsewhere while signals were cut off; stopping its agent",
+                        extra={"task_id": task_id},
+                    )
+                    invocation.interrupt(stored.task if stored is not None else None)
 
     # --- small things ---
 

@@ -23,6 +23,11 @@ Token usage the agent reports (``ctx.usage``) waits for the turn's next write
 and goes with it (writer.py); what no write took when the turn ends (the task
 ended first, or the agent replied without a task) is added to the totals alone.
 
+A write the store can't make (StoreUnavailableError: the database is out of
+reach) ends the turn at once, the agent's failure unstored, since there is
+nowhere to store it; ``store_lost`` says so, and the engine fails the task once
+the store answers again.
+
 Stopping: ``interrupt`` cancels the producer (the task's end was already stored
 by whoever decided it, after flushing the outbox); what the agent emits after
 that is dropped. At shutdown the producer itself stores the failure after what
@@ -56,7 +61,14 @@ from ..protocol.model import (
 )
 from ..protocol.types import IN_FLIGHT, Clock, TaskId, ends_turn, format_timestamp
 from ..protocol.usage import TokenCounts, UsageRecord
-from ..store.base import Lease, StoredTask, StoreFullError, Usage
+from ..store.base import (
+    DuplicateMessageError,
+    Lease,
+    StoredTask,
+    StoreFullError,
+    StoreUnavailableError,
+    Usage,
+)
 from .deadlines import Deadline
 from .outbox import Outbox, retrieved_future
 from .writer import Batch, Writer
@@ -120,7 +132,9 @@ class Invocation:
         self._ended = False  # the task is terminal (or gone): later events are dropped
         self._replied = False  # answered with a Message: there is no task
         self._emitted = False  # the agent acted (an event or a reply)
-        self._failed: A2AError | None = None  # the task could not be created, or was refused
+        # The task could not be created (the store full, or the same message stored
+        # by another process first), or the agent refused the request.
+        self._failed: Exception | None = None
         self._cancelled = False
         self._usage: list[UsageRecord] = []  # reported, not yet written
 
@@ -155,7 +169,9 @@ class Invocation:
                 raise asyncio.CancelledError
         except* Exception as failed:  # e.g. the store failed the turn's last write
             self._turn_error = failed.exceptions[0]
-            log.error(
+            log.log(
+                # An outage is the store's to log, once, not each turn's.
+                logging.DEBUG if self.store_lost else logging.ERROR,
                 "the agent's turn ended in an error: %r",
                 failed.exceptions[0],
                 extra={"task_id": self.task_id},
@@ -169,6 +185,12 @@ class Invocation:
             # it and its task): otherwise every turn leaves garbage for the cycle
             # collector, which then runs several times as often (measured).
             self._task = None
+
+    @property
+    def store_lost(self) -> bool:
+        """The turn ended because the store could not be reached: what it last
+        stored of the task may still say it is in flight."""
+        return isinstance(self._turn_error, StoreUnavailableError)
 
     def interrupt(self, task: Task | None = None) -> None:
         """Stop the agent: the task ended (``task``, if the caller knows it) by a
@@ -218,6 +240,10 @@ class Invocation:
                 extra={"task_id": self.task_id, "code": exc.code},
             )
             await self._finish(TaskState.FAILED, exc.message, error=exc)
+        except StoreUnavailableError:
+            # Nowhere to store a failure now: the turn ends on it, and the engine
+            # fails the task once the store answers again.
+            raise
         except asyncio.CancelledError:
             self._cancelled = True
             if self._closing() and not self._ended and (self.current is not None or self._outbox):
@@ -293,7 +319,8 @@ class Invocation:
 
     async def create_now(self) -> None:
         """Store the new task before the agent starts (the request asked to have it
-        at once). Raises ServerBusyError when the store is full."""
+        at once). Raises ServerBusyError when the store is full, DuplicateMessageError
+        when another process stored the same message first."""
         await self._create([])
         if self._failed is not None:
             raise self._failed
@@ -333,20 +360,30 @@ class Invocation:
                 usage=usage,
             )
         except StoreFullError as exc:
-            self._failed = ServerBusyError(
-                "The server is at its task limit and every stored task is still in flight "
-                f"({exc}); retry later, or cancel tasks you no longer need"
+            return self._not_created(
+                ServerBusyError(
+                    "The server is at its task limit and every stored task is still in flight "
+                    f"({exc}); retry later, or cancel tasks you no longer need"
+                ),
+                events,
             )
-            for future in (self.head, self.outcome):
-                if not future.done():
-                    future.set_exception(self._failed)
-            self.stop()  # nobody can see or cancel a task that was never stored
-            return Batch(None, [False] * len(events), True)
+        except DuplicateMessageError as exc:
+            # Another process stored the same message first: the request is
+            # answered with its task, as a message sent again (engine.send).
+            return self._not_created(exc, events)
         log.info("task submitted", extra={"task_id": self.task_id, "context_id": self.context_id})
         self.current = batch.current
         if not self.head.done():
             self.head.set_result(StoredTask(task, 0))
         return batch
+
+    def _not_created(self, error: Exception, events: list[TaskEvent]) -> Batch:
+        self._failed = error
+        for future in (self.head, self.outcome):
+            if not future.done():
+                future.set_exception(error)
+        self.stop()  # nobody can see or cancel a task that was never stored
+        return Batch(None, [False] * len(events), True)
 
     async def _settle(self) -> None:
         """The turn is over: answer whoever still waits for it."""

@@ -25,6 +25,7 @@ from typing import Any
 
 from ..protocol.model import TaskEvent
 from ..protocol.types import TaskId
+from ..store.base import StoreUnavailableError
 
 __all__ = ["MAX_QUEUED_EVENTS", "Outbox", "retrieved_future"]
 
@@ -147,7 +148,9 @@ class Outbox:
         try:
             marks = iter(await self._write(events) if events else [])
         except Exception as exc:
-            log.error(
+            log.log(
+                # An outage is the store's to log, once, not each task's.
+                logging.DEBUG if isinstance(exc, StoreUnavailableError) else logging.ERROR,
                 "storing the agent's events failed: %s",
                 exc,
                 extra={"task_id": self._task_id, "events": len(events)},

@@ -64,6 +64,7 @@ from ..store.base import (
     MAX_WEBHOOKS,
     Delivery,
     MissingTaskError,
+    StoreUnavailableError,
     Webhook,
     WebhookKey,
     WebhookLimitError,
@@ -306,6 +307,8 @@ class PushNotifications:
                 if free > 0:
                     try:
                         due = await self.store.due_webhooks(self._clock(), free + len(self._lanes))
+                    except StoreUnavailableError:
+                        due = []  # the store logs its outage; the next round tries again
                     except Exception:
                         log.exception("push: reading the outbox failed; retrying")
                         due = []
@@ -333,6 +336,8 @@ class PushNotifications:
         client = self._clients.take(key)
         try:
             await self._deliver(key, client)
+        except StoreUnavailableError:  # the store logs its outage
+            heapq.heappush(self._retries, self._clock() + POLL_SECONDS)
         except Exception:
             log.exception(
                 "push: delivering failed; retrying", extra={"task_id": key[0], "config_id": key[1]}

@@ -22,6 +22,10 @@ class Runner:
     def __len__(self) -> int:
         return len(self._running)
 
+    def task_ids(self) -> list[TaskId]:
+        """The tasks whose agents run here now."""
+        return list(self._running)
+
     def get(self, task_id: TaskId) -> Invocation | None:
         entry = self._running.get(task_id)
         return entry[0] if entry is not None else None

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 from ..protocol.types import Seq, TaskId
 from ..store.base import TaskStore
@@ -52,6 +53,7 @@ class SignalBus(LocalBus, SignalReceiver):
         self._pending: dict[TaskId, Seq] = {}  # stored here, to be signalled this tick
         self._flush_scheduled = False
         self._started = False
+        self._reconnect_listeners: list[Callable[[], None]] = []
 
     async def start(self) -> None:
         if not self._started:
@@ -151,6 +153,11 @@ class SignalBus(LocalBus, SignalReceiver):
     def reconnected(self) -> None:
         for task_id, followed in self._followed.items():
             self._read(task_id, followed)
+        for listener in self._reconnect_listeners:
+            listener()
+
+    def on_reconnect(self, listener: Callable[[], None]) -> None:
+        self._reconnect_listeners.append(listener)
 
     # --- reading the log ---
 

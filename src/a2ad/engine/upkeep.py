@@ -9,7 +9,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from ..protocol.types import Clock, TaskId, format_timestamp
-from ..store.base import Upkeep
+from ..store.base import StoreUnavailableError, Upkeep
 
 __all__ = ["ORPHANED", "OVERDUE", "Maintenance"]
 
@@ -56,6 +56,8 @@ class Maintenance:
             await asyncio.sleep(interval)
             try:
                 await self.round()
+            except StoreUnavailableError:
+                pass  # the store logs its outage; the next round retries
             except Exception:
                 log.exception("maintenance round failed; retrying")
 

@@ -6,6 +6,7 @@
      ├── MethodNotFoundError       -32601
      ├── InvalidParamsError        -32602  params fail validation (names the field)
      ├── InternalError             -32603
+     │    └── TaskStoreUnavailableError -32603  the task store can't be reached now (HTTP 503)
      ├── ServerBusyError           -32000  the store is full of work in flight
      │    ├── StreamFellBehindError  -32000  a stream's reader fell too far behind
      │    └── QuotaExceededError     -32000  a caller's quota or rate is spent (HTTP 429)
@@ -50,6 +51,7 @@ __all__ = [
     "StreamFellBehindError",
     "TaskNotCancelableError",
     "TaskNotFoundError",
+    "TaskStoreUnavailableError",
     "UnauthenticatedError",
     "UnsupportedOperationError",
     "VersionNotSupportedError",
@@ -134,6 +136,13 @@ class InternalError(A2AError):
     """Something failed on our side; details are in the server log, not here."""
 
     code, reason, http_status = -32603, "INTERNAL_ERROR", 500
+
+
+class TaskStoreUnavailableError(InternalError):
+    """The server can't reach its task store now (a database restarting, a
+    connection cut): a passing fault, the request may be sent again. HTTP 503."""
+
+    reason, http_status = "TASK_STORE_UNAVAILABLE", 503
 
 
 class ServerBusyError(A2AError):

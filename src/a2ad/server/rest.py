@@ -467,7 +467,8 @@ class RestEndpoint:
             await respond(send, wire.http_status, error_body(wire, v03=v03), headers=headers)
             return
         except Exception:
-            await respond(send, 500, error_body(internal_error(), v03=v03))
+            failed = internal_error()  # 503 for a store outage, else 500
+            await respond(send, failed.http_status, error_body(failed, v03=v03))
             return
         echo = echo_headers(dialect.version, context.extensions) if context.extensions else None
         if not route.operation.streaming:

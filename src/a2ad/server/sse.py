@@ -7,7 +7,8 @@ may be stuck in ``send`` and must be cancelled, not awaited), and at shutdown a
 watcher that gives the writer a moment to send what is buffered (the task's
 final event) before it is cancelled the same way. A stream whose reader fell
 behind ends with a JSON-RPC error event naming the last event it carried, so
-the reader knows the task is not over and where to resubscribe from.
+the reader knows the task is not over and where to resubscribe from; so does a
+stream the task store's outage cut short.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from collections.abc import Callable
 from ..engine import EventStream
 from ..protocol.errors import A2AError, StreamFellBehindError
 from ..protocol.types import Seq, StreamItem
+from ..store.base import StoreUnavailableError
+from .dispatch import store_unavailable
 from .types import Receive, Send
 
 __all__ = ["KEEPALIVE_SECONDS", "stream_sse"]
@@ -139,14 +142,20 @@ async def stream_sse(
         events.close()
         for job in jobs:
             job.cancel()
-        for job in jobs:
-            with contextlib.suppress(asyncio.CancelledError):
-                await job
+        await asyncio.wait(jobs)  # each has ended; a failed one is looked at below
+    cut: StoreUnavailableError | None = None
     for job in done:
-        if not job.cancelled() and job.exception() is not None:
-            raise job.exception()  # type: ignore[misc]
+        failed = None if job.cancelled() else job.exception()
+        if isinstance(failed, StoreUnavailableError):
+            cut = failed
+        elif failed is not None:
+            raise failed
     closing: list[bytes] = []
-    if events.fell_behind and not ended and jobs[1] not in done:
+    if cut is not None:  # its reader can resubscribe, as after falling behind
+        closing.append(
+            b"data: %s\n\n" % _one_line(fail(store_unavailable(cut, last_event_id=last_id)))
+        )
+    elif events.fell_behind and not ended and jobs[1] not in done:
         closing.append(b"data: %s\n\n" % _one_line(fail(_fell_behind(events, last_id))))
     # A stalled client may never take the closing chunk; don't wait on it forever.
     with contextlib.suppress(TimeoutError, OSError):

@@ -70,7 +70,8 @@ class UsageEndpoint:
             await respond(send, exc.http_status, error_body(exc))
             return
         except Exception:
-            await respond(send, 500, error_body(internal_error()))
+            failed = internal_error()  # 503 for a store outage, else 500
+            await respond(send, failed.http_status, error_body(failed))
             return
         await respond(send, 200, body)
 

@@ -13,6 +13,11 @@ on their tasks and in totals). The built-in stores implement all four; a store
 without ``Upkeep`` still serves, without crash recovery, deadlines or
 retention, one without ``Webhooks`` without push notifications, and one
 without ``Usage`` keeps no token usage.
+
+Any call of a store that lives apart from the process (a database server) may
+raise StoreUnavailableError while it can't be reached: a write that raises it
+stored nothing (unless its ``maybe_stored`` says the commit was under way),
+and the same call may be made again once the store answers.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ __all__ = [
     "MAX_HISTORY",
     "MAX_WEBHOOKS",
     "Delivery",
+    "DuplicateMessageError",
     "EventLimitError",
     "Lease",
     "ListPage",
@@ -56,6 +62,7 @@ __all__ = [
     "SequenceConflictError",
     "StoreError",
     "StoreFullError",
+    "StoreUnavailableError",
     "StoredTask",
     "TaskBounds",
     "TaskStore",
@@ -185,6 +192,28 @@ class StoreFullError(StoreError):
     """The store is at its cap and nothing in it may be evicted."""
 
 
+class StoreUnavailableError(StoreError):
+    """The store can't be reached, or lost its connection or its answer timed
+    out: a passing fault, the call may be made again. ``task_id``: the task the
+    call was about ("" for none). ``maybe_stored``: a write whose commit was
+    under way when the connection went, so it may or may not have been stored;
+    otherwise a write stored nothing."""
+
+    def __init__(self, message: str, *, task_id: str = "", maybe_stored: bool = False) -> None:
+        super().__init__(message)
+        self.task_id = task_id
+        self.maybe_stored = maybe_stored
+
+
+class DuplicateMessageError(StoreError):
+    """The message's key is already recorded, with the task ``task_id``: the
+    same message was sent again, and another process stored it first."""
+
+    def __init__(self, task_id: str) -> None:
+        super().__init__(f"the message is already recorded with task {task_id}")
+        self.task_id = task_id
+
+
 class MissingTaskError(StoreError, KeyError):
     """No task with this id."""
 
@@ -240,8 +269,9 @@ class TaskStore(abc.ABC):
         ``message_key``: the key of the message that created it (see
         ``find_message``), recorded in the same step. Raises StoreFullError when
         full (evicting first what may be evicted), ValueError if a task with that
-        id exists, and what ``append`` raises for an event; then nothing is
-        stored. Like every write, it completes even if the awaiting caller is
+        id exists, DuplicateMessageError if ``message_key`` is recorded already
+        (see ``find_message``), and what ``append`` raises for an event; then
+        nothing is stored. Like every write, it completes even if the awaiting caller is
         cancelled meanwhile. ``usage``: given only to a store that implements
         ``Usage`` (which says what it does with it)."""
 
@@ -265,7 +295,9 @@ class TaskStore(abc.ABC):
         """Apply ``events`` in order (``user_message`` is added to the history before
         the first) if the task is at ``expected_seq``, log them, and set ``lease`` if
         given (a resumed task), all in one step: every event is stored or none.
-        ``message_key``: the key of ``user_message``, recorded in the same step.
+        ``message_key``: the key of ``user_message``, recorded in the same step
+        (DuplicateMessageError, and nothing stored, if it is recorded already:
+        see ``find_message``).
         A task that leaves submitted/working loses its lease. Returns the snapshot
         after the last, at ``expected_seq + len(events)``; the task is kept within
         ``bounds``. Raises MissingTaskError,
@@ -289,8 +321,13 @@ class TaskStore(abc.ABC):
     async def find_message(self, message_key: bytes) -> str | None:
         """The id of the task that the message with ``message_key`` created or was
         added to (by ``create`` or ``append``), or None. A key lives as long as its
-        task: deleting or evicting the task forgets its keys. If a message with
-        the same key comes again, the key keeps its first task."""
+        task: deleting or evicting the task forgets its keys. A key names one
+        task: a store that several processes share refuses to record a key again
+        (``create`` and ``append`` raise DuplicateMessageError naming the task
+        that has it), so the same message sent to two of them at once makes one
+        task. A store of one process may instead keep the key's first task: its
+        only engine looks the key up before it writes, one send of a key at a
+        time."""
 
     @abc.abstractmethod
     async def list(self, query: ListQuery) -> ListPage:

@@ -14,6 +14,24 @@ caller is cancelled still runs to its end (it is shielded), as the contract asks
 ``aclose`` waits for such writes. A transaction that PostgreSQL aborts for a
 deadlock or a serialization failure is run again, up to three times in all.
 
+Faults: while the database can't be reached (or is shutting down, out of
+connections, or lets a statement run past ``statement_timeout``), every call
+raises StoreUnavailableError, naming its task; nothing waits longer than the
+URL's ``connect_timeout`` to connect or ``command_timeout`` for a statement's
+answer (a call waiting for a free connection, for those of the calls before
+it). A connection that died under a call (``pg_terminate_backend``, a restart)
+is replaced and the call made once more, a transaction only if it had not
+begun to commit: so a write is stored once or not at all, and the error says
+when a commit was cut off (``maybe_stored``). The pool opens new
+connections as they are needed, so the store serves again as soon as the
+database answers. An outage is logged when it begins, every minute while it
+lasts, and when it ends (outage.py), not once per call.
+
+Idempotent send across instances: a message key is unique in the schema, so
+the same message sent to two instances at once makes one task; the second
+create (or follow-up append) raises DuplicateMessageError naming the first's
+task, and stores nothing.
+
 What differs from SQLite: there is no lock that proves other instances gone, so
 ``claim`` expires nobody's leases: a task's lease expires by time alone, and then
 any instance's upkeep reports it as an orphan. ``find_message`` is a plain indexed
@@ -31,7 +49,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import urllib.parse
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from functools import cache
 from types import TracebackType
@@ -54,6 +72,7 @@ from .base import (
     MAX_EVENTS,
     MAX_WEBHOOKS,
     Delivery,
+    DuplicateMessageError,
     Lease,
     ListPage,
     ListQuery,
@@ -63,6 +82,7 @@ from .base import (
     StoredTask,
     StoreError,
     StoreFullError,
+    StoreUnavailableError,
     TaskBounds,
     TaskStore,
     TerminalTaskError,
@@ -78,8 +98,10 @@ from .base import (
     log_evicted,
     status_timestamp,
 )
+from .outage import Outage
 from .postgres_schema import SCHEMA_VERSION, SchemaVersionError, migrate
 from .postgres_signals import PostgresSignals
+from .postgres_url import host_port, parse_url, safe_url
 from .rows import (
     ARTIFACT_EVENT,
     INTERRUPTED,
@@ -93,20 +115,21 @@ from .rows import (
     eviction_order,
 )
 
-__all__ = ["SCHEMA_VERSION", "PostgresStore", "SchemaVersionError", "parse_url"]
+__all__ = ["SCHEMA_VERSION", "PostgresStore", "SchemaVersionError", "parse_url", "safe_url"]
 
 T = TypeVar("T")
 Connection = Any  # asyncpg.Connection; asyncpg ships no type hints
 
-DEFAULT_POOL_MIN = 2
-DEFAULT_POOL_MAX = 10
-CONNECT_TIMEOUT = 10.0  # seconds to reach the server at open
 _TRIES = 3  # runs of a transaction PostgreSQL aborted for a deadlock or serialization
 
 
+# A message key already taken leaves the insert undone (RETURNING nothing),
+# once the transaction that took it has committed.
 _INSERT_TASK = """INSERT INTO tasks (id, context_id, state, status_ts, seq, evict_class,
     evict_order, lease_owner, lease_expires, deadline, body, message_key, tenant, principal,
-    agent) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"""
+    agent) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+    ON CONFLICT (message_key) WHERE message_key IS NOT NULL DO NOTHING RETURNING 1"""
+_KEY_OF_TASK = "SELECT id FROM tasks WHERE message_key = $1"
 # _COUNTER_ORDER: creating or deleting a task updates three counter rows (triggers
 # a2ad_count_tasks, then a2ad_count_contexts): its slot's in task_count, its slot,
 # owner and state's in owner_count, then its context and owner's in context_count.
@@ -137,7 +160,8 @@ _OLD_TERMINAL = f"""SELECT id, {_COUNTED} FROM tasks WHERE evict_class = 0 AND s
 _OVERDUE = "SELECT id FROM tasks WHERE deadline < $1 ORDER BY deadline, id LIMIT $2"
 _COUNT_ALL = "SELECT coalesce(sum(n), 0)::bigint FROM task_count"
 _INSERT_MESSAGE_KEY = """INSERT INTO message_keys (key, task_id) VALUES ($1, $2)
-    ON CONFLICT (key) DO NOTHING"""
+    ON CONFLICT (key) DO NOTHING RETURNING 1"""
+_KEY_OF_FOLLOW_UP = "SELECT task_id FROM message_keys WHERE key = $1"
 _FIND_MESSAGE_KEY = """(SELECT id FROM tasks WHERE message_key = $1)
     UNION ALL (SELECT task_id FROM message_keys WHERE key = $1) LIMIT 1"""
 _TASK_WEBHOOKS = "SELECT id, version FROM webhooks WHERE task_id = $1 ORDER BY n"
@@ -177,59 +201,6 @@ _ADD_USAGE = """INSERT INTO usage_totals AS u (day, tenant, principal, model, pr
         prompt_tokens = u.prompt_tokens + excluded.prompt_tokens,
         completion_tokens = u.completion_tokens + excluded.completion_tokens,
         total_tokens = u.total_tokens + excluded.total_tokens"""
-
-
-# --- the URL ---
-
-# Query parameters a2ad takes out of the URL; asyncpg reads the rest (sslmode,
-# sslrootcert, ... and any server setting, e.g. statement_timeout=5s).
-_OWN_PARAMS = ("pool_min", "pool_max")
-
-
-def parse_url(url: str) -> tuple[str, dict[str, int]]:
-    """The URL for asyncpg (``postgres://`` or ``postgresql://``, a2ad's own
-    query parameters taken out) and those: ``pool_min``, ``pool_max``. Raises
-    ValueError naming what is wrong."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("postgres", "postgresql"):
-        raise ValueError(f"store {safe_url(url)!r}: use postgresql://user@host:5432/database")
-    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
-    own: dict[str, int] = {}
-    rest = []
-    for name, value in query:
-        if name in _OWN_PARAMS:
-            try:
-                own[name] = int(value)
-            except ValueError:
-                raise ValueError(
-                    f"store {safe_url(url)!r}: {name} must be a whole number, not {value!r}"
-                ) from None
-            if own[name] < (0 if name == "pool_min" else 1):
-                raise ValueError(f"store {safe_url(url)!r}: {name} is too small ({value})")
-        else:
-            rest.append((name, value))
-    if own.get("pool_min", 0) > own.get("pool_max", max(own.get("pool_min", 0), 1)):
-        raise ValueError(f"store {safe_url(url)!r}: pool_min is above pool_max")
-    return urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(rest))), own
-
-
-def safe_url(url: str) -> str:
-    """``url`` without its password, to show."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)[1]
-    user = parts.username or ""
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
-
-
-def _host_port(url: str) -> str:
-    parts = urllib.parse.urlsplit(url)
-    try:
-        port = parts.port or 5432
-    except ValueError:
-        port = 5432
-    return f"{parts.hostname or 'localhost'}:{port}"
 
 
 # --- listing ---
@@ -376,6 +347,7 @@ async def _append(
     expected_seq: int,
     events: Sequence[TaskEvent],
     user_message: Message | None,
+    message_key: bytes | None,
     lease: Lease | None,
     bounds: TaskBounds,
     usage: Sequence[UsageRecord],
@@ -383,6 +355,13 @@ async def _append(
     row = await conn.fetchrow(_SELECT_FOR_APPEND, task_id)
     if row is None:
         raise MissingTaskError(task_id)
+    # The key before the sequence number: the same follow-up sent to another
+    # instance too, and stored there first, moved the number on; under the
+    # task's row lock the key says so.
+    if message_key is not None and not await conn.fetchval(
+        _INSERT_MESSAGE_KEY, message_key, task_id
+    ):
+        raise DuplicateMessageError(str(await conn.fetchval(_KEY_OF_FOLLOW_UP, message_key)))
     seq, state_value, old_class, owner, expires, body, webhook_count, *whose = row
     tenant, principal = whose[0], whose[1]
     if seq != expected_seq:
@@ -544,13 +523,13 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
     """Tasks in a PostgreSQL database, shared by every instance that opens it;
     unbounded unless ``max_tasks`` is set, then evicting like the SQLite store.
 
-    ``url``: ``postgresql://user[:password]@host[:port]/database`` with asyncpg's
-    query parameters (``sslmode``, ``sslrootcert``, ...; any other is a server
-    setting for each connection, e.g. ``search_path``), plus a2ad's ``pool_min``
-    and ``pool_max``, which the keywords override. ``statement_timeout``
-    (seconds): the most one statement may take, else it fails (None: the
-    server's setting). See the module docstring for transactions and what
-    differs from SQLite."""
+    ``url``: ``postgresql://user[:password]@host[:port]/database`` with query
+    parameters (postgres_url.py: the pool's size, timeouts, TLS, server
+    settings; an unknown one is a ValueError naming it). ``pool_min`` and
+    ``pool_max`` override the URL's; ``statement_timeout`` (seconds): the most
+    one statement may take, else it fails (None: the URL's, else the server's);
+    ``server_settings`` are added to the URL's. See the module docstring for
+    transactions, faults, and what differs from SQLite."""
 
     def __init__(
         self,
@@ -564,18 +543,16 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
     ) -> None:
         if max_tasks is not None and max_tasks < 1:
             raise ValueError("max_tasks must be at least 1 (or None for no cap)")
-        self._dsn, own = parse_url(url)
+        options = parse_url(url)
+        self._options = options
         self.url = safe_url(url)  # shown in the banner and logs: never the password
-        self.where = f"PostgreSQL at {_host_port(url)}"
+        self.where = f"PostgreSQL at {host_port(url)}"
         self.max_tasks = max_tasks
-        self.pool_max = pool_max if pool_max is not None else own.get("pool_max", DEFAULT_POOL_MAX)
-        self.pool_min = min(
-            pool_min if pool_min is not None else own.get("pool_min", DEFAULT_POOL_MIN),
-            self.pool_max,
-        )
+        self.pool_max = pool_max if pool_max is not None else options.pool_max
+        self.pool_min = min(pool_min if pool_min is not None else options.pool_min, self.pool_max)
         if self.pool_max < 1:
             raise ValueError("pool_max must be at least 1")
-        settings = dict(server_settings or {})
+        settings = {**options.server_settings, **(server_settings or {})}
         if statement_timeout is not None:
             if statement_timeout <= 0:
                 raise ValueError("statement_timeout must be above 0 seconds")
@@ -585,12 +562,13 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
         self._opening: asyncio.Lock | None = None
         self._closed = False
         self._writes: set[asyncio.Task[Any]] = set()
+        self._outage = Outage(self.where)
 
     durable = True  # it outlives the process, with no file to put a key beside
 
     def signals(self) -> PostgresSignals:
         """LISTEN/NOTIFY on a connection of its own (postgres_signals.py)."""
-        return PostgresSignals(self._dsn, self._settings, where=self.where)
+        return PostgresSignals(self._options.dsn, self._settings, where=self.where)
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.url!r}, max_tasks={self.max_tasks!r})"
@@ -616,17 +594,24 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
 
     async def _connect(self) -> Any:
         where = self.where
+        _quiet_pool_floor()
         try:
             pool = await asyncpg.create_pool(
-                self._dsn,
+                self._options.dsn,
                 min_size=self.pool_min,
                 max_size=self.pool_max,
-                timeout=CONNECT_TIMEOUT,
-                server_settings=self._settings or None,
+                timeout=self._options.connect_timeout,
+                command_timeout=self._options.command_timeout,
+                server_settings=self._settings,
             )
         except (OSError, TimeoutError) as exc:
+            said = str(exc.strerror or exc)
+            if "SSL" in said:  # "rejected SSL upgrade": it runs, without TLS
+                raise StoreError(
+                    f"the task store, {where}, refused a2ad: {said}; check sslmode in --store"
+                ) from None
             raise StoreError(
-                f"can't reach the task store, {where}: {exc.strerror or exc}; check that "
+                f"can't reach the task store, {where}: {said}; check that "
                 "PostgreSQL runs there and the address in --store"
             ) from None
         except (asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
@@ -668,29 +653,96 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
 
     # --- running statements ---
 
-    async def _read(self, work: Callable[[Connection], Awaitable[T]]) -> T:
+    async def _read(self, work: Callable[[Connection], Awaitable[T]], task_id: str = "") -> T:
+        """Run ``work`` on a connection of the pool; a fault raises
+        StoreUnavailableError about ``task_id``. A connection lost on the way
+        (e.g. an idle one the server closed) is replaced, once, with every
+        other connection the pool holds: they are likely gone with it."""
         pool = await self._ready()
-        async with pool.acquire() as conn:
-            return await work(conn)
+        retried = False
+        while True:
+            closed: bool | None = None  # whether the connection died (None: none was had)
+            try:
+                # No timeout= here: asyncpg would run each acquire in a task of its
+                # own (measured: a tenth of a cached read's CPU). A connection opened
+                # meanwhile has connect_timeout; one in use is freed within
+                # command_timeout.
+                async with pool.acquire() as conn:
+                    try:
+                        result = await work(conn)
+                    except Exception:
+                        closed = _is_closed(conn)
+                        raise
+            except Exception as exc:
+                why = _fault(exc, closed)
+                if why is None:
+                    raise
+                if closed is not None and not retried and _lost(exc, closed):
+                    retried = True
+                    await pool.expire_connections()  # its siblings likely died with it
+                    continue
+                raise self._unavailable(why, task_id) from exc
+            self._outage.answered()
+            return result
 
-    async def _write(self, work: Callable[[Connection], Awaitable[T]]) -> T:
+    async def _write(self, work: Callable[[Connection], Awaitable[T]], task_id: str = "") -> T:
         """Run ``work`` in a transaction that finishes even if the caller is cancelled."""
         pool = await self._ready()
-        task = asyncio.ensure_future(self._transact(pool, work))
+        task = asyncio.ensure_future(self._transact(pool, work, task_id))
         self._writes.add(task)
         task.add_done_callback(_forget(self._writes))
         return await asyncio.shield(task)
 
-    @staticmethod
-    async def _transact(pool: Any, work: Callable[[Connection], Awaitable[T]]) -> T:
-        for attempt in range(1, _TRIES + 1):
+    async def _transact(
+        self, pool: Any, work: Callable[[Connection], Awaitable[T]], task_id: str
+    ) -> T:
+        """Run a transaction again after a deadlock or a serialization failure
+        (``_TRIES`` runs in all), or once after a connection was lost before
+        its commit (then nothing was stored). A fault otherwise raises
+        StoreUnavailableError, saying whether the commit was under way."""
+        runs = 1
+        retried = False
+        while True:
+            closed: bool | None = None  # whether the connection died (None: none was had)
+            committing = False
             try:
-                async with pool.acquire() as conn, conn.transaction():
-                    return await work(conn)
+                async with pool.acquire() as conn:  # (no timeout=: see _read)
+                    try:
+                        async with conn.transaction():
+                            result = await work(conn)
+                            committing = True
+                    except Exception:
+                        closed = _is_closed(conn)
+                        raise
             except (asyncpg.DeadlockDetectedError, asyncpg.SerializationError):
-                if attempt == _TRIES:
+                if runs == _TRIES:
                     raise
-        raise AssertionError("unreachable")  # pragma: no cover
+                runs += 1
+                continue
+            except Exception as exc:
+                why = _fault(exc, closed)
+                if why is None:
+                    raise
+                if closed is not None and not committing and not retried and _lost(exc, closed):
+                    retried = True
+                    await pool.expire_connections()  # its siblings likely died with it
+                    continue
+                raise self._unavailable(why, task_id, maybe_stored=committing) from exc
+            self._outage.answered()
+            return result
+
+    def _unavailable(
+        self, why: str, task_id: str, *, maybe_stored: bool = False
+    ) -> StoreUnavailableError:
+        self._outage.failed(why)
+        said = f"the task store, {self.where}, is unavailable: {why}"
+        if maybe_stored:
+            said += " (while committing: the write may or may not be stored)"
+        return StoreUnavailableError(
+            said,
+            task_id=task_id,
+            maybe_stored=maybe_stored,
+        )
 
     # --- the TaskStore contract ---
 
@@ -738,10 +790,19 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
         evicted: builtins.list[tuple[str, str]] = []
 
         async def insert(conn: Connection) -> None:
-            try:
-                await conn.execute(_INSERT_TASK, *row)
-            except asyncpg.UniqueViolationError:
-                raise ValueError(f"task {task.id} already exists") from None
+            for _ in range(_TRIES):
+                try:
+                    if await conn.fetchval(_INSERT_TASK, *row):
+                        return
+                except asyncpg.UniqueViolationError:
+                    raise ValueError(f"task {task.id} already exists") from None
+                # The same message, sent to another instance too, was stored there first.
+                holder = await conn.fetchval(_KEY_OF_TASK, message_key)
+                if holder is not None:
+                    raise DuplicateMessageError(str(holder))
+                # (its task was deleted meanwhile, freeing the key: try again)
+            # pragma: no cover  (each pass needs a key taken and freed between statements)
+            raise StoreError(f"task {task.id}: its message key was taken and freed repeatedly")
 
         async def create(conn: Connection) -> StoredTask:
             evicted.clear()  # a transaction run again starts afresh
@@ -764,7 +825,7 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
             await _add_usage(conn, tenant, principal, usage)
             return StoredTask(final, len(events), tenant, principal, agent)
 
-        stored = await self._write(create)
+        stored = await self._write(create, task.id)
         for task_id, state in evicted:
             log_evicted(task_id, TaskState(state), self.max_tasks or 0)
         return stored
@@ -792,7 +853,7 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
                 return None
             return StoredTask(decode_task(row[1]), row[0], row[2], row[3], row[4])
 
-        return await self._read(get)
+        return await self._read(get, task_id)
 
     async def append(
         self,
@@ -810,14 +871,11 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
             raise ValueError("append needs at least one event")
 
         async def append(conn: Connection) -> StoredTask:
-            stored = await _append(
-                conn, task_id, expected_seq, events, user_message, lease, bounds, usage
+            return await _append(
+                conn, task_id, expected_seq, events, user_message, message_key, lease, bounds, usage
             )
-            if message_key is not None:
-                await conn.execute(_INSERT_MESSAGE_KEY, message_key, task_id)
-            return stored
 
-        return await self._write(append)
+        return await self._write(append, task_id)
 
     async def find_message(self, message_key: bytes) -> str | None:
         async def find(conn: Connection) -> str | None:
@@ -831,7 +889,7 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
             rows = await conn.fetch(_SELECT_EVENTS, task_id, after_seq)
             return [LoggedEvent(seq, decode_event[kind](body)) for seq, kind, body in rows]
 
-        return await self._read(events)
+        return await self._read(events, task_id)
 
     async def list(self, query: ListQuery) -> ListPage:
         return await self._read(lambda conn: _list(conn, query))
@@ -886,14 +944,14 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
     # --- the Webhooks contract ---
 
     async def put_webhook(self, webhook: Webhook) -> bool:
-        return await self._write(lambda conn: _put_webhook(conn, webhook))
+        return await self._write(lambda conn: _put_webhook(conn, webhook), webhook.config.task_id)
 
     async def get_webhook(self, key: WebhookKey) -> WebhookState | None:
         async def get(conn: Connection) -> WebhookState | None:
             row = await conn.fetchrow(_SELECT_WEBHOOK, *key)
             return None if row is None else _webhook_state(row)
 
-        return await self._read(get)
+        return await self._read(get, key[0])
 
     async def list_webhooks(self, task_id: str) -> builtins.list[WebhookState] | None:
         async def list_(conn: Connection) -> builtins.list[WebhookState] | None:
@@ -902,10 +960,10 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
                     return None
                 return [_webhook_state(row) for row in await conn.fetch(_SELECT_WEBHOOKS, task_id)]
 
-        return await self._read(list_)
+        return await self._read(list_, task_id)
 
     async def delete_webhook(self, key: WebhookKey) -> bool:
-        return await self._write(lambda conn: _delete_webhook(conn, key))
+        return await self._write(lambda conn: _delete_webhook(conn, key), key[0])
 
     async def due_webhooks(self, now: float, limit: int) -> builtins.list[WebhookKey]:
         async def due(conn: Connection) -> builtins.list[WebhookKey]:
@@ -918,7 +976,7 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
             rows = await conn.fetch(_SELECT_DELIVERIES, *key, limit)
             return [_delivery(key, row) for row in rows]
 
-        return await self._read(deliveries)
+        return await self._read(deliveries, key[0])
 
     async def delivered(self, delivery: Delivery) -> bool:
         async def delivered(conn: Connection) -> bool:
@@ -927,7 +985,7 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
             await conn.execute(_DELIVERED, *delivery.key, None)
             return True
 
-        return await self._write(delivered)
+        return await self._write(delivered, delivery.key[0])
 
     async def delivery_failed(
         self, delivery: Delivery, error: str, *, retry_at: float | None
@@ -943,7 +1001,75 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
                 await conn.execute(_RETRY, *delivery.key, error, retry_at)
             return True
 
-        return await self._write(failed)
+        return await self._write(failed, delivery.key[0])
+
+
+class _PoolFloorRetries(logging.Filter):
+    """asyncpg's pool, reopening its ``min_size`` connections after they were
+    lost, logs every failed attempt with a traceback (backing off from 1 s to
+    60 s). The store logs the outage itself, once (outage.py): those go."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Failed to restore the pool connection floor")
+
+
+def _quiet_pool_floor() -> None:
+    pool_log = logging.getLogger("asyncpg.pool")
+    if not any(isinstance(f, _PoolFloorRetries) for f in pool_log.filters):
+        pool_log.addFilter(_PoolFloorRetries())
+
+
+# A connection that died under a call: an idle one the server closed, or one
+# cut while in use. Nothing of an uncommitted transaction on it was stored.
+_LOST = (
+    asyncpg.PostgresConnectionError,  # class 08
+    asyncpg.AdminShutdownError,  # 57P01: pg_terminate_backend, a shutdown
+    asyncpg.CrashShutdownError,
+    asyncpg.IdleSessionTimeoutError,
+    asyncpg.IdleInTransactionSessionTimeoutError,
+    # An idle connection the server closed, whose closing asyncpg had not yet
+    # read: "cannot switch to state 11; another operation (2) is in progress".
+    asyncpg.InternalClientError,
+    ConnectionError,
+)
+# The server is there but can't serve now: starting or stopping, out of
+# connections or disk, a standby after a failover, a statement over its timeout.
+_REFUSING = (
+    asyncpg.OperatorInterventionError,  # class 57
+    asyncpg.InsufficientResourcesError,  # class 53
+    asyncpg.ReadOnlySQLTransactionError,
+)
+
+
+def _is_closed(conn: Connection) -> bool:
+    try:
+        return bool(conn.is_closed())
+    except asyncpg.InterfaceError:  # asyncpg took it back from us as it closed
+        return True
+
+
+def _lost(exc: Exception, closed: bool) -> bool:
+    """Whether ``exc``, raised on a connection (``closed`` now or not), says
+    the connection died under the call."""
+    if isinstance(exc, _LOST):
+        return True
+    # "cannot call Connection.fetch(): connection is closed"
+    return isinstance(exc, asyncpg.InterfaceError) and closed
+
+
+def _fault(exc: Exception, closed: bool | None) -> str | None:
+    """Why ``exc`` says the database can't be reached or can't serve now (a
+    short text for logs), or None for any other error. ``closed``: whether
+    the connection it was raised on is closed (None: it came before one was had)."""
+    if closed is not None and _lost(exc, closed):
+        return f"the connection was lost ({exc or type(exc).__name__})"
+    if isinstance(exc, TimeoutError):
+        return "it did not answer in time"
+    if isinstance(exc, OSError):
+        return str(exc.strerror or exc)
+    if isinstance(exc, (*_LOST, *_REFUSING)):
+        return str(exc) or type(exc).__name__
+    return None
 
 
 def _forget(pending: set[asyncio.Task[Any]]) -> Callable[[asyncio.Task[Any]], None]:

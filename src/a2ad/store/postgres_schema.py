@@ -23,6 +23,8 @@ these differences:
   postgres.py's _COUNTER_ORDER covers it.
 - ``tasks.webhooks`` is kept by the store's own statements, not by triggers.
 - ``webhooks.n`` orders a task's webhooks oldest first (SQLite's rowid).
+- A message key is unique (``tasks_by_message_key``, and ``message_keys``'s
+  primary key): several instances may receive the same message at once.
 - A trigger on ``tasks`` (``tasks_signal``) NOTIFYs the other instances of every
   append, in its transaction (postgres_signals.py).
 """
@@ -81,7 +83,9 @@ _SCHEMA_V1 = (
         WHERE evict_class IS NOT NULL""",
     "CREATE INDEX tasks_terminal_by_time ON tasks (status_ts, id) WHERE evict_class = 0",
     "CREATE INDEX tasks_by_deadline ON tasks (deadline, id) WHERE deadline IS NOT NULL",
-    "CREATE INDEX tasks_by_message_key ON tasks (message_key) WHERE message_key IS NOT NULL",
+    # Unique: the same message sent to two instances at once makes one task.
+    """CREATE UNIQUE INDEX tasks_by_message_key ON tasks (message_key)
+        WHERE message_key IS NOT NULL""",
     """CREATE TABLE events (
         task_id text COLLATE "C" NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
         seq bigint NOT NULL,

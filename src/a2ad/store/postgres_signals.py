@@ -60,12 +60,13 @@ _SENDING = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError
 class PostgresSignals(Signals):
     """Signals over a connection to ``dsn`` (with ``settings`` as server settings,
     as the store's pool has them). ``where`` names the server in logs; the
-    connection's ``application_name`` is ``a2ad signals <pid>``, to find it in
+    connection's ``application_name`` is the pool's followed by `` signals <pid>``, to find it in
     ``pg_stat_activity``."""
 
     def __init__(self, dsn: str, settings: dict[str, str], *, where: str) -> None:
         self._dsn = dsn
-        self._settings = {**settings, "application_name": f"a2ad signals {os.getpid()}"}
+        name = settings.get("application_name", "a2ad")
+        self._settings = {**settings, "application_name": f"{name} signals {os.getpid()}"}
         self._where = where
         self._receiver: SignalReceiver | None = None
         self._conn: Connection | None = None
