@@ -1,12 +1,22 @@
-"""ListTasks latency as the SQLite store grows.
+"""ListTasks latency as the SQLite (or PostgreSQL) store grows.
 
 For each size N, prefill a fresh SQLite file with N tasks, then time
 ``Engine.list_tasks`` (the real path: request -> checked query -> ListQuery -> SqliteStore's worker
 thread -> SQL -> decode -> task_view) for a few typical requests, and beside it
 the two statements a filtered list runs, alone on a separate connection: the
-COUNT(*) behind ``totalSize`` and the page SELECT.
+count behind ``totalSize`` and the page SELECT.
 
     .venv/bin/python bench/list_scale.py --sizes 1000,100000,1000000 --explain
+    .venv/bin/python bench/list_scale.py --store postgresql --sizes 1000000 --explain
+
+With ``--store postgresql`` the tasks go into a schema of their own on the server
+at ``--postgres`` (default A2AD_BENCH_POSTGRES, else
+postgresql://postgres@127.0.0.1:5432/postgres): PostgresStore creates its tables
+there, the rows are loaded with COPY (the counting triggers off, the count rows
+then filled as the triggers keep them), VACUUM ANALYZE runs once (what autovacuum
+does after a bulk insert), and ``PostgresStore`` answers. The schema is dropped at
+the end unless ``--keep-schema`` (then it is ``a2ad_list_N``, reused by the next
+run). ``--explain`` prints EXPLAIN (ANALYZE, BUFFERS) of both statements.
 
 The data: 1% of the tasks in one "hot" context, the rest over N/10 contexts;
 86% completed, 5% working, 4% failed, 3% input-required, 2% canceled; status
@@ -54,7 +64,8 @@ from a2ad.protocol.model import (
     parse_state,
 )
 from a2ad.protocol.requests import task_query
-from a2ad.store.sqlite import _list_sql  # the exact statements the store runs
+from a2ad.store.base import TaskStore
+from a2ad.store.sqlite import _list_sql as sqlite_list_sql  # the statements the store runs
 
 ANYONE = Access()  # what a server without auth lists for every caller
 
@@ -177,6 +188,26 @@ def rows(
         )
 
 
+def totals_of(metas: list[tuple[int, str, str, TaskState]], hot: str) -> dict[str, int]:
+    n = len(metas)
+    return {
+        "first page": n,
+        "context": sum(m[2] == hot for m in metas),
+        "working": sum(m[3] is TaskState.WORKING for m in metas),
+        "completed": sum(m[3] is TaskState.COMPLETED for m in metas),
+        "context+working": sum(m[2] == hot and m[3] is TaskState.WORKING for m in metas),
+        "deep page": n,
+        "updated after": sum(m[0] >= AFTER_MS for m in metas),
+    }
+
+
+def sample_positions(n: int) -> set[int]:
+    return set(random.Random(SEED + 1).sample(range(n), min(20, n)))
+
+
+# --- SQLite ---
+
+
 async def create_schema(path: Path) -> None:
     store = SqliteStore(path)
     await store.open()
@@ -186,8 +217,6 @@ async def create_schema(path: Path) -> None:
 def prefill(path: Path, n: int) -> Expected:
     asyncio.run(create_schema(path))
     metas, hot = generate(n)
-    rng = random.Random(SEED + 1)
-    sample_at = set(rng.sample(range(n), min(20, n)))
     samples: list[Task] = []
     conn = sqlite3.connect(path, isolation_level=None)
     try:
@@ -195,7 +224,7 @@ def prefill(path: Path, n: int) -> Expected:
         conn.execute("PRAGMA synchronous = OFF")
         conn.execute("PRAGMA cache_size = -1000000")
         conn.execute("BEGIN")
-        it = rows(metas, sample_at, samples)
+        it = rows(metas, sample_positions(n), samples)
         while chunk := [row for _, row in zip(range(CHUNK), it, strict=False)]:
             conn.executemany(_INSERT, chunk)
         conn.execute("COMMIT")
@@ -203,16 +232,7 @@ def prefill(path: Path, n: int) -> Expected:
         assert counted == n, (counted, n)
     finally:
         conn.close()
-    totals = {
-        "first page": n,
-        "context": sum(m[2] == hot for m in metas),
-        "working": sum(m[3] is TaskState.WORKING for m in metas),
-        "completed": sum(m[3] is TaskState.COMPLETED for m in metas),
-        "context+working": sum(m[2] == hot and m[3] is TaskState.WORKING for m in metas),
-        "deep page": n,
-        "updated after": sum(m[0] >= AFTER_MS for m in metas),
-    }
-    return Expected(n, hot, totals, [m[1] for m in reversed(metas[-PAGE:])], samples)
+    return Expected(n, hot, totals_of(metas, hot), [m[1] for m in reversed(metas[-PAGE:])], samples)
 
 
 def expected_from_file(path: Path) -> Expected:
@@ -245,6 +265,128 @@ def expected_from_file(path: Path) -> Expected:
     finally:
         conn.close()
     return Expected(n, hot, totals, newest, [])
+
+
+# --- PostgreSQL ---
+
+_PG_COLUMNS = [
+    "id",
+    "context_id",
+    "state",
+    "status_ts",
+    "seq",
+    "evict_class",
+    "evict_order",
+    "lease_owner",
+    "lease_expires",
+    "deadline",
+    "body",
+]
+# The count rows as the triggers (postgres_schema.py) keep them, filled once
+# after a load made with the triggers off.
+_PG_COUNTS = (
+    """INSERT INTO task_count (slot, n)
+        SELECT hashtext(context_id) & 15, count(*) FROM tasks GROUP BY 1""",
+    """INSERT INTO owner_count (tenant, principal, agent, state, slot, n)
+        SELECT tenant, principal, agent, state, hashtext(context_id) & 15, count(*) FROM tasks
+        GROUP BY 1, 2, 3, 4, 5""",
+    """INSERT INTO context_count (context_id, tenant, principal, agent, n)
+        SELECT context_id, tenant, principal, agent, count(*) FROM tasks GROUP BY 1, 2, 3, 4""",
+)
+
+
+def schema_url(server: str, schema: str) -> str:
+    separator = "&" if "?" in server else "?"
+    return f"{server}{separator}search_path={schema}"
+
+
+async def pg_prefill(server: str, schema: str, n: int) -> Expected:
+    import asyncpg  # type: ignore[import-untyped]
+
+    from a2ad.store.postgres import PostgresStore
+
+    async with PostgresStore(schema_url(server, schema)):
+        pass  # it creates its tables in the schema
+    metas, hot = generate(n)
+    samples: list[Task] = []
+    conn = await asyncpg.connect(server, server_settings={"search_path": schema})
+    try:
+        async with conn.transaction():
+            await conn.execute("ALTER TABLE tasks DISABLE TRIGGER USER")
+            it = rows(metas, sample_positions(n), samples)
+            while chunk := [
+                (*row[:4], 0, *row[4:8], None, row[8])
+                for _, row in zip(range(CHUNK), it, strict=False)
+            ]:
+                await conn.copy_records_to_table(
+                    "tasks", records=chunk, columns=_PG_COLUMNS, schema_name=schema
+                )
+            await conn.execute("ALTER TABLE tasks ENABLE TRIGGER USER")
+            for statement in _PG_COUNTS:
+                await conn.execute(statement)
+        await conn.execute("VACUUM ANALYZE tasks, task_count, owner_count, context_count")
+        counted = await conn.fetchval("SELECT sum(n) FROM task_count")
+        assert counted == n, (counted, n)
+    finally:
+        await conn.close()
+    return Expected(n, hot, totals_of(metas, hot), [m[1] for m in reversed(metas[-PAGE:])], samples)
+
+
+async def pg_expected(server: str, schema: str) -> Expected:
+    """For a kept schema: what to check it against, read from its columns."""
+    import asyncpg
+
+    conn = await asyncpg.connect(server, server_settings={"search_path": schema})
+    try:
+        n = await conn.fetchval("SELECT count(*) FROM tasks")
+        hot = await conn.fetchval(
+            "SELECT context_id FROM tasks GROUP BY context_id ORDER BY count(*) DESC LIMIT 1"
+        )
+        one = "SELECT count(*) FROM tasks WHERE "
+        w, c = TaskState.WORKING.value, TaskState.COMPLETED.value
+        totals = {
+            "first page": n,
+            "context": await conn.fetchval(one + "context_id = $1", hot),
+            "working": await conn.fetchval(one + "state = $1", w),
+            "completed": await conn.fetchval(one + "state = $1", c),
+            "context+working": await conn.fetchval(one + "context_id = $1 AND state = $2", hot, w),
+            "deep page": n,
+            "updated after": await conn.fetchval(one + "status_ts >= $1", stamp(AFTER_MS)),
+        }
+        newest = [
+            r[0]
+            for r in await conn.fetch(
+                "SELECT id FROM tasks ORDER BY status_ts DESC, id DESC LIMIT $1", PAGE
+            )
+        ]
+    finally:
+        await conn.close()
+    return Expected(n, hot, totals, newest, [])
+
+
+async def pg_schema_exists(server: str, schema: str) -> bool:
+    import asyncpg
+
+    conn = await asyncpg.connect(server)
+    try:
+        found = await conn.fetchval(
+            "SELECT 1 FROM pg_namespace WHERE nspname = $1 AND EXISTS "
+            "(SELECT 1 FROM pg_tables WHERE schemaname = $1 AND tablename = 'tasks')",
+            schema,
+        )
+        return found is not None
+    finally:
+        await conn.close()
+
+
+async def pg_admin(server: str, statement: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(server)
+    try:
+        await conn.execute(statement)
+    finally:
+        await conn.close()
 
 
 # --- measuring ---
@@ -285,66 +427,193 @@ def summary(times: list[float]) -> dict[str, float]:
     }
 
 
-def statements(request: ListTasksRequest) -> tuple[str, str, dict[str, Any]]:
-    """The count and page SQL the store runs for ``request``, with its parameters
-    (as in sqlite.py's _list: no filter means the task_count row, not COUNT(*))."""
-    state = parse_state(request.status).value if request.status else None
-    after = stamp(AFTER_MS) if request.status_timestamp_after else ""
-    cursor = None
-    if request.page_token:
-        padded = request.page_token + "=" * (-len(request.page_token) % 4)
-        cursor = tuple(json.loads(base64.urlsafe_b64decode(padded)))
-    # As a server without auth lists: the anonymous caller's tasks (tenant "",
-    # principal "": every task here).
-    count_sql, page_sql = _list_sql(
-        True,
-        True,
-        bool(request.context_id),
-        state is not None,
-        bool(after),
-        False,
-        cursor is not None,
-    )
-    if not (request.context_id or after):
-        count_sql = (
-            "SELECT coalesce(sum(n), 0) FROM owner_count WHERE tenant = :tenant"
-            " AND principal = :principal" + (" AND state = :state" if state else "")
+class Filters(NamedTuple):
+    """A request's filters as the store sees them (as a server without auth
+    lists: the anonymous caller's tasks, tenant "" and principal "": every task here)."""
+
+    context: str
+    state: str | None
+    after: str
+    cursor: tuple[str, str] | None
+
+    @classmethod
+    def of(cls, request: ListTasksRequest) -> Filters:
+        cursor = None
+        if request.page_token:
+            padded = request.page_token + "=" * (-len(request.page_token) % 4)
+            cursor = tuple(json.loads(base64.urlsafe_b64decode(padded)))
+        return cls(
+            request.context_id or "",
+            parse_state(request.status).value if request.status else None,
+            stamp(AFTER_MS) if request.status_timestamp_after else "",
+            cursor,  # type: ignore[arg-type]
         )
-    params: dict[str, Any] = {
-        "tenant": "",
-        "principal": "",
-        "context": request.context_id,
-        "state": state,
-        "after": after,
-        "overdue": "",
-        "limit": request.page_size + 1,
-    }
-    if cursor is not None:
-        params["cursor_ts"], params["cursor_id"] = cursor
-    return count_sql, page_sql, params
 
 
-def time_sql(conn: sqlite3.Connection, sql: str, params: dict[str, Any], repeat: int) -> float:
-    """p50 of one statement alone, fetched whole, in ms."""
-    for _ in range(3):
-        conn.execute(sql, params).fetchall()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        conn.execute(sql, params).fetchall()
-        times.append(time.perf_counter() - t0)
-    return summary(times)["p50_ms"]
+class SqliteDirect:
+    """The store's two statements, run alone on a second SQLite connection."""
+
+    page_label = "page"
+
+    def __init__(self, path: Path) -> None:
+        self.conn = sqlite3.connect(path)
+
+    def statements(self, request: ListTasksRequest) -> tuple[str, str, dict[str, Any]]:
+        """The count and page SQL the store runs for ``request``, with its parameters
+        (as in sqlite.py's _list: no filter means the count rows, not COUNT(*))."""
+        f = Filters.of(request)
+        count_sql, page_sql = sqlite_list_sql(
+            True,
+            True,
+            bool(f.context),
+            f.state is not None,
+            bool(f.after),
+            False,
+            f.cursor is not None,
+        )
+        if not (f.context or f.after):
+            count_sql = (
+                "SELECT coalesce(sum(n), 0) FROM owner_count WHERE tenant = :tenant"
+                " AND principal = :principal" + (" AND state = :state" if f.state else "")
+            )
+        params: dict[str, Any] = {
+            "tenant": "",
+            "principal": "",
+            "context": f.context,
+            "state": f.state,
+            "after": f.after,
+            "overdue": "",
+            "limit": PAGE + 1,
+        }
+        if f.cursor is not None:
+            params["cursor_ts"], params["cursor_id"] = f.cursor
+        return count_sql, page_sql, params
+
+    async def time(self, request: ListTasksRequest, repeat: int) -> tuple[float, float]:
+        count_sql, page_sql, params = self.statements(request)
+        return self._time(count_sql, params, repeat), self._time(page_sql, params, repeat)
+
+    def _time(self, sql: str, params: dict[str, Any], repeat: int) -> float:
+        """p50 of one statement alone, fetched whole, in ms."""
+        for _ in range(3):
+            self.conn.execute(sql, params).fetchall()
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            self.conn.execute(sql, params).fetchall()
+            times.append(time.perf_counter() - t0)
+        return summary(times)["p50_ms"]
+
+    async def plans(self, request: ListTasksRequest) -> tuple[str, str]:
+        count_sql, page_sql, params = self.statements(request)
+        return self._plan(count_sql, params), self._plan(page_sql, params)
+
+    def _plan(self, sql: str, params: dict[str, Any]) -> str:
+        rows_ = self.conn.execute("EXPLAIN QUERY PLAN " + sql, params).fetchall()
+        return "; ".join(r[3] for r in rows_)
+
+    async def aclose(self) -> None:
+        self.conn.close()
 
 
-def plan(conn: sqlite3.Connection, sql: str, params: dict[str, Any]) -> str:
-    rows_ = conn.execute("EXPLAIN QUERY PLAN " + sql, params).fetchall()
-    return "; ".join(r[3] for r in rows_)
+class PostgresDirect:
+    """The store's listing statement, and the count in it, run alone on a
+    connection of their own."""
+
+    page_label = "statement"  # the whole statement: the count and the page
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    @classmethod
+    async def connect(cls, server: str, schema: str) -> PostgresDirect:
+        import asyncpg
+
+        return cls(await asyncpg.connect(server, server_settings={"search_path": schema}))
+
+    @staticmethod
+    def statements(request: ListTasksRequest) -> tuple[str, list[Any], str, list[Any]]:
+        """The count the store's statement makes for ``request`` and the whole
+        statement, each with its parameters."""
+        from a2ad.store.postgres import _list_sql as pg_list_sql  # needs asyncpg
+
+        f = Filters.of(request)
+        made = pg_list_sql(
+            True,
+            True,
+            True,
+            bool(f.context),
+            f.state is not None,
+            bool(f.after),
+            False,
+            f.cursor is not None,
+        )
+        values: dict[str, Any] = {
+            "tenant": "",
+            "principal": "",
+            "agent": "",
+            "context": f.context,
+            "state": f.state,
+            "after": f.after,
+            "limit": PAGE + 1,
+        }
+        if f.cursor is not None:
+            values["cursor_ts"], values["cursor_id"] = f.cursor
+        params = [values[name] for name in made[-1]]
+        filters = [n for n in made[-1] if n not in ("cursor_ts", "cursor_id", "limit")]
+        if len(made) == 3:
+            # An a2ad from before the one statement (to compare with it): a count
+            # (or the owner's count rows), then the page.
+            count_sql, page_sql, _ = made
+            if not (f.context or f.after):
+                count_sql = (
+                    "SELECT coalesce(sum(n), 0)::bigint FROM owner_count WHERE tenant = $1"
+                    " AND principal = $2 AND agent = $3" + (" AND state = $4" if f.state else "")
+                )
+            return count_sql, params[: len(filters)], page_sql, params
+        statement = made[0]
+        count_sql = statement.split(") AS total (n)")[0].split(" FROM (", 1)[1]
+        return count_sql, params[: len(filters)], statement, params
+
+    async def time(self, request: ListTasksRequest, repeat: int) -> tuple[float, float]:
+        count_sql, count_params, sql, params = self.statements(request)
+        return (
+            await self._time(count_sql, count_params, repeat),
+            await self._time(sql, params, repeat),
+        )
+
+    async def _time(self, sql: str, params: list[Any], repeat: int) -> float:
+        for _ in range(3):
+            await self.conn.fetch(sql, *params)
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            await self.conn.fetch(sql, *params)
+            times.append(time.perf_counter() - t0)
+        return summary(times)["p50_ms"]
+
+    async def plans(self, request: ListTasksRequest) -> tuple[str, str]:
+        count_sql, count_params, sql, params = self.statements(request)
+        return (
+            await self._plan(count_sql, count_params),
+            await self._plan(sql, params),
+        )
+
+    async def _plan(self, sql: str, params: list[Any]) -> str:
+        rows_ = await self.conn.fetch("EXPLAIN (ANALYZE, BUFFERS) " + sql, *params)
+        return "\n      ".join(r[0] for r in rows_)
+
+    async def aclose(self) -> None:
+        await self.conn.close()
 
 
 async def measure(
-    path: Path, exp: Expected, repeat: int, explain: bool
+    store: TaskStore,
+    direct: SqliteDirect | PostgresDirect,
+    exp: Expected,
+    repeat: int,
+    explain: bool,
 ) -> tuple[dict[str, dict[str, Any]], list[str]]:
-    store = SqliteStore(path)
     engine = Engine(EchoAgent(), store)
     results: dict[str, dict[str, Any]] = {}
     plans: list[str] = []
@@ -375,42 +644,39 @@ async def measure(
             deep_token = await walk()
             walks.append(time.perf_counter() - t0)
 
-        direct = sqlite3.connect(path)
-        try:
-            for sc in scenarios(exp.hot, deep_token):
-                resp = await engine.list_tasks(task_query(sc.request), access=ANYONE)
-                assert resp.total_size == exp.totals[sc.name], (
-                    sc.name,
-                    resp.total_size,
-                    exp.totals[sc.name],
-                )
-                keys = [(t.status.timestamp, t.id) for t in resp.tasks]
-                assert keys == sorted(keys, reverse=True)
-                if sc.request.context_id:
-                    assert all(t.context_id == exp.hot for t in resp.tasks)
-                if sc.request.status:
-                    state = parse_state(sc.request.status)
-                    assert all(t.status.state is state for t in resp.tasks)
-                for _ in range(5):  # warm up
-                    await engine.list_tasks(task_query(sc.request), access=ANYONE)
-                times = []
-                for _ in range(repeat):
-                    t0 = time.perf_counter()
-                    await engine.list_tasks(task_query(sc.request), access=ANYONE)
-                    times.append(time.perf_counter() - t0)
-                count_sql, page_sql, params = statements(sc.request)
-                results[sc.name] = {
-                    "total": resp.total_size,
-                    "tasks": len(resp.tasks),
-                    **summary(times),
-                    "count_sql_p50_ms": time_sql(direct, count_sql, params, repeat),
-                    "page_sql_p50_ms": time_sql(direct, page_sql, params, repeat),
-                }
-                if explain:
-                    plans.append(f"  {sc.name}: count: {plan(direct, count_sql, params)}")
-                    plans.append(f"  {sc.name}: page:  {plan(direct, page_sql, params)}")
-        finally:
-            direct.close()
+        for sc in scenarios(exp.hot, deep_token):
+            resp = await engine.list_tasks(task_query(sc.request), access=ANYONE)
+            assert resp.total_size == exp.totals[sc.name], (
+                sc.name,
+                resp.total_size,
+                exp.totals[sc.name],
+            )
+            keys = [(t.status.timestamp, t.id) for t in resp.tasks]
+            assert keys == sorted(keys, reverse=True)
+            if sc.request.context_id:
+                assert all(t.context_id == exp.hot for t in resp.tasks)
+            if sc.request.status:
+                state = parse_state(sc.request.status)
+                assert all(t.status.state is state for t in resp.tasks)
+            for _ in range(5):  # warm up
+                await engine.list_tasks(task_query(sc.request), access=ANYONE)
+            times = []
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                await engine.list_tasks(task_query(sc.request), access=ANYONE)
+                times.append(time.perf_counter() - t0)
+            count_ms, page_ms = await direct.time(sc.request, repeat)
+            results[sc.name] = {
+                "total": resp.total_size,
+                "tasks": len(resp.tasks),
+                **summary(times),
+                "count_sql_p50_ms": count_ms,
+                "page_sql_p50_ms": page_ms,
+            }
+            if explain:
+                count_plan, page_plan = await direct.plans(sc.request)
+                plans.append(f"  {sc.name}: count: {count_plan}")
+                plans.append(f"  {sc.name}: {direct.page_label}:  {page_plan}")
         results[f"walk {DEEP - 1} pages"] = {
             "total": exp.n,
             "tasks": PAGE * (DEEP - 1),
@@ -419,6 +685,7 @@ async def measure(
             "page_sql_p50_ms": None,
         }
     finally:
+        await direct.aclose()
         await store.aclose()
     return results, plans
 
@@ -441,57 +708,120 @@ def machine() -> dict[str, Any]:
     }
 
 
+def run_sqlite(n: int, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    path = workdir / f"tasks-{n}.db"
+    if args.keep and path.exists():
+        exp = expected_from_file(path)
+        assert exp.n == n, f"{path} holds {exp.n} tasks, not {n}"
+        prefill_s = None
+        print(f"N={n}: reusing {path}", file=sys.stderr)
+    else:
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        t0 = time.perf_counter()
+        exp = prefill(path, n)
+        prefill_s = round(time.perf_counter() - t0, 1)
+        print(f"N={n}: prefilled in {prefill_s} s", file=sys.stderr)
+    results, plans = asyncio.run(
+        measure(SqliteStore(path), SqliteDirect(path), exp, args.repeat, args.explain)
+    )
+    size_mb = round(path.stat().st_size / 1e6, 1)
+    print(f"N={n}: measured ({size_mb} MB file)", file=sys.stderr)
+    if plans:
+        print(f"query plans at N={n}:")
+        print("\n".join(plans))
+    if not args.keep:
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+    return {"prefill_s": prefill_s, "db_mb": size_mb, "list": results}
+
+
+async def run_postgres(n: int, args: argparse.Namespace) -> dict[str, Any]:
+    from a2ad.store.postgres import PostgresStore
+
+    server = args.postgres
+    schema = f"a2ad_list_{n}" if args.keep_schema else f"a2ad_list_{n}_{os.getpid()}"
+    reuse = args.keep_schema and await pg_schema_exists(server, schema)
+    try:
+        if reuse:
+            exp = await pg_expected(server, schema)
+            assert exp.n == n, f"schema {schema} holds {exp.n} tasks, not {n}"
+            prefill_s = None
+            print(f"N={n}: reusing schema {schema}", file=sys.stderr)
+        else:
+            await pg_admin(server, f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+            await pg_admin(server, f"CREATE SCHEMA {schema}")
+            t0 = time.perf_counter()
+            exp = await pg_prefill(server, schema, n)
+            prefill_s = round(time.perf_counter() - t0, 1)
+            print(f"N={n}: prefilled schema {schema} in {prefill_s} s", file=sys.stderr)
+        store = PostgresStore(schema_url(server, schema))
+        direct = await PostgresDirect.connect(server, schema)
+        size_mb = round(
+            await direct.conn.fetchval("SELECT pg_total_relation_size('tasks')") / 1e6, 1
+        )
+        results, plans = await measure(store, direct, exp, args.repeat, args.explain)
+        print(f"N={n}: measured (tasks table and indexes {size_mb} MB)", file=sys.stderr)
+        if plans:
+            print(f"query plans at N={n}:")
+            print("\n".join(plans))
+    finally:
+        if not args.keep_schema:
+            await pg_admin(server, f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    return {"prefill_s": prefill_s, "db_mb": size_mb, "list": results}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--store", choices=("sqlite", "postgresql"), default="sqlite")
     parser.add_argument("--sizes", default="1000,100000,1000000", help="comma-separated N")
     parser.add_argument("--repeat", type=int, default=200, help="timed calls per request")
     parser.add_argument(
         "--keep",
         metavar="DIR",
-        help="keep the files in DIR (tasks-N.db) and reuse one already there",
+        help="SQLite: keep the files in DIR (tasks-N.db) and reuse one already there",
     )
-    parser.add_argument("--explain", action="store_true", help="print EXPLAIN QUERY PLAN")
+    parser.add_argument(
+        "--postgres",
+        default=os.environ.get(
+            "A2AD_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
+        ),
+        help="PostgreSQL: the server (a schema of its own is made there)",
+    )
+    parser.add_argument(
+        "--keep-schema",
+        action="store_true",
+        help="PostgreSQL: keep the schema a2ad_list_N, and reuse one already there",
+    )
+    parser.add_argument("--explain", action="store_true", help="print the query plans")
     args = parser.parse_args()
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s]
     if min(sizes) < PAGE * DEEP:
         parser.error(f"every size must be at least {PAGE * DEEP} (page {DEEP} of {PAGE})")
 
-    workdir = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="a2ad-list-"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    report: dict[str, Any] = {"machine": machine(), "repeat": args.repeat, "sizes": {}}
+    report: dict[str, Any] = {
+        "machine": machine(),
+        "store": args.store,
+        "repeat": args.repeat,
+        "sizes": {},
+    }
     print(json.dumps(report["machine"]), file=sys.stderr)
-    try:
+    if args.store == "postgresql":
         for n in sizes:
-            path = workdir / f"tasks-{n}.db"
-            if args.keep and path.exists():
-                exp = expected_from_file(path)
-                assert exp.n == n, f"{path} holds {exp.n} tasks, not {n}"
-                prefill_s = None
-                print(f"N={n}: reusing {path}", file=sys.stderr)
-            else:
-                for suffix in ("", "-wal", "-shm"):
-                    Path(f"{path}{suffix}").unlink(missing_ok=True)
-                t0 = time.perf_counter()
-                exp = prefill(path, n)
-                prefill_s = round(time.perf_counter() - t0, 1)
-                print(f"N={n}: prefilled in {prefill_s} s", file=sys.stderr)
-            results, plans = asyncio.run(measure(path, exp, args.repeat, args.explain))
-            size_mb = round(path.stat().st_size / 1e6, 1)
-            report["sizes"][str(n)] = {"prefill_s": prefill_s, "db_mb": size_mb, "list": results}
-            print(f"N={n}: measured ({size_mb} MB file)", file=sys.stderr)
-            if plans:
-                print(f"query plans at N={n}:")
-                print("\n".join(plans))
+            report["sizes"][str(n)] = asyncio.run(run_postgres(n, args))
+    else:
+        workdir = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="a2ad-list-"))
+        workdir.mkdir(parents=True, exist_ok=True)
+        try:
+            for n in sizes:
+                report["sizes"][str(n)] = run_sqlite(n, args, workdir)
+        finally:
             if not args.keep:
-                for suffix in ("", "-wal", "-shm"):
-                    Path(f"{path}{suffix}").unlink(missing_ok=True)
-    finally:
-        if not args.keep:
-            shutil.rmtree(workdir, ignore_errors=True)
+                shutil.rmtree(workdir, ignore_errors=True)
 
     header = (
         f"{'N':>9}  {'request':<16} {'totalSize':>9} {'p50 ms':>8} {'p99 ms':>8} "
-        f"{'mean ms':>8} {'count ms':>9} {'page ms':>8}"
+        f"{'mean ms':>8} {'count ms':>9} {'page ms' if args.store == 'sqlite' else 'stmt ms':>8}"
     )
     print(header)
     print("-" * len(header))

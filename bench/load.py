@@ -31,6 +31,18 @@ bindings window by window:
     .venv/bin/python bench/load.py --servers a2ad,a2ad-rest --baseline a2ad \
         --workloads send,get,stream
 
+The server ``a2ad-postgres`` is a2ad on PostgreSQL (``--postgres``, default
+A2AD_BENCH_POSTGRES or postgresql://postgres@127.0.0.1:5432/postgres), in a schema
+of its own made for the run and dropped after; beside it the harness reads the CPU
+time of that server's PostgreSQL backends (found by their application_name) per
+operation. The three stores in one run:
+
+    .venv/bin/python bench/load.py --servers a2ad,a2ad-sqlite,a2ad-postgres \
+        --baseline a2ad --workloads send,get,stream,cancel
+
+``--py-spy DIR`` records a py-spy profile of every a2ad server during its first
+measured window of each workload and prints where its samples fell.
+
 The server ``a2ad-auth`` is a2ad with auth on: ``--auth`` with a keys file of a
 few keys (made by ``a2ad auth add-key``), every request carrying one of them as
 ``Authorization: Bearer``; beside ``a2ad`` it gives the cost of authentication:
@@ -51,12 +63,14 @@ import os
 import platform
 import random
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -67,7 +81,7 @@ import httptools
 import uvloop
 
 ROOT = Path(__file__).resolve().parent.parent
-VENV = ROOT / ".venv" / "bin"
+VENV = Path(sys.executable).parent  # the virtualenv this runs in (.venv/bin)
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 perf = time.perf_counter
 RUN = uuid.uuid4().hex[:8]
@@ -83,6 +97,8 @@ SERVER_NAMES = (
     "a2ad-auth",
     "a2ad-before",
     "a2ad-sqlite-before",
+    "a2ad-postgres",
+    "a2ad-postgres-before",
 )
 DEFAULT_SERVERS = SERVER_NAMES[:4]
 
@@ -117,6 +133,8 @@ class Server:
         self.rest = name.endswith("-rest")
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = tempfile.NamedTemporaryFile(prefix=f"load-{name}-", suffix=".log", delete=False)
+        self.schema: str | None = None  # on PostgreSQL: the schema made for it
+        self.database: Database | None = None
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
@@ -139,6 +157,12 @@ class Server:
         with open(f"/proc/{self.pid}/stat", "rb") as f:
             fields = f.read().rsplit(b")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+    async def db_cpu(self) -> float | None:
+        """Seconds of CPU its PostgreSQL backends have used (None: not on PostgreSQL)."""
+        if self.database is None or self.schema is None:
+            return None
+        return await self.database.backends_cpu(self.schema)
 
     def rss(self) -> int:
         with open(f"/proc/{self.pid}/status", "rb") as f:
@@ -214,7 +238,7 @@ def make_keys(path: Path, env: dict[str, str]) -> str:
     return key
 
 
-def server_argv(name: str, port: int, db: Path) -> list[str]:
+def server_argv(name: str, port: int, db: Path, postgres: str = "") -> list[str]:
     name = name.removesuffix("-before")  # the same server, from the --before commit
     name = name.removesuffix("-rest")  # the same server, driven over HTTP+JSON
     if name == "a2ad-auth":  # the same server, with auth on
@@ -224,6 +248,8 @@ def server_argv(name: str, port: int, db: Path) -> list[str]:
         store = ["--store", "memory", "--max-tasks", "1000000"]  # never evicts here
     elif name == "a2ad-sqlite":
         store = ["--store", f"sqlite:///{db}"]
+    elif name == "a2ad-postgres":  # every instance on PostgreSQL needs the key file
+        store = ["--store", postgres, "--secret-key-file", str(db.with_suffix(".key"))]
     if name.startswith("a2ad"):
         return [str(VENV / "a2ad"), "serve", *store, "--port", str(port), "--log-level", "warning"]
     if name.startswith("sdk"):
@@ -245,9 +271,65 @@ def server_argv(name: str, port: int, db: Path) -> list[str]:
 
 
 def remove_db(db: Path) -> None:
-    for suffix in ("", "-wal", "-shm"):
+    for suffix in ("", "-wal", "-shm", "-a2ad.lock", "-a2ad.key"):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(f"{db}{suffix}")
+
+
+class Database:
+    """The PostgreSQL server the a2ad-postgres servers use: a schema per server,
+    and the CPU time of the backends each server's connections run in."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.conn: Any = None
+
+    async def admin(self) -> Any:
+        if self.conn is None:
+            import asyncpg  # type: ignore[import-untyped]
+
+            # a2ad's own parameters (the pool's, timeouts) mean nothing to asyncpg.
+            parts = urllib.parse.urlsplit(self.url)
+            query = [
+                (k, v)
+                for k, v in urllib.parse.parse_qsl(parts.query)
+                if k not in ("pool_min", "pool_max", "connect_timeout", "command_timeout")
+            ]
+            self.conn = await asyncpg.connect(
+                urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(query))),
+                server_settings={"application_name": f"a2ad-load-{RUN}-harness"},
+            )
+        return self.conn
+
+    async def make_schema(self, schema: str) -> str:
+        """A new schema; the store URL of a server using it (its backends named by it)."""
+        conn = await self.admin()
+        await conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        await conn.execute(f"CREATE SCHEMA {schema}")
+        separator = "&" if "?" in self.url else "?"
+        return f"{self.url}{separator}search_path={schema}&application_name={schema}"
+
+    async def drop_schema(self, schema: str) -> None:
+        conn = await self.admin()
+        await conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+    async def backends_cpu(self, schema: str) -> float:
+        conn = await self.admin()
+        pids = await conn.fetch(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = $1", schema
+        )
+        total = 0.0
+        for (pid,) in pids:
+            with contextlib.suppress(OSError):  # a backend that just ended
+                with open(f"/proc/{pid}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / CLK_TCK
+        return total
+
+    async def aclose(self) -> None:
+        if self.conn is not None:
+            await self.conn.close()
+            self.conn = None
 
 
 async def start_servers(names: list[str], args: argparse.Namespace) -> list[Server]:
@@ -263,25 +345,37 @@ async def start_servers(names: list[str], args: argparse.Namespace) -> list[Serv
         if name.startswith("a2ad-sqlite"):
             remove_db(db)
         port = free_port()
+        postgres, schema = "", None
+        if name.startswith("a2ad-postgres"):
+            schema = f"a2ad_load_{RUN}_{name.replace('-', '_')}"
+            postgres = await args.database.make_schema(schema)
+            db.with_suffix(".key").unlink(missing_ok=True)
         if name == "a2ad-auth":
             keys = db.with_suffix(".keys.toml")
             keys.unlink(missing_ok=True)
             AUTH_HEADERS[port] = b"Authorization: Bearer %s\r\n" % make_keys(keys, env).encode()
-        server = Server(name, server_argv(name, port, db), port, env)
+        server = Server(name, server_argv(name, port, db, postgres), port, env)
+        if schema is not None:
+            server.schema, server.database = schema, args.database
         server.start()
         servers.append(server)
     try:
         await asyncio.gather(*(s.wait_ready() for s in servers))
     except BaseException:
-        stop_servers(servers)
+        await stop_servers(servers)
         raise
     return servers
 
 
-def stop_servers(servers: list[Server]) -> None:
+async def stop_servers(servers: list[Server]) -> None:
     for server in servers:
         server.stop()
-    remove_db(Path(tempfile.gettempdir()) / f"a2ad-load-{RUN}.db")
+        if server.database is not None and server.schema is not None:
+            await server.database.drop_schema(server.schema)
+    for db in Path(tempfile.gettempdir()).glob(f"a2ad-load-{RUN}-*.db"):
+        remove_db(db)
+    for key in Path(tempfile.gettempdir()).glob(f"a2ad-load-{RUN}-*.key"):
+        key.unlink(missing_ok=True)
     for keys in Path(tempfile.gettempdir()).glob(f"a2ad-load-{RUN}-*.keys.toml"):
         keys.unlink(missing_ok=True)
 
@@ -467,6 +561,7 @@ class Window:
     error_sample: str = ""
     core0_steal: float = 0.0  # seconds the hypervisor took from the server's core
     core0_other: float = 0.0  # seconds core 0 was busy but not charged to the server
+    db_cpu: float | None = None  # seconds of CPU of the server's PostgreSQL backends
 
     def fail(self, what: object) -> None:
         self.errors += 1
@@ -657,6 +752,7 @@ async def run_window(
     conns = [await connect(server.port) for _ in range(workload.concurrency)]
     gc.disable()
     try:
+        db0 = await server.db_cpu()
         cpu0, gen0, stat0 = server.cpu(), time.process_time(), core_times(0)
         t0 = perf()
         end = t0 + seconds
@@ -672,6 +768,9 @@ async def run_window(
         w.gen_cpu = time.process_time() - gen0
         await asyncio.sleep(0.05)  # let the server finish what the last requests started
         w.cpu = server.cpu() - cpu0
+        db1 = await server.db_cpu()
+        if db0 is not None and db1 is not None:
+            w.db_cpu = db1 - db0
         stat1 = core_times(0)
         w.core0_steal = stat1[1] - stat0[1]
         w.core0_other = max(0.0, stat1[0] - stat0[0] - w.cpu)
@@ -822,6 +921,95 @@ async def fanout_run(
     return result
 
 
+# --------------------------------------------------------------------------- profiles
+
+# Where a sample's time went: the innermost frame of the stack that matches,
+# first pattern first; a stack none matches is "other".
+SPY_PARTS = (
+    ("PostgreSQL driver (asyncpg)", ("asyncpg/",)),
+    ("a2ad store", ("a2ad/store/",)),
+    ("a2ad engine", ("a2ad/engine/", "a2ad/agent", "a2ad/agents/")),
+    ("a2ad server and protocol", ("a2ad/server/", "a2ad/protocol/")),
+    ("HTTP (uvicorn, h11, httptools)", ("uvicorn/", "httptools", "h11/", "starlette/")),
+    ("event loop (asyncio, uvloop)", ("asyncio/", "uvloop/")),
+)
+SPY_RATE = 200  # samples a second
+
+
+async def start_spy(
+    args: argparse.Namespace, server: Server, workload: Workload
+) -> tuple[subprocess.Popen[bytes], Path] | None:
+    """py-spy recording ``server`` (an a2ad) until stop_spy, if --py-spy asked for it."""
+    if args.py_spy is None or not server.name.startswith("a2ad"):
+        return None
+    out = Path(args.py_spy) / f"{workload.name}-{server.name}.txt"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    spy = subprocess.Popen(
+        [
+            str(VENV / "py-spy"),
+            "record",
+            "--pid",
+            str(server.pid),
+            "--rate",
+            str(SPY_RATE),
+            "--format",
+            "raw",
+            "--nonblocking",  # sample without stopping the server
+            "--output",
+            str(out),
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=pin(1),  # beside the harness, not on the server's core
+    )
+    await asyncio.sleep(1.0)  # attached before the window opens
+    return spy, out
+
+
+def stop_spy(spy: tuple[subprocess.Popen[bytes], Path], seconds: float) -> dict[str, Any]:
+    proc, out = spy
+    proc.send_signal(signal.SIGINT)  # py-spy writes its file on Ctrl-C
+    proc.wait(30)
+    parts: dict[str, int] = {name: 0 for name, _ in SPY_PARTS}
+    parts["other"] = 0
+    samples = 0
+    with contextlib.suppress(FileNotFoundError):
+        for line in out.read_text().splitlines():
+            stack, _, count = line.rpartition(" ")
+            n = int(count)
+            samples += n
+            frames = stack.split(";")
+            part = "other"
+            for frame in reversed(frames):
+                found = next(
+                    (name for name, keys in SPY_PARTS if any(k in frame for k in keys)), None
+                )
+                if found is not None:
+                    part = found
+                    break
+            parts[part] += n
+    # The window plus the second before it and the moment after: about this many
+    # samples if the server's threads never waited.
+    return {
+        "file": str(out),
+        "samples": samples,
+        "busy": samples / (SPY_RATE * (seconds + 1.0)),
+        "parts": {name: n / samples if samples else 0.0 for name, n in parts.items()},
+    }
+
+
+def print_profile(workload: str, server: str, profile: dict[str, Any]) -> None:
+    parts = ", ".join(
+        f"{name} {share:.0%}"
+        for name, share in sorted(profile["parts"].items(), key=lambda kv: -kv[1])
+    )
+    print(
+        f"  py-spy {server} {workload}: {profile['samples']} samples, busy ~{profile['busy']:.0%}"
+        f" of one thread; {parts}"
+    )
+
+
 # --------------------------------------------------------------------------- stats, output
 
 
@@ -852,6 +1040,10 @@ def summarize(windows: list[Window]) -> dict[str, Any]:
         "core0_steal": sum(w.core0_steal for w in windows) / sum(w.elapsed for w in windows),
         "core0_other": sum(w.core0_other for w in windows) / sum(w.elapsed for w in windows),
     }
+    db = [w.db_cpu for w in windows if w.db_cpu is not None]
+    if db:  # CPU of the PostgreSQL backends per operation, and as a share of a core
+        out["db_cpu_us"] = sum(db) / done * 1e6 if done else float("nan")
+        out["db_cpu"] = sum(db) / sum(w.elapsed for w in windows)
     if extra:
         out["extra_p50_ms"] = pct(extra, 50) * 1000
         out["extra_p99_ms"] = pct(extra, 99) * 1000
@@ -980,9 +1172,16 @@ async def throughput_phase(args: argparse.Namespace, report: dict[str, Any]) -> 
             for r in range(args.rounds):
                 k = r % len(servers)
                 for s in servers[k:] + servers[:k]:
+                    spy = await start_spy(args, s, workload) if r == 0 else None
                     windows[s.name].append(
                         await run_window(s, workload, states[s.name], args.seconds)
                     )
+                    if spy is not None:
+                        profile = stop_spy(spy, args.seconds)
+                        report.setdefault("profiles", {}).setdefault(workload.name, {})[s.name] = (
+                            profile
+                        )
+                        print_profile(workload.name, s.name, profile)
             rows = {name: summarize(ws) for name, ws in windows.items()}
             add_ratios(rows, windows, args.baseline)
             if isinstance(workload, Cancel):
@@ -993,7 +1192,7 @@ async def throughput_phase(args: argparse.Namespace, report: dict[str, Any]) -> 
             report["fanout"] = await fanout_phase(args, servers)
         report["rss_after_throughput"] = {s.name: s.rss() for s in servers}
     finally:
-        stop_servers(servers)
+        await stop_servers(servers)
 
 
 async def verify_canceled(servers: list[Server], workload: Cancel, rows: dict[str, Any]) -> None:
@@ -1022,6 +1221,7 @@ def print_workload(
         f"p50 ms ({workload.lat_label})",
         "p99 ms",
         "server CPU µs/op",
+        "db CPU µs/op",
         f"× {baseline} rate",
         f"× {baseline} CPU",
         "errors",
@@ -1029,7 +1229,7 @@ def print_workload(
         "gen CPU",
     ]
     if workload.extra_label:
-        header[8:8] = [f"{workload.extra_label} p50 ms", "p99 ms"]
+        header[9:9] = [f"{workload.extra_label} p50 ms", "p99 ms"]
     table = []
     for name, row in rows.items():
         line = [
@@ -1038,6 +1238,7 @@ def print_workload(
             fmt(row["p50_ms"], 2),
             fmt(row["p99_ms"], 2),
             fmt(row["cpu_us"], 0),
+            fmt(row.get("db_cpu_us"), 0),
             fmt(row.get("x_rate"), 2),
             fmt(row.get("x_cpu"), 2),
             str(row["errors"]),
@@ -1045,7 +1246,7 @@ def print_workload(
             f"{row['gen_cpu'] * 100:.0f}%",
         ]
         if workload.extra_label:
-            line[8:8] = [fmt(row.get("extra_p50_ms"), 2), fmt(row.get("extra_p99_ms"), 2)]
+            line[9:9] = [fmt(row.get("extra_p50_ms"), 2), fmt(row.get("extra_p99_ms"), 2)]
         table.append(line)
     print_table(header, table)
     for name, row in rows.items():
@@ -1062,6 +1263,9 @@ def print_workload(
         for name, row in rows.items()
     )
     print(f"  core 0 busy with the server / with anything else (irq, others) / stolen: {noise}")
+    db = ", ".join(f"{name} {row['db_cpu']:.0%}" for name, row in rows.items() if "db_cpu" in row)
+    if db:
+        print(f"  the server's PostgreSQL backends (any core), busy: {db}")
 
 
 async def fanout_phase(args: argparse.Namespace, servers: list[Server]) -> dict[str, Any]:
@@ -1182,7 +1386,7 @@ async def memory_phase(args: argparse.Namespace, report: dict[str, Any]) -> None
                 + [fmt(done / took, 0), str(errors)]
             )
         finally:
-            stop_servers(servers)
+            await stop_servers(servers)
     header = (
         ["server", "RSS MiB at start"]
         + [f"RSS MiB +{n:,}" for n in sizes]
@@ -1222,15 +1426,19 @@ async def main(args: argparse.Namespace) -> None:
         },
         "workloads": {},
     }
+    args.database = Database(args.postgres)
     t0 = perf()
     print(
         f"a2ad load benchmark ({report['mode']}): {', '.join(args.servers)}; "
         f"{args.rounds} rounds × {args.seconds} s per workload and server; "
         f"a2ad from {args.a2ad_from}"
     )
-    await throughput_phase(args, report)
-    if "memory" in args.workloads:
-        await memory_phase(args, report)
+    try:
+        await throughput_phase(args, report)
+        if "memory" in args.workloads:
+            await memory_phase(args, report)
+    finally:
+        await args.database.aclose()
     report["seconds"] = round(perf() - t0, 1)
     print(f"total {report['seconds']} s")
     print(json.dumps(report, separators=(",", ":")))
@@ -1262,6 +1470,20 @@ def parse_args() -> argparse.Namespace:
         "--memory-idle", type=float, help="seconds idle CPU is read after each size (5; quick 0.5)"
     )
     p.add_argument("--baseline", default="sdk", help="the server ratios are taken against")
+    p.add_argument(
+        "--postgres",
+        default=os.environ.get(
+            "A2AD_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
+        ),
+        help="the PostgreSQL server of a2ad-postgres (a schema of its own is made there); "
+        "a2ad's query parameters (pool_max, ...) pass through",
+    )
+    p.add_argument(
+        "--py-spy",
+        metavar="DIR",
+        help="record each a2ad server with py-spy during its first window of each workload "
+        "(raw stacks in DIR) and print where the samples fell",
+    )
     src = p.add_mutually_exclusive_group()
     src.add_argument("--a2ad-src", type=Path, help="run a2ad from this src/ (PYTHONPATH)")
     src.add_argument(
@@ -1291,7 +1513,9 @@ def parse_args() -> argparse.Namespace:
             setattr(args, key, value)
     args.servers = [s for s in args.servers.split(",") if s]
     if args.before:
-        args.servers += [f"{s}-before" for s in ("a2ad", "a2ad-sqlite") if s in args.servers]
+        args.servers += [
+            f"{s}-before" for s in ("a2ad", "a2ad-sqlite", "a2ad-postgres") if s in args.servers
+        ]
     args.workloads = [w for w in args.workloads.split(",") if w]
     args.memory_sizes = sorted(int(n) for n in str(args.memory_sizes).split(","))
     for name in args.servers:

@@ -13,7 +13,7 @@ import pytest
 
 from a2ad import Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 from a2ad.store import store_from_url
-from a2ad.store.base import Lease, SequenceConflictError, StoreError
+from a2ad.store.base import Lease, ListQuery, SequenceConflictError, StoreError
 
 from ..postgres import fresh_schema
 from ..test_cli import run_a2ad
@@ -30,11 +30,19 @@ from a2ad.store.postgres import (  # noqa: E402  (after the skip: it needs async
 T0 = "2026-01-01T00:00:00.000Z"
 
 
-def new_task() -> Task:
+def new_task(context_id: str = "ctx") -> Task:
     return Task(
         id=str(uuid.uuid4()),
-        context_id="ctx",
+        context_id=context_id,
         status=TaskStatus(state=TaskState.SUBMITTED, timestamp=T0),
+    )
+
+
+def done(task: Task) -> TaskStatusUpdateEvent:
+    return TaskStatusUpdateEvent(
+        task_id=task.id,
+        context_id=task.context_id,
+        status=TaskStatus(state=TaskState.COMPLETED, timestamp="2026-01-01T00:01:00.000Z"),
     )
 
 
@@ -125,6 +133,47 @@ async def test_a_write_whose_caller_is_cancelled_is_stored(url: str) -> None:
     async with PostgresStore(url) as again:  # the first's aclose waited for it
         stored = await again.get(task.id)
         assert stored is not None and stored.seq == 1
+
+
+async def test_a_contexts_total_counts_every_instances_creates_and_evictions(url: str) -> None:
+    # Each context's count is one row that concurrent creates update in turn.
+    async with PostgresStore(url) as a, PostgresStore(url) as b:
+        tasks = [new_task() for _ in range(40)]
+        await asyncio.gather(*(s.create(t) for t, s in zip(tasks, [a, b] * 20, strict=True)))
+        for task in tasks:  # finished, so evictable
+            await a.append(task.id, 0, [done(task)])
+        async with PostgresStore(url, max_tasks=30) as capped:
+            await capped.create(new_task())  # evicts down to the cap
+        page = await b.list(ListQuery(page_size=1, context_id="ctx"))
+        assert page.total == 30 == (await a.list(ListQuery(page_size=1))).total
+        assert len(await a.delete_terminal("9999", 100)) == 29
+        assert (await a.list(ListQuery(page_size=1, context_id="ctx"))).total == 1
+    conn = await asyncpg.connect(url)
+    try:  # a context's row goes with its last task: the counts do not pile up
+        await conn.execute("DELETE FROM tasks")
+        assert await conn.fetchval("SELECT count(*) FROM context_count") == 0
+    finally:
+        await conn.close()
+
+
+async def test_retention_on_two_instances_keeps_every_contexts_total(url: str) -> None:
+    # Tasks of several contexts deleted by two instances at once, in batches that
+    # share contexts: each context's total ends right, its row gone with its tasks.
+    async with PostgresStore(url) as a, PostgresStore(url) as b:
+        tasks = [new_task(context_id=f"c{i % 6}") for i in range(60)]
+        await asyncio.gather(*(s.create(t) for t, s in zip(tasks, [a, b] * 30, strict=True)))
+        for task in tasks[:48]:
+            await a.append(task.id, 0, [done(task)])
+        while any(await asyncio.gather(*(s.delete_terminal("9999", 7) for s in (a, b, a, b)))):
+            pass
+        for context in range(6):
+            page = await b.list(ListQuery(page_size=1, context_id=f"c{context}"))
+            assert page.total == 2  # the two of each context still submitted
+    conn = await asyncpg.connect(url)
+    try:
+        assert await conn.fetchval("SELECT sum(n) FROM context_count") == 12
+    finally:
+        await conn.close()
 
 
 async def test_an_unreachable_server_is_named_by_host_and_port_without_the_password() -> None:

@@ -1220,6 +1220,33 @@ async def test_listing_by_owner_and_by_tenant_sees_only_theirs_with_their_totals
     assert total == 12
 
 
+async def test_a_contexts_total_follows_its_tasks_created_and_deleted(store: TaskStore) -> None:
+    for i, principal in enumerate(["ann", "ann", "bob", "ann"]):
+        await put(
+            store,
+            new_task(f"t{i}", context_id="C", timestamp=ts(0)),
+            (TaskState.COMPLETED, ts(i + 1)),
+        )
+        await store.create(new_task(f"o{i}", context_id="other"), tenant="x", principal=principal)
+
+    async def total(**query: Any) -> int:
+        return (await store.list(ListQuery(page_size=2, context_id="C", **query))).total
+
+    assert await total() == 4
+    assert await store.delete_terminal(ts(3), 10) == ["t0", "t1"]
+    assert await total() == 2
+    assert await store.delete_terminal(ts(9), 10) == ["t2", "t3"]
+    assert await total() == 0
+    await store.create(new_task("again", context_id="C"))
+    assert await total() == 1
+    page = await store.list(ListQuery(page_size=10, tenant="x", context_id="other"))
+    assert page.total == 4 and len(page.tasks) == 4  # a tenant's, over its principals
+    page = await store.list(
+        ListQuery(page_size=10, tenant="x", principal="bob", context_id="other")
+    )
+    assert page.total == 1 and [t.id for t in page.tasks] == ["o2"]
+
+
 async def test_an_owners_pages_walk_only_its_tasks(store: TaskStore) -> None:
     mine = []
     for i in range(7):

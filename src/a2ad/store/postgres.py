@@ -136,14 +136,17 @@ _INSERT_TASK = """INSERT INTO tasks (id, context_id, state, status_ts, seq, evic
     agent) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
     ON CONFLICT (message_key) WHERE message_key IS NOT NULL DO NOTHING RETURNING 1"""
 _KEY_OF_TASK = "SELECT id FROM tasks WHERE message_key = $1"
-# _COUNTER_ORDER: creating or deleting a task updates two counter rows (trigger
-# a2ad_count_tasks): its slot's in task_count, then its slot, owner and state's in
-# owner_count. A transaction that creates or deletes several tasks does so in
-# the order of (slot, tenant, principal, agent, state), so that every transaction
-# takes counter rows in one order and two of them (retention on two instances,
-# creates evicting at the cap) cannot deadlock; a state change takes its two
-# owner_count rows in state order, which agrees.
-_COUNTED = "hashtext(id) & 15, tenant, principal, agent, state"
+# _COUNTER_ORDER: creating or deleting a task updates three counter rows (triggers
+# a2ad_count_tasks, then a2ad_count_contexts): its slot's in task_count, its slot,
+# owner and state's in owner_count, then its context and owner's in context_count.
+# A transaction that creates or deletes several tasks does so in the order of
+# (slot, tenant, principal, agent, state), so that every transaction takes counter
+# rows in one order and two of them (retention on two instances, creates evicting
+# at the cap) cannot deadlock; a state change takes its two owner_count rows in
+# state order, which agrees. The slot is the context's, so that a context's row is
+# only ever taken by the transaction holding its slot's task_count row, whatever
+# order that transaction takes its tasks of one slot in.
+_COUNTED = "hashtext(context_id) & 15, tenant, principal, agent, state"
 _EVICTABLE = f"""SELECT id, evict_class, {_COUNTED} FROM tasks WHERE evict_class IS NOT NULL
     ORDER BY evict_class, evict_order LIMIT $1 FOR UPDATE SKIP LOCKED"""
 _SLOT = "SELECT hashtext($1::text) & 15"
@@ -210,6 +213,10 @@ _ADD_USAGE = """INSERT INTO usage_totals AS u (day, tenant, principal, model, pr
 # --- listing ---
 
 
+def _where(terms: Sequence[str]) -> str:
+    return "".join(f" {'WHERE' if i == 0 else 'AND'} {term}" for i, term in enumerate(terms))
+
+
 @cache
 def _list_sql(
     tenant: bool,
@@ -220,9 +227,15 @@ def _list_sql(
     after: bool,
     overdue: bool,
     cursor: bool,
-) -> tuple[str, str, tuple[str, ...]]:
-    """(count, page, parameter names) for one combination of filters; the page
-    takes ``limit`` after the count's parameters, then the cursor's."""
+) -> tuple[str, tuple[str, ...]]:
+    """The statement that lists with one combination of filters, and its
+    parameters' names: the filters', then the cursor's, then ``limit``.
+
+    One statement, so the total and the page come from one snapshot in one
+    round trip, with no transaction around them. Each row is (total, status
+    timestamp, id, body), newest first; an empty page is one row of the total
+    and NULLs. The total is an exact count only where no count rows answer it:
+    with a time, deadline or context-and-state filter."""
     terms: list[str] = []
     names: list[str] = []
     for given, name, term in (
@@ -237,24 +250,28 @@ def _list_sql(
         if given:
             names.append(name)
             terms.append(term.format(len(names)))
-    count = "SELECT count(*) FROM tasks" + "".join(
-        f" {'WHERE' if i == 0 else 'AND'} {term}" for i, term in enumerate(terms)
-    )
+    if after or overdue or (context and state):
+        count = f"SELECT count(*) FROM tasks{_where(terms)}"
+    elif context:  # and the owner: the context's count rows have those columns
+        count = f"SELECT coalesce(sum(n), 0)::bigint FROM context_count{_where(terms)}"
+    elif terms:  # owner and state: the count rows have those columns
+        count = f"SELECT coalesce(sum(n), 0)::bigint FROM owner_count{_where(terms)}"
+    else:
+        count = _COUNT_ALL
     page_names = [*names]
     if cursor:
         page_names += ["cursor_ts", "cursor_id"]
         terms.append(f"(status_ts, id) < (${len(page_names) - 1}, ${len(page_names)})")
     page_names.append("limit")
-    where = "".join(f" {'WHERE' if i == 0 else 'AND'} {term}" for i, term in enumerate(terms))
-    page = (
-        f"SELECT status_ts, id, body FROM tasks{where}"
-        f" ORDER BY status_ts DESC, id DESC LIMIT ${len(page_names)}"
-    )
-    return count, page, tuple(page_names)
+    statement = f"""SELECT total.n, page.status_ts, page.id, page.body FROM ({count}) AS total (n)
+        LEFT JOIN LATERAL (SELECT status_ts, id, body FROM tasks{_where(terms)}
+            ORDER BY status_ts DESC, id DESC LIMIT ${len(page_names)}) AS page ON true
+        ORDER BY page.status_ts DESC, page.id DESC"""
+    return statement, tuple(page_names)
 
 
 async def _list(conn: Connection, query: ListQuery) -> ListPage:
-    count_sql, page_sql, names = _list_sql(
+    statement, names = _list_sql(
         query.tenant is not None,
         query.principal is not None,
         query.agent is not None,
@@ -276,28 +293,16 @@ async def _list(conn: Connection, query: ListQuery) -> ListPage:
     }
     if query.cursor is not None:
         values["cursor_ts"], values["cursor_id"] = query.cursor
-    params = [values[name] for name in names]
-    filters = [n for n in names if n not in ("cursor_ts", "cursor_id", "limit")]
-    if query.context_id or query.updated_after or query.overdue_at:
-        total = await conn.fetchval(count_sql, *params[: len(filters)])
-    elif not filters:
-        total = await conn.fetchval(_COUNT_ALL)
-    else:
-        where = " AND ".join(f"{_COLUMN[n]} = ${i}" for i, n in enumerate(filters, 1))
-        total = await conn.fetchval(
-            f"SELECT coalesce(sum(n), 0)::bigint FROM owner_count WHERE {where}",
-            *params[: len(filters)],
-        )
-    rows = await conn.fetch(page_sql, *params)
-    tasks = [decode_task(row[2]) for row in rows[: query.page_size]]
+    rows = await conn.fetch(statement, *[values[name] for name in names])
+    total = rows[0][0]
+    if rows[0][2] is None:  # no task on this page
+        rows = []
+    tasks = [decode_task(row[3]) for row in rows[: query.page_size]]
     next_cursor: Cursor | None = None
     if len(rows) > query.page_size:
         last = rows[query.page_size - 1]
-        next_cursor = (last[0], last[1])
+        next_cursor = (last[1], last[2])
     return ListPage(tasks, next_cursor, int(total))
-
-
-_COLUMN = {"tenant": "tenant", "principal": "principal", "agent": "agent", "state": "state"}
 
 
 # --- writes ---
@@ -831,7 +836,7 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns):
             else:
                 # The new task's insert takes its place among the victims' deletes
                 # in counter order (see _COUNTER_ORDER).
-                slot = await conn.fetchval(_SLOT, task.id)
+                slot = await conn.fetchval(_SLOT, final.context_id)
                 mine = (slot, tenant, principal, agent, final.status.state.value)
                 steps = [(mine, ""), *((tuple(v[2:]), v[0]) for v in victims)]
                 for _, victim in sorted(steps, key=lambda step: step[0]):
@@ -917,12 +922,7 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns):
         return await self._read(events, task_id)
 
     async def list(self, query: ListQuery) -> ListPage:
-        async def list_(conn: Connection) -> ListPage:
-            # One snapshot for the count and the page.
-            async with conn.transaction(isolation="repeatable_read", readonly=True):
-                return await _list(conn, query)
-
-        return await self._read(list_)
+        return await self._read(lambda conn: _list(conn, query))
 
     # --- the Upkeep contract ---
 

@@ -12,10 +12,15 @@ these differences:
 - Text that is compared or ordered (ids, timestamps, owners) is ``COLLATE "C"``:
   byte order, as SQLite compares, whatever the database's locale.
 - The counts that make a listing's total one lookup (``task_count``,
-  ``owner_count``) are spread over 16 slots by a hash of the task id and summed
-  on read, so that concurrent creates from several instances do not all queue
-  for one counter row; a state change updates its two counter rows in state
-  order, so that two such changes cannot deadlock.
+  ``owner_count``) are spread over 16 slots by a hash of the task's context and
+  summed on read, so that concurrent creates from several instances do not all
+  queue for one counter row; a state change updates its two counter rows in
+  state order, so that two such changes cannot deadlock.
+- ``context_count`` keeps each context's number of tasks per owner (SQLite
+  counts them from an index: fast there, ten times slower here). Its row is
+  taken after the slot's ``task_count`` row (the triggers run in name order),
+  and every task of a context has the context's slot, so the lock order of
+  postgres.py's _COUNTER_ORDER covers it.
 - ``tasks.webhooks`` is kept by the store's own statements, not by triggers.
 - ``webhooks.n`` orders a task's webhooks oldest first (SQLite's rowid).
 - A message key is unique (``tasks_by_message_key``, and ``message_keys``'s
@@ -146,7 +151,7 @@ _SCHEMA_V1 = (
         bucket smallint;
     BEGIN
         IF TG_OP = 'INSERT' THEN
-            bucket := hashtext(NEW.id) & 15;
+            bucket := hashtext(NEW.context_id) & 15;
             INSERT INTO task_count AS c (slot, n) VALUES (bucket, 1)
                 ON CONFLICT (slot) DO UPDATE SET n = c.n + 1;
             INSERT INTO owner_count AS c (tenant, principal, agent, state, slot, n)
@@ -154,13 +159,13 @@ _SCHEMA_V1 = (
                 ON CONFLICT (tenant, principal, agent, state, slot)
                 DO UPDATE SET n = c.n + 1;
         ELSIF TG_OP = 'DELETE' THEN
-            bucket := hashtext(OLD.id) & 15;
+            bucket := hashtext(OLD.context_id) & 15;
             UPDATE task_count SET n = n - 1 WHERE slot = bucket;
             UPDATE owner_count SET n = n - 1 WHERE tenant = OLD.tenant
                 AND principal = OLD.principal AND agent = OLD.agent AND state = OLD.state
                 AND slot = bucket;
         ELSIF NEW.state <> OLD.state THEN
-            bucket := hashtext(NEW.id) & 15;
+            bucket := hashtext(NEW.context_id) & 15;
             -- In state order, so that two changes of one owner's tasks cannot deadlock.
             INSERT INTO owner_count AS c (tenant, principal, agent, state, slot, n)
                 SELECT NEW.tenant, NEW.principal, NEW.agent, change.state, bucket, change.d
@@ -174,6 +179,43 @@ _SCHEMA_V1 = (
     $$""",
     """CREATE TRIGGER tasks_count AFTER INSERT OR DELETE OR UPDATE OF state ON tasks
         FOR EACH ROW EXECUTE FUNCTION a2ad_count_tasks()""",
+    # The tasks of each context and owner, so that a listing by context has its
+    # total in one row, as one by state has (an exact count costs about half a
+    # microsecond a task: 5 ms for a context of 10,000). One row per context and
+    # owner, not slots: a context's tasks are mostly made one after another, and
+    # a row is deleted when its context has no task left. A task's context and
+    # owner never change, so only inserts and deletes count. This trigger runs
+    # after tasks_count (name order), under the row of the context's slot.
+    """CREATE TABLE context_count (
+        context_id text COLLATE "C" NOT NULL,
+        tenant text COLLATE "C" NOT NULL,
+        principal text COLLATE "C" NOT NULL,
+        agent text COLLATE "C" NOT NULL,
+        n bigint NOT NULL,
+        PRIMARY KEY (context_id, tenant, principal, agent)
+    )""",
+    """CREATE FUNCTION a2ad_count_contexts() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE
+        remaining bigint;
+    BEGIN
+        IF TG_OP = 'INSERT' THEN
+            INSERT INTO context_count AS c (context_id, tenant, principal, agent, n)
+                VALUES (NEW.context_id, NEW.tenant, NEW.principal, NEW.agent, 1)
+                ON CONFLICT (context_id, tenant, principal, agent) DO UPDATE SET n = c.n + 1;
+        ELSE
+            UPDATE context_count SET n = n - 1 WHERE context_id = OLD.context_id
+                AND tenant = OLD.tenant AND principal = OLD.principal AND agent = OLD.agent
+                RETURNING n INTO remaining;
+            IF remaining = 0 THEN
+                DELETE FROM context_count WHERE context_id = OLD.context_id
+                    AND tenant = OLD.tenant AND principal = OLD.principal AND agent = OLD.agent;
+            END IF;
+        END IF;
+        RETURN NULL;
+    END
+    $$""",
+    """CREATE TRIGGER tasks_count_contexts AFTER INSERT OR DELETE ON tasks
+        FOR EACH ROW EXECUTE FUNCTION a2ad_count_contexts()""",
     # Every append signals "task <id> has events up to <seq>" to the instances
     # listening on this schema's channel (postgres_signals.py), in the append's
     # own transaction: delivered when it commits, never when it rolls back.
