@@ -1,4 +1,5 @@
-"""The ``a2ad`` command: ``serve`` runs a server; ``send``, ``tasks …`` and
+"""The ``a2ad`` command: ``serve`` runs a server (``worker`` runs the agents of
+a ``serve --no-run`` front); ``send``, ``tasks …`` and
 ``card`` talk to any A2A server; ``usage`` reads an a2ad server's token usage;
 ``mcp`` serves the task tools to an MCP client; ``auth add-key`` makes the API
 keys ``serve --auth`` takes; ``demo`` serves the lab's agents.
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import typer
 
-from . import auth, card, demo, mcp, send, serve, tasks, usage
+from . import auth, card, demo, mcp, send, serve, tasks, usage, worker
 
 __all__ = ["app", "main"]
 
@@ -28,6 +29,7 @@ def _root() -> None:
 
 
 app.command("serve")(serve.serve)
+app.command("worker")(worker.worker)
 app.command("demo")(demo.demo)
 app.command("mcp")(mcp.mcp)
 app.command("send")(send.send)

@@ -42,14 +42,14 @@ from ..server.connections import (
 )
 from ..server.limits import MAX_BODY_BYTES, MAX_PART_BYTES
 from ..store import DEFAULT_STORE, store_from_url
-from ..store.base import MAX_ARTIFACTS, MAX_HISTORY, StoreError, TaskStore
+from ..store.base import MAX_ARTIFACTS, MAX_HISTORY, StoreError, TaskStore, Turns
 from ..store.memory import MemoryStore
 from ..store.sqlite_group import SqliteGroup
 from ..tools import ENV_TOKEN, ENV_URL
 from .auth import ENV_AUTH_FILE
 from .logs import configure_logging
 
-__all__ = ["serve"]
+__all__ = ["serve", "workers_store"]
 
 console = Console(stderr=True)
 T = TypeVar("T")
@@ -198,6 +198,14 @@ def serve(
             help="Tasks of a server that died (no heartbeat for this long) are failed.",
         ),
     ] = 15.0,
+    no_run: Annotated[
+        bool,
+        typer.Option(
+            "--no-run",
+            help="Run no agents here: store each task for `a2ad worker` processes to run "
+            "(PostgreSQL store only); this server serves the requests.",
+        ),
+    ] = False,
     max_connections: Annotated[
         int,
         typer.Option(
@@ -468,6 +476,9 @@ def _parse(flags: dict[str, Any], *, group: SqliteGroup | None = None) -> Parsed
     rate_limit = flags["rate_limit"]
     if not math.isfinite(rate_limit):
         raise ValueError(f"--rate-limit {rate_limit}: give a number of requests a second")
+    task_store = store_from_url(flags["store"], max_tasks=flags["max_tasks"], group=group)
+    if flags["no_run"]:
+        workers_store(task_store, "a2ad serve --no-run")
     return Parsed(
         grace=_duration(parse_duration, flags["shutdown_grace"], "--shutdown-grace"),
         keep=_duration(parse_optional_duration, flags["retention"], "--retention"),
@@ -484,7 +495,7 @@ def _parse(flags: dict[str, Any], *, group: SqliteGroup | None = None) -> Parsed
             roles_claim=flags["auth_jwt_roles_claim"],
             oidc_url=flags["auth_jwt_oidc_url"],
         ),
-        store=store_from_url(flags["store"], max_tasks=flags["max_tasks"], group=group),
+        store=task_store,
     )
 
 
@@ -512,6 +523,7 @@ def _application(
         max_streams_per_principal=flags["max_streams_per_principal"],
         rate_limit=flags["rate_limit"],
         rate_burst=flags["rate_burst"],
+        runs_agents=not flags["no_run"],
     )
 
 
@@ -567,6 +579,10 @@ def _banner(
         else "  Auth:       off (every caller is anonymous; --auth keys.toml turns it on)",
         "  Press Ctrl-C to stop.",
     ]
+    if flags["no_run"]:
+        banner.insert(
+            -1, "  Agents:     run by `a2ad worker` processes on this store, not here (--no-run)"
+        )
     if flags["expose_internal_parts"]:
         banner.insert(
             -1, "  Internal parts: shown to every caller and webhook (--expose-internal-parts)"
@@ -598,6 +614,16 @@ def _find_modules_here() -> None:
     # Like `python -m`, find the user's agent module in the current directory.
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
+
+
+def workers_store(task_store: object, command: str) -> None:
+    """Raise ValueError unless ``task_store`` can hold turns for workers."""
+    if not isinstance(task_store, Turns):
+        raise ValueError(
+            f"{command} needs a PostgreSQL store (--store postgresql://user@host:5432/db): "
+            "fronts and workers meet in the database, where the front leaves each task for a "
+            "worker to take; a SQLite file or memory can't be shared with them that way"
+        )
 
 
 def _authenticator(

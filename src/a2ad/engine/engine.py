@@ -4,7 +4,10 @@ It decides; the writer writes. A new request starts an invocation (the agent's
 turn) and waits on that invocation's futures for its answer; a cancel or a
 deadline is an event the engine applies through the writer, after the agent's
 queued events, and then stops the agent (here, or through the bus wherever it
-runs).
+runs). An engine that runs no agents (a front, ``runs_agents=False``) queues
+each turn in the store instead, for a worker (worker.py), and learns the
+turn's end from the store and the bus (remote.py); a worker's engine runs the
+turns it took with ``run_claimed``.
 """
 
 from __future__ import annotations
@@ -51,15 +54,19 @@ from ..protocol.types import (
 from ..store.base import (
     MAX_ARTIFACTS,
     MAX_HISTORY,
+    ClaimedTurn,
     DuplicateMessageError,
     Lease,
     ListQuery,
     MissingTaskError,
+    QueuedTurn,
     StoredTask,
+    StoreFullError,
     StoreUnavailableError,
     TaskBounds,
     TaskStore,
     TerminalTaskError,
+    Turns,
     Upkeep,
     Webhook,
     Webhooks,
@@ -68,9 +75,10 @@ from .access import Access
 from .bus import Bus, LocalBus
 from .deadlines import Deadline, deadline_for
 from .idempotency import Claims, message_key
-from .invocation import Invocation, agent_message
+from .invocation import Invocation, agent_message, new_task, store_full
 from .lifecycle import InvalidTransitionError
 from .push import PushNotifications, PushPolicy
+from .remote import Followers, RemoteTurn, decode_order, encode_order
 from .runner import Runner
 from .signal_bus import SignalBus
 from .stranded import STORE_LOST, Stranded
@@ -87,8 +95,13 @@ NOT_STARTED = (
     "The task was stored but could not be started (its push notification config could not "
     "be kept, or the request went away); send the message again with a new messageId"
 )
+NO_ORDER = "a2ad could not read what this task's turn was queued with; send the message again"
 FOLLOW_UP_WAIT_SECONDS = 5.0  # a follow-up waits this long for the previous turn to end
 CANCEL_WAIT_SECONDS = 2.0  # a cancel waits this long for the agent to stop
+
+
+# A turn as the request that started it sees it: run here, or queued for a worker.
+Turn = Invocation | RemoteTurn
 
 
 def task_view(
@@ -117,7 +130,16 @@ class Engine:
     logged). With ``max_tasks_per_principal``, a tenant's principal may have
     that many turns running at once (its tasks submitted or working here); a
     message that would start one more is refused, QuotaExceededError, before
-    anything is stored."""
+    anything is stored.
+
+    With ``runs_agents`` False (a front: ``a2ad serve --no-run``) the engine
+    runs no agent: it stores each new task, and each follow-up, with its turn
+    queued for a worker (the store must implement ``Turns``), and answers the
+    request from the store and the bus as the turn goes on. An agent that
+    answers with a single Message then completes the task with that message as
+    its status message (the task exists already: the front stored it). With
+    ``deliver_push`` False (a worker's engine) it delivers no push
+    notifications: the store keeps them for the fronts to deliver."""
 
     def __init__(
         self,
@@ -136,7 +158,15 @@ class Engine:
         max_history: int = MAX_HISTORY,
         max_artifacts: int = MAX_ARTIFACTS,
         max_tasks_per_principal: int = 0,
+        runs_agents: bool = True,
+        deliver_push: bool = True,
     ) -> None:
+        if not runs_agents and not isinstance(store, Turns):
+            raise ValueError(
+                f"an engine that runs no agents queues turns for workers in its store; "
+                f"{store!r} can't (PostgreSQL can)"
+            )
+        self.runs_agents = runs_agents
         if lease_seconds <= 0:
             raise ValueError("lease_seconds must be positive")
         if not 1 <= max_history <= MAX_HISTORY:
@@ -171,7 +201,7 @@ class Engine:
             PushNotifications(
                 store, clock=clock, policy=push_policy, allow_private=allow_private_webhooks
             )
-            if isinstance(store, Webhooks)
+            if isinstance(store, Webhooks) and deliver_push
             else None
         )
         self._writer = Writer(
@@ -181,6 +211,7 @@ class Engine:
             bounds=TaskBounds(max_history, max_artifacts),
         )
         self._runner = Runner()
+        self._followers = Followers()  # a front's: the turns workers run for its requests
         self._claims = Claims()  # the keys of the sends being started
         self._stranded = Stranded(self._settle_stranded)  # turns a store outage ended
         self._maintenance = (
@@ -256,7 +287,7 @@ class Engine:
         return self._shutdown
 
     async def _stop_work(self, graceful: bool) -> None:
-        running = len(self._runner)
+        running = len(self._runner) + len(self._followers)
         if graceful and running and self.shutdown_grace > 0:
             log.info(
                 "shutting down: waiting up to %.0f s for %d running tasks",
@@ -266,7 +297,7 @@ class Engine:
             )
             # Upkeep goes on meanwhile: leases stay renewed, deadlines are kept.
             hurry = asyncio.ensure_future(self._hurry.wait())
-            finished = asyncio.ensure_future(self._runner.wait_all(timeout=self.shutdown_grace))
+            finished = asyncio.ensure_future(self._all_done(self.shutdown_grace))
             await asyncio.wait({hurry, finished}, return_when=asyncio.FIRST_COMPLETED)
             hurry.cancel()
             finished.cancel()
@@ -285,7 +316,15 @@ class Engine:
         if self.push is not None:  # what it has not delivered waits in the store
             await self.push.aclose()
         self.bus.close_all()
+        # A front's followers, their streams ended, answer with the task as it stands.
+        await self._followers.aclose()
         self._watchdog.stop()
+
+    async def _all_done(self, timeout: float) -> None:
+        """Wait until no turn runs here nor is followed, at most ``timeout`` seconds."""
+        await asyncio.gather(
+            self._runner.wait_all(timeout=timeout), self._followers.wait_all(timeout=timeout)
+        )
 
     async def aclose(self, *, graceful: bool = False) -> None:
         """``shutdown`` (at once unless ``graceful``), then close the store. Idempotent."""
@@ -325,7 +364,13 @@ class Engine:
         if sent_before is None:
             try:
                 invocation = await self._start_claimed(
-                    key, request, context, immediately=immediately, webhooks=webhooks, access=access
+                    key,
+                    request,
+                    context,
+                    immediately=immediately,
+                    follow=not immediately,
+                    webhooks=webhooks,
+                    access=access,
                 )
                 if immediately:
                     head = invocation.head.result()
@@ -366,6 +411,7 @@ class Engine:
                 request,
                 context,
                 immediately=False,
+                follow=False,  # the stream follows the task itself
                 task_id=task_id,
                 webhooks=webhooks,
                 access=access,
@@ -497,10 +543,11 @@ class Engine:
         context: RequestContext | None,
         *,
         immediately: bool,
+        follow: bool,
         task_id: TaskId = "",
         webhooks: Sequence[Webhook] = (),
         access: Access | None = None,
-    ) -> Invocation:
+    ) -> Turn:
         """``_start`` for a message whose ``key`` this request claimed; the claim
         ends once the task (and the key with it) is stored, or the turn ended
         without one."""
@@ -509,6 +556,7 @@ class Engine:
                 request,
                 context,
                 immediately=immediately,
+                follow=follow,
                 task_id=task_id,
                 webhooks=webhooks,
                 message_key=key,
@@ -563,14 +611,17 @@ class Engine:
         context: RequestContext | None,
         *,
         immediately: bool,
+        follow: bool = True,
         task_id: TaskId = "",
         webhooks: Sequence[Webhook] = (),
         message_key: bytes | None = None,
         access: Access | None = None,
-    ) -> Invocation:
+    ) -> Turn:
         """Start the agent on a new task or on a follow-up; with ``immediately``
         or ``webhooks``, a new task is stored before the agent starts (and the
-        webhooks set on it, so that they get every event)."""
+        webhooks set on it, so that they get every event). A front queues the
+        turn instead, and with ``follow`` (someone awaits the ``outcome``)
+        follows it."""
         if self._closing:
             raise ServerBusyError("The server is shutting down; send the message again later")
         if webhooks and self.push is None:
@@ -582,17 +633,19 @@ class Engine:
         owner = (access.tenant, access.principal)
         if not self.max_tasks_per_principal:
             invocation, _ = await self._start_turn(
-                request, context, immediately, task_id, webhooks, message_key, access, owner
+                request, context, immediately, follow, task_id, webhooks, message_key, access, owner
             )
             return invocation
         self._admit(owner)  # the turn counts from here, before anything is stored
         try:
+            # A front follows every turn it counts, to know when it ends.
             invocation, job = await self._start_turn(
-                request, context, immediately, task_id, webhooks, message_key, access, owner
+                request, context, immediately, True, task_id, webhooks, message_key, access, owner
             )
         except BaseException:
             self._leave(owner)
             raise
+        assert job is not None
         job.add_done_callback(lambda _: self._leave(owner))
         return invocation
 
@@ -628,12 +681,13 @@ class Engine:
         request: SendMessageRequest,
         context: RequestContext | None,
         immediately: bool,
+        follow: bool,
         task_id: TaskId,
         webhooks: Sequence[Webhook],
         message_key: bytes | None,
         access: Access | None,
         owner: tuple[str, str],
-    ) -> tuple[Invocation, asyncio.Task[None]]:
+    ) -> tuple[Turn, asyncio.Task[None] | None]:
         config = request.configuration
         agent_name = access.agent if access is not None else self.default_agent
         agent = self.agents.get(agent_name)
@@ -643,6 +697,18 @@ class Engine:
             self._check_output_modes(config.accepted_output_modes, agent_name)
         message = request.message
         metadata = request.metadata if request.metadata is not UNSET else {}
+        if not self.runs_agents:
+            return await self._queue_turn(
+                message,
+                metadata,
+                encode_order(metadata, context if context is not None else RequestContext()),
+                follow=follow,
+                task_id=task_id,
+                webhooks=webhooks,
+                message_key=message_key,
+                access=access,
+                owner=(*owner, agent_name),
+            )
         deadline: Deadline | None = None
         created: StoredTask | None = None
         if message.task_id:
@@ -671,7 +737,7 @@ class Engine:
             created=created,
             deadline=deadline,
             request=context if context is not None else RequestContext(),
-            lease=self._lease,
+            lease=self.lease,
             closing=lambda: self._closing,
             clock=self.clock,
             message_key=message_key,
@@ -711,6 +777,142 @@ class Engine:
                 extra={"task_id": task_id},
             )
 
+    async def _queue_turn(
+        self,
+        message: Message,
+        metadata: dict[str, Any],
+        order: bytes,
+        *,
+        follow: bool,
+        task_id: TaskId,
+        webhooks: Sequence[Webhook],
+        message_key: bytes | None,
+        access: Access | None,
+        owner: tuple[str, str, str],
+    ) -> tuple[RemoteTurn, asyncio.Task[None] | None]:
+        """A front's ``_start_turn``: store the new task, or the follow-up, with
+        its turn queued for a worker; with ``follow``, follow it until it ends."""
+        turn = RemoteTurn(
+            message.task_id or task_id or new_id(),
+            bus=self.bus,
+            store=self.store,
+            buffer=self.stream_buffer,
+            closing=lambda: self._closing,
+        )
+        if follow:
+            turn.subscribe()  # before the turn is stored: no event is missed
+        try:
+            if message.task_id:
+                if webhooks and self.push is not None:  # before its events, as in _start_turn
+                    await self._reachable(message.task_id, access)
+                    await self.push.register(message.task_id, webhooks)
+                stored = await self._resume(message, message_key, access, turn=order)
+            else:
+                stored = await self._create_queued(
+                    message, metadata, order, turn.task_id, webhooks, message_key, owner
+                )
+        except BaseException:
+            turn.close()
+            raise
+        turn.stored(stored)
+        if not follow:
+            return turn, None
+        job = self._followers.start(turn.follow())
+        if not self.max_tasks_per_principal:  # nobody else needs to know when it ends
+            turn.outcome.add_done_callback(lambda outcome: outcome.cancelled() and job.cancel())
+        return turn, job
+
+    async def _create_queued(
+        self,
+        message: Message,
+        metadata: dict[str, Any],
+        order: bytes,
+        task_id: TaskId,
+        webhooks: Sequence[Webhook],
+        message_key: bytes | None,
+        owner: tuple[str, str, str],
+    ) -> StoredTask:
+        """Store a new task with its turn queued. A task given webhooks is held
+        from the workers until they are set, so that they get every event."""
+        message = msgspec.structs.replace(
+            message, task_id=task_id, context_id=message.context_id or new_id()
+        )
+        deadline = deadline_for(message, metadata, now=self.clock(), task_timeout=self.task_timeout)
+        task = new_task(message, deadline, self._now())
+        held = self.lease() if webhooks else None
+        try:
+            batch = await self._writer.create(
+                task,
+                deadline=deadline.at if deadline else None,
+                message_key=message_key,
+                tenant=owner[0],
+                principal=owner[1],
+                agent=owner[2],
+                turn=QueuedTurn(order, held),
+            )
+        except StoreFullError as exc:
+            raise store_full(exc) from None
+        assert batch.current is not None
+        if held is not None:
+            assert isinstance(self.store, Turns)
+            try:
+                if self.push is not None:
+                    await self.push.register(task_id, webhooks)
+                await self.store.end_turn(task_id, held.owner)
+            except BaseException:
+                await asyncio.shield(self._not_started(task_id, held.owner))
+                raise
+        return batch.current
+
+    async def _not_started(self, task_id: TaskId, holder: str) -> None:
+        """Fail a task a front stored, held, whose webhooks could not be set; then
+        release the hold (a claim drops the ended task's turn)."""
+        assert isinstance(self.store, Turns)
+        try:
+            await self._fail(task_id, NOT_STARTED)
+        except StoreUnavailableError:
+            self._stranded.add(task_id)  # failed once the store answers again
+        try:
+            await self.store.end_turn(task_id, holder)
+        except StoreUnavailableError:
+            pass  # held by this front until it stops; its task fails meanwhile
+
+    async def run_claimed(self, claimed: ClaimedTurn) -> asyncio.Task[None] | None:
+        """Run a turn this worker took from the store (worker.py) as the front
+        that queued it would have: the agent gets the task, its message, and
+        the request's metadata and context. Returns the turn's asyncio task
+        (done when the turn is over), or None if the turn could not be read (its
+        task is failed). Raises RuntimeError once the engine is shutting down."""
+        if self._closing:
+            raise RuntimeError("the engine is shutting down; it runs no new turn")
+        stored = claimed.stored
+        task = stored.task
+        try:
+            order = decode_order(claimed.request)
+        except msgspec.DecodeError as exc:
+            log.error("a queued turn could not be read: %s", exc, extra={"task_id": task.id})
+            await self._fail(task.id, NO_ORDER)
+            return None
+        invocation = Invocation(
+            agent=self.agents[stored.agent],
+            writer=self._writer,
+            task_id=task.id,
+            context_id=task.context_id,
+            message=task.history[-1],
+            history=task.history,
+            metadata=order.metadata,
+            created=stored,
+            deadline=None,  # stored with the task by the front
+            request=order.request,
+            lease=self.lease,
+            closing=lambda: self._closing,
+            clock=self.clock,
+            owner=(stored.tenant, stored.principal, stored.agent),
+        )
+        job = self._runner.start(invocation)
+        job.add_done_callback(lambda _: self._turn_over(invocation))  # a store outage's
+        return job
+
     def _check_output_modes(self, accepted: list[str], agent: str) -> None:
         """Refuse a message whose caller accepts nothing the ``agent`` produces (its
         card's output modes: the agent's and its skills')."""
@@ -726,8 +928,15 @@ class Engine:
         )
 
     async def _resume(
-        self, message: Message, message_key: bytes | None, access: Access | None
+        self,
+        message: Message,
+        message_key: bytes | None,
+        access: Access | None,
+        *,
+        turn: bytes | None = None,
     ) -> StoredTask:
+        """Store a follow-up: the task resumes working with the user's message;
+        with ``turn`` (a front's), queued for a worker, with no lease."""
         task_id = message.task_id
         current = await self._reachable(task_id, access)
         task = current.task
@@ -770,8 +979,9 @@ class Engine:
                 event,
                 user_message=message,
                 resume=True,
-                lease=self._lease(),
+                lease=self.lease() if turn is None else None,
                 message_key=message_key,
+                turn=QueuedTurn(turn) if turn is not None else None,
             )
         except (TerminalTaskError, InvalidTransitionError) as exc:
             await self._unless_sent_elsewhere(message_key)
@@ -781,7 +991,9 @@ class Engine:
         except MissingTaskError:
             raise _not_found(task_id) from None
         except StoreUnavailableError as exc:
-            if exc.maybe_stored:  # then it may be working under our lease, with no turn
+            # Then it may be working under our lease, with no turn (a queued turn
+            # has no lease: if it was stored, a worker takes it).
+            if exc.maybe_stored and turn is None:
                 self._stranded.add(task_id)
             raise
 
@@ -868,7 +1080,8 @@ class Engine:
 
     # --- small things ---
 
-    def _lease(self) -> Lease:
+    def lease(self) -> Lease:
+        """A lease of this engine's tasks, from now."""
         return Lease(self.instance, self.clock() + self.lease_seconds)
 
     def _now(self) -> str:

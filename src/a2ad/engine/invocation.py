@@ -73,7 +73,7 @@ from .deadlines import Deadline
 from .outbox import Outbox, retrieved_future
 from .writer import Batch, Writer
 
-__all__ = ["Invocation", "agent_message"]
+__all__ = ["Invocation", "agent_message", "new_task", "store_full"]
 
 log = logging.getLogger("a2ad.engine")
 
@@ -340,13 +340,7 @@ class Invocation:
             log.exception("the agent's token usage was lost", extra={"task_id": self.task_id})
 
     async def _create(self, events: list[TaskEvent], usage: Sequence[UsageRecord] = ()) -> Batch:
-        task = Task(
-            id=self.task_id,
-            context_id=self.context_id,
-            status=TaskStatus(state=TaskState.SUBMITTED, timestamp=self._now()),
-            history=[self._message],
-            metadata=self._deadline.metadata() if self._deadline else UNSET,
-        )
+        task = new_task(self._message, self._deadline, self._now())
         try:
             batch = await self._writer.create(
                 task,
@@ -360,13 +354,7 @@ class Invocation:
                 usage=usage,
             )
         except StoreFullError as exc:
-            return self._not_created(
-                ServerBusyError(
-                    "The server is at its task limit and every stored task is still in flight "
-                    f"({exc}); retry later, or cancel tasks you no longer need"
-                ),
-                events,
-            )
+            return self._not_created(store_full(exc), events)
         except DuplicateMessageError as exc:
             # Another process stored the same message first: the request is
             # answered with its task, as a message sent again (engine.send).
@@ -484,6 +472,26 @@ class Invocation:
 
     def _now(self) -> str:
         return format_timestamp(self._clock())
+
+
+def new_task(message: Message, deadline: Deadline | None, timestamp: str) -> Task:
+    """A new task as first stored: submitted, with the user's ``message`` (its
+    ``task_id`` and ``context_id`` set) and the ``deadline`` it was given."""
+    return Task(
+        id=message.task_id,
+        context_id=message.context_id,
+        status=TaskStatus(state=TaskState.SUBMITTED, timestamp=timestamp),
+        history=[message],
+        metadata=deadline.metadata() if deadline else UNSET,
+    )
+
+
+def store_full(exc: StoreFullError) -> ServerBusyError:
+    """What the caller of a new task is told when the store is full."""
+    return ServerBusyError(
+        "The server is at its task limit and every stored task is still in flight "
+        f"({exc}); retry later, or cancel tasks you no longer need"
+    )
 
 
 def agent_message(task_id: TaskId, context_id: str, text: str) -> Message:

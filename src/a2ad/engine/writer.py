@@ -10,6 +10,10 @@ current status (an agent's first events are stamped before the batch that
 carries them creates the task; a wall clock may step back) is stored with the
 current status's timestamp instead.
 
+A turn left for a worker (``turn=``, a front's: ``a2ad serve --no-run``) is
+queued in the same write as the task's creation or its follow-up (a store with
+``store.base.Turns``).
+
 An agent's token usage rides on its batches (``usage=``): a store that keeps
 usage (``store.base.Usage``) adds it to the task's metadata and to its totals
 in the same write; ``Batch.usage_stored`` says whether it went in.
@@ -26,7 +30,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import NamedTuple, TypedDict
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -38,6 +42,7 @@ from ..store.base import (
     EventLimitError,
     Lease,
     MissingTaskError,
+    QueuedTurn,
     SequenceConflictError,
     StoredTask,
     TaskBounds,
@@ -63,8 +68,8 @@ class Batch(NamedTuple):
     usage_stored: bool = False  # the batch's usage went in with it
 
 
-class _UsageArgument(TypedDict, total=False):
-    usage: Sequence[UsageRecord]
+# Keyword arguments only some stores take: ``usage`` (Usage), ``turn`` (Turns).
+_StoreExtras = dict[str, Any]
 
 
 class Writer:
@@ -98,14 +103,18 @@ class Writer:
         principal: str = "",
         agent: str = "",
         usage: Sequence[UsageRecord] = (),
+        turn: QueuedTurn | None = None,
     ) -> Batch:
         """Store a new task, with an agent's first ``events`` and ``usage`` in the
-        same write when they fit, and the key of the message that created it.
-        Raises StoreFullError (and nothing is stored)."""
+        same write when they fit, and the key of the message that created it;
+        with ``turn``, the turn queued for a worker. Raises StoreFullError (and
+        nothing is stored)."""
         kept = self._lawful(task, events)
         marks = _marks(events, kept)
         kept = _in_time(task, kept)
         extra = self._usage(usage)
+        if turn is not None:
+            extra["turn"] = turn
         create = partial(
             self.store.create,
             task,
@@ -180,11 +189,15 @@ class Writer:
         lease: Lease | None = None,
         message_key: bytes | None = None,
         usage: Sequence[UsageRecord] = (),
+        turn: QueuedTurn | None = None,
     ) -> StoredTask:
         """Store one event the engine decided on (with ``user_message`` and its
-        key, a follow-up's; with an agent's ``usage``). Raises MissingTaskError,
-        TerminalTaskError (the task already ended), InvalidTransitionError."""
+        key, a follow-up's, and the ``turn`` it queues for a worker; with an
+        agent's ``usage``). Raises MissingTaskError, TerminalTaskError (the task
+        already ended), InvalidTransitionError."""
         extra = self._usage(usage)
+        if turn is not None:
+            extra["turn"] = turn
         current = known
         while True:
             if current is None:
@@ -235,7 +248,7 @@ class Writer:
             usage = ()
         return Batch(current, marks, current.task.status.state.terminal, not usage)
 
-    def _usage(self, usage: Sequence[UsageRecord]) -> _UsageArgument:
+    def _usage(self, usage: Sequence[UsageRecord]) -> _StoreExtras:
         """The keyword argument that passes ``usage`` on, to a store that keeps it
         (to others, nothing: their ``create`` and ``append`` may not take it)."""
         return {"usage": usage} if usage and self.keeps_usage else {}

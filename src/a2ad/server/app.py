@@ -304,6 +304,7 @@ def create_app(
     extended_card_check: ExtendedCardCheck | None = None,
     authenticator: Authenticator | None = None,
     expose_internal_parts: bool = False,
+    runs_agents: bool = True,
 ) -> A2AApp:
     """An ASGI app serving ``agent`` (default: the echo agent) over A2A; or
     several agents by name (``{"stock": ..., "pricing": ...}``), each at
@@ -337,7 +338,9 @@ def create_app(
     makes every request but the agent card's prove who sent it, and the card
     declare how. Parts an agent marks internal (protocol/internal.py) are
     stored but hidden from callers other than operators, and from webhooks,
-    unless ``expose_internal_parts``.
+    unless ``expose_internal_parts``. With ``runs_agents`` False the app is a
+    front: it runs no agent, and queues every turn in ``store`` (PostgreSQL)
+    for the workers (``a2ad worker``) that run it (engine/remote.py).
 
     Limits (docs/protocol.md, "Limits"): a request body of at most
     ``max_body_bytes`` (413); a message of at most ``max_parts`` parts, each at
@@ -375,6 +378,7 @@ def create_app(
         max_history=max_history,
         max_artifacts=max_artifacts,
         max_tasks_per_principal=max_tasks_per_principal,
+        runs_agents=runs_agents,
     )
     if engine.push is not None:
         key = secret_key if secret_key is not None else server_key(task_store)

@@ -5,14 +5,16 @@ events applied since creation; 0 at creation). ``append`` is the only write afte
 ``create`` and is a compare-and-set on that number, so concurrent writers cannot
 interleave, and a terminal task never changes again.
 
-Four interfaces: ``TaskStore`` (create, get, append, events, list: what serving
+Five interfaces: ``TaskStore`` (create, get, append, events, list: what serving
 requests needs), ``Upkeep`` (leases, orphans, overdue tasks, retention: what
 the engine's background round needs), ``Webhooks`` (tasks' push-notification
-configs and the outbox of their deliveries) and ``Usage`` (agents' token usage,
-on their tasks and in totals). The built-in stores implement all four; a store
-without ``Upkeep`` still serves, without crash recovery, deadlines or
-retention, one without ``Webhooks`` without push notifications, and one
-without ``Usage`` keeps no token usage.
+configs and the outbox of their deliveries), ``Usage`` (agents' token usage,
+on their tasks and in totals) and ``Turns`` (turns queued for workers apart from
+the front). The built-in stores implement the first four, and PostgreSQL all
+five; a store without ``Upkeep`` still serves, without crash recovery,
+deadlines or retention, one without ``Webhooks`` without push notifications,
+one without ``Usage`` keeps no token usage, and one without ``Turns`` runs
+every agent in the process that took the message.
 
 Any call of a store that lives apart from the process (a database server) may
 raise StoreUnavailableError while it can't be reached: a write that raises it
@@ -25,7 +27,7 @@ from __future__ import annotations
 import abc
 import builtins
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import msgspec
@@ -51,6 +53,7 @@ __all__ = [
     "MAX_EVENTS",
     "MAX_HISTORY",
     "MAX_WEBHOOKS",
+    "ClaimedTurn",
     "Delivery",
     "DuplicateMessageError",
     "EventLimitError",
@@ -59,6 +62,7 @@ __all__ = [
     "ListQuery",
     "LoggedEvent",
     "MissingTaskError",
+    "QueuedTurn",
     "SequenceConflictError",
     "StoreError",
     "StoreFullError",
@@ -67,6 +71,7 @@ __all__ = [
     "TaskBounds",
     "TaskStore",
     "TerminalTaskError",
+    "Turns",
     "Upkeep",
     "Usage",
     "UsageKey",
@@ -76,6 +81,7 @@ __all__ = [
     "WebhookLimitError",
     "WebhookState",
     "Webhooks",
+    "WorkWatch",
     "apply_event",
     "group_usage",
     "log_evicted",
@@ -376,7 +382,8 @@ class Upkeep(abc.ABC):
 
     @abc.abstractmethod
     async def renew(self, owner: str, expires_at: float) -> None:
-        """Extend every lease ``owner`` holds to ``expires_at``."""
+        """Extend every lease ``owner`` holds to ``expires_at`` (its tasks', and
+        its turns' in a store with ``Turns``)."""
 
     @abc.abstractmethod
     async def orphans(self, now: float, limit: int) -> builtins.list[str]:
@@ -479,6 +486,77 @@ class Usage(abc.ABC):
     async def usage_totals(self, query: UsageQuery) -> builtins.list[UsageRow]:
         """The totals ``query`` asks for, one row per group that has any, in
         the order of their group's values (none grouped: one row, if any)."""
+
+
+class QueuedTurn(NamedTuple):
+    """A turn of a task left for a worker to run (``Turns``): ``request`` is what
+    the agent needs besides the task (opaque to the store, handed back by
+    ``claim_turns``); while ``held`` (a lease) lasts, no worker may take it, until
+    its holder calls ``end_turn`` (the front still sets the task's webhooks)."""
+
+    request: bytes
+    held: Lease | None = None
+
+
+class ClaimedTurn(NamedTuple):
+    """A queued turn a worker took: the task as stored, and the turn's request."""
+
+    stored: StoredTask
+    request: bytes
+
+
+class WorkWatch(abc.ABC):
+    """Wakes a worker when a turn of one of its agents may be taken."""
+
+    @abc.abstractmethod
+    async def start(self) -> None:
+        """Start listening. Raises StoreError if the store can't be reached."""
+
+    @abc.abstractmethod
+    async def check(self) -> bool:
+        """Listen again if the listening connection was lost; False if it was
+        (and wake-ups may have been missed meanwhile), or is still down."""
+
+    @abc.abstractmethod
+    async def aclose(self) -> None:
+        """Stop listening; idempotent."""
+
+
+class Turns(abc.ABC):
+    """A store whose tasks' turns may be run by workers apart from the process
+    that took the message (``a2ad serve --no-run`` and ``a2ad worker``).
+
+    A store that implements it takes ``turn`` (a ``QueuedTurn``) in ``create``
+    and ``append`` (a keyword argument, passed only to such a store): in the
+    same step it queues the task's turn, and, unless the turn is held, wakes the
+    workers of the task's agent. A task with a queued turn keeps no lease and
+    is not an orphan; its deadline still applies. A task has at most one
+    queued turn, and one taken turn: a turn queued while the task's previous
+    turn is still taken waits until that one ends (or its owner's lease runs
+    out), so a task never runs in two workers at once.
+    """
+
+    @abc.abstractmethod
+    async def claim_turns(
+        self, agents: Sequence[str], lease: Lease, *, now: float, limit: int
+    ) -> builtins.list[ClaimedTurn]:
+        """Take up to ``limit`` queued turns of tasks of ``agents``, the longest
+        queued first, that may be taken at ``now`` (epoch seconds): the task gets
+        ``lease`` (renewed by ``Upkeep.renew``, with the turn), and the turn is
+        the lease owner's until ``end_turn``. Concurrent callers (in any
+        process) never take the same turn; a turn whose task ended meanwhile
+        (canceled while it waited) is dropped, not returned."""
+
+    @abc.abstractmethod
+    async def end_turn(self, task_id: str, owner: str) -> None:
+        """``owner``'s turn of the task is over (or, for a held turn, the hold):
+        a turn queued for the task may now be taken. Nothing if ``owner`` has
+        no turn of it."""
+
+    @abc.abstractmethod
+    def watch_work(self, wake: Callable[[str], None]) -> WorkWatch:
+        """A watch that calls ``wake(agent)`` (on the caller's event loop) when
+        a turn of a task of ``agent`` may have become free to take."""
 
 
 UsageKey = tuple[str, str, str, str]  # tenant, principal, day, model

@@ -50,6 +50,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import logging
+import os
 from collections.abc import Awaitable, Callable, Sequence
 from functools import cache
 from types import TracebackType
@@ -67,10 +68,12 @@ from ..protocol.model import (
 )
 from ..protocol.types import IN_FLIGHT, Cursor, Seq
 from ..protocol.usage import UsageRecord, UsageRow, with_usage
+from . import postgres_turns
 from .base import (
     DEFAULT_BOUNDS,
     MAX_EVENTS,
     MAX_WEBHOOKS,
+    ClaimedTurn,
     Delivery,
     DuplicateMessageError,
     Lease,
@@ -78,6 +81,7 @@ from .base import (
     ListQuery,
     LoggedEvent,
     MissingTaskError,
+    QueuedTurn,
     SequenceConflictError,
     StoredTask,
     StoreError,
@@ -86,6 +90,7 @@ from .base import (
     TaskBounds,
     TaskStore,
     TerminalTaskError,
+    Turns,
     Upkeep,
     Usage,
     UsageQuery,
@@ -94,6 +99,7 @@ from .base import (
     WebhookLimitError,
     Webhooks,
     WebhookState,
+    WorkWatch,
     apply_event,
     log_evicted,
     status_timestamp,
@@ -152,7 +158,8 @@ _INSERT_EVENT = "INSERT INTO events (task_id, seq, kind, body) VALUES ($1, $2, $
 _TRIM_EVENTS = "DELETE FROM events WHERE task_id = $1 AND seq <= $2"
 _SELECT_EVENTS = "SELECT seq, kind, body FROM events WHERE task_id = $1 AND seq > $2 ORDER BY seq"
 _RENEW = "UPDATE tasks SET lease_expires = $1 WHERE lease_owner = $2"
-_ORPHANS = """(SELECT id FROM tasks WHERE state IN ($1, $2) AND lease_expires IS NULL)
+_ORPHANS = f"""(SELECT id FROM tasks WHERE state IN ($1, $2) AND lease_expires IS NULL
+        AND {postgres_turns.NOT_QUEUED})
     UNION ALL (SELECT id FROM tasks WHERE state IN ($1, $2) AND lease_expires < $3)
     LIMIT $4"""
 _OLD_TERMINAL = f"""SELECT id, {_COUNTED} FROM tasks WHERE evict_class = 0 AND status_ts < $1
@@ -519,7 +526,7 @@ async def _usage_totals(conn: Connection, query: UsageQuery) -> list[UsageRow]:
     return rows
 
 
-class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
+class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns):
     """Tasks in a PostgreSQL database, shared by every instance that opens it;
     unbounded unless ``max_tasks`` is set, then evicting like the SQLite store.
 
@@ -686,32 +693,48 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
             self._outage.answered()
             return result
 
-    async def _write(self, work: Callable[[Connection], Awaitable[T]], task_id: str = "") -> T:
-        """Run ``work`` in a transaction that finishes even if the caller is cancelled."""
+    async def _write(
+        self,
+        work: Callable[[Connection], Awaitable[T]],
+        task_id: str = "",
+        *,
+        transaction: bool = True,
+    ) -> T:
+        """Run ``work`` in a transaction that finishes even if the caller is
+        cancelled (``transaction`` False: ``work`` is one statement, a
+        transaction of its own, which saves BEGIN's and COMMIT's round trips)."""
         pool = await self._ready()
-        task = asyncio.ensure_future(self._transact(pool, work, task_id))
+        task = asyncio.ensure_future(self._transact(pool, work, task_id, transaction))
         self._writes.add(task)
         task.add_done_callback(_forget(self._writes))
         return await asyncio.shield(task)
 
     async def _transact(
-        self, pool: Any, work: Callable[[Connection], Awaitable[T]], task_id: str
+        self,
+        pool: Any,
+        work: Callable[[Connection], Awaitable[T]],
+        task_id: str,
+        transaction: bool = True,
     ) -> T:
         """Run a transaction again after a deadlock or a serialization failure
         (``_TRIES`` runs in all), or once after a connection was lost before
         its commit (then nothing was stored). A fault otherwise raises
-        StoreUnavailableError, saying whether the commit was under way."""
+        StoreUnavailableError, saying whether the commit was under way (a
+        statement outside a transaction: always, as it commits as it ends)."""
         runs = 1
         retried = False
         while True:
             closed: bool | None = None  # whether the connection died (None: none was had)
-            committing = False
+            committing = not transaction
             try:
                 async with pool.acquire() as conn:  # (no timeout=: see _read)
                     try:
-                        async with conn.transaction():
+                        if not transaction:
                             result = await work(conn)
-                            committing = True
+                        else:
+                            async with conn.transaction():
+                                result = await work(conn)
+                                committing = True
                     except Exception:
                         closed = _is_closed(conn)
                         raise
@@ -760,6 +783,7 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
         agent: str = "",
         usage: Sequence[UsageRecord] = (),
         bounds: TaskBounds = DEFAULT_BOUNDS,
+        turn: QueuedTurn | None = None,
     ) -> StoredTask:
         final = task
         for event in events:
@@ -824,6 +848,8 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
                 evicted.extend((v[0], v[6]) for v in victims if v[1] == INTERRUPTED)
             await _log_events(conn, task.id, 1, events)
             await _add_usage(conn, tenant, principal, usage)
+            if turn is not None:
+                await postgres_turns.queue(conn, task.id, agent, turn)
             return StoredTask(final, len(events), tenant, principal, agent)
 
         stored = await self._write(create, task.id)
@@ -867,14 +893,18 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
         message_key: bytes | None = None,
         usage: Sequence[UsageRecord] = (),
         bounds: TaskBounds = DEFAULT_BOUNDS,
+        turn: QueuedTurn | None = None,
     ) -> StoredTask:
         if not events:
             raise ValueError("append needs at least one event")
 
         async def append(conn: Connection) -> StoredTask:
-            return await _append(
+            stored = await _append(
                 conn, task_id, expected_seq, events, user_message, message_key, lease, bounds, usage
             )
+            if turn is not None and stored.task.status.state in IN_FLIGHT:
+                await postgres_turns.queue(conn, task_id, stored.agent, turn)
+            return stored
 
         return await self._write(append, task_id)
 
@@ -905,6 +935,7 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
     async def renew(self, owner: str, expires_at: float) -> None:
         async def renew(conn: Connection) -> None:
             await conn.execute(_RENEW, expires_at, owner)
+            await conn.execute(postgres_turns.RENEW, expires_at, owner)
 
         await self._write(renew)
 
@@ -1003,6 +1034,34 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage):
             return True
 
         return await self._write(failed, delivery.key[0])
+
+    # --- the Turns contract ---
+
+    async def claim_turns(
+        self, agents: Sequence[str], lease: Lease, *, now: float, limit: int
+    ) -> builtins.list[ClaimedTurn]:
+        if limit < 1 or not agents:
+            return []
+        # One statement, its own transaction: no BEGIN and COMMIT round trips.
+        return await self._write(
+            lambda conn: postgres_turns.claim(conn, agents, lease, now, limit), transaction=False
+        )
+
+    async def end_turn(self, task_id: str, owner: str) -> None:
+        await self._write(
+            lambda conn: postgres_turns.end(conn, task_id, owner), task_id, transaction=False
+        )
+
+    def watch_work(self, wake: Callable[[str], None]) -> WorkWatch:
+        # Named, to find it in pg_stat_activity (as the signals' connection is).
+        name = self._settings.get("application_name", "a2ad")
+        settings = {**self._settings, "application_name": f"{name} work {os.getpid()}"}
+        dsn, timeout = self._options.dsn, self._options.connect_timeout
+
+        async def connect() -> Any:
+            return await asyncpg.connect(dsn, timeout=timeout, server_settings=settings)
+
+        return postgres_turns.WorkListener(connect, wake, self.where)
 
 
 class _PoolFloorRetries(logging.Filter):

@@ -228,6 +228,21 @@ _SCHEMA_V1 = (
     $$""",
     """CREATE TRIGGER tasks_signal AFTER UPDATE OF seq ON tasks
         FOR EACH ROW EXECUTE FUNCTION a2ad_signal_stored()""",
+    # Turns queued for workers (postgres_turns.py): a task's row is its queued turn
+    # (queued), or the turn a worker took (owner, until expires unless renewed), or
+    # both: a follow-up queued while the previous turn still finishes.
+    """CREATE TABLE turns (
+        task_id text COLLATE "C" PRIMARY KEY REFERENCES tasks (id) ON DELETE CASCADE,
+        agent text COLLATE "C" NOT NULL,
+        queued boolean NOT NULL,
+        n bigint NOT NULL,
+        request bytea,
+        owner text COLLATE "C",
+        expires double precision
+    )""",
+    "CREATE SEQUENCE turns_order",
+    "CREATE INDEX turns_waiting ON turns (agent, n) WHERE queued",
+    "CREATE INDEX turns_by_owner ON turns (owner) WHERE owner IS NOT NULL",
 )
 
 
