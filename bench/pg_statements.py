@@ -17,6 +17,12 @@ wake-ups, nothing else runs here). Unlike a throughput figure, the counts do not
 move with the machine's load: they say how many round trips an operation costs.
 The engine's upkeep round (lease renewal, about once a second) is stopped so
 that it does not mix in.
+
+``--compare-reset`` runs a second engine beside the first, in a schema of its own,
+whose pool resets each connection given back the way asyncpg does by default
+(``SELECT pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *; RESET ALL;``, one more
+round trip) instead of the store's no-op; the two are measured in ``--rounds``
+alternating rounds, and each figure is the median over the rounds.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from a2ad.protocol.requests import task_query
 from a2ad.store.postgres import PostgresStore
 
 LOG: list[tuple[str, float]] = []  # (statement kind, seconds) as they ran
+MEASURED: list[Any] = [None]  # the store whose statements LOG takes (others run too)
 
 
 def kind(query: str) -> str:
@@ -58,20 +65,35 @@ def kind(query: str) -> str:
 
 class LoggingStore(PostgresStore):
     """PostgresStore, each pool connection logging its statements (the same
-    pool, made the same way, plus the logger)."""
+    pool, made the same way, plus the logger). ``asyncpg_reset``: the pool
+    resets connections as asyncpg does by default, not as the store does."""
+
+    asyncpg_reset = False
 
     async def _connect(self) -> Any:
         pool = await super()._connect()
+        logger = log_statements(self)
+        if self.asyncpg_reset:
+            pool._reset = None  # asyncpg then runs Connection.reset(), its default
         # Connections made later (the pool grows) log too.
-        pool._init = log_statements
+        pool._init = logger
         for holder in pool._holders:
             if holder._con is not None:
-                await log_statements(holder._con)
+                await logger(holder._con)
         return pool
 
 
-async def log_statements(conn: Any) -> None:
-    conn.add_query_logger(lambda q: LOG.append((kind(q.query), q.elapsed)))
+def log_statements(store: PostgresStore) -> Callable[[Any], Awaitable[None]]:
+    """A pool's ``init``: the connection's statements go to LOG while ``store`` is measured."""
+
+    def logged(q: Any) -> None:
+        if MEASURED[0] is store:
+            LOG.append((kind(q.query), q.elapsed))
+
+    async def init(conn: Any) -> None:
+        conn.add_query_logger(logged)
+
+    return init
 
 
 def own_cpu() -> float:
@@ -170,29 +192,55 @@ async def measure(
     return out
 
 
+VARIANTS = {"store's reset (none)": False, "asyncpg's default reset": True}
+
+
+def median_of(rounds: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Each operation's figures, the median over the rounds (the kinds: the last round's)."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, last in rounds[-1].items():
+        out[name] = {
+            key: statistics.median(r[name][key] for r in rounds)
+            for key in ("statements", "cpu_us", "db_cpu_us")
+        }
+        out[name]["kinds"] = last["kinds"]
+    return out
+
+
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     admin = await asyncpg.connect(args.postgres)
-    schema = f"a2ad_bench_statements_{os.getpid()}"
-    await admin.execute(f"CREATE SCHEMA {schema}")
+    variants = list(VARIANTS.items()) if args.compare_reset else [next(iter(VARIANTS.items()))]
+    if args.reverse:
+        variants.reverse()
+    engines: list[tuple[str, Engine, PostgresStore, str]] = []
     try:
-        separator = "&" if "?" in args.postgres else "?"
-        store = LoggingStore(
-            f"{args.postgres}{separator}search_path={schema}&application_name={schema}"
-        )
-        engine = Engine(EchoAgent(), store)
-        await engine.start()
-        try:
+        for n, (label, asyncpg_reset) in enumerate(variants):
+            schema = f"a2ad_bench_statements_{os.getpid()}_{n}"
+            await admin.execute(f"CREATE SCHEMA {schema}")
+            separator = "&" if "?" in args.postgres else "?"
+            store = LoggingStore(
+                f"{args.postgres}{separator}search_path={schema}&application_name={schema}"
+            )
+            store.asyncpg_reset = asyncpg_reset
+            engine = Engine(EchoAgent(), store)
+            engines.append((label, engine, store, schema))
+            await engine.start()
             # No upkeep round in the counts (its lease renewal, once a second, is
             # no operation's): its loop is stopped; shutdown stops the rest.
             upkeep = getattr(engine, "_upkeep_loop", None)
             if upkeep is not None:
                 upkeep.cancel()
-            return await measure(engine, args.repeat, admin, schema)
-        finally:
+        rounds: dict[str, list[dict[str, dict[str, Any]]]] = {e[0]: [] for e in engines}
+        for r in range(args.rounds if args.compare_reset else 1):
+            for label, engine, store, schema in engines[r % 2 :] + engines[: r % 2]:
+                MEASURED[0] = store
+                rounds[label].append(await measure(engine, args.repeat, admin, schema))
+        return {label: median_of(done) for label, done in rounds.items()}
+    finally:
+        for _, engine, store, schema in engines:
             await engine.shutdown(graceful=False)
             await store.aclose()
-    finally:
-        await admin.execute(f"DROP SCHEMA {schema} CASCADE")
+            await admin.execute(f"DROP SCHEMA {schema} CASCADE")
         await admin.close()
 
 
@@ -205,16 +253,30 @@ def run() -> None:
             "A2AD_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
         ),
     )
+    parser.add_argument(
+        "--compare-reset",
+        action="store_true",
+        help="also measure a pool with asyncpg's default reset, in alternating rounds",
+    )
+    parser.add_argument("--rounds", type=int, default=6, help="rounds with --compare-reset")
+    parser.add_argument(
+        "--reverse", action="store_true", help="with --compare-reset, asyncpg's reset first"
+    )
     args = parser.parse_args()
     report = asyncio.run(main(args))
-    for name, row in report.items():
-        print(
-            f"{name}: {row['statements']:.2f} statements; CPU per operation: this process"
-            f" {row['cpu_us']:,.0f} µs, its PostgreSQL backends {row['db_cpu_us']:,.0f} µs"
-        )
-        for what, k in row["kinds"].items():
-            print(f"  {k['per_op']:5.2f} × {what}  (p50 {k['p50_ms']:.2f} ms)")
-    print(json.dumps({"bench": "pg_statements", "repeat": args.repeat, "operations": report}))
+    for label, operations in report.items():
+        if len(report) > 1:
+            print(f"== {label}")
+        for name, row in operations.items():
+            print(
+                f"{name}: {row['statements']:.2f} statements; CPU per operation: this process"
+                f" {row['cpu_us']:,.0f} µs, its PostgreSQL backends {row['db_cpu_us']:,.0f} µs"
+            )
+            for what, k in row["kinds"].items():
+                print(f"  {k['per_op']:5.2f} × {what}  (p50 {k['p50_ms']:.2f} ms)")
+    if len(report) == 1:
+        report = {"operations": next(iter(report.values()))}
+    print(json.dumps({"bench": "pg_statements", "repeat": args.repeat, **report}))
 
 
 if __name__ == "__main__":

@@ -216,11 +216,15 @@ def holder(conn: Conn, pids: list[int]) -> int:
     """The pid of the process holding the server's end of ``conn``."""
     assert conn.transport is not None
     ours = conn.transport.get_extra_info("sockname")[1]
+    theirs = conn.transport.get_extra_info("peername")[1]
     inode = None
     with open("/proc/net/tcp") as table:
         for line in table.readlines()[1:]:
             fields = line.split()
-            if int(fields[2].split(":")[1], 16) == ours:  # their remote end is our port
+            # The server's end: its local port the server's, its remote port ours
+            # (not a closed socket of the same ports, whose inode is 0).
+            local, remote = (int(f.split(":")[1], 16) for f in fields[1:3])
+            if (local, remote) == (theirs, ours) and fields[9] != "0":
                 inode = fields[9]
     for pid in pids:
         for fd in os.listdir(f"/proc/{pid}/fd"):

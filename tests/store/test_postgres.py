@@ -229,3 +229,23 @@ async def test_statement_timeout_ends_a_statement_that_runs_too_long(url: str) -
         async with pool.acquire() as conn:
             with pytest.raises(asyncpg.QueryCanceledError):
                 await conn.execute("SELECT pg_sleep(1)")
+
+
+async def test_a_read_is_one_round_trip_and_a_connection_given_back_is_clean(url: str) -> None:
+    # One connection in the pool, so every call below reuses it.
+    async with PostgresStore(url, pool_min=1, pool_max=1) as store, PostgresStore(url) as other:
+        task = new_task()
+        await store.create(task)
+        sent: list[str] = []
+        async with store._pool.acquire() as conn:
+            conn.add_query_logger(lambda q: sent.append(q.query))
+            # Left open on purpose: giving the connection back must roll it back.
+            await conn.execute("BEGIN")
+            await conn.execute("SELECT 1")
+        sent.clear()
+        assert (await store.get(task.id)) is not None
+        assert len(sent) == 1, sent  # the SELECT, and no reset after it
+        second = new_task()
+        await store.create(second)  # a transaction of its own, committed
+        seen = await other.get(second.id)
+        assert seen is not None and seen.task.id == second.id

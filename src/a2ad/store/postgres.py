@@ -610,6 +610,7 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns):
                 timeout=self._options.connect_timeout,
                 command_timeout=self._options.command_timeout,
                 server_settings=self._settings,
+                reset=_keep_session,
             )
         except (OSError, TimeoutError) as exc:
             said = str(exc.strerror or exc)
@@ -1070,6 +1071,17 @@ class _PoolFloorRetries(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         return not str(record.msg).startswith("Failed to restore the pool connection floor")
+
+
+async def _keep_session(conn: Connection) -> None:
+    """The pool's reset of a connection given back: nothing to send. asyncpg's
+    default reset (pg_advisory_unlock_all, CLOSE ALL, UNLISTEN *, RESET ALL) is a
+    round trip after every use, undoing session state this store never makes: its
+    advisory lock is transaction-scoped (pg_advisory_xact_lock), it opens no
+    cursors and sets no settings (server_settings are the connection's own, kept
+    by RESET ALL anyway), and LISTEN is on a connection of its own, outside the
+    pool. An open transaction is still rolled back on release: asyncpg does that
+    before calling this. Prepared statements were never reset, and stay."""
 
 
 def _quiet_pool_floor() -> None:
