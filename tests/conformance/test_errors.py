@@ -87,7 +87,9 @@ ERROR_CASES: list[tuple[str, int, str, Any]] = [
 
 
 @pytest.mark.parametrize(
-    ("dialect", "code", "reason", "how"), ERROR_CASES, ids=lambda v: str(v)[:40]
+    ("dialect", "code", "reason", "how"),
+    ERROR_CASES,
+    ids=lambda v: getattr(v, "__name__", str(v)[:40]),  # the same ids in every process
 )
 async def test_every_error_carries_code_message_and_error_info(
     rpc: Rpc, dialect: str, code: int, reason: str, how: Any
