@@ -1,4 +1,5 @@
-"""The agent the multi-instance tests serve (``--agent tests.multi.agents:MultiAgent``).
+"""The agent the multi-instance and ``--workers`` tests serve
+(``--agent tests.multi.agents:MultiAgent``).
 What it does is chosen by the message's first word; what happens inside the
 process (a turn starting, the agent being cancelled) is printed on a line of its
 own, which the test reads from the instance's output. The times printed are
@@ -6,12 +7,13 @@ own, which the test reads from the instance's output. The times printed are
 
 hang              print "started <task>", sleep until cancelled, then
                   print "cancelled <task> <time>"
+pid               complete with "pid <pid>": which process a connection reaches
 steps <n> <s>     n artifacts, one every s seconds, then complete
 busy <t> <s>      keep the event loop blocked s seconds at a time (time.sleep),
                   for t seconds in all, then complete: a slow instance
 input             ask for input; the follow-up turn prints "turn <task> begin/end"
                   around a sleep of the seconds the follow-up's text gives (0 if
-                  none), then completes
+                  it gives none), then completes with "pid <pid> got <text>"
 anything else     complete at once
 """
 
@@ -36,9 +38,13 @@ class MultiAgent(Agent):
         word, _, rest = ctx.text.partition(" ")
         if len(ctx.history) > 1:  # a follow-up
             say(f"turn {ctx.task_id} begin")
-            await asyncio.sleep(float(ctx.text or 0))
+            seconds = ctx.text if ctx.text.replace(".", "", 1).isdigit() else "0"
+            await asyncio.sleep(float(seconds))
             say(f"turn {ctx.task_id} end")
-            await ctx.complete(f"got {ctx.text}")
+            await ctx.complete(f"pid {os.getpid()} got {ctx.text}")
+            return
+        if word == "pid":
+            await ctx.complete(f"pid {os.getpid()}")
             return
         if word == "hang":
             await ctx.working("hanging")

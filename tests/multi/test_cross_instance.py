@@ -122,7 +122,7 @@ async def test_follow_up_works_on_the_other_instance_and_never_runs_on_two_at_on
     task_id = asked["id"]
     done = await b.send(http, "0", immediately=False, taskId=task_id)
     assert done["status"]["state"] == "TASK_STATE_COMPLETED"
-    assert status_text(done) == "got 0"
+    assert status_text(done) == f"pid {b.pid} got 0"
     b.printed(f"turn {task_id} end")
     # Two follow-ups at once, one to each instance: one turn runs, the other is refused.
     asked = await b.send(http, "input", immediately=False)

@@ -23,7 +23,7 @@ from ..server.sse_client import Frame, frames
 from ..test_cli import Served
 
 V1 = {"A2A-Version": "1.0"}
-AGENT = ("--agent", "tests.processes.agents:ProcessAgent")
+AGENT = ("--agent", "tests.multi.agents:MultiAgent")
 WAIT = 10.0  # seconds a test waits for what it expects
 START_WAIT = 60.0  # for the processes to start: slow on a shared, loaded machine
 
