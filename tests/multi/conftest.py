@@ -11,7 +11,6 @@ import contextlib
 import json
 import re
 import tempfile
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ import httpx
 from ..postgres import SERVER, fresh_schema
 from ..server.sse_client import Frame, frames
 from ..test_cli import Served
+from .wire import result_of, send_params, state_of, status_text  # noqa: F401  (the tests take them from here)
 
 V1 = {"A2A-Version": "1.0"}
 AGENT = ("--agent", "tests.multi.agents:MultiAgent")
@@ -128,35 +128,6 @@ class Instance:
     def kill(self) -> None:
         self.served.proc.kill()
         self.served.proc.wait(10)
-
-
-def send_params(text: str, **message: Any) -> dict[str, Any]:
-    return {
-        "message": {
-            "messageId": str(uuid.uuid4()),
-            "role": "ROLE_USER",
-            "parts": [{"text": text}],
-            **message,
-        }
-    }
-
-
-def result_of(frame: Frame) -> dict[str, Any]:
-    """A frame's StreamResponse member: task, statusUpdate or artifactUpdate."""
-    (value,) = frame.result.values()
-    return value  # type: ignore[no-any-return]
-
-
-def state_of(frame: Frame) -> str | None:
-    """The task state a frame carries (a task's or a status update's), else None."""
-    (kind,) = frame.result.keys()
-    if kind in ("task", "statusUpdate"):
-        return str(result_of(frame)["status"]["state"])
-    return None
-
-
-def status_text(task: dict[str, Any]) -> str:
-    return " ".join(p.get("text", "") for p in task["status"]["message"]["parts"])
 
 
 @contextlib.contextmanager
