@@ -49,6 +49,10 @@ class Served(ProcessOutput):
     line by line on a thread so the test can wait for what it prints. With
     ``port=0`` the system picks the port, and ``url`` reads it from the banner."""
 
+    # A server whose agent imports a framework (ADK with LiteLLM) took over 10 s to print
+    # its banner on a 2-core machine with another test process running beside it.
+    expect_timeout = 30.0
+
     def __init__(
         self,
         *args: str,
