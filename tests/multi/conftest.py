@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from ..postgres import SERVER, fresh_schema
+from ..postgres import SERVER, fresh_schema_sync
 from ..server.sse_client import Frame, frames
 from ..test_cli import Served
 from .wire import result_of, send_params, state_of, status_text  # noqa: F401  (the tests take them from here)
@@ -25,22 +25,6 @@ from .wire import result_of, send_params, state_of, status_text  # noqa: F401  (
 V1 = {"A2A-Version": "1.0"}
 AGENT = ("--agent", "tests.multi.agents:MultiAgent")
 WAIT = 10.0  # seconds a test waits for what it expects
-
-
-@contextlib.contextmanager
-def schema() -> Iterator[str]:
-    """A fresh schema's store URL, for fixtures wider than one test (and so outside
-    its event loop): made and dropped on a loop of its own."""
-    loop = asyncio.new_event_loop()
-    made = fresh_schema()
-    try:
-        url = loop.run_until_complete(made.__aenter__())
-        try:
-            yield url
-        finally:
-            loop.run_until_complete(made.__aexit__(None, None, None))
-    finally:
-        loop.close()
 
 
 class Instance:
@@ -133,7 +117,7 @@ class Instance:
 @contextlib.contextmanager
 def cluster(count: int, *flags: str) -> Iterator[tuple[str, list[Instance]]]:
     """``count`` instances on a fresh schema with one key file; (store URL, them)."""
-    with schema() as url, tempfile.TemporaryDirectory(prefix="a2ad-multi-") as folder:
+    with fresh_schema_sync() as url, tempfile.TemporaryDirectory(prefix="a2ad-multi-") as folder:
         key = Path(folder) / "a2ad.key"
         started: list[Served] = []
         try:

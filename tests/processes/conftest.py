@@ -12,13 +12,12 @@ import asyncio
 import contextlib
 import json
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 
 from ..multi.wire import result_of, send_params, state_of, status_text  # noqa: F401  (the tests take them from here)
-from ..postgres import fresh_schema
 from ..server.sse_client import Frame, frames
 from ..test_cli import Served
 
@@ -26,22 +25,6 @@ V1 = {"A2A-Version": "1.0"}
 AGENT = ("--agent", "tests.multi.agents:MultiAgent")
 WAIT = 10.0  # seconds a test waits for what it expects
 START_WAIT = 60.0  # for the processes to start: slow on a shared, loaded machine
-
-
-@contextlib.contextmanager
-def schema() -> Iterator[str]:
-    """A fresh schema's store URL, for a fixture wider than one test (so outside
-    its event loop): made and dropped on a loop of its own."""
-    loop = asyncio.new_event_loop()
-    made = fresh_schema()
-    try:
-        url = loop.run_until_complete(made.__aenter__())
-        try:
-            yield url
-        finally:
-            loop.run_until_complete(made.__aexit__(None, None, None))
-    finally:
-        loop.close()
 
 
 class Workers:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from ..postgres import fresh_schema_sync
 from ..test_cli import Served, run_a2ad
 from .conftest import (
     AGENT,
@@ -27,7 +28,6 @@ from .conftest import (
     Workers,
     one_connection,
     result_of,
-    schema,
     send_params,
     state_of,
     status_text,
@@ -63,7 +63,7 @@ def a_store(backend: str) -> Iterator[tuple[str, list[str]]]:
         if backend == "sqlite":
             yield f"sqlite:///{folder}/tasks.db", []
         else:
-            with schema() as url:
+            with fresh_schema_sync() as url:
                 yield url, ["--secret-key-file", f"{folder}/a2ad.key"]
 
 
