@@ -262,6 +262,11 @@ class Engine:
             await self.push.start()
         self._started = True
 
+    @property
+    def closing(self) -> bool:
+        """The engine is shutting down (or has): it takes no new work."""
+        return self._closing
+
     async def maintain_once(self) -> None:
         """One round of upkeep (what the background loop does every second)."""
         if self._maintenance is not None:

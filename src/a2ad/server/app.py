@@ -41,6 +41,7 @@ from ..store.memory import MemoryStore
 from . import audit
 from .auth import AuthenticationFailed, Authenticator
 from .handler import ExtendedCardCheck, RequestHandler, allow_everyone
+from .health import HEALTH_PATHS, HealthEndpoint
 from .jsonrpc import JsonRpcEndpoint
 from .limits import (
     MAX_BODY_BYTES,
@@ -51,9 +52,10 @@ from .limits import (
     caller_key,
     retry_headers,
 )
+from .observed import RECORD_KEY, RequestObserver, RequestRecord
 from .rest import RestEndpoint, error_body
 from .sse import KEEPALIVE_SECONDS
-from .types import CALLER_KEY, Receive, Scope, Send, caller_of, respond
+from .types import CALLER_KEY, Message, Receive, Scope, Send, caller_of, respond
 from .usage import UsageEndpoint
 from .well_known import CARD_PATHS, CardEndpoint
 
@@ -138,6 +140,9 @@ class A2AApp:
         self._served = {name: served(name) for name in engine.agents}
         self._default = self._served[engine.default_agent]
         self._usage = UsageEndpoint(engine)
+        self._health = HealthEndpoint(engine)
+        # Told of every request (observed.py): metrics, access logs, tracing.
+        self.observers: list[RequestObserver] = []
 
     async def aclose(self) -> None:
         """Stop the agents at once, end the streams, close the store."""
@@ -166,34 +171,75 @@ class A2AApp:
         if root and path.startswith(root):  # mounted (Starlette Mount, uvicorn --root-path)
             path = path[len(root) :]
         path = path.rstrip("/") or "/"
+        record = scope[RECORD_KEY] = RequestRecord(path)
+        if not self.observers:
+            await self._route(path, root, record, scope, receive, send)
+            return
+        tokens = [observer.began(record, scope) for observer in self.observers]
+
+        async def noted(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                record.status = message["status"]
+            await send(message)
+
+        try:
+            await self._route(path, root, record, scope, receive, noted)
+        finally:
+            for observer, token in zip(reversed(self.observers), reversed(tokens), strict=True):
+                observer.ended(record, token)
+
+    async def _route(
+        self,
+        path: str,
+        root: str,
+        record: RequestRecord,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+    ) -> None:
         method = scope["method"]
+        if path in HEALTH_PATHS:  # public: a probe has no credential, and isn't rate limited
+            record.binding = "health"
+            await self._health(path, scope, send)
+            return
         served = self._default
         if path.startswith(AGENTS_PREFIX):
             name, _, rest = path[len(AGENTS_PREFIX) :].partition("/")
             named = self._served.get(name) if name else None
             if named is None:
+                record.code = MethodNotFoundError.code
                 await self._no_agent(scope, send, name, method, path)
                 return
             # Beneath it, as if mounted there: the agent's card names its own URLs.
             served, path = named, "/" + rest if rest else "/"
+            record.agent = name
             scope = {**scope, "root_path": f"{root}{AGENTS_PREFIX}{name}"}
         if path in CARD_PATHS:  # public, with or without auth
+            record.binding = "card"
             if method in ("GET", "HEAD"):
                 await served.card(scope, send)
                 return
             error: A2AError = InvalidRequestError(f"{method} {path}: the agent card takes GET")
             await respond(send, 405, encode_error(None, error), headers=[(b"allow", b"GET")])
             return
+        if path in JSONRPC_PATHS:
+            record.binding = "JSONRPC"
+        elif path == USAGE_PATH:
+            record.binding, record.method = "usage", "GetUsage"
+        else:
+            record.binding = "HTTP+JSON"
         if self.authenticator is not None:
             try:
                 scope[CALLER_KEY] = await self.authenticator.authenticate(scope)
             except AuthenticationFailed as exc:
+                record.code = UnauthenticatedError.code
                 await self._refuse(exc, path, scope, send)
                 return
         if self._rate is not None:
             try:
                 self._rate.take(caller_key(caller_of(scope), scope))
             except QuotaExceededError as exc:
+                record.code = exc.code
                 audit.refused(scope, exc, method=f"{method} {path[:200]}")
                 await self._too_many(exc, path, send)
                 return

@@ -36,6 +36,7 @@ from .dispatch import Dispatcher, internal_error, parse_event_id, version_text
 from .extensions import echo_headers, requested_extensions
 from .handler import RequestHandler
 from .limits import Limits, StreamSlots, body_too_large, caller_key, refusal
+from .observed import record_of
 from .sse import KEEPALIVE_SECONDS, stream_sse
 from .types import (
     ClientGone,
@@ -97,8 +98,11 @@ class JsonRpcEndpoint:
         if body is None:
             error = body_too_large(self.limits.max_body_bytes)
             audit.refused(scope, error, method="POST " + scope["path"])
+            if (record := record_of(scope)) is not None:
+                record.code = error.code
             await respond(send, 413, encode_error(None, error))
             return
+        record = record_of(scope)
         request_id: RequestId = None
         request: Request | None = None
         dialect: Dialect | None = None
@@ -110,10 +114,14 @@ class JsonRpcEndpoint:
                 return
             request_id, method = request.id, request.method
             if method == USAGE_METHOD:
+                if record is not None:
+                    record.method = "GetUsage"
                 report = await self._usage.rpc(request.params, caller_of(scope))
                 await respond(send, 200, encode_result(request_id, report))
                 return
             dialect, operation = resolve(requested_version(version_text(scope)), method)
+            if record is not None:
+                record.operation(operation, dialect.version)
             requested = requested_extensions(scope) if self.handler.extensions else ()
             caller = caller_of(scope)
             context = self.handler.request_context(dialect.version, "JSONRPC", requested, caller)
@@ -139,13 +147,18 @@ class JsonRpcEndpoint:
                 request_id = readable_id(body)
             task_id, tenant = audit.task_id_in(request.params) if request else ("", "")
             audit.refused(scope, wire, method=method, task_id=task_id, tenant=tenant)
+            if record is not None:
+                record.code, record.task_id = wire.code, task_id
             # A quota or rate refusal is HTTP 429 here too, for clients and proxies
             # that back off on the status alone.
             status, headers = refusal(wire)
             await respond(send, status, encode_error(request_id, wire), headers=headers)
             return
         except Exception:
-            await respond(send, 200, encode_error(request_id, internal_error()))
+            failed = internal_error()
+            if record is not None:
+                record.code = failed.code
+            await respond(send, 200, encode_error(request_id, failed))
             return
         echo = echo_headers(dialect.version, context.extensions) if context.extensions else None
         if not operation.streaming:

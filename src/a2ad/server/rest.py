@@ -44,6 +44,7 @@ from .dispatch import Dispatcher, ServerDialect, internal_error, parse_event_id,
 from .extensions import echo_headers, requested_extensions
 from .handler import RequestHandler
 from .limits import Limits, StreamSlots, body_too_large, caller_key, retry_headers
+from .observed import record_of
 from .sse import KEEPALIVE_SECONDS, stream_sse
 from .types import ClientGone, Receive, Scope, Send, caller_of, header, read_body, respond
 
@@ -420,6 +421,10 @@ class RestEndpoint:
         route = found.route
         dialect = route.dialect
         v03 = dialect.version == "0.3"
+        record = record_of(scope)
+        if record is not None:
+            record.operation(route.operation, dialect.version)
+            record.task_id = found.params.get("id", "")
         try:
             self._check_version(scope, route)
             handler = self.handler
@@ -436,6 +441,8 @@ class RestEndpoint:
                 if read is None:
                     error = body_too_large(self.limits.max_body_bytes)
                     audit.refused(scope, error, method=route.label)
+                    if record is not None:
+                        record.code = error.code
                     await respond(send, 413, error_body(error, 413, v03=v03))
                     return
                 body = read
@@ -463,11 +470,15 @@ class RestEndpoint:
                 task_id=found.params.get("id", ""),
                 tenant=found.params.get("tenant", ""),
             )
+            if record is not None:
+                record.code = wire.code
             headers = retry_headers(wire) if isinstance(wire, QuotaExceededError) else None
             await respond(send, wire.http_status, error_body(wire, v03=v03), headers=headers)
             return
         except Exception:
             failed = internal_error()  # 503 for a store outage, else 500
+            if record is not None:
+                record.code = failed.code
             await respond(send, failed.http_status, error_body(failed, v03=v03))
             return
         echo = echo_headers(dialect.version, context.extensions) if context.extensions else None
@@ -516,6 +527,8 @@ class RestEndpoint:
                 metadata={"allow": methods},
             )
             audit.refused(scope, error, method=f"{method} {path}")
+            if (record := record_of(scope)) is not None:
+                record.code = error.code
             body = error_body(error, 405, v03=path.startswith("/v1/"))
             await respond(send, 405, body, headers=[(b"allow", methods.encode())])
             return
@@ -528,4 +541,6 @@ class RestEndpoint:
             metadata={"method": method, "path": path},
         )
         audit.refused(scope, error, method=f"{method} {path}")
+        if (record := record_of(scope)) is not None:
+            record.code = error.code
         await respond(send, 404, error_body(error, v03=path.startswith("/v1/")))

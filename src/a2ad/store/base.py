@@ -251,6 +251,12 @@ class TaskStore(abc.ABC):
         """Connect and check the store (e.g. its schema), so that a broken store
         fails at startup rather than at the first request. Idempotent."""
 
+    async def ping(self) -> None:
+        """Return once the store answers a trivial read; raise (StoreError,
+        StoreUnavailableError, RuntimeError for a closed store) if it can't.
+        What ``/readyz`` asks. The default reads a task that doesn't exist."""
+        await self.get("")
+
     @abc.abstractmethod
     async def create(
         self,

@@ -183,6 +183,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
             raise ValueError("max_tasks must be at least 1")
         self.max_tasks = max_tasks
         self._tasks: dict[str, StoredTask | bytes] = {}  # bytes: frozen (terminal)
+        self._closed = False  # only ping() minds: the contents stay readable
         # Each unfrozen task's logged events in order; the last has the task's seq.
         # A plain list per task: most tasks log a handful of events, and a deque's
         # first block alone is several hundred bytes.
@@ -486,8 +487,12 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
             return self._order
         return [k for k in self._order if k[1] not in self._owners]
 
+    async def ping(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"{self!r} is closed")
+
     async def aclose(self) -> None:
-        return None
+        self._closed = True
 
     # --- webhooks ---
 

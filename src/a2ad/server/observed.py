@@ -1,0 +1,113 @@
+"""What one HTTP request was, for those who watch the server: metrics, access
+logs and tracing.
+
+The app makes a ``RequestRecord`` for every request and leaves it in the scope
+(``record_of``); the bindings fill in what only they know (the A2A method, the
+version, the error code, the task), and the app notes the status as the
+response starts. A ``RequestObserver`` is told when a request begins and when it
+has ended (for a stream: when the stream has). With no observer the app does
+nothing more than make the record.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Protocol
+
+from ..protocol.dialect import Operation
+from .types import Scope
+
+__all__ = [
+    "OPERATION_NAMES",
+    "RECORD_KEY",
+    "RequestObserver",
+    "RequestRecord",
+    "record_of",
+]
+
+RECORD_KEY = "a2ad.record"
+
+# An operation as metrics, logs and spans name it, whichever version or binding
+# asked: its A2A 1.0 method name. A bounded set, so fit for a metric label.
+OPERATION_NAMES: dict[Operation, str] = {
+    Operation.SEND: "SendMessage",
+    Operation.STREAM: "SendStreamingMessage",
+    Operation.GET: "GetTask",
+    Operation.LIST: "ListTasks",
+    Operation.CANCEL: "CancelTask",
+    Operation.SUBSCRIBE: "SubscribeToTask",
+    Operation.CREATE_PUSH_CONFIG: "CreateTaskPushNotificationConfig",
+    Operation.GET_PUSH_CONFIG: "GetTaskPushNotificationConfig",
+    Operation.LIST_PUSH_CONFIGS: "ListTaskPushNotificationConfigs",
+    Operation.DELETE_PUSH_CONFIG: "DeleteTaskPushNotificationConfig",
+    Operation.EXTENDED_CARD: "GetExtendedAgentCard",
+}
+
+
+class RequestRecord:
+    """One request, filled in as it is served.
+
+    ``binding``: ``JSONRPC`` or ``HTTP+JSON`` for A2A requests; ``card``,
+    ``usage``, ``health``, ``metrics`` for a2ad's own paths; ``none`` for a
+    path nothing serves. ``method``: the A2A operation's 1.0 name
+    (``OPERATION_NAMES``), ``GetUsage``, or "" when the request named none the
+    server knows. ``version``: ``1.0`` or ``0.3`` once known. ``code``: the A2A
+    (JSON-RPC) error code the request was answered with, or None. ``status``:
+    the HTTP status (0 until the response starts). ``agent``: the served agent's
+    name ("" for the one at /). ``started``: ``time.perf_counter()`` at arrival."""
+
+    __slots__ = (
+        "agent",
+        "binding",
+        "code",
+        "context_id",
+        "method",
+        "path",
+        "request_id",
+        "started",
+        "status",
+        "task_id",
+        "version",
+    )
+
+    def __init__(self, path: str, *, started: float | None = None) -> None:
+        self.path = path
+        self.binding = "none"
+        self.method = ""
+        self.version = ""
+        self.agent = ""
+        self.code: int | None = None
+        self.status = 0
+        self.task_id = ""
+        self.context_id = ""
+        self.request_id = ""
+        self.started = time.perf_counter() if started is None else started
+
+    def operation(self, operation: Operation, version: str) -> None:
+        """The binding decoded which A2A operation, in which version, this is."""
+        self.method = OPERATION_NAMES[operation]
+        self.version = version
+
+    def __repr__(self) -> str:
+        return (
+            f"RequestRecord({self.binding} {self.method or self.path!r} status={self.status} "
+            f"code={self.code})"
+        )
+
+
+def record_of(scope: Scope) -> RequestRecord | None:
+    """The request's record (None for a scope the app didn't make, e.g. a test
+    calling an endpoint directly)."""
+    return scope.get(RECORD_KEY)
+
+
+class RequestObserver(Protocol):
+    """Told of every request the app serves. ``began`` runs before routing, in
+    the request's own asyncio task (what it sets in context variables holds for
+    the request, and for tasks the request starts); what it returns is given
+    back to ``ended``, which runs in the same task once the response is over
+    (or the client is gone), whatever happened. Neither may raise."""
+
+    def began(self, record: RequestRecord, scope: Scope) -> Any: ...
+
+    def ended(self, record: RequestRecord, token: Any) -> None: ...
