@@ -79,7 +79,7 @@ from .invocation import Invocation, agent_message, new_task, store_full
 from .lifecycle import InvalidTransitionError
 from .push import PushNotifications, PushPolicy
 from .remote import Followers, RemoteTurn, decode_order, encode_order
-from .runner import Runner
+from .runner import Runner, TurnObserver
 from .signal_bus import SignalBus
 from .stranded import STORE_LOST, Stranded
 from .streams import EventStream
@@ -210,7 +210,9 @@ class Engine:
             stored=self.push.stored if self.push else None,
             bounds=TaskBounds(max_history, max_artifacts),
         )
-        self._runner = Runner()
+        # Told of every agent turn run here (runner.py): metrics, tracing, log context.
+        self.turn_observers: list[TurnObserver] = []
+        self._runner = Runner(self.turn_observers)
         self._followers = Followers()  # a front's: the turns workers run for its requests
         self._claims = Claims()  # the keys of the sends being started
         self._stranded = Stranded(self._settle_stranded)  # turns a store outage ended

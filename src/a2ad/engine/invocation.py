@@ -119,6 +119,7 @@ class Invocation:
         self._clock = clock
         self._message_key = message_key
         self._owner = owner  # (tenant, principal, agent) of the task it creates
+        self.agent_name = owner[2]  # the served agent's name ("" for a lone agent)
         self.current = created  # the latest snapshot this invocation knows
         self.head: asyncio.Future[StoredTask | Message] = retrieved_future()
         self.outcome: asyncio.Future[Task | Message] = retrieved_future()

@@ -1,23 +1,38 @@
 """Owns the invocations running in this process: at most one per task, each an
-asyncio task that ``aclose`` cancels and awaits."""
+asyncio task that ``aclose`` cancels and awaits. ``TurnObserver``s (metrics,
+tracing, log context) are told when each turn begins and ends."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any, Protocol
 
 from ..protocol.types import TaskId
 from .invocation import Invocation
 
-__all__ = ["Runner"]
+__all__ = ["Runner", "TurnObserver"]
 
 log = logging.getLogger("a2ad.engine")
 
 
+class TurnObserver(Protocol):
+    """Told of every agent turn this process runs. ``began`` runs in the turn's
+    own asyncio task before the agent does (what it sets in context variables,
+    the agent's code sees); what it returns is given back to ``ended``, which
+    runs in the same task once the turn is over, however it ended (its
+    ``outcome``, if done, says how). Neither may raise."""
+
+    def began(self, invocation: Invocation) -> Any: ...
+
+    def ended(self, invocation: Invocation, token: Any) -> None: ...
+
+
 class Runner:
-    def __init__(self) -> None:
+    def __init__(self, observers: list[TurnObserver] | None = None) -> None:
         self._running: dict[TaskId, tuple[Invocation, asyncio.Task[None]]] = {}
         self._closed = False
+        self.observers = observers if observers is not None else []
 
     def __len__(self) -> int:
         return len(self._running)
@@ -37,10 +52,20 @@ class Runner:
             raise RuntimeError("the runner is closed; the server is shutting down")
         if task_id in self._running:
             raise RuntimeError(f"task {task_id} already has an invocation running")
-        job = asyncio.get_running_loop().create_task(invocation.run(), name=f"a2ad-task-{task_id}")
+        turn = self._observed(invocation) if self.observers else invocation.run()
+        job = asyncio.get_running_loop().create_task(turn, name=f"a2ad-task-{task_id}")
         self._running[task_id] = (invocation, job)
         job.add_done_callback(lambda _: self._forget(task_id, job))
         return job
+
+    async def _observed(self, invocation: Invocation) -> None:
+        observers = list(self.observers)
+        tokens = [observer.began(invocation) for observer in observers]
+        try:
+            await invocation.run()
+        finally:
+            for observer, token in zip(reversed(observers), reversed(tokens), strict=True):
+                observer.ended(invocation, token)
 
     def _forget(self, task_id: TaskId, job: asyncio.Task[None]) -> None:
         entry = self._running.get(task_id)
