@@ -31,7 +31,9 @@ from ..agents.settings import AgentSettings
 from ..agents.task_manager import ENV_MANAGED_URLS
 from ..durations import parse_duration, parse_optional_duration
 from ..engine.secrets import KeyFileError, server_key
+from ..engine.turn_log import TurnLogContext
 from ..protocol.model import MAX_PARTS
+from ..server.access_log import RequestLog
 from ..server.app import A2AApp, check_agent_name, create_app, load_agent
 from ..server.auth import ApiKeys, CredentialAuthenticator, JwtVerifier
 from ..server.connections import (
@@ -47,7 +49,7 @@ from ..store.memory import MemoryStore
 from ..store.sqlite_group import SqliteGroup
 from ..tools import ENV_TOKEN, ENV_URL
 from .auth import ENV_AUTH_FILE
-from .logs import configure_logging
+from .logs import access_fraction, configure_logging
 
 __all__ = ["serve", "workers_store"]
 
@@ -397,6 +399,21 @@ def serve(
         ),
     ] = 1,
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+    log_format: Annotated[
+        str,
+        typer.Option(
+            help="json: one JSON object a line, for machines; text: one line of text an "
+            "event, for people at a terminal (coloured there, unless NO_COLOR is set)."
+        ),
+    ] = "json",
+    access_log: Annotated[
+        str,
+        typer.Option(
+            help="A line per request on the a2ad.access logger: on (every request), errors "
+            "(those answered with an error), off, or a fraction (0 to 1) of the requests "
+            "answered without an error to log beside those with one."
+        ),
+    ] = "errors",
     model: Annotated[
         str | None,
         typer.Option(
@@ -409,7 +426,12 @@ def serve(
     """Serve an agent over A2A JSON-RPC (1.0 and 0.3) with SSE streaming."""
     # The flags as given (the only locals yet): what each process of a group is given.
     flags = dict(locals())
-    configure_logging(log_level)
+    try:
+        configure_logging(
+            log_level, log_format=log_format, access=access_fraction(access_log) is not None
+        )
+    except ValueError as exc:
+        _fail(exc, 2)
     _find_modules_here()
     try:
         parsed = _parse(flags)
@@ -468,6 +490,7 @@ class Parsed(NamedTuple):
     body_wait: float
     authenticator: CredentialAuthenticator | None
     store: TaskStore
+    access: float | None  # --access-log: the share of requests logged; None: off
 
 
 def _parse(flags: dict[str, Any], *, group: SqliteGroup | None = None) -> Parsed:
@@ -496,13 +519,14 @@ def _parse(flags: dict[str, Any], *, group: SqliteGroup | None = None) -> Parsed
             oidc_url=flags["auth_jwt_oidc_url"],
         ),
         store=task_store,
+        access=access_fraction(flags["access_log"]),
     )
 
 
 def _application(
     flags: dict[str, Any], parsed: Parsed, the_agent: Agent | dict[str, Agent], key: bytes
 ) -> A2AApp:
-    return create_app(
+    application = create_app(
         the_agent,
         default_agent=flags["default_agent"],
         store=parsed.store,
@@ -525,6 +549,11 @@ def _application(
         rate_burst=flags["rate_burst"],
         runs_agents=not flags["no_run"],
     )
+    # Every request gets an id, and every line logged its context (cli/logs.py).
+    application.observers.append(RequestLog(access=parsed.access))
+    engine = application.engine
+    engine.turn_observers.append(TurnLogContext(engine.agents))
+    return application
 
 
 def _config(flags: dict[str, Any], parsed: Parsed, application: A2AApp) -> uvicorn.Config:
@@ -542,6 +571,8 @@ def _config(flags: dict[str, Any], parsed: Parsed, application: A2AApp) -> uvico
         host=flags["host"],
         port=flags["port"],
         log_level=log_level if log_level != "info" else "warning",
+        log_config=None,  # uvicorn's lines go through a2ad's log format (cli/logs.py)
+        access_log=False,  # a2ad writes its own (--access-log)
         # a2ad has shut down before uvicorn starts to (see _Server): what is left
         # is sending the last bytes, which sse.py bounds at 3 s.
         timeout_graceful_shutdown=5,

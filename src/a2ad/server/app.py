@@ -52,7 +52,7 @@ from .limits import (
     caller_key,
     retry_headers,
 )
-from .observed import RECORD_KEY, RequestObserver, RequestRecord
+from .observed import RECORD_KEY, REQUEST_ID_HEADER, RequestObserver, RequestRecord
 from .rest import RestEndpoint, error_body
 from .sse import KEEPALIVE_SECONDS
 from .types import CALLER_KEY, Message, Receive, Scope, Send, caller_of, respond
@@ -180,6 +180,9 @@ class A2AApp:
         async def noted(message: Message) -> None:
             if message["type"] == "http.response.start":
                 record.status = message["status"]
+                if record.request_id:
+                    echoed = (REQUEST_ID_HEADER, record.request_id.encode("latin-1"))
+                    message = {**message, "headers": [*message.get("headers", ()), echoed]}
             await send(message)
 
         try:
@@ -230,7 +233,8 @@ class A2AApp:
             record.binding = "HTTP+JSON"
         if self.authenticator is not None:
             try:
-                scope[CALLER_KEY] = await self.authenticator.authenticate(scope)
+                scope[CALLER_KEY] = caller = await self.authenticator.authenticate(scope)
+                record.principal = caller.principal
             except AuthenticationFailed as exc:
                 record.code = UnauthenticatedError.code
                 await self._refuse(exc, path, scope, send)
