@@ -49,6 +49,12 @@ few keys (made by ``a2ad auth add-key``), every request carrying one of them as
 
     .venv/bin/python bench/load.py --servers a2ad,a2ad-auth --baseline a2ad \
         --workloads send,get
+
+The servers ``a2ad-access-on`` and ``a2ad-access-off`` are a2ad with
+``--access-log on`` and ``off`` (its stderr, where the lines go, is a file):
+
+    .venv/bin/python bench/load.py --servers a2ad-access-off,a2ad-access-on \
+        --baseline a2ad-access-off --workloads send,get
 """
 
 from __future__ import annotations
@@ -95,6 +101,8 @@ SERVER_NAMES = (
     "sdk-nootel",
     "a2ad-rest",
     "a2ad-auth",
+    "a2ad-access-on",
+    "a2ad-access-off",
     "a2ad-before",
     "a2ad-sqlite-before",
     "a2ad-postgres",
@@ -241,6 +249,8 @@ def make_keys(path: Path, env: dict[str, str]) -> str:
 def server_argv(name: str, port: int, db: Path, postgres: str = "") -> list[str]:
     name = name.removesuffix("-before")  # the same server, from the --before commit
     name = name.removesuffix("-rest")  # the same server, driven over HTTP+JSON
+    if name.startswith("a2ad-access-"):  # the same server, with --access-log on or off
+        return [*server_argv("a2ad", port, db), "--access-log", name.removeprefix("a2ad-access-")]
     if name == "a2ad-auth":  # the same server, with auth on
         keys = ["--auth", str(db.with_suffix(".keys.toml"))]
         return [*server_argv("a2ad", port, db), *keys]
