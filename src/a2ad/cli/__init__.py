@@ -4,7 +4,8 @@ a ``serve --no-run`` front); ``send``, ``tasks …`` and
 ``mcp`` serves the task tools to an MCP client; ``auth add-key`` makes the API
 keys ``serve --auth`` takes; ``demo`` serves the lab's agents; ``config show``
 prints what ``serve`` would run with (``config`` also gives ``serve`` and
-``worker`` their ``--config`` file and ``A2AD_*`` variables).
+``worker`` their ``--config`` file and ``A2AD_*`` variables); ``health`` asks
+a server's ``/healthz`` or ``/readyz``, for container health checks.
 
 One module per command group; ``remote`` holds what the client commands share,
 ``output`` how they print, ``logs`` the server's JSON log lines.
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import typer
 
-from . import auth, card, config, demo, mcp, send, serve, tasks, usage, worker
+from . import auth, card, config, demo, health, mcp, send, serve, tasks, usage, worker
 
 __all__ = ["app", "main"]
 
@@ -40,6 +41,7 @@ app.command("card")(card.card)
 app.command("usage")(usage.usage)
 app.add_typer(auth.auth_app)
 app.add_typer(config.config_app)
+app.command("health")(health.health)
 
 
 def main() -> None:

@@ -10,11 +10,12 @@ its environment variable, else the file, else the default. A flag added to
 either command later is covered with no work here.
 
 The file is flat TOML, one key per flag: the flag's name without its dashes
-(``max-tasks = 100``). A key written with underscores is refused with the
-right spelling: one spelling, so ``grep`` finds a key and a file never holds
-the same setting twice. Every value from the file or the environment is
-checked here, before the server starts, and a bad one is an error (exit 2)
-naming the file and line, or the variable.
+(``max-tasks = 100``). One file may serve both commands: each reads its own
+keys and passes over the other's (``worker`` skips ``port``). A key written
+with underscores is refused with the right spelling: one spelling, so ``grep``
+finds a key and a file never holds the same setting twice. Every value from
+the file or the environment is checked here, before the server starts, and a
+bad one is an error (exit 2) naming the file and line, or the variable.
 """
 
 from __future__ import annotations
@@ -192,6 +193,8 @@ def _load(
     for key, value in settings.items():
         where = f"{path}:{lines.get(key, 1)}"
         param = by_key.get(key)
+        if param is None and key in _siblings_keys(command, ctx):
+            continue  # one file may configure serve and worker: each reads its own keys
         if param is None:
             raise ConfigError(f"{where}: {_unknown(key, settings, by_key, negated, lines)}")
         try:
@@ -200,6 +203,18 @@ def _load(
             raise ConfigError(f"{where}: {key} = {_toml(value)}: {exc}") from None
         kept[key] = lines.get(key, 1)
     return values, kept
+
+
+def _siblings_keys(command: ConfiguredCommand, ctx: Any) -> set[str]:
+    """The keys of the other commands of this class (serve's, for worker)."""
+    root = ctx.find_root()
+    commands = getattr(root.command, "commands", {})
+    return {
+        key_name(p)
+        for other in commands.values()
+        if isinstance(other, ConfiguredCommand) and other is not command
+        for p in other.options()
+    }
 
 
 def _unknown(
