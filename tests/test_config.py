@@ -340,11 +340,24 @@ def test_a_bad_variable_a_flag_overrides_is_not_read() -> None:
     assert got["port"] == {"value": 9, "source": "flag", "flag": "--port"}
 
 
-def test_worker_reads_its_own_keys_and_refuses_serves(tmp_path: Path) -> None:
-    config = write(tmp_path, "concurrency = 3\nhost = '0.0.0.0'\n")
-    result = invoke("worker", "--config", str(config))
-    assert result.exit_code == 2
-    assert result.output.startswith(f"error: {config}:2: unknown key 'host'")
+def test_serve_and_worker_share_a_file_each_reading_its_own_keys(tmp_path: Path) -> None:
+    text = "concurrency = 3\nport = 9100\nlease-seconds = 20\nstore = 'postgresql://db/a2ad'\n"
+    config = write(tmp_path, text)
+    group = typer.main.get_command(app)
+    root = group.context_class(group, info_name="a2ad")
+    worker = command("worker").make_context("worker", ["--config", str(config)], parent=root)
+    assert (worker.params["concurrency"], worker.params["lease_seconds"]) == (3, 20.0)
+    got = show("--config", str(config))
+    assert (got["port"]["value"], got["lease-seconds"]["value"]) == (9100, 20.0)
+    assert "concurrency" not in got
+
+
+def test_a_key_neither_command_takes_is_refused_by_both(tmp_path: Path) -> None:
+    config = write(tmp_path, "concurrency = 3\nhost = '0.0.0.0'\nthreads = 4\n")
+    for name in ("worker", "serve"):
+        result = invoke(name, "--config", str(config))
+        assert result.exit_code == 2
+        assert result.output.startswith(f"error: {config}:3: unknown key 'threads'"), name
 
 
 # --- secrets ---

@@ -6,8 +6,9 @@ mount must load in both ``serve`` and ``worker``; the image's HEALTHCHECK
 command must pass against a real ``a2ad serve`` and fail once it is gone.
 nginx (if installed) must accept deploy/nginx.conf, and, run with it in front
 of a real ``a2ad serve``, pass a stream through event by event, a
-``Last-Event-ID`` resume, and the address clients used (the agent card's URL). Building and running the image
-needs a Docker daemon: that test skips, saying so, where there is none.
+``Last-Event-ID`` resume, and the address clients used (the agent card's URL).
+Building and running the image needs a Docker daemon: that test skips, saying
+so, where there is none.
 """
 
 from __future__ import annotations
