@@ -43,6 +43,9 @@ operation. The three stores in one run:
 ``--py-spy DIR`` records a py-spy profile of every a2ad server during its first
 measured window of each workload and prints where its samples fell.
 
+The server ``a2ad-nometrics`` is a2ad with ``--no-metrics``, to measure what
+metrics cost (``--servers a2ad,a2ad-nometrics --baseline a2ad-nometrics``).
+
 The server ``a2ad-auth`` is a2ad with auth on: ``--auth`` with a keys file of a
 few keys (made by ``a2ad auth add-key``), every request carrying one of them as
 ``Authorization: Bearer``; beside ``a2ad`` it gives the cost of authentication:
@@ -103,6 +106,7 @@ SERVER_NAMES = (
     "a2ad-auth",
     "a2ad-access-on",
     "a2ad-access-off",
+    "a2ad-nometrics",
     "a2ad-before",
     "a2ad-sqlite-before",
     "a2ad-postgres",
@@ -251,6 +255,8 @@ def server_argv(name: str, port: int, db: Path, postgres: str = "") -> list[str]
     name = name.removesuffix("-rest")  # the same server, driven over HTTP+JSON
     if name.startswith("a2ad-access-"):  # the same server, with --access-log on or off
         return [*server_argv("a2ad", port, db), "--access-log", name.removeprefix("a2ad-access-")]
+    if name == "a2ad-nometrics":  # the same server, with metrics off
+        return [*server_argv("a2ad", port, db), "--no-metrics"]
     if name == "a2ad-auth":  # the same server, with auth on
         keys = ["--auth", str(db.with_suffix(".keys.toml"))]
         return [*server_argv("a2ad", port, db), *keys]

@@ -43,12 +43,14 @@ from ..server.connections import (
     raise_fd_limit,
 )
 from ..server.limits import MAX_BODY_BYTES, MAX_PART_BYTES
+from ..server.metrics import Metrics
 from ..store import DEFAULT_STORE, store_from_url
 from ..store.base import MAX_ARTIFACTS, MAX_HISTORY, StoreError, TaskStore, Turns
 from ..store.memory import MemoryStore
 from ..store.sqlite_group import SqliteGroup
 from ..tools import ENV_TOKEN, ENV_URL
 from .auth import ENV_AUTH_FILE
+from .config import DURATION, ENV_AGENTS
 from .logs import access_fraction, configure_logging
 
 __all__ = ["serve", "workers_store"]
@@ -159,9 +161,10 @@ def serve(
     agent: Annotated[
         list[str] | None,
         typer.Option(
+            envvar=ENV_AGENTS,
             help="'echo', 'demo', or package.module:attr of your agent. Repeat as NAME=SPEC "
             "to serve several, each at /agents/NAME/ (the first, or --default-agent, at / too). "
-            "Default: echo."
+            "Default: echo.",
         ),
     ] = None,
     default_agent: Annotated[
@@ -179,19 +182,24 @@ def serve(
     shutdown_grace: Annotated[
         str,
         typer.Option(
-            help="On Ctrl-C/SIGTERM, how long running tasks may finish before they are failed."
+            metavar=DURATION,
+            help="On Ctrl-C/SIGTERM, how long running tasks may finish before they are failed.",
         ),
     ] = "10s",
     retention: Annotated[
         str,
         typer.Option(
+            metavar=DURATION,
             help="Delete finished tasks this long after their last update (e.g. 7d); "
-            "off keeps them."
+            "off keeps them.",
         ),
     ] = "off",
     task_timeout: Annotated[
         str,
-        typer.Option(help="Fail tasks not finished this long after they were created (e.g. 15m)."),
+        typer.Option(
+            metavar=DURATION,
+            help="Fail tasks not finished this long after they were created (e.g. 15m).",
+        ),
     ] = "off",
     lease_seconds: Annotated[
         float,
@@ -224,12 +232,15 @@ def serve(
     ] = 65536,
     header_timeout: Annotated[
         str,
-        typer.Option(help="A request's headers must arrive within this (408 otherwise)."),
+        typer.Option(
+            metavar=DURATION, help="A request's headers must arrive within this (408 otherwise)."
+        ),
     ] = "10s",
     body_timeout: Annotated[
         str,
         typer.Option(
-            help="A request's body must arrive within this of its headers (408 otherwise)."
+            metavar=DURATION,
+            help="A request's body must arrive within this of its headers (408 otherwise).",
         ),
     ] = "30s",
     max_body_bytes: Annotated[
@@ -414,6 +425,22 @@ def serve(
             "answered without an error to log beside those with one."
         ),
     ] = "errors",
+    metrics: Annotated[
+        bool,
+        typer.Option(
+            help="Serve GET /metrics (Prometheus text format; with auth on, for operators) and "
+            "count what it reports; --no-metrics: neither (/metrics is then a 404).",
+        ),
+    ] = True,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            max=65535,
+            help="Serve /metrics on this port (same --host) instead of the main one, open to "
+            "anyone who reaches it: bind it where only Prometheus does.",
+        ),
+    ] = None,
     model: Annotated[
         str | None,
         typer.Option(
@@ -450,6 +477,14 @@ def serve(
         else:
             said = f"can't listen on {host}:{port}: {exc.strerror or exc}"
         _fail(said, STARTUP_FAILURE)
+    metrics_listening = None
+    if metrics and metrics_port is not None:
+        try:
+            metrics_listening = _listen(host, metrics_port)
+        except OSError as exc:
+            listening.close()
+            said = exc.strerror or str(exc)
+            _fail(f"--metrics-port {metrics_port}: can't listen on {host}: {said}", 2)
     base = _url(listening)
     try:
         the_agent = _load_agents(agent or ["echo"], default_agent, base, model)
@@ -466,13 +501,15 @@ def serve(
         # Imported here: a single process needs none of it.
         from .supervisor import Group
 
-        group = Group(flags, listening, key, parsed.store, banner)
+        group = Group(flags, listening, key, parsed.store, banner, metrics=metrics_listening)
         code = group.run()
         if code:
             raise typer.Exit(code)
         console.print("a2ad stopped.")
         return
-    application = _application(flags, parsed, the_agent, key)
+    application = _application(
+        flags, parsed, the_agent, key, metrics=_metrics(flags, metrics_listening, None)
+    )
     server = _Server(_config(flags, parsed, application), application, banner)
     server.run(sockets=[listening])
     if server.startup_failed:
@@ -523,8 +560,26 @@ def _parse(flags: dict[str, Any], *, group: SqliteGroup | None = None) -> Parsed
     )
 
 
+def _metrics(
+    flags: dict[str, Any], listening: socket.socket | None, share: str | None
+) -> Metrics | None:
+    """What ``--metrics`` and ``--metrics-port`` ask for; ``share``: the
+    directory of a group's processes (``--workers``)."""
+    if not flags["metrics"]:
+        return None
+    metrics = Metrics(share=share)
+    if listening is not None:
+        metrics.listen(listening)
+    return metrics
+
+
 def _application(
-    flags: dict[str, Any], parsed: Parsed, the_agent: Agent | dict[str, Agent], key: bytes
+    flags: dict[str, Any],
+    parsed: Parsed,
+    the_agent: Agent | dict[str, Agent],
+    key: bytes,
+    *,
+    metrics: Metrics | None = None,
 ) -> A2AApp:
     application = create_app(
         the_agent,
@@ -548,6 +603,7 @@ def _application(
         rate_limit=flags["rate_limit"],
         rate_burst=flags["rate_burst"],
         runs_agents=not flags["no_run"],
+        metrics=metrics,
     )
     # Every request gets an id, and every line logged its context (cli/logs.py).
     application.observers.append(RequestLog(access=parsed.access))
