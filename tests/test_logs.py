@@ -4,6 +4,7 @@ text; one access line per request (all, errors only, or none); never a key."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -32,6 +33,9 @@ class Chatty(Agent):
 
     async def run(self, ctx: TaskContext) -> None:
         chatty_log.info("chatty thinks about %s", ctx.text)
+        if ctx.text.startswith("slowly"):
+            await ctx.working("thinking")
+            await asyncio.sleep(0.3)
         await ctx.complete(f"said {ctx.text}")
 
 
@@ -120,6 +124,25 @@ def test_a_request_id_given_is_echoed_and_on_its_access_line(
     # The agent's line in that request's turn carries the same id.
     (turn,) = [x for x in json_lines(with_auth.output) if x["msg"] == "chatty thinks about hello"]
     assert turn["request_id"] == "trace-42/a" and turn["task_id"] == task["id"]
+
+
+def test_a_streams_access_line_is_written_when_it_ends_with_its_duration(
+    with_auth: Served, keys: tuple[Path, str]
+) -> None:
+    headers = {**V1, "Authorization": f"Bearer {keys[1]}", "X-Request-ID": "stream-1"}
+    body = send_body("slowly now")
+    body["method"] = "SendStreamingMessage"
+    with httpx.Client(timeout=10) as http:
+        with http.stream("POST", with_auth.url + "/", json=body, headers=headers) as stream:
+            assert stream.headers["x-request-id"] == "stream-1"
+            frames = [json.loads(x[5:]) for x in stream.iter_lines() if x.startswith("data:")]
+    task_id = frames[0]["result"]["task"]["id"]
+    with_auth.expect(r'"logger":"a2ad.access".*"request_id":"stream-1"')
+    (line,) = [x for x in access_lines(with_auth.output) if x["request_id"] == "stream-1"]
+    assert line["method"] == "SendStreamingMessage"
+    assert line["status"] == 200
+    assert line["task_id"] == task_id
+    assert line["duration_ms"] >= 300  # the agent's 0.3 s: the line came at the stream's end
 
 
 def test_with_auth_on_no_line_holds_a_key_or_token(

@@ -1,6 +1,7 @@
 """The log context of agent turns: a TurnObserver (runner.py) that names the
 task, its context and the agent on every line logged during a turn, the agent's
-own ``logging`` lines among them (log_context.py)."""
+own ``logging`` lines among them (log_context.py). A turn runs in a copy of the
+context of the request that started it, if any; that request is told the task."""
 
 from __future__ import annotations
 
@@ -22,6 +23,11 @@ class TurnLogContext:
         self._names = {served: served or agent.name for served, agent in agents.items()}
 
     def began(self, invocation: Invocation) -> Token[log_context.Turn | None]:
+        asked = log_context.request.get()
+        if asked is not None and not asked.task_id:
+            # The request that started the turn got this task: its later lines and
+            # its access line name it (a streaming send learns it no other way).
+            asked.task_id, asked.context_id = invocation.task_id, invocation.context_id
         name = invocation.agent_name
         turn = log_context.Turn(
             invocation.task_id, invocation.context_id, self._names.get(name, name)
