@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import importlib
 import ipaddress
 import logging
 import math
@@ -397,6 +398,14 @@ def serve(
         ),
     ] = 1,
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+    tracing: Annotated[
+        str,
+        typer.Option(
+            help="OpenTelemetry spans for requests, agent turns and the calls agents make "
+            "through a2ad's client: off, otlp (OTLP over HTTP, configured by the standard "
+            "OTEL_EXPORTER_OTLP_* variables) or console. Needs pip install 'a2ad[otel]'."
+        ),
+    ] = "off",
     model: Annotated[
         str | None,
         typer.Option(
@@ -476,6 +485,7 @@ def _parse(flags: dict[str, Any], *, group: SqliteGroup | None = None) -> Parsed
     rate_limit = flags["rate_limit"]
     if not math.isfinite(rate_limit):
         raise ValueError(f"--rate-limit {rate_limit}: give a number of requests a second")
+    _check_tracing(flags["tracing"])
     task_store = store_from_url(flags["store"], max_tasks=flags["max_tasks"], group=group)
     if flags["no_run"]:
         workers_store(task_store, "a2ad serve --no-run")
@@ -499,10 +509,27 @@ def _parse(flags: dict[str, Any], *, group: SqliteGroup | None = None) -> Parsed
     )
 
 
+def _check_tracing(exporter: str) -> None:
+    """Raises ValueError for a --tracing value a2ad can't honour."""
+    if exporter not in ("off", "otlp", "console"):
+        raise ValueError(f"--tracing {exporter}: give off, otlp or console")
+    needed = ["opentelemetry.sdk.trace"]
+    if exporter == "otlp":
+        needed.append("opentelemetry.exporter.otlp.proto.http.trace_exporter")
+    for module in needed if exporter != "off" else []:
+        try:
+            # Imported only with tracing on: off costs nothing, not even the import.
+            importlib.import_module(module)
+        except ImportError:
+            raise ValueError(
+                f"--tracing {exporter}: {module} is not installed; pip install 'a2ad[otel]'"
+            ) from None
+
+
 def _application(
     flags: dict[str, Any], parsed: Parsed, the_agent: Agent | dict[str, Agent], key: bytes
 ) -> A2AApp:
-    return create_app(
+    application = create_app(
         the_agent,
         default_agent=flags["default_agent"],
         store=parsed.store,
@@ -525,6 +552,11 @@ def _application(
         rate_burst=flags["rate_burst"],
         runs_agents=not flags["no_run"],
     )
+    if flags["tracing"] != "off":
+        from ..server.tracing import serve_tracing
+
+        serve_tracing(application, flags["tracing"])
+    return application
 
 
 def _config(flags: dict[str, Any], parsed: Parsed, application: A2AApp) -> uvicorn.Config:
