@@ -186,34 +186,38 @@ class _RequestSpans:
         span: Span = token[0]
         CALL_TRACER.reset(token[2])
         otel_context.detach(token[1])
+        # One set_attributes: the SDK takes its lock once, not per attribute.
+        attributes: dict[str, str | int] = {
+            BINDING: record.binding,
+            AGENT: record.agent or self._default_agent,
+        }
         if record.method:
             span.update_name(record.method)
-            span.set_attribute("rpc.method", record.method)
+            attributes["rpc.method"] = record.method
         elif record.binding == "card":  # a few fixed paths: fit for a span name
             span.update_name(f"{token[3]} {record.path}")
         if record.binding == "JSONRPC":
-            span.set_attribute("rpc.system", "jsonrpc")
-        span.set_attribute(BINDING, record.binding)
-        span.set_attribute(AGENT, record.agent or self._default_agent)
+            attributes["rpc.system"] = "jsonrpc"
         if record.version:
-            span.set_attribute(VERSION, record.version)
+            attributes[VERSION] = record.version
         if record.status:
-            span.set_attribute("http.response.status_code", record.status)
+            attributes["http.response.status_code"] = record.status
         if record.task_id:
-            span.set_attribute(TASK_ID, record.task_id)
+            attributes[TASK_ID] = record.task_id
         if record.context_id:
-            span.set_attribute(CONTEXT_ID, record.context_id)
+            attributes[CONTEXT_ID] = record.context_id
         failed = record.status >= 500
         if record.code is not None:
             error = ERRORS_BY_CODE.get(record.code)
-            span.set_attribute(ERROR_CODE, record.code)
+            attributes[ERROR_CODE] = record.code
             if record.binding == "JSONRPC":
-                span.set_attribute("rpc.jsonrpc.error_code", record.code)
-            span.set_attribute("error.type", error.__name__ if error else str(record.code))
+                attributes["rpc.jsonrpc.error_code"] = record.code
+            attributes["error.type"] = error.__name__ if error else str(record.code)
             # The server's fault, not the caller's (a JSON-RPC error is HTTP 200).
             failed = failed or (error.http_status >= 500 if error else True)
         elif failed:
-            span.set_attribute("error.type", str(record.status))
+            attributes["error.type"] = str(record.status)
+        span.set_attributes(attributes)
         if failed:
             span.set_status(Status(StatusCode.ERROR))
         span.end()
