@@ -186,7 +186,7 @@ class Dispatcher:
             case Operation.SEND:
                 request = dialect.decode_send(params, method)
                 result = await handler.send_message(request, context, dialect=dialect)
-                _learned(record_of(scope), result)
+                _note_task(scope, result)
                 if hide:
                     result = (
                         visible_task(result) if isinstance(result, Task) else visible_reply(result)
@@ -194,14 +194,14 @@ class Dispatcher:
                 return dialect.encode_send_result(result)
             case Operation.GET:
                 task = await handler.get_task(dialect.decode_get(params, method), context)
-                _learned(record_of(scope), task)
+                _note_task(scope, task)
                 return dialect.encode_task(visible_task(task) if hide else task)
             case Operation.LIST:
                 page = await handler.list_tasks(dialect.decode_list(params, method), context)
                 return dialect.encode_page(visible_page(page) if hide else page)
             case Operation.CANCEL:
                 task = await handler.cancel_task(dialect.decode_task_id(params, method), context)
-                _learned(record_of(scope), task)
+                _note_task(scope, task)
                 return dialect.encode_task(visible_task(task) if hide else task)
             case Operation.CREATE_PUSH_CONFIG:
                 config = dialect.decode_push_config(params, method)
@@ -264,8 +264,10 @@ class Dispatcher:
         return self.handler.expose_internal_parts or context.caller.operator
 
 
-def _learned(record: RequestRecord | None, result: Task | Message) -> None:
-    """The request's record learns which task (and context) it was about."""
+def _note_task(scope: Scope, result: Task | Message) -> None:
+    """The request's record names the task it got (for access logs, spans)."""
+    record = record_of(scope)
     if record is not None:
-        record.task_id = result.id if isinstance(result, Task) else result.task_id
+        if isinstance(result, Task):
+            record.task_id = result.id
         record.context_id = result.context_id
