@@ -31,6 +31,7 @@ from ..protocol.errors import (
     A2AError,
     InvalidRequestError,
     MethodNotFoundError,
+    PermissionDeniedError,
     QuotaExceededError,
     UnauthenticatedError,
 )
@@ -52,6 +53,7 @@ from .limits import (
     caller_key,
     retry_headers,
 )
+from .metrics import METRICS_PATH, Metrics, MetricsEndpoint
 from .observed import RECORD_KEY, RequestObserver, RequestRecord
 from .rest import RestEndpoint, error_body
 from .sse import KEEPALIVE_SECONDS
@@ -97,6 +99,7 @@ class A2AApp:
         authenticator: Authenticator | None = None,
         expose_internal_parts: bool = False,
         rate_clock: Callable[[], float] = time.monotonic,
+        metrics: Metrics | None = None,
     ) -> None:
         self.engine = engine
         self.authenticator = authenticator
@@ -143,6 +146,14 @@ class A2AApp:
         self._health = HealthEndpoint(engine)
         # Told of every request (observed.py): metrics, access logs, tracing.
         self.observers: list[RequestObserver] = []
+        # /metrics (metrics.py): here, unless on a port of its own.
+        self.metrics = metrics
+        self._metrics: MetricsEndpoint | None = None
+        if metrics is not None:
+            metrics.attach(engine)
+            self.observers.append(metrics)
+            if metrics.listener is None:
+                self._metrics = MetricsEndpoint(metrics)
 
     async def aclose(self) -> None:
         """Stop the agents at once, end the streams, close the store."""
@@ -202,6 +213,10 @@ class A2AApp:
             record.binding = "health"
             await self._health(path, scope, send)
             return
+        if path == METRICS_PATH and self._metrics is not None:
+            record.binding = "metrics"
+            await self._serve_metrics(path, scope, receive, send)
+            return
         served = self._default
         if path.startswith(AGENTS_PREFIX):
             name, _, rest = path[len(AGENTS_PREFIX) :].partition("/")
@@ -257,6 +272,25 @@ class A2AApp:
             await self._usage(scope, send)
             return
         await served.rest.serve(path, scope, receive, send)
+
+    async def _serve_metrics(self, path: str, scope: Scope, receive: Receive, send: Send) -> None:
+        """/metrics on the main port: with auth on, for operators only."""
+        assert self._metrics is not None
+        record = scope[RECORD_KEY]
+        if self.authenticator is not None:
+            try:
+                caller = await self.authenticator.authenticate(scope)
+            except AuthenticationFailed as exc:
+                record.code = UnauthenticatedError.code
+                await self._refuse(exc, path, scope, send)
+                return
+            if not caller.operator:
+                error = PermissionDeniedError("GET /metrics: an operator's credential is needed")
+                record.code = error.code
+                audit.refused(scope, error, method=f"{scope['method']} {path}")
+                await respond(send, 403, error_body(error, v03=False))
+                return
+        await self._metrics(scope, receive, send)
 
     async def _no_agent(self, scope: Scope, send: Send, name: str, method: str, path: str) -> None:
         names = ", ".join(n for n in self._served if n) or "none (one agent, at /)"
@@ -315,9 +349,17 @@ class A2AApp:
                     log.exception("startup failed")
                     await send({"type": "lifespan.startup.failed", "message": str(exc)})
                     return
+                if self.metrics is not None:
+                    self.metrics.start_sharing()
+                    if self.metrics.listener is not None:
+                        await self.metrics.listener.start()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
+                if self.metrics is not None and self.metrics.listener is not None:
+                    await self.metrics.listener.aclose()
                 await self.engine.aclose(graceful=True)
+                if self.metrics is not None:
+                    self.metrics.close()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
@@ -351,6 +393,7 @@ def create_app(
     authenticator: Authenticator | None = None,
     expose_internal_parts: bool = False,
     runs_agents: bool = True,
+    metrics: Metrics | None = None,
 ) -> A2AApp:
     """An ASGI app serving ``agent`` (default: the echo agent) over A2A; or
     several agents by name (``{"stock": ..., "pricing": ...}``), each at
@@ -387,6 +430,9 @@ def create_app(
     unless ``expose_internal_parts``. With ``runs_agents`` False the app is a
     front: it runs no agent, and queues every turn in ``store`` (PostgreSQL)
     for the workers (``a2ad worker``) that run it (engine/remote.py).
+    With ``metrics`` (server/metrics.py), ``GET /metrics`` reports what the
+    app did (for operators only, with an ``authenticator``), unless
+    ``metrics.listen`` moved it to a socket of its own.
 
     Limits (docs/protocol.md, "Limits"): a request body of at most
     ``max_body_bytes`` (413); a message of at most ``max_parts`` parts, each at
@@ -440,6 +486,7 @@ def create_app(
         authenticator=authenticator,
         expose_internal_parts=expose_internal_parts,
         rate_clock=rate_clock,
+        metrics=metrics,
     )
 
 

@@ -39,13 +39,14 @@ from ..protocol.errors import ERRORS_BY_CODE
 from ..protocol.model import Task
 from .app import A2AApp
 from .health import HEALTH_PATHS
+from .metrics import METRICS_PATH
 from .observed import RequestRecord
 from .types import Scope
 
 __all__ = ["EXPORTERS", "instrument", "serve_tracing"]
 
 EXPORTERS = ("off", "otlp", "console")  # --tracing's choices
-UNTRACED_PATHS = frozenset((*HEALTH_PATHS, "/metrics"))  # probes and scrapes: noise in traces
+UNTRACED_PATHS = frozenset((*HEALTH_PATHS, METRICS_PATH))  # probes and scrapes: noise in traces
 SCOPE_NAME = "a2ad"
 
 # Attribute names: OpenTelemetry's semantic conventions where they have one,
