@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import importlib
 import ipaddress
 import logging
 import math
@@ -425,6 +426,14 @@ def serve(
             "answered without an error to log beside those with one."
         ),
     ] = "errors",
+    tracing: Annotated[
+        str,
+        typer.Option(
+            help="OpenTelemetry spans for requests, agent turns and the calls agents make "
+            "through a2ad's client: off, otlp (OTLP over HTTP, configured by the standard "
+            "OTEL_EXPORTER_OTLP_* variables) or console. Needs pip install 'a2ad[otel]'."
+        ),
+    ] = "off",
     metrics: Annotated[
         bool,
         typer.Option(
@@ -536,6 +545,7 @@ def _parse(flags: dict[str, Any], *, group: SqliteGroup | None = None) -> Parsed
     rate_limit = flags["rate_limit"]
     if not math.isfinite(rate_limit):
         raise ValueError(f"--rate-limit {rate_limit}: give a number of requests a second")
+    _check_tracing(flags["tracing"])
     task_store = store_from_url(flags["store"], max_tasks=flags["max_tasks"], group=group)
     if flags["no_run"]:
         workers_store(task_store, "a2ad serve --no-run")
@@ -558,6 +568,23 @@ def _parse(flags: dict[str, Any], *, group: SqliteGroup | None = None) -> Parsed
         store=task_store,
         access=access_fraction(flags["access_log"]),
     )
+
+
+def _check_tracing(exporter: str) -> None:
+    """Raises ValueError for a --tracing value a2ad can't honour."""
+    if exporter not in ("off", "otlp", "console"):
+        raise ValueError(f"--tracing {exporter}: give off, otlp or console")
+    needed = ["opentelemetry.sdk.trace"]
+    if exporter == "otlp":
+        needed.append("opentelemetry.exporter.otlp.proto.http.trace_exporter")
+    for module in needed if exporter != "off" else []:
+        try:
+            # Imported only with tracing on: off costs nothing, not even the import.
+            importlib.import_module(module)
+        except ImportError:
+            raise ValueError(
+                f"--tracing {exporter}: {module} is not installed; pip install 'a2ad[otel]'"
+            ) from None
 
 
 def _metrics(
@@ -609,6 +636,10 @@ def _application(
     application.observers.append(RequestLog(access=parsed.access))
     engine = application.engine
     engine.turn_observers.append(TurnLogContext(engine.agents))
+    if flags["tracing"] != "off":
+        from ..server.tracing import serve_tracing
+
+        serve_tracing(application, flags["tracing"])
     return application
 
 

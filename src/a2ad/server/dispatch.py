@@ -46,7 +46,7 @@ from ..protocol.types import StreamItem
 from ..store.base import StoreUnavailableError
 from .card import base_url, render_card
 from .handler import RequestHandler
-from .observed import record_of
+from .observed import RequestRecord, record_of
 from .types import Scope, header
 
 __all__ = [
@@ -234,17 +234,25 @@ class Dispatcher:
         context: RequestContext,
         *,
         last_event_id: int | None = None,
+        record: RequestRecord | None = None,
     ) -> EventStream:
         """The stream's events, or an A2AError before anything is sent (then the
         binding answers with an ordinary error, not a stream). ``last_event_id``
-        resumes a subscription after that event."""
+        resumes a subscription after that event. ``record`` (the request's) learns
+        the task and context the request names."""
         if operation is Operation.STREAM:
             request = dialect.decode_send(params, method)
+            if record is not None:
+                record.task_id = request.message.task_id
+                record.context_id = request.message.context_id
             events = await self.handler.send_streaming_message(request, context, dialect=dialect)
         else:
             assert operation is Operation.SUBSCRIBE, operation
+            subscribe = dialect.decode_task_id(params, method)
+            if record is not None:
+                record.task_id = subscribe.id
             events = await self.handler.subscribe_to_task(
-                dialect.decode_task_id(params, method), context, last_event_id=last_event_id
+                subscribe, context, last_event_id=last_event_id
             )
         if not self._shows_internal(context):
             events.view = visible
