@@ -16,9 +16,9 @@ from typing import Any
 import httpx
 import pytest
 
-from a2ad import Agent, SyncClient, Task, TaskState
+from a2ad import Agent, SyncClient, Task, TaskState, log_context
 from a2ad.agent import TaskContext
-from a2ad.cli.logs import configure_logging
+from a2ad.cli.logs import JsonFormatter, TextFormatter, configure_logging
 
 from .test_cli import Served, run_a2ad
 from .test_cli_auth import add_key
@@ -261,3 +261,29 @@ def test_text_is_coloured_on_a_terminal_unless_no_color(monkeypatch: pytest.Monk
         os.close(main)
         assert "look here" in written
         assert ("\x1b[33mWARNING" in written) is coloured, repr(written)
+
+
+def record(msg: str, **extra: object) -> logging.LogRecord:
+    made = logging.LogRecord("a2ad.test", logging.INFO, __file__, 1, msg, (), None)
+    made.__dict__.update(extra)
+    return made
+
+
+def test_a_lines_own_field_wins_over_its_context() -> None:
+    token = log_context.turn.set(log_context.Turn("turn-task", "turn-context", "chatty"))
+    try:
+        line = json.loads(JsonFormatter().format(record("about another", task_id="named")))
+    finally:
+        log_context.turn.reset(token)
+    assert line["task_id"] == "named"
+    assert line["context_id"] == "turn-context" and line["agent"] == "chatty"
+    assert "task_id" not in json.loads(JsonFormatter().format(record("outside any turn")))
+
+
+def test_text_lines_escape_what_a_terminal_would_act_on() -> None:
+    said = TextFormatter().format(
+        record("GET /\x1b[2J 404\nforged line", path="/\x1b[2J", note="two words")
+    )
+    assert "\x1b" not in said and "\n" not in said
+    assert "GET /\\x1b[2J 404\\nforged line" in said
+    assert 'path="/\\u001b[2J"' in said and 'note="two words"' in said
