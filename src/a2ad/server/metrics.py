@@ -47,7 +47,7 @@ from prometheus_client.core import (
 
 from ..protocol.model import Task, TaskState
 from ..protocol.types import TaskId
-from ..store.base import Census, StoredTask
+from ..store.base import Census
 from .observed import OPERATION_NAMES, RequestRecord
 from .types import Receive, Scope, Send, respond
 
@@ -60,6 +60,8 @@ __all__ = ["CONTENT_TYPE", "METRICS_PATH", "Metrics", "MetricsEndpoint", "Metric
 METRICS_PATH = "/metrics"
 CONTENT_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
 SHARE_SECONDS = 1.0  # how often a process of a group writes its counts
+_WORDS = {state.value: state.word for state in TaskState}  # a state's value -> its label
+_ENDED = frozenset(state.value for state in TaskState if state.terminal)
 BORN_KEPT = 100_000  # new tasks whose start is remembered until they end
 
 _STREAMING = frozenset(
@@ -141,7 +143,7 @@ class Metrics:
         self._requests: dict[tuple[str, str, str], int] = {}
         self._durations: dict[tuple[str, str], list[float]] = {}
         self._open: set[RequestRecord] = set()
-        self._transitions: dict[tuple[str, TaskState | None, TaskState], int] = {}
+        self._transitions: dict[tuple[str, str, str], int] = {}  # states by value
         self._task_durations: dict[str, list[float]] = {}
         self._first_events: dict[str, list[float]] = {}
         self._store_ops: dict[str, list[float]] = {}
@@ -194,15 +196,6 @@ class Metrics:
             if len(born) >= BORN_KEPT:  # tasks that never end here: forget the oldest
                 del born[next(iter(born))]
             born[invocation.task_id] = now
-        if current is None:  # its first batch creates it, with the agent's first events
-
-            def created(head: asyncio.Future[StoredTask | Any]) -> None:
-                if not head.cancelled() and isinstance(
-                    head.exception() or head.result(), StoredTask
-                ):
-                    _observe(self._first_events, agent, _TASK_BUCKETS, time.perf_counter() - now)
-
-            invocation.head.add_done_callback(created)
 
     def turn_ended(self, invocation: Invocation) -> None:
         agent = invocation.agent_name
@@ -218,9 +211,17 @@ class Metrics:
     def transition(
         self, task_id: TaskId, agent: str, before: TaskState | None, after: TaskState
     ) -> None:
-        key = (agent, before, after)
-        self._transitions[key] = self._transitions.get(key, 0) + 1
-        if after.terminal:
+        # Keyed by the states' plain value attributes: an Enum member's hash is a
+        # Python-level call, and three transitions a send made it a measurable cost.
+        to = after._value_
+        key = (agent, before._value_ if before is not None else "", to)
+        transitions = self._transitions
+        transitions[key] = transitions.get(key, 0) + 1
+        if before is None:  # the task was stored: its first event
+            born = self._born.get(task_id)
+            if born is not None:
+                _observe(self._first_events, agent, _TASK_BUCKETS, time.perf_counter() - born)
+        if to in _ENDED:
             born = self._born.pop(task_id, None)
             if born is not None:
                 _observe(self._task_durations, agent, _TASK_BUCKETS, time.perf_counter() - born)
@@ -254,7 +255,7 @@ class Metrics:
         snap: Snapshot = {name: {} for name in (*_COUNTERS, *_HISTOGRAMS, *_GAUGES)}
         snap["a2ad_requests"] = {key: n for key, n in self._requests.copy().items()}
         snap["a2ad_task_transitions"] = {
-            (agent, before.word if before is not None else "none", after.word): n
+            (agent, _WORDS.get(before, "none"), _WORDS[after]): n
             for (agent, before, after), n in self._transitions.copy().items()
         }
         for name, n in self._events.copy().items():
