@@ -40,6 +40,8 @@ from ..store.base import MAX_ARTIFACTS, MAX_HISTORY, StoreError, TaskStore
 from ..store.memory import MemoryStore
 from . import audit
 from .auth import AuthenticationFailed, Authenticator
+from .dashboard import DEFAULT_PATH as DASHBOARD_PATH
+from .dashboard import DashboardEndpoint
 from .handler import ExtendedCardCheck, RequestHandler, allow_everyone
 from .health import HEALTH_PATHS, HealthEndpoint
 from .jsonrpc import JsonRpcEndpoint
@@ -97,6 +99,7 @@ class A2AApp:
         authenticator: Authenticator | None = None,
         expose_internal_parts: bool = False,
         rate_clock: Callable[[], float] = time.monotonic,
+        dashboard_path: str | None = None,
     ) -> None:
         self.engine = engine
         self.authenticator = authenticator
@@ -141,6 +144,13 @@ class A2AApp:
         self._default = self._served[engine.default_agent]
         self._usage = UsageEndpoint(engine)
         self._health = HealthEndpoint(engine)
+        self._dashboard = (
+            DashboardEndpoint(
+                dashboard_path, agents=list(engine.agents), auth=authenticator is not None
+            )
+            if dashboard_path is not None
+            else None
+        )
         # Told of every request (observed.py): metrics, access logs, tracing.
         self.observers: list[RequestObserver] = []
 
@@ -201,6 +211,10 @@ class A2AApp:
         if path in HEALTH_PATHS:  # public: a probe has no credential, and isn't rate limited
             record.binding = "health"
             await self._health(path, scope, send)
+            return
+        if self._dashboard is not None and self._dashboard.serves(path):
+            record.binding = "dashboard"  # public: static files; its API calls carry auth
+            await self._dashboard(path, scope, send)
             return
         served = self._default
         if path.startswith(AGENTS_PREFIX):
@@ -351,6 +365,7 @@ def create_app(
     authenticator: Authenticator | None = None,
     expose_internal_parts: bool = False,
     runs_agents: bool = True,
+    dashboard_path: str | None = DASHBOARD_PATH,
 ) -> A2AApp:
     """An ASGI app serving ``agent`` (default: the echo agent) over A2A; or
     several agents by name (``{"stock": ..., "pricing": ...}``), each at
@@ -386,7 +401,9 @@ def create_app(
     stored but hidden from callers other than operators, and from webhooks,
     unless ``expose_internal_parts``. With ``runs_agents`` False the app is a
     front: it runs no agent, and queues every turn in ``store`` (PostgreSQL)
-    for the workers (``a2ad worker``) that run it (engine/remote.py).
+    for the workers (``a2ad worker``) that run it (engine/remote.py). The task
+    dashboard (server/dashboard/) is served beneath ``dashboard_path`` (None:
+    not at all).
 
     Limits (docs/protocol.md, "Limits"): a request body of at most
     ``max_body_bytes`` (413); a message of at most ``max_parts`` parts, each at
@@ -440,6 +457,7 @@ def create_app(
         authenticator=authenticator,
         expose_internal_parts=expose_internal_parts,
         rate_clock=rate_clock,
+        dashboard_path=dashboard_path,
     )
 
 

@@ -1,0 +1,597 @@
+// The a2ad dashboard: an A2A 1.0 HTTP+JSON client of the server that serves it.
+// No framework and no build step. Views: the task list (its filters in the URL's
+// query) and a task's page (BASE/tasks/<id>). Every request carries the caller's
+// credential, kept in sessionStorage (this tab only), so the server decides what
+// the page may see.
+
+const SETTINGS = JSON.parse(document.querySelector('meta[name="a2ad-settings"]').content);
+const BASE = SETTINGS.base;
+const TOKEN_KEY = "a2ad.token";
+const PAGE_SIZE = 50;
+const STATES = [
+  ["TASK_STATE_SUBMITTED", "submitted", "○"],
+  ["TASK_STATE_WORKING", "working", "◐"],
+  ["TASK_STATE_INPUT_REQUIRED", "input required", "?"],
+  ["TASK_STATE_AUTH_REQUIRED", "auth required", "!"],
+  ["TASK_STATE_COMPLETED", "completed", "✓"],
+  ["TASK_STATE_FAILED", "failed", "✕"],
+  ["TASK_STATE_CANCELED", "canceled", "⊘"],
+  ["TASK_STATE_REJECTED", "rejected", "⊗"],
+];
+const STATE = Object.fromEntries(STATES.map(([key, label, icon]) => [key, { label, icon }]));
+const ACTIVE = new Set(STATES.slice(0, 4).map(([key]) => key));
+const main = document.getElementById("main");
+let stopLive = () => {};
+
+// --- talking to the server ---
+
+class ApiError extends Error {
+  constructor(status, body) {
+    const detail = body && body.error ? body.error : {};
+    super(detail.message || `HTTP ${status}`);
+    this.status = status;
+    this.reason = (detail.details || []).map((d) => d.reason).find(Boolean) || detail.status || "";
+  }
+}
+
+function agentPrefix() {
+  const agent = new URLSearchParams(location.search).get("agent") || SETTINGS.agents[0] || "";
+  return agent && agent !== SETTINGS.agents[0] ? `/agents/${encodeURIComponent(agent)}` : "";
+}
+
+function headers(extra = {}) {
+  const h = { "A2A-Version": "1.0", ...extra };
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (token) h.Authorization = `Bearer ${token}`;
+  return h;
+}
+
+async function api(method, path, body) {
+  const init = { method, headers: headers(body ? { "Content-Type": "application/json" } : {}) };
+  if (body) init.body = JSON.stringify(body);
+  const response = await fetch(agentPrefix() + path, init);
+  const text = await response.text();
+  let data = null;
+  try {
+    data = text ? JSON.parse(text) : null;
+  } catch {
+    data = null;
+  }
+  if (response.status === 401) {
+    await askForToken();
+    throw new ApiError(401, data);
+  }
+  if (!response.ok) throw new ApiError(response.status, data);
+  return data;
+}
+
+function askForToken() {
+  const dialog = document.getElementById("token-dialog");
+  if (dialog.open) return Promise.resolve();
+  document.getElementById("token").value = "";
+  dialog.showModal();
+  return new Promise((resolve) => {
+    dialog.addEventListener(
+      "close",
+      () => {
+        if (dialog.returnValue === "ok") {
+          sessionStorage.setItem(TOKEN_KEY, document.getElementById("token").value.trim());
+          route();
+        }
+        resolve();
+      },
+      { once: true },
+    );
+  });
+}
+
+// An SSE stream over fetch (EventSource can't send a credential): calls onEvent
+// with each event's parsed data until the stream ends or the signal aborts.
+async function stream(path, onEvent, signal) {
+  const response = await fetch(agentPrefix() + path, {
+    method: "POST",
+    headers: headers({ Accept: "text/event-stream", "Content-Type": "application/json" }),
+    body: "{}",
+    signal,
+  });
+  if (!response.ok || !response.body) throw new ApiError(response.status, null);
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += value;
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const data = block
+        .split("\n")
+        .filter((line) => line.startsWith("data:"))
+        .map((line) => line.slice(5).trimStart())
+        .join("\n");
+      if (data) onEvent(JSON.parse(data));
+    }
+  }
+}
+
+// --- small helpers ---
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else if (key === "dataset") Object.assign(node.dataset, value);
+    else node.setAttribute(key, value === true ? "" : value);
+  }
+  for (const child of children.flat()) {
+    if (child !== null && child !== undefined && child !== false) {
+      node.append(child instanceof Node ? child : String(child));
+    }
+  }
+  return node;
+}
+
+function badge(state) {
+  const known = STATE[state] || { label: state || "unknown", icon: "·" };
+  return el(
+    "span",
+    { class: `badge s-${(state || "").replace("TASK_STATE_", "").toLowerCase()}` },
+    el("span", { "aria-hidden": "true" }, known.icon),
+    ` ${known.label}`,
+  );
+}
+
+function ago(timestamp) {
+  if (!timestamp) return "";
+  const seconds = Math.max(0, (Date.now() - Date.parse(timestamp)) / 1000);
+  if (seconds < 60) return `${Math.floor(seconds)} s ago`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ago`;
+  if (seconds < 86400) return `${Math.floor(seconds / 3600)} h ago`;
+  return `${Math.floor(seconds / 86400)} d ago`;
+}
+
+function timeEl(timestamp) {
+  if (!timestamp) return "";
+  return el("time", { datetime: timestamp, title: timestamp }, ago(timestamp));
+}
+
+function textOf(message) {
+  if (!message || !message.parts) return "";
+  return message.parts
+    .filter((p) => typeof p.text === "string")
+    .map((p) => p.text)
+    .join(" ");
+}
+
+function requestText(task) {
+  const asked = (task.history || []).filter((m) => m.role === "ROLE_USER");
+  return textOf(asked[asked.length - 1]);
+}
+
+function firstWords(text, words = 12) {
+  const all = text.trim().split(/\s+/);
+  return all.length > words ? `${all.slice(0, words).join(" ")} …` : all.join(" ");
+}
+
+function isOverdue(task) {
+  const deadline = task.metadata && task.metadata.deadline;
+  return Boolean(deadline && ACTIVE.has(task.status.state) && Date.parse(deadline) < Date.now());
+}
+
+function taskLink(task) {
+  const query = new URLSearchParams();
+  const agent = new URLSearchParams(location.search).get("agent");
+  if (agent) query.set("agent", agent);
+  const suffix = query.toString() ? `?${query}` : "";
+  return `${BASE}/tasks/${encodeURIComponent(task.id)}${suffix}`;
+}
+
+function navigate(url) {
+  history.pushState(null, "", url);
+  route();
+}
+
+function showError(where, error) {
+  where.replaceChildren(el("p", { class: "error", role: "alert" }, error.message));
+}
+
+function say(text) {
+  document.getElementById("live").textContent = text;
+}
+
+// --- the task list ---
+
+function filtersFromUrl() {
+  const q = new URLSearchParams(location.search);
+  return {
+    state: q.get("state") || "",
+    context: q.get("context") || "",
+    text: q.get("text") || "",
+    overdue: q.get("overdue") === "1",
+    after: q.get("after") || "",
+    page: q.get("page") || "",
+  };
+}
+
+function listQuery(filters, extra = {}) {
+  // The newest few messages: enough to find the latest request of a task the
+  // agent has answered since, without loading whole conversations.
+  const q = new URLSearchParams({ pageSize: String(PAGE_SIZE), historyLength: "4" });
+  if (filters.state) q.set("status", filters.state);
+  if (filters.context) q.set("contextId", filters.context);
+  if (filters.overdue) q.set("overdue", "true");
+  if (filters.after) q.set("statusTimestampAfter", new Date(filters.after).toISOString());
+  if (filters.page) q.set("pageToken", filters.page);
+  for (const [key, value] of Object.entries(extra)) q.set(key, value);
+  return q;
+}
+
+function setFilters(changes) {
+  const q = new URLSearchParams(location.search);
+  for (const [key, value] of Object.entries(changes)) {
+    if (value) q.set(key, value === true ? "1" : value);
+    else q.delete(key);
+  }
+  if (!("page" in changes)) q.delete("page");
+  navigate(`${BASE}${q.toString() ? `?${q}` : ""}`);
+}
+
+function filterForm(filters) {
+  const stateSelect = el(
+    "select",
+    { id: "f-state", name: "state" },
+    el("option", { value: "" }, "any state"),
+    STATES.map(([key, label]) => el("option", { value: key, selected: key === filters.state }, label)),
+  );
+  const form = el(
+    "form",
+    { class: "filters", role: "search", "aria-label": "Filter tasks" },
+    el("label", { for: "f-state" }, "State"),
+    stateSelect,
+    el("label", { for: "f-context" }, "Context"),
+    el("input", { id: "f-context", name: "context", value: filters.context, placeholder: "context id" }),
+    el("label", { for: "f-text" }, "Text"),
+    el("input", { id: "f-text", name: "text", value: filters.text, placeholder: "words in the request (this page)" }),
+    el("label", { for: "f-after" }, "Updated after"),
+    el("input", { id: "f-after", name: "after", type: "datetime-local", value: filters.after }),
+    el(
+      "label",
+      { class: "check" },
+      el("input", { id: "f-overdue", name: "overdue", type: "checkbox", checked: filters.overdue }),
+      " overdue only",
+    ),
+    el("button", { type: "submit" }, "Apply"),
+    el("button", { type: "button", onclick: () => navigate(BASE) }, "Clear"),
+  );
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const data = new FormData(form);
+    setFilters({
+      state: data.get("state"),
+      context: data.get("context").trim(),
+      text: data.get("text").trim(),
+      after: data.get("after"),
+      overdue: data.get("overdue") === "on",
+    });
+  });
+  return form;
+}
+
+async function stateCounts(filters, into) {
+  const counts = await Promise.all(
+    STATES.map(async ([key]) => {
+      const page = await api("GET", `/tasks?${listQuery({ ...filters, state: key, page: "" }, { pageSize: "1", historyLength: "0" })}`);
+      return [key, page.totalSize || 0];
+    }),
+  );
+  into.replaceChildren(
+    ...counts.map(([key, count]) =>
+      el(
+        "button",
+        {
+          type: "button",
+          class: `count${filters.state === key ? " on" : ""}`,
+          "aria-pressed": String(filters.state === key),
+          onclick: () => setFilters({ state: filters.state === key ? "" : key }),
+        },
+        badge(key),
+        el("strong", {}, count.toLocaleString()),
+      ),
+    ),
+  );
+}
+
+function taskRow(task) {
+  const request = firstWords(requestText(task) || textOf(task.status.message));
+  const deadline = task.metadata && task.metadata.deadline;
+  const overdue = isOverdue(task);
+  return el(
+    "tr",
+    { dataset: { taskId: task.id, state: task.status.state } },
+    el("td", {}, badge(task.status.state)),
+    el("td", {}, el("a", { href: taskLink(task), dataset: { nav: "task" } }, el("code", {}, task.id.slice(0, 8)))),
+    el("td", { class: "ctx" }, el("code", { title: task.contextId }, (task.contextId || "").slice(0, 8))),
+    el("td", { class: "request" }, request),
+    el("td", {}, timeEl(task.status.timestamp)),
+    el("td", {}, deadline ? timeEl(deadline) : "", overdue ? el("span", { class: "overdue" }, " overdue") : ""),
+  );
+}
+
+async function showList() {
+  const filters = filtersFromUrl();
+  const counts = el("div", { class: "counts", "aria-label": "Tasks by state" });
+  const body = el("tbody");
+  const table = el(
+    "table",
+    { class: "tasks" },
+    el("caption", { class: "visually-hidden" }, "Tasks, newest first"),
+    el(
+      "thead",
+      {},
+      el("tr", {}, ["State", "Task", "Context", "Request", "Updated", "Deadline"].map((h) => el("th", { scope: "col" }, h))),
+    ),
+    body,
+  );
+  const pager = el("nav", { class: "pager", "aria-label": "Pages" });
+  const overdueButton = el("button", { type: "button", class: "danger", id: "cancel-overdue" }, "Cancel overdue…");
+  overdueButton.addEventListener("click", () => cancelOverdue(filters));
+  main.replaceChildren(
+    el("h1", {}, "Tasks"),
+    counts,
+    filterForm(filters),
+    el("div", { class: "toolbar" }, overdueButton),
+    table,
+    pager,
+  );
+  stateCounts(filters, counts).catch((error) => showError(counts, error));
+  let page;
+  try {
+    page = await api("GET", `/tasks?${listQuery(filters)}`);
+  } catch (error) {
+    showError(body, error);
+    return;
+  }
+  let tasks = page.tasks || [];
+  if (filters.text) {
+    const words = filters.text.toLowerCase();
+    tasks = tasks.filter((t) => requestText(t).toLowerCase().includes(words));
+  }
+  body.replaceChildren(
+    ...(tasks.length ? tasks.map(taskRow) : [el("tr", {}, el("td", { colspan: "6", class: "empty" }, "No tasks match."))]),
+  );
+  pager.replaceChildren(
+    el("span", {}, `${(page.totalSize || 0).toLocaleString()} tasks`),
+    filters.page ? el("button", { type: "button", onclick: () => setFilters({ page: "" }) }, "First page") : "",
+    page.nextPageToken
+      ? el("button", { type: "button", onclick: () => setFilters({ page: page.nextPageToken }) }, "Next page")
+      : "",
+  );
+  say(`${tasks.length} tasks shown`);
+}
+
+async function cancelOverdue(filters) {
+  let page;
+  try {
+    page = await api("GET", `/tasks?${listQuery({ ...filters, overdue: true, page: "" }, { pageSize: "100" })}`);
+  } catch (error) {
+    say(error.message);
+    return;
+  }
+  const tasks = page.tasks || [];
+  const confirmed = await confirmDialog(
+    tasks.length ? `Cancel these ${tasks.length} overdue tasks?` : "No task is overdue.",
+    tasks.map((t) => el("li", {}, el("code", {}, t.id), " ", firstWords(requestText(t), 8))),
+    tasks.length > 0,
+  );
+  if (!confirmed) return;
+  const outcomes = await Promise.allSettled(tasks.map((t) => api("POST", `/tasks/${encodeURIComponent(t.id)}:cancel`, {})));
+  const failed = outcomes.filter((o) => o.status === "rejected").length;
+  say(`${tasks.length - failed} canceled${failed ? `, ${failed} could not be` : ""}`);
+  route();
+}
+
+function confirmDialog(title, items, canConfirm = true) {
+  const dialog = document.getElementById("confirm-dialog");
+  document.getElementById("confirm-title").textContent = title;
+  document.getElementById("confirm-body").replaceChildren(items.length ? el("ul", {}, items) : "");
+  document.getElementById("confirm-ok").hidden = !canConfirm;
+  dialog.showModal();
+  return new Promise((resolve) => {
+    dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok"), { once: true });
+  });
+}
+
+// --- a task's page ---
+
+function partView(part) {
+  if (typeof part.text === "string") return el("p", { class: "text" }, part.text);
+  if (part.data !== undefined) return el("pre", { class: "data" }, JSON.stringify(part.data, null, 2));
+  const name = part.filename || "file";
+  if (part.url) return el("a", { href: part.url, rel: "noopener noreferrer", download: name }, `⬇ ${name}`);
+  if (part.raw !== undefined) {
+    const href = `data:${part.mediaType || "application/octet-stream"};base64,${part.raw}`;
+    return el("a", { href, download: name }, `⬇ ${name} (${part.mediaType || "file"})`);
+  }
+  return el("pre", { class: "data" }, JSON.stringify(part, null, 2));
+}
+
+function messageView(message) {
+  const who = message.role === "ROLE_USER" ? "user" : "agent";
+  return el(
+    "article",
+    { class: `message ${who}`, "aria-label": `${who} message` },
+    el("header", {}, el("strong", {}, who)),
+    (message.parts || []).map(partView),
+  );
+}
+
+function artifactView(artifact) {
+  return el(
+    "section",
+    { class: "artifact" },
+    el("h3", {}, artifact.name || artifact.artifactId),
+    artifact.description ? el("p", {}, artifact.description) : "",
+    (artifact.parts || []).map(partView),
+  );
+}
+
+async function showTask(id) {
+  main.replaceChildren(el("p", {}, "Loading…"));
+  let task;
+  try {
+    task = await api("GET", `/tasks/${encodeURIComponent(id)}`);
+  } catch (error) {
+    showError(main, error);
+    return;
+  }
+  renderTask(task);
+  if (ACTIVE.has(task.status.state) && task.status.state !== "TASK_STATE_INPUT_REQUIRED") follow(task);
+}
+
+function renderTask(task) {
+  const state = task.status.state;
+  const actions = el(
+    "div",
+    { class: "toolbar" },
+    ACTIVE.has(state)
+      ? el("button", { type: "button", class: "danger", id: "cancel", onclick: () => cancelOne(task) }, "Cancel task…")
+      : "",
+    el("button", { type: "button", id: "copy", onclick: () => copyJson(task) }, "Copy as JSON"),
+  );
+  const reply = el(
+    "form",
+    { class: "reply", id: "reply" },
+    el("label", { for: "reply-text" }, state === "TASK_STATE_INPUT_REQUIRED" ? "Answer the agent" : "Send a message in this context"),
+    el("textarea", { id: "reply-text", name: "text", rows: "2", required: true }),
+    el("button", { type: "submit", class: "primary" }, "Send"),
+  );
+  reply.addEventListener("submit", (event) => sendReply(event, task));
+  main.replaceChildren(
+    el("p", {}, el("a", { href: BASE, dataset: { nav: "list" } }, "← all tasks")),
+    el("h1", {}, "Task ", el("code", {}, task.id)),
+    el(
+      "dl",
+      { class: "facts" },
+      el("dt", {}, "State"),
+      el("dd", { id: "task-state" }, badge(state)),
+      el("dt", {}, "Context"),
+      el("dd", {}, el("code", {}, task.contextId)),
+      el("dt", {}, "Updated"),
+      el("dd", {}, timeEl(task.status.timestamp)),
+      task.metadata && task.metadata.deadline ? [el("dt", {}, "Deadline"), el("dd", {}, timeEl(task.metadata.deadline), isOverdue(task) ? el("span", { class: "overdue" }, " overdue") : "")] : "",
+    ),
+    actions,
+    task.status.message ? el("section", { class: "status" }, el("h2", {}, "Status message"), messageView(task.status.message)) : "",
+    el("section", { id: "history" }, el("h2", {}, "Conversation"), (task.history || []).map(messageView)),
+    el("section", { id: "artifacts" }, el("h2", {}, "Artifacts"), task.artifacts && task.artifacts.length ? task.artifacts.map(artifactView) : el("p", {}, "None.")),
+    task.metadata && Object.keys(task.metadata).length
+      ? el("section", { id: "metadata" }, el("h2", {}, "Metadata"), el("pre", { class: "data" }, JSON.stringify(task.metadata, null, 2)))
+      : "",
+    reply,
+  );
+}
+
+function follow(task) {
+  const controller = new AbortController();
+  stopLive = () => controller.abort();
+  say("following the task live");
+  stream(
+    `/tasks/${encodeURIComponent(task.id)}:subscribe`,
+    (event) => {
+      if (event.task) task = event.task;
+      else if (event.statusUpdate) task = { ...task, status: event.statusUpdate.status };
+      else if (event.artifactUpdate) {
+        const artifact = event.artifactUpdate.artifact;
+        const others = (task.artifacts || []).filter((a) => a.artifactId !== artifact.artifactId);
+        task = { ...task, artifacts: [...others, artifact] };
+      }
+      renderTask(task);
+    },
+    controller.signal,
+  )
+    .then(() => say("the task's stream ended"))
+    .catch((error) => {
+      if (error.name !== "AbortError") say(`live updates stopped: ${error.message}`);
+    });
+}
+
+async function cancelOne(task) {
+  if (!(await confirmDialog(`Cancel task ${task.id}?`, []))) return;
+  try {
+    renderTask(await api("POST", `/tasks/${encodeURIComponent(task.id)}:cancel`, {}));
+    say("task canceled");
+  } catch (error) {
+    say(error.message);
+  }
+}
+
+async function copyJson(task) {
+  const text = JSON.stringify(task, null, 2);
+  try {
+    await navigator.clipboard.writeText(text);
+    say("copied the task as JSON");
+  } catch {
+    say("the browser did not allow copying");
+  }
+}
+
+async function sendReply(event, task) {
+  event.preventDefault();
+  const text = new FormData(event.target).get("text").trim();
+  if (!text) return;
+  const message = {
+    messageId: crypto.randomUUID(),
+    role: "ROLE_USER",
+    parts: [{ text }],
+    contextId: task.contextId,
+  };
+  if (task.status.state === "TASK_STATE_INPUT_REQUIRED" || task.status.state === "TASK_STATE_AUTH_REQUIRED") {
+    message.taskId = task.id;
+  }
+  try {
+    const answer = await api("POST", "/message:send", { message, configuration: { returnImmediately: true } });
+    const next = answer.task || task;
+    navigate(taskLink(next));
+  } catch (error) {
+    say(error.message);
+  }
+}
+
+// --- routing ---
+
+function route() {
+  stopLive();
+  stopLive = () => {};
+  const rest = location.pathname.slice(BASE.length);
+  const match = rest.match(/^\/tasks\/([^/]+)$/);
+  if (match) showTask(decodeURIComponent(match[1]));
+  else showList();
+}
+
+function setUp() {
+  document.querySelector(".brand").setAttribute("href", BASE);
+  const picker = document.getElementById("agent");
+  if (SETTINGS.agents.length > 1) {
+    picker.closest("label").hidden = false;
+    const current = new URLSearchParams(location.search).get("agent") || SETTINGS.agents[0];
+    for (const name of SETTINGS.agents) picker.append(el("option", { value: name, selected: name === current }, name));
+    picker.addEventListener("change", () => navigate(`${BASE}?agent=${encodeURIComponent(picker.value)}`));
+  }
+  const signIn = document.getElementById("sign-in");
+  if (SETTINGS.auth) {
+    signIn.hidden = false;
+    signIn.addEventListener("click", askForToken);
+  }
+  document.addEventListener("click", (event) => {
+    const link = event.target.closest("a[data-nav]");
+    if (!link || event.ctrlKey || event.metaKey || event.shiftKey) return;
+    event.preventDefault();
+    navigate(link.getAttribute("href") || BASE);
+  });
+  window.addEventListener("popstate", route);
+  route();
+}
+
+setUp();

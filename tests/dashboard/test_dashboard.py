@@ -1,0 +1,135 @@
+"""The task dashboard (server/dashboard/) in a real browser against a real a2ad on
+a real port with a SQLite store: the table, its filters in the URL, a task's page,
+cancel and answering an input-required task; and how its files are served."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from a2ad import create_app
+from a2ad.store.sqlite import SqliteStore
+
+from ..conftest import LiveServer
+from ..scripted import ScriptedAgent
+from .conftest import SHOTS
+
+V1 = {"A2A-Version": "1.0"}
+TIMEOUT_MS = 5_000
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    store = SqliteStore(str(tmp_path_factory.mktemp("dashboard") / "tasks.db"))
+    with LiveServer(create_app(ScriptedAgent(), store=store)) as live:
+        yield live
+
+
+def send(server: LiveServer, text: str, *, task_id: str = "", wait: bool = True) -> Any:
+    message: dict[str, Any] = {
+        "messageId": str(uuid.uuid4()),
+        "role": "ROLE_USER",
+        "parts": [{"text": text}],
+    }
+    if task_id:
+        message["taskId"] = task_id
+    body = {"message": message, "configuration": {"returnImmediately": not wait}}
+    answer = httpx.post(f"{server.url}/message:send", json=body, headers=V1, timeout=10)
+    answer.raise_for_status()
+    return answer.json()["task"]
+
+
+@pytest.fixture
+def page(browser: Any, server: LiveServer) -> Iterator[Any]:
+    context = browser.new_context(base_url=server.url, viewport={"width": 1280, "height": 800})
+    opened = context.new_page()
+    opened.set_default_timeout(TIMEOUT_MS)
+    errors: list[str] = []
+    opened.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    opened.on("pageerror", lambda e: errors.append(str(e)))
+    yield opened
+    context.close()
+    assert errors == [], f"the page's console had errors: {errors}"
+
+
+def shoot(page: Any, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def test_the_table_lists_tasks_with_their_state_and_request(page: Any, server: LiveServer) -> None:
+    done = send(server, "echo the quarterly numbers please")
+    failed = send(server, "fail on purpose")
+    page.goto("/ui")
+    row = page.locator(f'tr[data-task-id="{done["id"]}"]')
+    row.wait_for()
+    assert "completed" in row.locator(".badge").inner_text()
+    assert "echo the quarterly numbers please" in row.inner_text()
+    failed_row = page.locator(f'tr[data-task-id="{failed["id"]}"]')
+    assert "failed" in failed_row.locator(".badge").inner_text()
+    counts = page.locator(".counts")
+    counts.locator("button").first.wait_for()
+    completed = counts.locator("button", has_text="completed").locator("strong").inner_text()
+    assert int(completed.replace(",", "")) >= 1
+    shoot(page, "dashboard-table")
+
+
+def test_filters_are_kept_in_the_url_and_survive_a_reload(page: Any, server: LiveServer) -> None:
+    done = send(server, "echo kept")
+    failed = send(server, "fail kept")
+    page.goto("/ui")
+    page.get_by_label("State", exact=True).select_option("TASK_STATE_FAILED")
+    page.get_by_role("button", name="Apply").click()
+    page.wait_for_url(re.compile(r"state=TASK_STATE_FAILED"))
+    page.locator(f'tr[data-task-id="{failed["id"]}"]').wait_for()
+    assert page.locator(f'tr[data-task-id="{done["id"]}"]').count() == 0
+    page.reload()
+    page.locator(f'tr[data-task-id="{failed["id"]}"]').wait_for()
+    assert page.get_by_label("State", exact=True).input_value() == "TASK_STATE_FAILED"
+    states = page.locator("tbody tr").evaluate_all("rows => rows.map(r => r.dataset.state)")
+    assert states and set(states) == {"TASK_STATE_FAILED"}
+
+
+def test_a_tasks_page_shows_its_conversation_artifacts_and_metadata(
+    page: Any, server: LiveServer
+) -> None:
+    task = send(server, "parts")
+    page.goto("/ui")
+    page.locator(f'tr[data-task-id="{task["id"]}"] a').click()
+    page.wait_for_url(f"**/ui/tasks/{task['id']}")
+    page.locator("#history .message.user", has_text="parts").wait_for()
+    artifacts = page.locator("#artifacts")
+    assert artifacts.locator(".artifact").count() >= 1
+    assert artifacts.locator("pre.data").count() >= 1  # a data part, as formatted JSON
+    assert artifacts.locator("a[download]").count() >= 1  # a file part, as a download
+    assert "completed" in page.locator("#task-state").inner_text()
+    shoot(page, "dashboard-task")
+
+
+def test_cancel_from_a_tasks_page_after_confirming(page: Any, server: LiveServer) -> None:
+    task = send(server, "hang", wait=False)
+    page.goto(f"/ui/tasks/{task['id']}")
+    page.get_by_role("button", name="Cancel task…").click()
+    dialog = page.locator("#confirm-dialog")
+    dialog.get_by_role("button", name="Keep").click()
+    assert "canceled" not in page.locator("#task-state").inner_text()
+    page.get_by_role("button", name="Cancel task…").click()
+    dialog.get_by_role("button", name="Cancel tasks").click()
+    page.locator("#task-state", has_text="canceled").wait_for()
+    stored = httpx.get(f"{server.url}/tasks/{task['id']}", headers=V1).json()
+    assert stored["status"]["state"] == "TASK_STATE_CANCELED"
+
+
+def test_answer_an_input_required_task_from_its_page(page: Any, server: LiveServer) -> None:
+    task = send(server, "input which colour?")
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    page.goto(f"/ui/tasks/{task['id']}")
+    page.get_by_label("Answer the agent").fill("blue")
+    page.get_by_role("button", name="Send").click()
+    page.locator("#task-state", has_text="completed").wait_for()
+    page.locator("#artifacts", has_text="got: blue").wait_for()
