@@ -4,7 +4,11 @@ cancel and answering an input-required task; and how its files are served."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -133,3 +137,50 @@ def test_answer_an_input_required_task_from_its_page(page: Any, server: LiveServ
     page.get_by_role("button", name="Send").click()
     page.locator("#task-state", has_text="completed").wait_for()
     page.locator("#artifacts", has_text="got: blue").wait_for()
+
+
+def test_a_task_sent_by_the_cli_appears_within_a_second_and_changes_live(
+    page: Any, server: LiveServer
+) -> None:
+    page.goto("/ui")
+    page.locator("tbody tr").first.wait_for()
+    sent = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "a2ad.cli",
+            "send",
+            "--url",
+            server.url,
+            "--no-wait",
+            "--json",
+            "hang until canceled",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    task_id = json.loads(sent.stdout)["id"]
+    row = page.locator(f'tr[data-task-id="{task_id}"]')
+    row.wait_for(timeout=1_000)  # no reload: the page heard of it
+    assert "hang until canceled" in row.inner_text()
+    httpx.post(f"{server.url}/tasks/{task_id}:cancel", json={}, headers=V1).raise_for_status()
+    page.locator(f'tr[data-task-id="{task_id}"][data-state="TASK_STATE_CANCELED"]').wait_for(
+        timeout=1_500
+    )
+    assert "canceled" in row.locator(".badge").inner_text()
+
+
+def test_a_tasks_timeline_shows_its_status_changes_in_order(page: Any, server: LiveServer) -> None:
+    task = send(server, "input which size?")
+    send(server, "large", task_id=task["id"])
+    page.goto(f"/ui/tasks/{task['id']}")
+    page.locator("#timeline ol.timeline li").first.wait_for()
+    states = page.locator("#timeline li").evaluate_all("items => items.map(i => i.dataset.state)")
+    assert states[0] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
+    assert "TASK_STATE_INPUT_REQUIRED" in states
+    assert states[-1] == "TASK_STATE_COMPLETED"
+    assert states.index("TASK_STATE_INPUT_REQUIRED") < len(states) - 1
+    assert "status changes over" in page.locator("#timeline").inner_text()

@@ -40,6 +40,7 @@ from ..store.base import MAX_ARTIFACTS, MAX_HISTORY, StoreError, TaskStore
 from ..store.memory import MemoryStore
 from . import audit
 from .auth import AuthenticationFailed, Authenticator
+from .changes import CHANGES_PATH, ChangesEndpoint
 from .dashboard import DEFAULT_PATH as DASHBOARD_PATH
 from .dashboard import DashboardEndpoint
 from .handler import ExtendedCardCheck, RequestHandler, allow_everyone
@@ -57,6 +58,7 @@ from .limits import (
 from .observed import RECORD_KEY, RequestObserver, RequestRecord
 from .rest import RestEndpoint, error_body
 from .sse import KEEPALIVE_SECONDS
+from .timeline import TIMELINE_PREFIX, TimelineEndpoint, timeline_task_id
 from .types import CALLER_KEY, Message, Receive, Scope, Send, caller_of, respond
 from .usage import UsageEndpoint
 from .well_known import CARD_PATHS, CardEndpoint
@@ -76,6 +78,8 @@ class _Served(NamedTuple):
     jsonrpc: JsonRpcEndpoint
     rest: RestEndpoint
     card: CardEndpoint
+    changes: ChangesEndpoint
+    timeline: TimelineEndpoint
 
 
 BUILT_IN_AGENTS: dict[str, type[Agent]] = {"echo": EchoAgent, "demo": DemoAgent}  # --agent NAME
@@ -137,6 +141,8 @@ class A2AApp:
                     keepalive_seconds=keepalive_seconds,
                 ),
                 CardEndpoint(engine.agents[name], schemes=schemes, push=engine.push is not None),
+                ChangesEndpoint(handler),
+                TimelineEndpoint(handler),
             )
 
         # Each agent at /agents/<name>/ (named ones), the default one at / too.
@@ -240,6 +246,8 @@ class A2AApp:
             record.binding = "JSONRPC"
         elif path == USAGE_PATH:
             record.binding, record.method = "usage", "GetUsage"
+        elif path == CHANGES_PATH or path.startswith(TIMELINE_PREFIX):
+            record.binding = "a2ad"
         else:
             record.binding = "HTTP+JSON"
         if self.authenticator is not None:
@@ -269,6 +277,12 @@ class A2AApp:
             return
         if path == USAGE_PATH:
             await self._usage(scope, send)
+            return
+        if path == CHANGES_PATH:
+            await served.changes(scope, receive, send)
+            return
+        if path.startswith(TIMELINE_PREFIX) and (task_id := timeline_task_id(path)):
+            await served.timeline(task_id, scope, send)
             return
         await served.rest.serve(path, scope, receive, send)
 

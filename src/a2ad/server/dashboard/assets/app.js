@@ -87,13 +87,13 @@ function askForToken() {
 
 // An SSE stream over fetch (EventSource can't send a credential): calls onEvent
 // with each event's parsed data until the stream ends or the signal aborts.
-async function stream(path, onEvent, signal) {
-  const response = await fetch(agentPrefix() + path, {
-    method: "POST",
-    headers: headers({ Accept: "text/event-stream", "Content-Type": "application/json" }),
-    body: "{}",
-    signal,
-  });
+async function stream(path, onEvent, signal, method = "POST") {
+  const init = { method, headers: headers({ Accept: "text/event-stream" }), signal };
+  if (method === "POST") {
+    init.headers["Content-Type"] = "application/json";
+    init.body = "{}";
+  }
+  const response = await fetch(agentPrefix() + path, init);
   if (!response.ok || !response.body) throw new ApiError(response.status, null);
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
@@ -309,7 +309,7 @@ function taskRow(task) {
   const overdue = isOverdue(task);
   return el(
     "tr",
-    { dataset: { taskId: task.id, state: task.status.state } },
+    { dataset: { taskId: task.id, state: task.status.state, updated: task.status.timestamp || "" } },
     el("td", {}, badge(task.status.state)),
     el("td", {}, el("a", { href: taskLink(task), dataset: { nav: "task" } }, el("code", {}, task.id.slice(0, 8)))),
     el("td", { class: "ctx" }, el("code", { title: task.contextId }, (task.contextId || "").slice(0, 8))),
@@ -317,6 +317,31 @@ function taskRow(task) {
     el("td", {}, timeEl(task.status.timestamp)),
     el("td", {}, deadline ? timeEl(deadline) : "", overdue ? el("span", { class: "overdue" }, " overdue") : ""),
   );
+}
+
+// Hear of every change to the caller's tasks (GET /a2ad/changes) and call
+// onChange, at most every 300 ms; reconnects until the view is left.
+function watchChanges(onChange) {
+  const controller = new AbortController();
+  let timer = null;
+  const changed = () => {
+    if (timer === null) timer = setTimeout(() => ((timer = null), onChange()), 300);
+  };
+  const connect = () => {
+    stream("/a2ad/changes", changed, controller.signal, "GET")
+      .catch((error) => error)
+      .then((error) => {
+        if (controller.signal.aborted) return;
+        if (error && error.status === 401) return; // the sign-in dialog takes over
+        say("live updates: reconnecting");
+        setTimeout(connect, 2000);
+      });
+  };
+  connect();
+  stopLive = () => {
+    controller.abort();
+    clearTimeout(timer);
+  };
 }
 
 async function showList() {
@@ -345,21 +370,37 @@ async function showList() {
     table,
     pager,
   );
-  stateCounts(filters, counts).catch((error) => showError(counts, error));
-  let page;
-  try {
-    page = await api("GET", `/tasks?${listQuery(filters)}`);
-  } catch (error) {
-    showError(body, error);
-    return;
-  }
+  const refresh = async () => {
+    stateCounts(filters, counts).catch((error) => showError(counts, error));
+    let page;
+    try {
+      page = await api("GET", `/tasks?${listQuery(filters)}`);
+    } catch (error) {
+      showError(body, error);
+      return false;
+    }
+    fillTable(body, pager, filters, page);
+    return true;
+  };
+  if (await refresh()) watchChanges(refresh);
+}
+
+function fillTable(body, pager, filters, page) {
   let tasks = page.tasks || [];
   if (filters.text) {
     const words = filters.text.toLowerCase();
     tasks = tasks.filter((t) => requestText(t).toLowerCase().includes(words));
   }
+  const shown = new Map([...body.querySelectorAll("tr[data-task-id]")].map((r) => [r.dataset.taskId, r]));
+  const rows = tasks.map((task) => {
+    const old = shown.get(task.id);
+    if (old && old.dataset.updated === (task.status.timestamp || "")) return old;
+    const row = taskRow(task);
+    if (shown.size) row.classList.add("fresh"); // changed or new since the last look
+    return row;
+  });
   body.replaceChildren(
-    ...(tasks.length ? tasks.map(taskRow) : [el("tr", {}, el("td", { colspan: "6", class: "empty" }, "No tasks match."))]),
+    ...(rows.length ? rows : [el("tr", {}, el("td", { colspan: "6", class: "empty" }, "No tasks match."))]),
   );
   pager.replaceChildren(
     el("span", {}, `${(page.totalSize || 0).toLocaleString()} tasks`),
@@ -450,6 +491,48 @@ async function showTask(id) {
   if (ACTIVE.has(task.status.state) && task.status.state !== "TASK_STATE_INPUT_REQUIRED") follow(task);
 }
 
+function seconds(ms) {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 120000) return `${(ms / 1000).toFixed(1)} s`;
+  if (ms < 7200000) return `${(ms / 60000).toFixed(1)} min`;
+  return `${(ms / 3600000).toFixed(1)} h`;
+}
+
+async function fillTimeline(task, into) {
+  let timeline;
+  try {
+    timeline = await api("GET", `/a2ad/tasks/${encodeURIComponent(task.id)}/timeline`);
+  } catch (error) {
+    showError(into, error);
+    return;
+  }
+  const events = timeline.events || [];
+  if (!events.length) {
+    into.replaceChildren(el("p", {}, "No status changes recorded."));
+    return;
+  }
+  const first = Date.parse(events[0].timestamp);
+  const items = events.map((event, i) => {
+    const at = Date.parse(event.timestamp);
+    const next = i + 1 < events.length ? Date.parse(events[i + 1].timestamp) : null;
+    const lasted = next !== null ? `${seconds(next - at)} in this state` : ACTIVE.has(event.state) ? "current" : "final";
+    return el(
+      "li",
+      { dataset: { state: event.state } },
+      el("time", { datetime: event.timestamp }, new Date(at).toLocaleTimeString()),
+      " ",
+      badge(event.state),
+      el("span", { class: "muted" }, ` +${seconds(at - first)} · ${lasted}`),
+      event.text ? el("div", { class: "muted" }, event.text) : "",
+    );
+  });
+  const total = Date.parse(events[events.length - 1].timestamp) - first;
+  into.replaceChildren(
+    el("ol", { class: "timeline" }, items),
+    el("p", { class: "muted" }, `${events.length} status changes over ${seconds(total)}; ${timeline.artifactUpdates} artifact updates.`),
+  );
+}
+
 function renderTask(task) {
   const state = task.status.state;
   const actions = el(
@@ -468,6 +551,9 @@ function renderTask(task) {
     el("button", { type: "submit", class: "primary" }, "Send"),
   );
   reply.addEventListener("submit", (event) => sendReply(event, task));
+  const timelineBody = el("div", {}, "Loading…");
+  const timeline = el("section", { id: "timeline" }, el("h2", {}, "Timeline"), timelineBody);
+  fillTimeline(task, timelineBody);
   main.replaceChildren(
     el("p", {}, el("a", { href: BASE, dataset: { nav: "list" } }, "← all tasks")),
     el("h1", {}, "Task ", el("code", {}, task.id)),
@@ -485,6 +571,7 @@ function renderTask(task) {
     actions,
     task.status.message ? el("section", { class: "status" }, el("h2", {}, "Status message"), messageView(task.status.message)) : "",
     el("section", { id: "history" }, el("h2", {}, "Conversation"), (task.history || []).map(messageView)),
+    timeline,
     el("section", { id: "artifacts" }, el("h2", {}, "Artifacts"), task.artifacts && task.artifacts.length ? task.artifacts.map(artifactView) : el("p", {}, "None.")),
     task.metadata && Object.keys(task.metadata).length
       ? el("section", { id: "metadata" }, el("h2", {}, "Metadata"), el("pre", { class: "data" }, JSON.stringify(task.metadata, null, 2)))
