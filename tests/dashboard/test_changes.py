@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +31,7 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return {
         "ann": auth.add_key(path, "ann", tenants=["acme"]),
         "bob": auth.add_key(path, "bob", tenants=["acme"]),
+        "cat": auth.add_key(path, "cat", tenants=["acme"]),
         "path": path,
     }
 
@@ -134,6 +136,7 @@ def test_a_timeline_is_its_callers_alone(server: LiveServer, keys: dict[str, str
         timeline = httpx.get(url, headers=ann).json()
         if timeline["events"] and timeline["events"][-1]["state"] == "TASK_STATE_COMPLETED":
             break
+        time.sleep(0.02)
     assert [e["seq"] for e in timeline["events"]] == sorted(e["seq"] for e in timeline["events"])
     assert timeline["events"][-1]["state"] == "TASK_STATE_COMPLETED"
     assert timeline["artifactUpdates"] >= 1
@@ -141,3 +144,34 @@ def test_a_timeline_is_its_callers_alone(server: LiveServer, keys: dict[str, str
     missing = httpx.get(f"{server.url}/a2ad/tasks/no-such-task/timeline", headers=bob)
     assert other.status_code == missing.status_code == 404
     assert other.json()["error"]["status"] == missing.json()["error"]["status"]
+
+
+def test_activity_counts_the_callers_recent_tasks(server: LiveServer, keys: dict[str, str]) -> None:
+    cat = {"Authorization": f"Bearer {keys['cat']}"}
+    sent = [send(server, keys["cat"], t) for t in ("echo a", "echo b", "echo c", "fail d", "hang")]
+    send(server, keys["bob"], "echo not cat's")
+    url = f"{server.url}/a2ad/activity?minutes=5"
+    for _ in range(100):
+        activity = httpx.get(url, headers=cat).json()
+        if activity["finished"] == 4:
+            break
+        time.sleep(0.02)
+    assert (activity["changed"], activity["finished"], activity["sampled"]) == (5, 4, False)
+    assert activity["minutes"] == 5 and len(activity["buckets"]) == 12
+    totals: dict[str, int] = {}
+    for bucket in activity["buckets"]:
+        for state, n in bucket["counts"].items():
+            totals[state] = totals.get(state, 0) + n
+    assert totals == {
+        "TASK_STATE_COMPLETED": 3,
+        "TASK_STATE_FAILED": 1,
+        "TASK_STATE_WORKING": 1,
+    }
+    durations = activity["durations"]
+    assert durations["count"] == 4
+    assert sum(b["count"] for b in durations["bins"]) == 4
+    assert 0 <= durations["p50"] <= durations["max"] < 60
+    assert len(sent) == 5
+    bad = httpx.get(f"{server.url}/a2ad/activity?minutes=0", headers=cat)
+    assert bad.status_code == 400
+    assert "minutes" in bad.json()["error"]["message"]

@@ -184,3 +184,14 @@ def test_a_tasks_timeline_shows_its_status_changes_in_order(page: Any, server: L
     assert states[-1] == "TASK_STATE_COMPLETED"
     assert states.index("TASK_STATE_INPUT_REQUIRED") < len(states) - 1
     assert "status changes over" in page.locator("#timeline").inner_text()
+
+
+def test_the_charts_show_recent_activity(page: Any, server: LiveServer) -> None:
+    send(server, "echo charted")
+    page.goto("/ui")
+    throughput = page.locator("#throughput .big")
+    throughput.wait_for()
+    assert int(throughput.inner_text().split()[0].replace(",", "")) >= 1
+    assert page.locator("#chart-states rect.bar").count() >= 1
+    assert page.locator("#chart-states .legend li", has_text="completed").count() == 1
+    assert "p50" in page.locator("#chart-durations").inner_text()

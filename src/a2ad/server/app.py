@@ -39,6 +39,7 @@ from ..protocol.usage import USAGE_PATH
 from ..store.base import MAX_ARTIFACTS, MAX_HISTORY, StoreError, TaskStore
 from ..store.memory import MemoryStore
 from . import audit
+from .activity import ACTIVITY_PATH, ActivityEndpoint
 from .auth import AuthenticationFailed, Authenticator
 from .changes import CHANGES_PATH, ChangesEndpoint
 from .dashboard import DEFAULT_PATH as DASHBOARD_PATH
@@ -70,6 +71,7 @@ auth_log = logging.getLogger("a2ad.auth")
 
 JSONRPC_PATHS = ("/", "/a2a")
 AGENTS_PREFIX = "/agents/"  # each named agent beneath /agents/<name>/
+A2AD_PREFIX = "/a2ad/"  # a2ad's own reads beside A2A: usage, changes, timeline, activity
 
 
 class _Served(NamedTuple):
@@ -80,6 +82,7 @@ class _Served(NamedTuple):
     card: CardEndpoint
     changes: ChangesEndpoint
     timeline: TimelineEndpoint
+    activity: ActivityEndpoint
 
 
 BUILT_IN_AGENTS: dict[str, type[Agent]] = {"echo": EchoAgent, "demo": DemoAgent}  # --agent NAME
@@ -143,6 +146,7 @@ class A2AApp:
                 CardEndpoint(engine.agents[name], schemes=schemes, push=engine.push is not None),
                 ChangesEndpoint(handler),
                 TimelineEndpoint(handler),
+                ActivityEndpoint(handler),
             )
 
         # Each agent at /agents/<name>/ (named ones), the default one at / too.
@@ -246,7 +250,7 @@ class A2AApp:
             record.binding = "JSONRPC"
         elif path == USAGE_PATH:
             record.binding, record.method = "usage", "GetUsage"
-        elif path == CHANGES_PATH or path.startswith(TIMELINE_PREFIX):
+        elif path.startswith(A2AD_PREFIX):
             record.binding = "a2ad"
         else:
             record.binding = "HTTP+JSON"
@@ -283,6 +287,9 @@ class A2AApp:
             return
         if path.startswith(TIMELINE_PREFIX) and (task_id := timeline_task_id(path)):
             await served.timeline(task_id, scope, send)
+            return
+        if path == ACTIVITY_PATH:
+            await served.activity(scope, send)
             return
         await served.rest.serve(path, scope, receive, send)
 
