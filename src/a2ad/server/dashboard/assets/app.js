@@ -740,6 +740,11 @@ async function sendReply(event, task) {
 function route() {
   stopLive();
   stopLive = () => {};
+  if (SETTINGS.auth && !sessionStorage.getItem(TOKEN_KEY)) {
+    main.replaceChildren(el("p", {}, "Sign in to see this server's tasks."));
+    askForToken();
+    return;
+  }
   const rest = location.pathname.slice(BASE.length);
   const match = rest.match(/^\/tasks\/([^/]+)$/);
   if (match) showTask(decodeURIComponent(match[1]));
