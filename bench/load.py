@@ -43,6 +43,9 @@ operation. The three stores in one run:
 ``--py-spy DIR`` records a py-spy profile of every a2ad server during its first
 measured window of each workload and prints where its samples fell.
 
+The server ``a2ad-nometrics`` is a2ad with ``--no-metrics``, to measure what
+metrics cost (``--servers a2ad,a2ad-nometrics --baseline a2ad-nometrics``).
+
 The server ``a2ad-auth`` is a2ad with auth on: ``--auth`` with a keys file of a
 few keys (made by ``a2ad auth add-key``), every request carrying one of them as
 ``Authorization: Bearer``; beside ``a2ad`` it gives the cost of authentication:
@@ -95,6 +98,7 @@ SERVER_NAMES = (
     "sdk-nootel",
     "a2ad-rest",
     "a2ad-auth",
+    "a2ad-nometrics",
     "a2ad-before",
     "a2ad-sqlite-before",
     "a2ad-postgres",
@@ -241,6 +245,8 @@ def make_keys(path: Path, env: dict[str, str]) -> str:
 def server_argv(name: str, port: int, db: Path, postgres: str = "") -> list[str]:
     name = name.removesuffix("-before")  # the same server, from the --before commit
     name = name.removesuffix("-rest")  # the same server, driven over HTTP+JSON
+    if name == "a2ad-nometrics":  # the same server, with metrics off
+        return [*server_argv("a2ad", port, db), "--no-metrics"]
     if name == "a2ad-auth":  # the same server, with auth on
         keys = ["--auth", str(db.with_suffix(".keys.toml"))]
         return [*server_argv("a2ad", port, db), *keys]

@@ -43,6 +43,7 @@ from ..server.connections import (
 from ..server.dashboard import DEFAULT_PATH as DASHBOARD_PATH
 from ..server.dashboard import check_path as check_dashboard_path
 from ..server.limits import MAX_BODY_BYTES, MAX_PART_BYTES
+from ..server.metrics import Metrics
 from ..store import DEFAULT_STORE, store_from_url
 from ..store.base import MAX_ARTIFACTS, MAX_HISTORY, StoreError, TaskStore, Turns
 from ..store.memory import MemoryStore
@@ -409,6 +410,22 @@ def serve(
         str, typer.Option(help="Where the dashboard is served (a path such as /ui).")
     ] = DASHBOARD_PATH,
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+    metrics: Annotated[
+        bool,
+        typer.Option(
+            help="Serve GET /metrics (Prometheus text format; with auth on, for operators) and "
+            "count what it reports; --no-metrics: neither (/metrics is then a 404).",
+        ),
+    ] = True,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            max=65535,
+            help="Serve /metrics on this port (same --host) instead of the main one, open to "
+            "anyone who reaches it: bind it where only Prometheus does.",
+        ),
+    ] = None,
     model: Annotated[
         str | None,
         typer.Option(
@@ -440,6 +457,14 @@ def serve(
         else:
             said = f"can't listen on {host}:{port}: {exc.strerror or exc}"
         _fail(said, STARTUP_FAILURE)
+    metrics_listening = None
+    if metrics and metrics_port is not None:
+        try:
+            metrics_listening = _listen(host, metrics_port)
+        except OSError as exc:
+            listening.close()
+            said = exc.strerror or str(exc)
+            _fail(f"--metrics-port {metrics_port}: can't listen on {host}: {said}", 2)
     base = _url(listening)
     try:
         the_agent = _load_agents(agent or ["echo"], default_agent, base, model)
@@ -456,13 +481,15 @@ def serve(
         # Imported here: a single process needs none of it.
         from .supervisor import Group
 
-        group = Group(flags, listening, key, parsed.store, banner)
+        group = Group(flags, listening, key, parsed.store, banner, metrics=metrics_listening)
         code = group.run()
         if code:
             raise typer.Exit(code)
         console.print("a2ad stopped.")
         return
-    application = _application(flags, parsed, the_agent, key)
+    application = _application(
+        flags, parsed, the_agent, key, metrics=_metrics(flags, metrics_listening, None)
+    )
     server = _Server(_config(flags, parsed, application), application, banner)
     server.run(sockets=[listening])
     if server.startup_failed:
@@ -516,8 +543,26 @@ def _parse(flags: dict[str, Any], *, group: SqliteGroup | None = None) -> Parsed
     )
 
 
+def _metrics(
+    flags: dict[str, Any], listening: socket.socket | None, share: str | None
+) -> Metrics | None:
+    """What ``--metrics`` and ``--metrics-port`` ask for; ``share``: the
+    directory of a group's processes (``--workers``)."""
+    if not flags["metrics"]:
+        return None
+    metrics = Metrics(share=share)
+    if listening is not None:
+        metrics.listen(listening)
+    return metrics
+
+
 def _application(
-    flags: dict[str, Any], parsed: Parsed, the_agent: Agent | dict[str, Agent], key: bytes
+    flags: dict[str, Any],
+    parsed: Parsed,
+    the_agent: Agent | dict[str, Agent],
+    key: bytes,
+    *,
+    metrics: Metrics | None = None,
 ) -> A2AApp:
     return create_app(
         the_agent,
@@ -542,6 +587,7 @@ def _application(
         rate_burst=flags["rate_burst"],
         runs_agents=not flags["no_run"],
         dashboard_path=flags["dashboard_path"] if flags["dashboard"] else None,
+        metrics=metrics,
     )
 
 

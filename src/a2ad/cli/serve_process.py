@@ -2,11 +2,12 @@
 (supervisor.py) as ``python -m a2ad.cli.serve_process FD``.
 
 FD is its control socket to the parent. The parent writes one line of JSON there:
-the ``serve`` flags, the secret key, the listening socket's descriptor, this
-process's number and, for a SQLite store, its place in the group. The process
-then serves as a single ``a2ad serve`` does, but prints no banner (the parent
-does, once all serve): it says "ready" on the control socket once it serves, and
-shuts down when the parent is gone.
+the ``serve`` flags, the secret key, the listening socket's descriptor (and the
+metrics port's, and the group's metrics directory), this process's number and,
+for a SQLite store, its place in the group. The process then serves as a single
+``a2ad serve`` does, but prints no banner (the parent does, once all serve): it
+says "ready" on the control socket once it serves, and shuts down when the
+parent is gone.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from .serve import (
     _config,
     _find_modules_here,
     _load_agents,
+    _metrics,
     _parse,
     _Server,
     _url,
@@ -51,9 +53,21 @@ def main(argv: list[str]) -> int:
     except ValueError as exc:  # the parent read the same flags: a file changed since
         console.print(f"error: {exc}", markup=False, soft_wrap=True)
         return 2
-    application = _application(flags, parsed, the_agent, bytes.fromhex(order["key"]))
+    shared = order["metrics"]
+    metrics_listening = None
+    if shared["listening"] is not None:
+        metrics_listening = socket.socket(fileno=shared["listening"])
+        metrics_listening.set_inheritable(False)
+    metrics = _metrics(flags, metrics_listening, shared["share"])
+    application = _application(
+        flags, parsed, the_agent, bytes.fromhex(order["key"]), metrics=metrics
+    )
     server = _Server(_config(flags, parsed, application), application, [], control)
-    server.run(sockets=[listening])
+    try:
+        server.run(sockets=[listening])
+    finally:
+        if metrics is not None:
+            metrics.close()
     return STARTUP_FAILURE if server.startup_failed else 0
 
 

@@ -23,6 +23,10 @@ and the kernel gives each new connection to one of them.
   the parent takes the serving lock and claims the file once; each child holds
   the lock too (an inherited descriptor) and signals its siblings over a socket
   in a directory the parent makes and removes.
+- With metrics on, each child writes what it counted to a directory the
+  parent makes and removes (server/metrics.py), so that a scrape reaching any
+  child reports the group; with ``--metrics-port`` the parent binds that port
+  too and hands it to every child, as it does the main one.
 """
 
 from __future__ import annotations
@@ -79,8 +83,12 @@ class Group:
         key: bytes,
         task_store: TaskStore,
         banner: list[str],
+        *,
+        metrics: socket.socket | None = None,
     ) -> None:
         self._flags = flags
+        self._metrics_listening = metrics
+        self._metrics_dir: str | None = None
         self._size: int = flags["workers"]
         self._listening = listening
         self._key = key
@@ -105,12 +113,18 @@ class Group:
                     console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
                     return STARTUP_FAILURE
                 self._signals = tempfile.mkdtemp(prefix="a2ad-")
+            if self._flags["metrics"]:
+                self._metrics_dir = tempfile.mkdtemp(prefix="a2ad-metrics-")
             return self._supervise()
         finally:
             for child in self._children.values():  # only if something went wrong
                 child.proc.kill()
                 child.proc.wait()
             self._listening.close()
+            if self._metrics_listening is not None:
+                self._metrics_listening.close()
+            if self._metrics_dir is not None:
+                shutil.rmtree(self._metrics_dir, ignore_errors=True)
             if self._lock is not None:
                 self._lock.release()
             if self._signals is not None:
@@ -155,6 +169,10 @@ class Group:
     def _start(self, slot: int) -> None:
         parent_end, child_end = socket.socketpair()
         fds = [child_end.fileno(), self._listening.fileno()]
+        metrics_fd = None
+        if self._metrics_listening is not None:
+            metrics_fd = self._metrics_listening.fileno()
+            fds.append(metrics_fd)
         group = None
         if self._signals is not None:
             lock_fd = self._lock.fileno() if self._lock is not None else None
@@ -172,6 +190,7 @@ class Group:
             "key": self._key.hex(),
             "listening": self._listening.fileno(),
             "group": group,
+            "metrics": {"share": self._metrics_dir, "listening": metrics_fd},
         }
         try:
             proc = subprocess.Popen(

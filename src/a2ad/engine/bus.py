@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 from ..protocol.model import Task, TaskEvent
 from ..protocol.types import Seq, TaskId
+from .metrics import NULL_METRICS, EngineMetrics
 
 __all__ = ["Bus", "LocalBus", "Published", "Subscription"]
 
@@ -123,7 +124,12 @@ class Subscription:
 
 
 class Bus(abc.ABC):
-    """What the engine needs to fan out stored events and to stop work elsewhere."""
+    """What the engine needs to fan out stored events and to stop work elsewhere.
+    ``subscribers`` is how many subscriptions are open; ``metrics`` is told of
+    each one dropped for falling behind."""
+
+    subscribers = 0
+    metrics: EngineMetrics = NULL_METRICS
 
     async def start(self) -> None:  # noqa: B027  (a bus of one process has nothing to start)
         """Start listening to other processes (after the store is open)."""
@@ -168,12 +174,14 @@ class LocalBus(Bus):
     def subscribe(self, task_id: TaskId, *, maxsize: int) -> Subscription:
         sub = Subscription(task_id, maxsize, self._unsubscribe)
         self._subs.setdefault(task_id, set()).add(sub)
+        self.subscribers += 1
         return sub
 
     def _unsubscribe(self, sub: Subscription) -> None:
         subs = self._subs.get(sub.task_id)
-        if subs is not None:
+        if subs is not None and sub in subs:
             subs.discard(sub)
+            self.subscribers -= 1
             if not subs:
                 del self._subs[sub.task_id]
 
@@ -184,6 +192,7 @@ class LocalBus(Bus):
         for sub in list(subs):
             if not sub.push(item):
                 self._unsubscribe(sub)
+                self.metrics.subscriber_dropped()
 
     def signal_cancel(self, task_id: TaskId) -> None:
         for listener in self._cancel_listeners:
@@ -195,5 +204,6 @@ class LocalBus(Bus):
     def close_all(self) -> None:
         subs = [sub for group in self._subs.values() for sub in group]
         self._subs.clear()
+        self.subscribers = 0
         for sub in subs:
             sub.end()

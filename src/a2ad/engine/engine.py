@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -77,6 +78,7 @@ from .deadlines import Deadline, deadline_for
 from .idempotency import Claims, message_key
 from .invocation import Invocation, agent_message, new_task, store_full
 from .lifecycle import InvalidTransitionError
+from .metrics import NULL_METRICS, EngineMetrics
 from .push import PushNotifications, PushPolicy
 from .remote import Followers, RemoteTurn, decode_order, encode_order
 from .runner import Runner, TurnObserver
@@ -242,6 +244,18 @@ class Engine:
         self.bus.on_cancel(self._cancel_signalled)
         self.bus.on_reconnect(self._signals_missed)
         self._checks: set[asyncio.Future[None]] = set()
+        self.metrics: EngineMetrics = NULL_METRICS
+
+    def use_metrics(self, metrics: EngineMetrics) -> None:
+        """Tell ``metrics`` (engine/metrics.py) what the engine, its writer, bus,
+        upkeep and push delivery alone know. Call before the engine starts."""
+        self.metrics = metrics
+        self._writer.metrics = metrics
+        self.bus.metrics = metrics
+        if self._maintenance is not None:
+            self._maintenance.metrics = metrics
+        if self.push is not None:
+            self.push.metrics = metrics
 
     # --- lifetime ---
 
@@ -456,7 +470,11 @@ class Engine:
     async def _reachable(self, task_id: TaskId, access: Access | None) -> StoredTask:
         # One read, whether the task is missing or another caller's: both answer
         # the same error after the same query.
+        metrics = self.metrics
+        started = time.perf_counter() if metrics.on else 0.0
         stored = await self.store.get(task_id)
+        if metrics.on:
+            metrics.store_op("get", time.perf_counter() - started)
         if stored is None or (access is not None and not access.sees(stored)):
             raise _not_found(task_id)
         return stored
@@ -521,6 +539,7 @@ class Engine:
         self, query: TaskQuery, *, access: Access | None = None
     ) -> ListTasksResponse:
         """ListTasks: the tasks ``access`` reaches (None: every task)."""
+        started = time.perf_counter()
         page = await self.store.list(
             ListQuery(
                 tenant=access.tenant if access is not None else None,
@@ -534,6 +553,7 @@ class Engine:
                 overdue_at=format_timestamp(self.clock()) if query.overdue else "",
             )
         )
+        self.metrics.store_op("list", time.perf_counter() - started)
         return ListTasksResponse(
             tasks=[task_view(t, query.history_length, query.include_artifacts) for t in page.tasks],
             next_page_token=encode_page_token(page.next_cursor) if page.next_cursor else "",

@@ -71,6 +71,7 @@ from ..store.base import (
     Webhooks,
     WebhookState,
 )
+from .metrics import NULL_METRICS, EngineMetrics
 from .secrets import SecretsUnreadable, WebhookSecrets, random_key
 from .webhook_urls import Target, WebhookRefused, check_url, target
 
@@ -136,6 +137,7 @@ class PushNotifications:
         self.allow_private = allow_private
         self.expose_internal_parts = expose_internal_parts
         self.secrets = secrets if secrets is not None else WebhookSecrets(random_key())
+        self.metrics: EngineMetrics = NULL_METRICS
         self._clock = clock
         self._wake = asyncio.Event()
         # Tasks known to have webhooks, whose stored events wake the dispatcher at
@@ -374,7 +376,9 @@ class PushNotifications:
                     continue
                 error, permanent = failure
                 failures = delivery.attempts + 1
-                if permanent or failures >= self.policy.max_attempts:
+                final = permanent or failures >= self.policy.max_attempts
+                self.metrics.push_failed(final)
+                if final:
                     if not await self.store.delivery_failed(delivery, error, retry_at=None):
                         return
                     log.warning(

@@ -112,6 +112,7 @@ class SignalBus(LocalBus, SignalReceiver):
                             sub.last = item.seq
                     else:
                         self._unsubscribe(sub)
+                        self.metrics.subscriber_dropped()
                 elif item.seq > last + 1:
                     gap = True  # another process stored what comes between
             if gap:
@@ -192,6 +193,7 @@ class SignalBus(LocalBus, SignalReceiver):
                             sub.last = event.seq
                             if not sub.push(item):
                                 self._unsubscribe(sub)
+                                self.metrics.subscriber_dropped()
                 if logged and logged[0].seq > after + 1:
                     # The log no longer reaches back that far: whoever missed it is
                     # dropped and resubscribes (its reader is told so).
@@ -207,3 +209,4 @@ class SignalBus(LocalBus, SignalReceiver):
                 sub.fell_behind = True
                 sub.drop()
                 self._unsubscribe(sub)
+                self.metrics.subscriber_dropped()

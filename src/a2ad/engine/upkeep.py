@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 
 from ..protocol.types import Clock, TaskId, format_timestamp
 from ..store.base import StoreUnavailableError, Upkeep
+from .metrics import NULL_METRICS, EngineMetrics
 
 __all__ = ["ORPHANED", "OVERDUE", "Maintenance"]
 
@@ -48,6 +49,7 @@ class Maintenance:
         self._retention_seconds = retention_seconds
         self._fail = fail
         self._runs_here = runs_here
+        self.metrics: EngineMetrics = NULL_METRICS
 
     async def run(self) -> None:
         """Rounds about every second (a third of the lease, if shorter), until cancelled."""
@@ -75,11 +77,13 @@ class Maintenance:
         await self._fail_orphans(now)
         for task_id in await upkeep.overdue(format_timestamp(now), BATCH):
             if await self._fail(task_id, OVERDUE):
+                self.metrics.overdue_failed()
                 log.warning("task failed: deadline exceeded", extra={"task_id": task_id})
         if self._retention_seconds is not None:
             cutoff = format_timestamp(now - self._retention_seconds)
             deleted = await upkeep.delete_terminal(cutoff, RETENTION_BATCH)
             if deleted:
+                self.metrics.retention_deleted(len(deleted))
                 log.info("retention deleted %d tasks", len(deleted), extra={"count": len(deleted)})
 
     async def _fail_orphans(self, now: float) -> int:
@@ -89,5 +93,6 @@ class Maintenance:
             if self._runs_here(task_id):
                 continue  # ours after all (its lease was just renewed)
             if await self._fail(task_id, ORPHANED):
+                self.metrics.orphan_failed()
                 log.warning("orphaned task failed", extra={"task_id": task_id})
         return len(orphans)

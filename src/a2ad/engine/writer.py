@@ -28,6 +28,7 @@ the rest are stored, as if each had been applied on its own.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, NamedTuple
@@ -53,6 +54,7 @@ from ..store.base import (
 )
 from .bus import Bus, Published
 from .lifecycle import InvalidTransitionError, check_event, lawful
+from .metrics import NULL_METRICS, EngineMetrics
 
 __all__ = ["Batch", "Writer"]
 
@@ -90,6 +92,7 @@ class Writer:
         self.bounds = bounds
         self._stored = stored
         self.keeps_usage = isinstance(store, Usage)
+        self.metrics: EngineMetrics = NULL_METRICS  # told of transitions and store timings
 
     async def create(
         self,
@@ -127,12 +130,18 @@ class Writer:
             bounds=self.bounds,
             **extra,
         )
+        metrics = self.metrics
+        started = time.perf_counter() if metrics.on else 0.0
         try:
             stored = await create(events=kept)
         except EventLimitError:  # the batch broke a size bound: store what fits
             stored = await create()
+            metrics.transition(task.id, agent, None, task.status.state)
             batch = await self._one_by_one(stored, events)
             return batch._replace(usage_stored=bool(extra))
+        if metrics.on:
+            metrics.store_op("create", time.perf_counter() - started)
+            metrics.transition(task.id, agent, None, task.status.state)
         self._publish(StoredTask(task, 0, tenant, principal, agent), kept, stored)
         return Batch(stored, marks, stored.task.status.state.terminal, bool(extra))
 
@@ -163,6 +172,8 @@ class Writer:
                 return Batch(current, [False] * len(events), False)
             marks = _marks(events, kept)
             kept = _in_time(current.task, kept)
+            metrics = self.metrics
+            started = time.perf_counter() if metrics.on else 0.0
             try:
                 stored = await self.store.append(
                     task_id, current.seq, kept, bounds=self.bounds, **extra
@@ -175,6 +186,8 @@ class Writer:
                 continue
             except EventLimitError:
                 return await self._one_by_one(current, events, usage)
+            if metrics.on:
+                metrics.store_op("append", time.perf_counter() - started)
             self._publish(current, kept, stored)
             return Batch(stored, marks, stored.task.status.state.terminal, bool(extra))
 
@@ -209,6 +222,8 @@ class Writer:
                 raise TerminalTaskError(task_id, state)
             check_event(state, event, resume=resume)
             (timed,) = _in_time(current.task, [event])
+            metrics = self.metrics
+            started = time.perf_counter() if metrics.on else 0.0
             try:
                 stored = await self.store.append(
                     task_id,
@@ -223,6 +238,10 @@ class Writer:
             except SequenceConflictError:
                 current = None
                 continue
+            if metrics.on:
+                metrics.store_op("append", time.perf_counter() - started)
+                if stored.task.status.state is not state:
+                    metrics.transition(task_id, stored.agent, state, stored.task.status.state)
             self._announce(task_id, Published(stored.seq, timed, stored.task), stored.task)
             return stored
 
@@ -267,10 +286,15 @@ class Writer:
         """Publish events stored together, each with the snapshot it made."""
         task_id = before.task.id
         snapshot = before.task
+        metrics = self.metrics
+        state = snapshot.status.state
         last = len(events)
         for i, event in enumerate(events, start=1):
             snapshot = after.task if i == last else apply_event(snapshot, event, bounds=self.bounds)
             self._announce(task_id, Published(before.seq + i, event, snapshot), snapshot)
+            if metrics.on and snapshot.status.state is not state:
+                metrics.transition(task_id, after.agent, state, snapshot.status.state)
+                state = snapshot.status.state
 
     def _announce(self, task_id: TaskId, item: Published, snapshot: Task) -> None:
         self.bus.publish(task_id, item)

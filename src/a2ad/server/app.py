@@ -31,6 +31,7 @@ from ..protocol.errors import (
     A2AError,
     InvalidRequestError,
     MethodNotFoundError,
+    PermissionDeniedError,
     QuotaExceededError,
     UnauthenticatedError,
 )
@@ -56,6 +57,7 @@ from .limits import (
     caller_key,
     retry_headers,
 )
+from .metrics import METRICS_PATH, Metrics, MetricsEndpoint
 from .observed import RECORD_KEY, RequestObserver, RequestRecord
 from .rest import RestEndpoint, error_body
 from .sse import KEEPALIVE_SECONDS
@@ -107,6 +109,7 @@ class A2AApp:
         expose_internal_parts: bool = False,
         rate_clock: Callable[[], float] = time.monotonic,
         dashboard_path: str | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.engine = engine
         self.authenticator = authenticator
@@ -163,6 +166,14 @@ class A2AApp:
         )
         # Told of every request (observed.py): metrics, access logs, tracing.
         self.observers: list[RequestObserver] = []
+        # /metrics (metrics.py): here, unless on a port of its own.
+        self.metrics = metrics
+        self._metrics: MetricsEndpoint | None = None
+        if metrics is not None:
+            metrics.attach(engine)
+            self.observers.append(metrics)
+            if metrics.listener is None:
+                self._metrics = MetricsEndpoint(metrics)
 
     async def aclose(self) -> None:
         """Stop the agents at once, end the streams, close the store."""
@@ -225,6 +236,10 @@ class A2AApp:
         if self._dashboard is not None and self._dashboard.serves(path):
             record.binding = "dashboard"  # public: static files; its API calls carry auth
             await self._dashboard(path, scope, send)
+            return
+        if path == METRICS_PATH and self._metrics is not None:
+            record.binding = "metrics"
+            await self._serve_metrics(path, scope, receive, send)
             return
         served = self._default
         if path.startswith(AGENTS_PREFIX):
@@ -293,6 +308,25 @@ class A2AApp:
             return
         await served.rest.serve(path, scope, receive, send)
 
+    async def _serve_metrics(self, path: str, scope: Scope, receive: Receive, send: Send) -> None:
+        """/metrics on the main port: with auth on, for operators only."""
+        assert self._metrics is not None
+        record = scope[RECORD_KEY]
+        if self.authenticator is not None:
+            try:
+                caller = await self.authenticator.authenticate(scope)
+            except AuthenticationFailed as exc:
+                record.code = UnauthenticatedError.code
+                await self._refuse(exc, path, scope, send)
+                return
+            if not caller.operator:
+                error = PermissionDeniedError("GET /metrics: an operator's credential is needed")
+                record.code = error.code
+                audit.refused(scope, error, method=f"{scope['method']} {path}")
+                await respond(send, 403, error_body(error, v03=False))
+                return
+        await self._metrics(scope, receive, send)
+
     async def _no_agent(self, scope: Scope, send: Send, name: str, method: str, path: str) -> None:
         names = ", ".join(n for n in self._served if n) or "none (one agent, at /)"
         error = MethodNotFoundError(
@@ -350,9 +384,17 @@ class A2AApp:
                     log.exception("startup failed")
                     await send({"type": "lifespan.startup.failed", "message": str(exc)})
                     return
+                if self.metrics is not None:
+                    self.metrics.start_sharing()
+                    if self.metrics.listener is not None:
+                        await self.metrics.listener.start()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
+                if self.metrics is not None and self.metrics.listener is not None:
+                    await self.metrics.listener.aclose()
                 await self.engine.aclose(graceful=True)
+                if self.metrics is not None:
+                    self.metrics.close()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
@@ -387,6 +429,7 @@ def create_app(
     expose_internal_parts: bool = False,
     runs_agents: bool = True,
     dashboard_path: str | None = DASHBOARD_PATH,
+    metrics: Metrics | None = None,
 ) -> A2AApp:
     """An ASGI app serving ``agent`` (default: the echo agent) over A2A; or
     several agents by name (``{"stock": ..., "pricing": ...}``), each at
@@ -425,6 +468,9 @@ def create_app(
     for the workers (``a2ad worker``) that run it (engine/remote.py). The task
     dashboard (server/dashboard/) is served beneath ``dashboard_path`` (None:
     not at all).
+    With ``metrics`` (server/metrics.py), ``GET /metrics`` reports what the
+    app did (for operators only, with an ``authenticator``), unless
+    ``metrics.listen`` moved it to a socket of its own.
 
     Limits (docs/protocol.md, "Limits"): a request body of at most
     ``max_body_bytes`` (413); a message of at most ``max_parts`` parts, each at
@@ -479,6 +525,7 @@ def create_app(
         expose_internal_parts=expose_internal_parts,
         rate_clock=rate_clock,
         dashboard_path=dashboard_path,
+        metrics=metrics,
     )
 
 

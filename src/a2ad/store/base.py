@@ -53,6 +53,7 @@ __all__ = [
     "MAX_EVENTS",
     "MAX_HISTORY",
     "MAX_WEBHOOKS",
+    "Census",
     "ClaimedTurn",
     "Delivery",
     "DuplicateMessageError",
@@ -244,8 +245,25 @@ class WebhookLimitError(StoreError):
     """The task already has MAX_WEBHOOKS push-notification configs."""
 
 
+class Census(NamedTuple):
+    """A store's counts: its tasks by (agent, state), and the push deliveries
+    waiting in its outbox (None for a store without one)."""
+
+    tasks: dict[tuple[str, TaskState], int]
+    deliveries: int | None
+
+
 class TaskStore(abc.ABC):
     """What every backend implements; the engine's writer is its only writer."""
+
+    # Tasks this object evicted to stay within its cap, for metrics; a capped
+    # store adds to it as it evicts.
+    evictions = 0
+
+    async def census(self) -> Census | None:
+        """The store's counts (``Census``), from counts it keeps, not a pass over
+        every task; None if it can't tell cheaply. Each call reads afresh."""
+        return None
 
     async def open(self) -> None:  # noqa: B027  (optional for backends with nothing to open)
         """Connect and check the store (e.g. its schema), so that a broken store

@@ -40,6 +40,7 @@ from .base import (
     DEFAULT_BOUNDS,
     MAX_EVENTS,
     MAX_WEBHOOKS,
+    Census,
     Delivery,
     Lease,
     ListPage,
@@ -299,6 +300,18 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
         if message_key is not None and message_key not in self._message_keys:
             self._message_keys[message_key] = task_id
             self._keys_of.setdefault(task_id, []).append(message_key)
+
+    async def census(self) -> Census:
+        # A pass over every task (at most max_tasks): this store keeps no counts.
+        tasks: dict[tuple[str, TaskState], int] = {}
+        for task_id, record in self._tasks.items():
+            state = record.task.status.state if isinstance(record, StoredTask) else None
+            if state is None:
+                state = _thaw(record).task.status.state  # type: ignore[arg-type]
+            key = (self._owners.get(task_id, _NOBODY)[2], state)
+            tasks[key] = tasks.get(key, 0) + 1
+        deliveries = sum(len(hook.queue) for hook in self._due.values())
+        return Census(tasks, deliveries)
 
     async def get(self, task_id: str) -> StoredTask | None:
         record = self._tasks.get(task_id)
@@ -640,12 +653,14 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
             task_id = self._terminal.popleft()
             if task_id in self._tasks:
                 self._drop(task_id)
+                self.evictions += 1
                 return True
         while self._interrupted:
             task_id, seq = self._interrupted.popleft()
             record = self._tasks.get(task_id)
             if isinstance(record, StoredTask) and record.seq == seq:
                 self._drop(task_id)
+                self.evictions += 1
                 log_evicted(task_id, record.task.status.state, self.max_tasks)
                 return True
         return False

@@ -73,6 +73,7 @@ from .base import (
     DEFAULT_BOUNDS,
     MAX_EVENTS,
     MAX_WEBHOOKS,
+    Census,
     ClaimedTurn,
     Delivery,
     DuplicateMessageError,
@@ -151,6 +152,10 @@ _EVICTABLE = f"""SELECT id, evict_class, {_COUNTED} FROM tasks WHERE evict_class
     ORDER BY evict_class, evict_order LIMIT $1 FOR UPDATE SKIP LOCKED"""
 _SLOT = "SELECT hashtext($1::text) & 15"
 _DELETE_TASK = "DELETE FROM tasks WHERE id = $1"
+# The kept counts, summed over owners and slots: a read of a few rows per owner.
+_CENSUS = """SELECT agent, state, sum(n)::bigint FROM owner_count GROUP BY agent, state
+    HAVING sum(n) > 0"""
+_COUNT_DELIVERIES = "SELECT count(*) FROM deliveries"
 _SELECT_TASK = "SELECT seq, body, tenant, principal, agent FROM tasks WHERE id = $1"
 _SELECT_FOR_APPEND = """SELECT seq, state, evict_class, lease_owner, lease_expires, body,
     webhooks, tenant, principal, agent FROM tasks WHERE id = $1 FOR UPDATE"""
@@ -829,9 +834,13 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns):
             # pragma: no cover  (each pass needs a key taken and freed between statements)
             raise StoreError(f"task {task.id}: its message key was taken and freed repeatedly")
 
+        evictions = 0
+
         async def create(conn: Connection) -> StoredTask:
+            nonlocal evictions
             evicted.clear()  # a transaction run again starts afresh
             victims = await self._victims(conn) if self.max_tasks is not None else []
+            evictions = len(victims)
             if not victims:
                 await insert(conn)
             else:
@@ -853,6 +862,7 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns):
             return StoredTask(final, len(events), tenant, principal, agent)
 
         stored = await self._write(create, task.id)
+        self.evictions += evictions
         for task_id, state in evicted:
             log_evicted(task_id, TaskState(state), self.max_tasks or 0)
         return stored
@@ -872,6 +882,14 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns):
                 f"the store holds {count} tasks (its cap is {self.max_tasks}) and all are in flight"
             )
         return victims
+
+    async def census(self) -> Census:
+        async def census(conn: Connection) -> Census:
+            rows = await conn.fetch(_CENSUS)
+            deliveries = await conn.fetchval(_COUNT_DELIVERIES)
+            return Census({(agent, TaskState(state)): n for agent, state, n in rows}, deliveries)
+
+        return await self._read(census)
 
     async def get(self, task_id: str) -> StoredTask | None:
         async def get(conn: Connection) -> StoredTask | None:

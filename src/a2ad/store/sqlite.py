@@ -71,6 +71,7 @@ from .base import (
     DEFAULT_BOUNDS,
     MAX_EVENTS,
     MAX_WEBHOOKS,
+    Census,
     Delivery,
     DuplicateMessageError,
     Lease,
@@ -99,7 +100,6 @@ from .base import (
 from .key_filter import KeyFilter
 from .rows import (
     ARTIFACT_EVENT,
-    INTERRUPTED,
     STATUS_EVENT,
     TASK,
     decode_config,
@@ -145,6 +145,9 @@ _OLD_TERMINAL = """SELECT id FROM tasks INDEXED BY tasks_terminal_by_time
     WHERE evict_class = 0 AND status_ts < ? ORDER BY status_ts, id LIMIT ?"""
 _OVERDUE = "SELECT id FROM tasks WHERE deadline < ? ORDER BY deadline, id LIMIT ?"
 _COUNT_ALL = "SELECT n FROM task_count"
+# The kept counts (owner_count, kept by triggers), summed over owners.
+_CENSUS = "SELECT agent, state, sum(n) FROM owner_count GROUP BY agent, state HAVING sum(n) > 0"
+_COUNT_DELIVERIES = "SELECT count(*) FROM deliveries"
 _INSERT_MESSAGE_KEY = "INSERT OR IGNORE INTO message_keys (key, task_id) VALUES (?, ?)"
 _ALL_MESSAGE_KEYS = """SELECT message_key FROM tasks WHERE message_key IS NOT NULL
     UNION ALL SELECT key FROM message_keys"""
@@ -464,7 +467,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
         if final.status.state not in IN_FLIGHT:
             lease = None
 
-        evicted: builtins.list[tuple[str, str]] = []  # interrupted tasks: (id, state)
+        evicted: builtins.list[tuple[str, str]] = []  # (id, state)
         known = self._maybe_known(message_key)
         self._remember(message_key)
 
@@ -488,12 +491,22 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
             return stored
 
         stored = await self._run(create, write=True)
+        self.evictions += len(evicted)
         for task_id, state in evicted:  # committed: say so now
-            log_evicted(task_id, TaskState(state), self.max_tasks or 0)
+            if TaskState(state).interrupted:  # a terminal one is the cap doing its job
+                log_evicted(task_id, TaskState(state), self.max_tasks or 0)
         return stored
 
     async def get(self, task_id: str) -> StoredTask | None:
         return await self._run(lambda conn: _get(conn, task_id))
+
+    async def census(self) -> Census:
+        def census(conn: sqlite3.Connection) -> Census:
+            rows = conn.execute(_CENSUS).fetchall()
+            (deliveries,) = conn.execute(_COUNT_DELIVERIES).fetchone()
+            return Census({(agent, TaskState(state)): n for agent, state, n in rows}, deliveries)
+
+        return await self._run(census)
 
     async def append(
         self,
@@ -680,8 +693,8 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
         principal: str = "",
         agent: str = "",
     ) -> StoredTask:
-        """Insert ``task``; past the cap, evict, adding each interrupted task evicted
-        to ``evicted`` as (id, state)."""
+        """Insert ``task``; past the cap, evict, adding each task evicted to
+        ``evicted`` as (id, state)."""
         evict_class = eviction_class(task.status.state)
         try:
             conn.execute(
@@ -720,9 +733,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
                     )
                 conn.executemany(_DELETE_TASK, [(victim,) for victim, _, _ in victims])
                 if evicted is not None:
-                    evicted.extend(
-                        (victim, state) for victim, kind, state in victims if kind == INTERRUPTED
-                    )
+                    evicted.extend((victim, state) for victim, _, state in victims)
         return StoredTask(task, seq, tenant, principal, agent)
 
 
