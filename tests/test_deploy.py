@@ -1,15 +1,19 @@
 """What deploy/ and docs/deploy.md give users, checked as far as this machine allows.
 
 The compose file and every ``a2ad`` command on the page must use commands and
-flags that ``a2ad`` has, and store URLs it accepts. nginx (if installed) must
-accept deploy/nginx.conf, and, run with it in front of a real ``a2ad serve``,
-pass a stream through event by event, a ``Last-Event-ID`` resume, and the
-address clients used (the agent card's URL). Docker is not needed: building the
-image or running compose is left to a machine with a Docker daemon.
+flags that ``a2ad`` has, and store URLs it accepts; the configuration file they
+mount must load in both ``serve`` and ``worker``; the image's HEALTHCHECK
+command must pass against a real ``a2ad serve`` and fail once it is gone.
+nginx (if installed) must accept deploy/nginx.conf, and, run with it in front
+of a real ``a2ad serve``, pass a stream through event by event, a
+``Last-Event-ID`` resume, and the address clients used (the agent card's URL).
+Building and running the image needs a Docker daemon: that test skips, saying
+so, where there is none.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
@@ -138,34 +142,123 @@ def test_the_compose_file_runs_fronts_and_workers_with_flags_a2ad_has() -> None:
     )
 
 
+def configured(name: str, args: list[str], env: dict[str, str]) -> dict[str, Any]:
+    """The options ``a2ad NAME ARGS`` runs with under ``env`` (its --config file and
+    A2AD_* variables read as the command reads them), by option name."""
+    group = typer.main.get_command(app)
+    root = group.context_class(group, info_name="a2ad")
+    saved = dict(os.environ)
+    try:
+        os.environ.clear()
+        os.environ.update({**{k: v for k, v in saved.items() if not k.startswith("A2AD_")}, **env})
+        command = group.commands[name]  # type: ignore[attr-defined]
+        ctx = command.make_context(name, list(args[1:]), parent=root)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return dict(ctx.params)
+
+
+def service_env(service: dict[str, Any]) -> dict[str, str]:
+    """A service's A2AD_* variables, its mounted files made local paths."""
+    env = {k: str(v) for k, v in service.get("environment", {}).items() if k.startswith("A2AD_")}
+    for volume in service.get("volumes", []):
+        source, target = volume.split(":")[:2]
+        if source.startswith("./") and env.get("A2AD_CONFIG") == target:
+            env["A2AD_CONFIG"] = str(DEPLOY / source)
+    return env
+
+
 def test_the_compose_file_gives_every_process_the_same_store_and_every_front_a_shared_key() -> None:
     pytest.importorskip("asyncpg")
     from a2ad.store import store_from_url
 
-    services = a2ad_services()
-    urls = {c[c.index("--store") + 1] for c in services.values()}
+    services = compose()["services"]
+    options = {
+        name: configured(command[0], command, service_env(services[name]))
+        for name, command in a2ad_services().items()
+    }
+    assert all(service_env(services[n])["A2AD_CONFIG"].startswith(str(DEPLOY)) for n in options)
+    urls = {o["store"] for o in options.values()}
     assert len(urls) == 1, urls  # fronts and workers on one database
     (url,) = urls
     store_from_url(url)  # a URL a2ad takes (its parameters included)
     assert "@" in url and ":" not in url.split("@")[0].split("//")[1]  # no password in it
-    front = compose()["services"]["a2ad"]
-    key = front["command"][front["command"].index("--secret-key-file") + 1]
+    assert options["a2ad"]["agent"] == options["worker"]["agent"]  # the same agents
+    assert options["a2ad"]["no_run"] is True
+    key = options["a2ad"]["secret_key_file"]
+    front = services["a2ad"]
     assert any(v.split(":")[1] == str(Path(key).parent) for v in front["volumes"])
     assert "keys" in compose()["volumes"]  # a named volume: one key for every replica
+    # Running tasks get the grace before compose kills the container.
+    assert options["a2ad"]["shutdown_grace"] == "10s" and front["stop_grace_period"] == "15s"
+
+
+def test_the_compose_fronts_are_checked_ready_and_nginx_waits_for_them() -> None:
+    services = compose()["services"]
+    check = services["a2ad"]["healthcheck"]["test"]
+    assert check == ["CMD", "a2ad", "health", "--ready"]
+    assert unknown_flags(check[2:], cli_flags()) == []
+    assert services["worker"]["healthcheck"] == {"disable": True}  # it serves no HTTP
+    assert services["nginx"]["depends_on"]["a2ad"]["condition"] == "service_healthy"
+    assert services["a2ad"]["depends_on"]["postgres"]["condition"] == "service_healthy"
+    assert "test" in services["postgres"]["healthcheck"]
+
+
+def dockerfile(instruction: str) -> str:
+    (found,) = re.findall(rf"^{instruction} (.+)$", (DEPLOY / "Dockerfile").read_text(), re.M)
+    return str(found)
 
 
 def test_the_dockerfile_runs_a2ad_serve_on_every_interface_as_a_user_not_root() -> None:
     text = (DEPLOY / "Dockerfile").read_text()
     assert re.search(r"^FROM python:3\.1\d-slim$", text, re.M)
-    assert re.search(r"^USER a2ad$", text, re.M)
-    entry = re.search(r"^ENTRYPOINT (.+)$", text, re.M)
-    command = re.search(r"^CMD (.+)$", text, re.M)
-    assert entry and command
-    assert yaml.safe_load(entry[1]) == ["a2ad"]
-    args = yaml.safe_load(command[1])
+    assert dockerfile("USER") == "a2ad"
+    assert yaml.safe_load(dockerfile("ENTRYPOINT")) == ["a2ad"]
+    args = yaml.safe_load(dockerfile("CMD"))
     assert args[:3] == ["serve", "--host", "0.0.0.0"]
     assert unknown_flags(args, cli_flags()) == []
     assert '".[postgres]"' in text  # asyncpg, for the compose file's store
+    assert dockerfile("EXPOSE") == "8000"
+    # The default store is relative: it lands on the volume, which the user owns.
+    assert yaml.safe_load(dockerfile("VOLUME")) == ["/data"]
+    assert re.findall(r"^WORKDIR (.+)$", text, re.M)[-1] == "/data"
+    assert "chown a2ad:a2ad /data" in text
+    assert configured("serve", ["serve"], {})["store"] == "sqlite:///a2ad.db"
+
+
+def healthcheck() -> list[str]:
+    """The Dockerfile's HEALTHCHECK command, as exec words, run by this venv's a2ad."""
+    options, _, command = dockerfile("HEALTHCHECK").partition(" CMD ")
+    assert "--interval=" in options and "--timeout=" in options
+    words = yaml.safe_load(command)
+    assert isinstance(words, list) and words[0] == "a2ad", words
+    return [str(Path(sys.executable).parent / "a2ad"), *words[1:]]
+
+
+def run_check(words: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("A2AD_")}
+    return subprocess.run(words, capture_output=True, text=True, timeout=30, env={**clean, **env})
+
+
+def test_the_images_healthcheck_passes_on_a_served_a2ad_and_fails_when_it_is_gone(
+    tmp_path: Path,
+) -> None:
+    check = healthcheck()
+    config = tmp_path / "a2ad.toml"
+    with Served("--store", "memory", "--shutdown-grace", "0") as served:
+        served.expect(r"JSON-RPC:")
+        done = run_check(check, {"A2AD_PORT": str(served.port)})
+        assert done.returncode == 0, done.stderr
+        config.write_text(f"port = {served.port}\n")  # a mounted file instead
+        done = run_check(check, {"A2AD_CONFIG": str(config)})
+        assert done.returncode == 0, done.stderr
+        ready = [*check, "--ready"]  # compose's check of the fronts
+        assert run_check(ready, {"A2AD_PORT": str(served.port)}).returncode == 0
+        assert served.stop() == 0
+    gone = run_check(check, {"A2AD_PORT": str(served.port)})
+    assert gone.returncode == 1
+    assert f"unhealthy: http://127.0.0.1:{served.port}/healthz" in gone.stderr
 
 
 def test_every_a2ad_command_on_the_deploy_page_uses_flags_a2ad_has() -> None:
@@ -436,3 +529,46 @@ def test_docker_compose_accepts_the_file() -> None:
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_the_image_builds_and_its_healthcheck_passes() -> None:
+    docker = shutil.which("docker")
+    if docker is None:
+        pytest.skip("docker is not installed here")
+    probe = subprocess.run([docker, "info"], capture_output=True, text=True, timeout=30)
+    if probe.returncode != 0:
+        said = (probe.stderr.strip() or probe.stdout.strip()).splitlines()[-1:]
+        pytest.skip(f"no Docker daemon here: {' '.join(said)[:200]}")
+    tag = f"a2ad-test:{time.monotonic_ns()}"
+    built = subprocess.run(
+        [docker, "build", "-f", str(DEPLOY / "Dockerfile"), "-t", tag, str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert built.returncode == 0, built.stderr[-2000:]
+    port = free_port()
+    name = f"a2ad-test-{port}"
+    try:
+        run = [docker, "run", "-d", "--name", name, "-p", f"127.0.0.1:{port}:8000", tag]
+        started = subprocess.run(run, capture_output=True, text=True, timeout=60)
+        assert started.returncode == 0, started.stderr
+        deadline = time.monotonic() + 90
+        while True:
+            state = subprocess.run(
+                [docker, "inspect", "-f", "{{.State.Health.Status}}", name],
+                capture_output=True,
+                text=True,
+            ).stdout.strip()
+            if state == "healthy":
+                break
+            assert state == "starting" and time.monotonic() < deadline, state
+            time.sleep(1)
+        card = httpx.get(f"http://127.0.0.1:{port}/.well-known/agent-card.json", timeout=10)
+        assert card.status_code == 200
+        inside = [docker, "exec", name, "sh", "-c", "id -u && ls /data"]
+        said = subprocess.run(inside, capture_output=True, text=True).stdout.split()
+        assert said[0] == "10001" and "a2ad.db" in said  # not root; the store on the volume
+    finally:
+        subprocess.run([docker, "rm", "-f", name], capture_output=True)
+        subprocess.run([docker, "rmi", "-f", tag], capture_output=True)

@@ -50,6 +50,7 @@ from ..store.memory import MemoryStore
 from ..store.sqlite_group import SqliteGroup
 from ..tools import ENV_TOKEN, ENV_URL
 from .auth import ENV_AUTH_FILE
+from .config import DURATION, ENV_AGENTS
 from .logs import configure_logging
 
 __all__ = ["serve", "workers_store"]
@@ -160,9 +161,10 @@ def serve(
     agent: Annotated[
         list[str] | None,
         typer.Option(
+            envvar=ENV_AGENTS,
             help="'echo', 'demo', or package.module:attr of your agent. Repeat as NAME=SPEC "
             "to serve several, each at /agents/NAME/ (the first, or --default-agent, at / too). "
-            "Default: echo."
+            "Default: echo.",
         ),
     ] = None,
     default_agent: Annotated[
@@ -180,19 +182,24 @@ def serve(
     shutdown_grace: Annotated[
         str,
         typer.Option(
-            help="On Ctrl-C/SIGTERM, how long running tasks may finish before they are failed."
+            metavar=DURATION,
+            help="On Ctrl-C/SIGTERM, how long running tasks may finish before they are failed.",
         ),
     ] = "10s",
     retention: Annotated[
         str,
         typer.Option(
+            metavar=DURATION,
             help="Delete finished tasks this long after their last update (e.g. 7d); "
-            "off keeps them."
+            "off keeps them.",
         ),
     ] = "off",
     task_timeout: Annotated[
         str,
-        typer.Option(help="Fail tasks not finished this long after they were created (e.g. 15m)."),
+        typer.Option(
+            metavar=DURATION,
+            help="Fail tasks not finished this long after they were created (e.g. 15m).",
+        ),
     ] = "off",
     lease_seconds: Annotated[
         float,
@@ -225,12 +232,15 @@ def serve(
     ] = 65536,
     header_timeout: Annotated[
         str,
-        typer.Option(help="A request's headers must arrive within this (408 otherwise)."),
+        typer.Option(
+            metavar=DURATION, help="A request's headers must arrive within this (408 otherwise)."
+        ),
     ] = "10s",
     body_timeout: Annotated[
         str,
         typer.Option(
-            help="A request's body must arrive within this of its headers (408 otherwise)."
+            metavar=DURATION,
+            help="A request's body must arrive within this of its headers (408 otherwise).",
         ),
     ] = "30s",
     max_body_bytes: Annotated[

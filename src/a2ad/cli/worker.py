@@ -28,6 +28,7 @@ from ..engine.worker import Worker
 from ..store import store_from_url
 from ..store.base import MAX_ARTIFACTS, MAX_HISTORY, StoreError
 from ..tools import ENV_URL
+from .config import DURATION, ENV_AGENTS
 from .logs import configure_logging
 from .serve import STARTUP_FAILURE, _duration, _load_agents, workers_store
 
@@ -47,8 +48,9 @@ def worker(
     agent: Annotated[
         list[str] | None,
         typer.Option(
+            envvar=ENV_AGENTS,
             help="'echo', 'demo', or package.module:attr: the agent the front serves. Repeat as "
-            "NAME=SPEC for several, named as the front names them. Default: echo."
+            "NAME=SPEC for several, named as the front names them. Default: echo.",
         ),
     ] = None,
     concurrency: Annotated[
@@ -64,7 +66,10 @@ def worker(
     ] = 15.0,
     shutdown_grace: Annotated[
         str,
-        typer.Option(help="On Ctrl-C/SIGTERM, how long running tasks may finish before they fail."),
+        typer.Option(
+            metavar=DURATION,
+            help="On Ctrl-C/SIGTERM, how long running tasks may finish before they fail.",
+        ),
     ] = "10s",
     max_history: Annotated[
         int,
