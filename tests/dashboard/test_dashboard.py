@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -195,3 +196,37 @@ def test_the_charts_show_recent_activity(page: Any, server: LiveServer) -> None:
     assert page.locator("#chart-states rect.bar").count() >= 1
     assert page.locator("#chart-states .legend li", has_text="completed").count() == 1
     assert "p50" in page.locator("#chart-durations").inner_text()
+
+
+def test_cancel_overdue_shows_which_before_it_cancels(page: Any, server: LiveServer) -> None:
+    stuck = send(server, "hang stuck", wait=False)
+    fresh_page = "/ui?stale=1s"
+    time.sleep(1.2)  # the hanging task has been unchanged for over 1 s
+    page.goto(fresh_page)
+    page.locator(f'tr[data-task-id="{stuck["id"]}"] .overdue').wait_for()
+    page.get_by_role("button", name="Cancel overdue…").click()
+    dialog = page.locator("#confirm-dialog")
+    listed = dialog.locator(f'li[data-task-id="{stuck["id"]}"]')
+    listed.wait_for()
+    assert "no change for" in listed.inner_text()
+    assert dialog.locator("li", has_text="completed").count() == 0
+    dialog.get_by_role("button", name="Cancel tasks").click()
+    page.locator(f'tr[data-task-id="{stuck["id"]}"][data-state="TASK_STATE_CANCELED"]').wait_for()
+    stored = httpx.get(f"{server.url}/tasks/{stuck['id']}", headers=V1).json()
+    assert stored["status"]["state"] == "TASK_STATE_CANCELED"
+
+
+def test_copy_a_task_as_json(browser: Any, server: LiveServer) -> None:
+    task = send(server, "echo copy me")
+    context = browser.new_context(base_url=server.url)
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    try:
+        opened = context.new_page()
+        opened.goto(f"/ui/tasks/{task['id']}")
+        opened.get_by_role("button", name="Copy as JSON").click()
+        opened.locator("#live", has_text="copied").wait_for(timeout=TIMEOUT_MS)
+        copied = json.loads(opened.evaluate("() => navigator.clipboard.readText()"))
+        assert copied["id"] == task["id"]
+        assert copied["status"]["state"] == "TASK_STATE_COMPLETED"
+    finally:
+        context.close()

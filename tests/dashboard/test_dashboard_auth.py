@@ -11,7 +11,15 @@ from typing import Any
 import httpx
 import pytest
 
-from a2ad import ApiKeys, CredentialAuthenticator, create_app
+from a2ad import (
+    Agent,
+    ApiKeys,
+    CredentialAuthenticator,
+    DataPart,
+    TaskContext,
+    TextPart,
+    create_app,
+)
 from a2ad.server import auth
 from a2ad.store.sqlite import SqliteStore
 
@@ -21,12 +29,24 @@ from ..scripted import ScriptedAgent
 V1 = {"A2A-Version": "1.0"}
 
 
+class UsesTools(Agent):
+    """Says what it does, and keeps the tool call it made as an internal part."""
+
+    name = "tools"
+
+    async def run(self, ctx: TaskContext) -> None:
+        call = DataPart({"tool": "lookup_stock", "args": {"sku": "A1"}})
+        await ctx.working([TextPart("Searching the stock"), *ctx.internal(call)])
+        await ctx.complete("12 in stock")
+
+
 @pytest.fixture(scope="module")
 def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     path = str(tmp_path_factory.mktemp("keys") / "keys.toml")
     return {
         "ann": auth.add_key(path, "ann", tenants=["acme"]),
         "bob": auth.add_key(path, "bob", tenants=["acme"]),
+        "olga": auth.add_key(path, "olga", tenants=["acme"], roles=["operator"]),
         "path": path,
     }
 
@@ -34,7 +54,7 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, keys: dict[str, str]) -> Iterator[LiveServer]:
     store = SqliteStore(str(tmp_path_factory.mktemp("auth-ui") / "tasks.db"))
-    agents = {"stock": ScriptedAgent(), "pricing": ScriptedAgent()}
+    agents = {"stock": ScriptedAgent(), "pricing": ScriptedAgent(), "tools": UsesTools()}
     authenticator = CredentialAuthenticator(keys=ApiKeys.load(keys["path"]))
     with LiveServer(create_app(agents, store=store, authenticator=authenticator)) as live:
         yield live
@@ -136,3 +156,22 @@ def test_the_filters_are_reached_and_used_by_keyboard(
     page.locator(f'tr[data-task-id="{failed["id"]}"]').wait_for()
     # The state is said in words, not by colour alone.
     assert "failed" in page.locator(f'tr[data-task-id="{failed["id"]}"] .badge').inner_text()
+
+
+def test_internal_parts_are_shown_to_operators_only_and_marked(
+    browser: Any, server: LiveServer, keys: dict[str, str]
+) -> None:
+    task = send(server, keys["ann"], "how many A1?", agent="tools")
+    for key, sees in ((keys["ann"], False), (keys["olga"], True)):
+        context = browser.new_context(base_url=server.url)
+        try:
+            opened = context.new_page()
+            opened.set_default_timeout(5_000)
+            opened.goto(f"/ui/tasks/{task['id']}?agent=tools")
+            sign_in(opened, key)
+            history = opened.locator("#history")
+            history.get_by_text("Searching the stock").wait_for()
+            assert (history.get_by_text("lookup_stock").count() > 0) is sees
+            assert (history.locator(".internal .tag").count() > 0) is sees
+        finally:
+            context.close()

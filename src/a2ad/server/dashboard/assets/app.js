@@ -175,9 +175,35 @@ function firstWords(text, words = 12) {
   return all.length > words ? `${all.slice(0, words).join(" ")} …` : all.join(" ");
 }
 
-function isOverdue(task) {
+// A task is overdue while it is active and past its deadline (metadata.deadline),
+// or when its status has not changed for longer than "stale after" (the toolbar's,
+// kept in the URL; as `a2ad tasks overdue --stale-after` reads it).
+const DEFAULT_STALE = "10m";
+
+function parseDuration(text) {
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec((text || "").trim());
+  if (!match) return null;
+  const unit = { ms: 1, s: 1000, m: 60000, h: 3600000, d: 86400000 }[match[2]];
+  return Number(match[1]) * unit;
+}
+
+function staleMs() {
+  const given = new URLSearchParams(location.search).get("stale");
+  return parseDuration(given || DEFAULT_STALE);
+}
+
+function overdueReason(task) {
+  if (!ACTIVE.has(task.status.state)) return "";
   const deadline = task.metadata && task.metadata.deadline;
-  return Boolean(deadline && ACTIVE.has(task.status.state) && Date.parse(deadline) < Date.now());
+  if (deadline && Date.parse(deadline) < Date.now()) return "past its deadline";
+  const stale = staleMs();
+  const updated = Date.parse(task.status.timestamp || "");
+  if (stale !== null && updated && Date.now() - updated > stale) return `no change for ${seconds(Date.now() - updated)}`;
+  return "";
+}
+
+function isOverdue(task) {
+  return overdueReason(task) !== "";
 }
 
 function taskLink(task) {
@@ -342,7 +368,7 @@ function filterForm(filters) {
       "label",
       { class: "check" },
       el("input", { id: "f-overdue", name: "overdue", type: "checkbox", checked: filters.overdue }),
-      " overdue only",
+      " past deadline only",
     ),
     el("button", { type: "submit" }, "Apply"),
     el("button", { type: "button", onclick: () => navigate(BASE) }, "Clear"),
@@ -397,7 +423,7 @@ function taskRow(task) {
     el("td", { class: "ctx" }, el("code", { title: task.contextId }, (task.contextId || "").slice(0, 8))),
     el("td", { class: "request" }, request),
     el("td", {}, timeEl(task.status.timestamp)),
-    el("td", {}, deadline ? timeEl(deadline) : "", overdue ? el("span", { class: "overdue" }, " overdue") : ""),
+    el("td", {}, deadline ? timeEl(deadline) : "", overdue ? el("span", { class: "overdue", title: overdueReason(task) }, " overdue") : ""),
   );
 }
 
@@ -444,13 +470,37 @@ async function showList() {
   const pager = el("nav", { class: "pager", "aria-label": "Pages" });
   const overdueButton = el("button", { type: "button", class: "danger", id: "cancel-overdue" }, "Cancel overdue…");
   overdueButton.addEventListener("click", () => cancelOverdue(filters));
+  const staleInput = el("input", {
+    id: "stale",
+    size: "5",
+    value: new URLSearchParams(location.search).get("stale") || DEFAULT_STALE,
+    "aria-describedby": "stale-help",
+  });
+  staleInput.addEventListener("change", () => {
+    if (parseDuration(staleInput.value) === null) {
+      staleInput.setCustomValidity("a duration such as 90s, 10m or 2h");
+      staleInput.reportValidity();
+      return;
+    }
+    staleInput.setCustomValidity("");
+    const q = new URLSearchParams(location.search);
+    q.set("stale", staleInput.value.trim());
+    history.replaceState(null, "", `${BASE}?${q}`);
+  });
   const charts = el("div", { class: "charts", "aria-label": "Activity" });
   main.replaceChildren(
     el("h1", {}, "Tasks"),
     counts,
     charts,
     filterForm(filters),
-    el("div", { class: "toolbar" }, overdueButton),
+    el(
+      "div",
+      { class: "toolbar" },
+      el("label", { for: "stale" }, "Overdue when unchanged for"),
+      staleInput,
+      el("span", { id: "stale-help", class: "muted" }, "or past its deadline"),
+      overdueButton,
+    ),
     table,
     pager,
   );
@@ -502,17 +552,22 @@ function fillTable(body, pager, filters, page) {
 }
 
 async function cancelOverdue(filters) {
-  let page;
+  // The active tasks of the filtered view (its newest 100 in each active state),
+  // then those overdue among them.
+  const states = filters.state ? [filters.state].filter((s) => ACTIVE.has(s)) : [...ACTIVE];
+  let tasks;
   try {
-    page = await api("GET", `/tasks?${listQuery({ ...filters, overdue: true, page: "" }, { pageSize: "100" })}`);
+    const pages = await Promise.all(
+      states.map((state) => api("GET", `/tasks?${listQuery({ ...filters, state, overdue: false, page: "" }, { pageSize: "100" })}`)),
+    );
+    tasks = pages.flatMap((p) => p.tasks || []).filter(isOverdue);
   } catch (error) {
     say(error.message);
     return;
   }
-  const tasks = page.tasks || [];
   const confirmed = await confirmDialog(
-    tasks.length ? `Cancel these ${tasks.length} overdue tasks?` : "No task is overdue.",
-    tasks.map((t) => el("li", {}, el("code", {}, t.id), " ", firstWords(requestText(t), 8))),
+    tasks.length ? `Cancel these ${tasks.length} overdue tasks?` : "No task of this view is overdue.",
+    tasks.map((t) => el("li", { dataset: { taskId: t.id } }, el("code", {}, t.id.slice(0, 8)), ` ${overdueReason(t)}: `, firstWords(requestText(t), 8))),
     tasks.length > 0,
   );
   if (!confirmed) return;
@@ -535,7 +590,20 @@ function confirmDialog(title, items, canConfirm = true) {
 
 // --- a task's page ---
 
+// Parts an agent keeps for itself (tool calls, reasoning: protocol/internal.py);
+// the server sends them to operators only, and the page marks them.
+function isInternalPart(part) {
+  const m = part.metadata || {};
+  return Boolean((m.a2ad && m.a2ad.internal) || m.adk_type || m.kagent_type || m.adk_thought || m.kagent_thought);
+}
+
 function partView(part) {
+  const view = plainPartView(part);
+  if (!isInternalPart(part)) return view;
+  return el("div", { class: "internal" }, el("span", { class: "tag" }, "internal (operators only)"), view);
+}
+
+function plainPartView(part) {
   if (typeof part.text === "string") return el("p", { class: "text" }, part.text);
   if (part.data !== undefined) return el("pre", { class: "data" }, JSON.stringify(part.data, null, 2));
   const name = part.filename || "file";
