@@ -505,8 +505,17 @@ async function showList() {
     pager,
   );
   let chartsDrawn = 0;
-  const refresh = async () => {
+  let countsDrawn = 0;
+  let countsLater = null;
+  const recount = () => {
+    countsDrawn = Date.now();
+    countsLater = null;
     stateCounts(filters, counts).catch((error) => showError(counts, error));
+  };
+  const refresh = async () => {
+    // The counts (eight requests) at most every 3 s, and once more after a burst.
+    if (Date.now() - countsDrawn > 3000) recount();
+    else if (countsLater === null) countsLater = setTimeout(recount, 3000 - (Date.now() - countsDrawn));
     if (Date.now() - chartsDrawn > 10000) {
       chartsDrawn = Date.now(); // at most every 10 s: each draw reads up to 2,000 tasks
       fillActivity(charts).catch((error) => showError(charts, error));
