@@ -145,11 +145,27 @@ function badge(state) {
 
 function ago(timestamp) {
   if (!timestamp) return "";
-  const seconds = Math.max(0, (Date.now() - Date.parse(timestamp)) / 1000);
-  if (seconds < 60) return `${Math.floor(seconds)} s ago`;
-  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ago`;
-  if (seconds < 86400) return `${Math.floor(seconds / 3600)} h ago`;
-  return `${Math.floor(seconds / 86400)} d ago`;
+  const delta = (Date.now() - Date.parse(timestamp)) / 1000;
+  const seconds = Math.abs(delta);
+  let span;
+  if (seconds < 60) span = `${Math.floor(seconds)} s`;
+  else if (seconds < 3600) span = `${Math.floor(seconds / 60)} min`;
+  else if (seconds < 86400) span = `${Math.floor(seconds / 3600)} h`;
+  else span = `${Math.floor(seconds / 86400)} d`;
+  return delta >= -1 ? `${span} ago` : `in ${span}`;
+}
+
+// When the task was made: a2ad's task ids are version 7 UUIDs, whose first 48 bits
+// are Unix milliseconds ("" for other ids).
+function createdAt(id) {
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-7/.test(id)) return "";
+  return new Date(parseInt(id.slice(0, 8) + id.slice(9, 13), 16)).toISOString();
+}
+
+function age(id) {
+  const made = createdAt(id);
+  if (!made) return "";
+  return el("time", { datetime: made, title: `created ${made}` }, ago(made).replace(" ago", ""));
 }
 
 function timeEl(timestamp) {
@@ -422,6 +438,7 @@ function taskRow(task) {
     el("td", {}, el("a", { href: taskLink(task), dataset: { nav: "task" } }, el("code", {}, task.id.slice(0, 8)))),
     el("td", { class: "ctx" }, el("code", { title: task.contextId }, (task.contextId || "").slice(0, 8))),
     el("td", { class: "request" }, request),
+    el("td", {}, age(task.id)),
     el("td", {}, timeEl(task.status.timestamp)),
     el("td", {}, deadline ? timeEl(deadline) : "", overdue ? el("span", { class: "overdue", title: overdueReason(task) }, " overdue") : ""),
   );
@@ -463,7 +480,7 @@ async function showList() {
     el(
       "thead",
       {},
-      el("tr", {}, ["State", "Task", "Context", "Request", "Updated", "Deadline"].map((h) => el("th", { scope: "col" }, h))),
+      el("tr", {}, ["State", "Task", "Context", "Request", "Age", "Updated", "Deadline"].map((h) => el("th", { scope: "col" }, h))),
     ),
     body,
   );
@@ -548,7 +565,7 @@ function fillTable(body, pager, filters, page) {
     return row;
   });
   body.replaceChildren(
-    ...(rows.length ? rows : [el("tr", {}, el("td", { colspan: "6", class: "empty" }, "No tasks match."))]),
+    ...(rows.length ? rows : [el("tr", {}, el("td", { colspan: "7", class: "empty" }, "No tasks match."))]),
   );
   pager.replaceChildren(
     el("span", {}, `${(page.totalSize || 0).toLocaleString()} tasks`),
@@ -730,6 +747,7 @@ function renderTask(task) {
       el("dd", { id: "task-state" }, badge(state)),
       el("dt", {}, "Context"),
       el("dd", {}, el("code", {}, task.contextId)),
+      createdAt(task.id) ? [el("dt", {}, "Created"), el("dd", {}, timeEl(createdAt(task.id)))] : "",
       el("dt", {}, "Updated"),
       el("dd", {}, timeEl(task.status.timestamp)),
       task.metadata && task.metadata.deadline ? [el("dt", {}, "Deadline"), el("dd", {}, timeEl(task.metadata.deadline), isOverdue(task) ? el("span", { class: "overdue" }, " overdue") : "")] : "",
