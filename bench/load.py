@@ -52,6 +52,20 @@ few keys (made by ``a2ad auth add-key``), every request carrying one of them as
 
     .venv/bin/python bench/load.py --servers a2ad,a2ad-auth --baseline a2ad \
         --workloads send,get
+
+The servers ``a2ad-access-on`` and ``a2ad-access-off`` are a2ad with
+``--access-log on`` and ``off`` (its stderr, where the lines go, is a file):
+
+    .venv/bin/python bench/load.py --servers a2ad-access-off,a2ad-access-on \
+        --baseline a2ad-access-off --workloads send,get
+
+The server ``a2ad-tracing`` is a2ad with ``--tracing otlp``: a span per request and
+per agent turn (every one sampled: requests carry no trace context), exported in
+batches to bench/peers/otlp_sink.py, which discards them; beside ``a2ad`` it gives
+the cost of tracing:
+
+    .venv/bin/python bench/load.py --servers a2ad,a2ad-tracing --baseline a2ad \
+        --workloads send
 """
 
 from __future__ import annotations
@@ -98,6 +112,9 @@ SERVER_NAMES = (
     "sdk-nootel",
     "a2ad-rest",
     "a2ad-auth",
+    "a2ad-access-on",
+    "a2ad-access-off",
+    "a2ad-tracing",
     "a2ad-nometrics",
     "a2ad-before",
     "a2ad-sqlite-before",
@@ -245,11 +262,15 @@ def make_keys(path: Path, env: dict[str, str]) -> str:
 def server_argv(name: str, port: int, db: Path, postgres: str = "") -> list[str]:
     name = name.removesuffix("-before")  # the same server, from the --before commit
     name = name.removesuffix("-rest")  # the same server, driven over HTTP+JSON
+    if name.startswith("a2ad-access-"):  # the same server, with --access-log on or off
+        return [*server_argv("a2ad", port, db), "--access-log", name.removeprefix("a2ad-access-")]
     if name == "a2ad-nometrics":  # the same server, with metrics off
         return [*server_argv("a2ad", port, db), "--no-metrics"]
     if name == "a2ad-auth":  # the same server, with auth on
         keys = ["--auth", str(db.with_suffix(".keys.toml"))]
         return [*server_argv("a2ad", port, db), *keys]
+    if name == "a2ad-tracing":  # the same server, exporting a span per request and turn
+        return [*server_argv("a2ad", port, db), "--tracing", "otlp"]
     if name == "a2ad":
         store = ["--store", "memory", "--max-tasks", "1000000"]  # never evicts here
     elif name == "a2ad-sqlite":
@@ -347,6 +368,8 @@ async def start_servers(names: list[str], args: argparse.Namespace) -> list[Serv
             env["PYTHONPATH"] = f"{src}{os.pathsep}{env.get('PYTHONPATH', '')}"
         if name == "sdk-nootel":  # the SDK with its (no-op by default) OpenTelemetry spans off
             env["OTEL_INSTRUMENTATION_A2A_SDK_ENABLED"] = "false"
+        if name == "a2ad-tracing":
+            env["OTEL_EXPORTER_OTLP_ENDPOINT"] = start_otlp_sink()
         db = Path(tempfile.gettempdir()) / f"a2ad-load-{RUN}-{name}.db"
         if name.startswith("a2ad-sqlite"):
             remove_db(db)
@@ -373,9 +396,42 @@ async def start_servers(names: list[str], args: argparse.Namespace) -> list[Serv
     return servers
 
 
+OTLP_SINK: list[subprocess.Popen[bytes]] = []  # a2ad-tracing's collector, once started
+
+
+def start_otlp_sink() -> str:
+    """Start bench/peers/otlp_sink.py (on the load generator's CPU, so that the
+    server's own core does only the server's work); returns its URL."""
+    port = free_port()
+    OTLP_SINK.append(
+        subprocess.Popen(
+            [
+                str(VENV / "python"),
+                "-m",
+                "uvicorn",
+                "--app-dir",
+                "bench/peers",
+                "otlp_sink:app",
+                "--port",
+                str(port),
+                "--log-level",
+                "warning",
+            ],
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=pin(1),
+        )
+    )
+    return f"http://127.0.0.1:{port}"
+
+
 async def stop_servers(servers: list[Server]) -> None:
     for server in servers:
         server.stop()
+    while OTLP_SINK:
+        sink = OTLP_SINK.pop()
+        sink.terminate()
+        sink.wait(10)
         if server.database is not None and server.schema is not None:
             await server.database.drop_schema(server.schema)
     for db in Path(tempfile.gettempdir()).glob(f"a2ad-load-{RUN}-*.db"):

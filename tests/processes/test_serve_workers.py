@@ -177,6 +177,36 @@ async def test_the_same_message_sent_to_both_processes_at_once_makes_one_task(
             await workers.call(on_b, "CancelTask", {"id": task["id"]})
 
 
+async def test_metrics_on_either_process_count_the_sends_of_both(workers: Workers) -> None:
+    """A scrape reaching either process reports the group: the sends each took."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    def sends(text: str) -> float:
+        return sum(
+            s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+            if s.name == "a2ad_requests_total" and s.labels["method"] == "SendMessage"
+        )
+
+    async with workers.reach_each() as each:
+        pids = list(each)
+        await asyncio.sleep(1.5)  # both have written the sends that found them
+        before = sends((await each[pids[0]].get(workers.served.url + "/metrics")).text)
+        for _ in range(3):
+            await workers.send(each[pids[0]], "ok")
+        await workers.send(each[pids[1]], "ok")
+        async with asyncio.timeout(WAIT):
+            while True:  # the other process writes its counts about once a second
+                seen = [
+                    sends((await http.get(workers.served.url + "/metrics")).text)
+                    for http in each.values()
+                ]
+                if seen == [before + 4, before + 4]:
+                    break
+                await asyncio.sleep(0.2)
+
+
 async def test_a_second_server_on_the_same_sqlite_file_is_refused(workers: Workers) -> None:
     if workers.backend != "sqlite":
         pytest.skip("a SQLite file is served by one server; a database by many")
@@ -295,33 +325,3 @@ async def test_a_second_ctrl_c_cuts_every_process_s_grace_short(tmp_path: Path) 
         assert time.monotonic() - asked < WAIT
         for pid in reach:
             workers.printed(rf"cancelled \S+ \S+ pid={pid}")
-
-
-async def test_metrics_on_either_process_count_the_sends_of_both(workers: Workers) -> None:
-    """A scrape reaching either process reports the group: the sends each took."""
-    from prometheus_client.parser import text_string_to_metric_families
-
-    def sends(text: str) -> float:
-        return sum(
-            s.value
-            for family in text_string_to_metric_families(text)
-            for s in family.samples
-            if s.name == "a2ad_requests_total" and s.labels["method"] == "SendMessage"
-        )
-
-    async with workers.reach_each() as each:
-        pids = list(each)
-        await asyncio.sleep(1.5)  # both have written the sends that found them
-        before = sends((await each[pids[0]].get(workers.served.url + "/metrics")).text)
-        for _ in range(3):
-            await workers.send(each[pids[0]], "ok")
-        await workers.send(each[pids[1]], "ok")
-        async with asyncio.timeout(WAIT):
-            while True:  # the other process writes its counts about once a second
-                seen = [
-                    sends((await http.get(workers.served.url + "/metrics")).text)
-                    for http in each.values()
-                ]
-                if seen == [before + 4, before + 4]:
-                    break
-                await asyncio.sleep(0.2)

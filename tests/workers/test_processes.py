@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -343,6 +344,18 @@ def test_a_worker_stopped_by_sigterm_finishes_its_turn_and_takes_no_more(setup: 
     assert front.get(later, path)["status"]["state"] == "TASK_STATE_SUBMITTED"
     assert setup.turns.of(later) == []
     front.cancel(later, path)
+
+
+def test_a_workers_log_lines_name_the_task_context_and_agent_of_their_turn(setup: Setup) -> None:
+    path = "/agents/doomed/"
+    args = ("--agent", f"doomed={SPEC}", "--log-format", "text")
+    with worker(setup.store, *args, turns=setup.turns.path) as logging:
+        task = setup.front.send("echo logged", path=path)
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+        ids = f" task_id={task['id']} context_id={task['contextId']} agent=doomed"
+        line = logging.expect(re.escape(ids)).string
+    assert re.match(r"\d\d:\d\d:\d\d\.\d{3} INFO ", line), line
+    assert "{" not in line
 
 
 def test_a_killed_workers_tasks_fail_within_the_lease(setup: Setup) -> None:

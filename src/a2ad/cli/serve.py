@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import importlib
 import ipaddress
 import logging
 import math
@@ -31,7 +32,9 @@ from ..agents.settings import AgentSettings
 from ..agents.task_manager import ENV_MANAGED_URLS
 from ..durations import parse_duration, parse_optional_duration
 from ..engine.secrets import KeyFileError, server_key
+from ..engine.turn_log import TurnLogContext
 from ..protocol.model import MAX_PARTS
+from ..server.access_log import RequestLog
 from ..server.app import A2AApp, check_agent_name, create_app, load_agent
 from ..server.auth import ApiKeys, CredentialAuthenticator, JwtVerifier
 from ..server.connections import (
@@ -51,7 +54,7 @@ from ..store.sqlite_group import SqliteGroup
 from ..tools import ENV_TOKEN, ENV_URL
 from .auth import ENV_AUTH_FILE
 from .config import DURATION, ENV_AGENTS
-from .logs import configure_logging
+from .logs import access_fraction, configure_logging
 
 __all__ = ["serve", "workers_store"]
 
@@ -420,6 +423,29 @@ def serve(
         str, typer.Option(help="Where the dashboard is served (a path such as /ui).")
     ] = DASHBOARD_PATH,
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+    log_format: Annotated[
+        str,
+        typer.Option(
+            help="json: one JSON object a line, for machines; text: one line of text an "
+            "event, for people at a terminal (coloured there, unless NO_COLOR is set)."
+        ),
+    ] = "json",
+    access_log: Annotated[
+        str,
+        typer.Option(
+            help="A line per request on the a2ad.access logger: on (every request), errors "
+            "(those answered with an error), off, or a fraction (0 to 1) of the requests "
+            "answered without an error to log beside those with one."
+        ),
+    ] = "errors",
+    tracing: Annotated[
+        str,
+        typer.Option(
+            help="OpenTelemetry spans for requests, agent turns and the calls agents make "
+            "through a2ad's client: off, otlp (OTLP over HTTP, configured by the standard "
+            "OTEL_EXPORTER_OTLP_* variables) or console. Needs pip install 'a2ad[otel]'."
+        ),
+    ] = "off",
     metrics: Annotated[
         bool,
         typer.Option(
@@ -448,7 +474,12 @@ def serve(
     """Serve an agent over A2A JSON-RPC (1.0 and 0.3) with SSE streaming."""
     # The flags as given (the only locals yet): what each process of a group is given.
     flags = dict(locals())
-    configure_logging(log_level)
+    try:
+        configure_logging(
+            log_level, log_format=log_format, access=access_fraction(access_log) is not None
+        )
+    except ValueError as exc:
+        _fail(exc, 2)
     _find_modules_here()
     try:
         parsed = _parse(flags)
@@ -517,6 +548,7 @@ class Parsed(NamedTuple):
     body_wait: float
     authenticator: CredentialAuthenticator | None
     store: TaskStore
+    access: float | None  # --access-log: the share of requests logged; None: off
 
 
 def _parse(flags: dict[str, Any], *, group: SqliteGroup | None = None) -> Parsed:
@@ -530,6 +562,7 @@ def _parse(flags: dict[str, Any], *, group: SqliteGroup | None = None) -> Parsed
             check_dashboard_path(flags["dashboard_path"])
         except ValueError as exc:
             raise ValueError(f"--dashboard-path: {exc}") from None
+    _check_tracing(flags["tracing"])
     task_store = store_from_url(flags["store"], max_tasks=flags["max_tasks"], group=group)
     if flags["no_run"]:
         workers_store(task_store, "a2ad serve --no-run")
@@ -550,7 +583,25 @@ def _parse(flags: dict[str, Any], *, group: SqliteGroup | None = None) -> Parsed
             oidc_url=flags["auth_jwt_oidc_url"],
         ),
         store=task_store,
+        access=access_fraction(flags["access_log"]),
     )
+
+
+def _check_tracing(exporter: str) -> None:
+    """Raises ValueError for a --tracing value a2ad can't honour."""
+    if exporter not in ("off", "otlp", "console"):
+        raise ValueError(f"--tracing {exporter}: give off, otlp or console")
+    needed = ["opentelemetry.sdk.trace"]
+    if exporter == "otlp":
+        needed.append("opentelemetry.exporter.otlp.proto.http.trace_exporter")
+    for module in needed if exporter != "off" else []:
+        try:
+            # Imported only with tracing on: off costs nothing, not even the import.
+            importlib.import_module(module)
+        except ImportError:
+            raise ValueError(
+                f"--tracing {exporter}: {module} is not installed; pip install 'a2ad[otel]'"
+            ) from None
 
 
 def _metrics(
@@ -574,7 +625,7 @@ def _application(
     *,
     metrics: Metrics | None = None,
 ) -> A2AApp:
-    return create_app(
+    application = create_app(
         the_agent,
         default_agent=flags["default_agent"],
         store=parsed.store,
@@ -599,6 +650,15 @@ def _application(
         dashboard_path=flags["dashboard_path"] if flags["dashboard"] else None,
         metrics=metrics,
     )
+    # Every request gets an id, and every line logged its context (cli/logs.py).
+    application.observers.append(RequestLog(access=parsed.access))
+    engine = application.engine
+    engine.turn_observers.append(TurnLogContext(engine.agents))
+    if flags["tracing"] != "off":
+        from ..server.tracing import serve_tracing
+
+        serve_tracing(application, flags["tracing"])
+    return application
 
 
 def _config(flags: dict[str, Any], parsed: Parsed, application: A2AApp) -> uvicorn.Config:
@@ -616,6 +676,8 @@ def _config(flags: dict[str, Any], parsed: Parsed, application: A2AApp) -> uvico
         host=flags["host"],
         port=flags["port"],
         log_level=log_level if log_level != "info" else "warning",
+        log_config=None,  # uvicorn's lines go through a2ad's log format (cli/logs.py)
+        access_log=False,  # a2ad writes its own (--access-log)
         # a2ad has shut down before uvicorn starts to (see _Server): what is left
         # is sending the last bytes, which sse.py bounds at 3 s.
         timeout_graceful_shutdown=5,

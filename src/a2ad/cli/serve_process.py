@@ -18,7 +18,7 @@ import socket
 import sys
 
 from ..store.sqlite_group import SqliteGroup
-from .logs import configure_logging
+from .logs import access_fraction, configure_logging
 from .serve import (
     STARTUP_FAILURE,
     _application,
@@ -38,7 +38,12 @@ def main(argv: list[str]) -> int:
     control.set_inheritable(False)  # an agent's subprocess must not keep it open
     order = json.loads(_read_line(control))
     flags = order["flags"]
-    configure_logging(flags["log_level"], fields={"worker": order["worker"], "pid": os.getpid()})
+    configure_logging(
+        flags["log_level"],
+        fields={"worker": order["worker"], "pid": os.getpid()},
+        log_format=flags["log_format"],
+        access=access_fraction(flags["access_log"]) is not None,
+    )
     _find_modules_here()
     listening = socket.socket(fileno=order["listening"])
     listening.set_inheritable(False)

@@ -24,6 +24,7 @@ from ..agent import Agent
 from ..client.client import DEFAULT_URL
 from ..durations import parse_duration
 from ..engine import Engine
+from ..engine.turn_log import TurnLogContext
 from ..engine.worker import Worker
 from ..store import store_from_url
 from ..store.base import MAX_ARTIFACTS, MAX_HISTORY, StoreError
@@ -86,13 +87,21 @@ def worker(
         ),
     ] = MAX_ARTIFACTS,
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+    log_format: Annotated[
+        str,
+        typer.Option(help="json (for machines) or text (for people), as for a2ad serve."),
+    ] = "json",
     model: Annotated[
         str | None,
         typer.Option(help="The LLM an LLM-backed agent uses, instead of A2AD_MODEL."),
     ] = None,
 ) -> None:
     """Run the agents of tasks that `a2ad serve --no-run` fronts store in PostgreSQL."""
-    configure_logging(log_level)
+    try:
+        configure_logging(log_level, log_format=log_format)
+    except ValueError as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(2) from None
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
@@ -115,6 +124,7 @@ def worker(
         max_artifacts=max_artifacts,
         deliver_push=False,  # the fronts deliver: they hold the key webhook secrets need
     )
+    engine.turn_observers.append(TurnLogContext(engine.agents))  # log lines name the task
     banner = [
         f"a2ad worker running {_what(engine.agents)} "
         f"(store {escape(getattr(task_store, 'url', store))}, "

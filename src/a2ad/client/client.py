@@ -49,6 +49,7 @@ from ..protocol.model import (
 )
 from ..protocol.types import StreamItem
 from ..protocol.usage import USAGE_METHOD, UsageReport
+from .traced import CALL_TRACER
 
 __all__ = [
     "DEFAULT_URL",
@@ -203,7 +204,7 @@ class Client:
         if self._card is None:
             last: str = ""
             for path in CARD_PATHS:
-                response = await self._request("GET", self.url + path)
+                response = await self._request("GET", self.url + path, rpc_method="")
                 if response.status_code == 200:
                     try:
                         card = response.json()
@@ -373,7 +374,11 @@ class Client:
         headers = {"Content-Type": "application/json", **self._headers}
         assert self._endpoint is not None
         response = await self._request(
-            "POST", self._endpoint, content=msgspec.json.encode(body), headers=headers
+            "POST",
+            self._endpoint,
+            content=msgspec.json.encode(body),
+            headers=headers,
+            rpc_method=USAGE_METHOD,
         )
         raw = self._result(response.content, response.status_code)
         return self._decode(_decode_usage, raw)
@@ -458,23 +463,22 @@ class Client:
             metadata=metadata if metadata is not None else UNSET,
         )
 
-    def _rpc_body(self, op: Operation, params: bytes) -> tuple[bytes, dict[str, str]]:
+    def _rpc_body(self, op: Operation, params: bytes) -> tuple[str, bytes, dict[str, str]]:
+        """(method, body, headers) of a JSON-RPC call."""
         assert self._dialect is not None
         self._ids += 1
-        body = {
-            "jsonrpc": "2.0",
-            "id": self._ids,
-            "method": method_name(self._dialect, op),
-            "params": msgspec.Raw(params),
-        }
+        method = method_name(self._dialect, op)
+        body = {"jsonrpc": "2.0", "id": self._ids, "method": method, "params": msgspec.Raw(params)}
         headers = {"Content-Type": "application/json", **self._headers, **self._dialect.headers}
-        return msgspec.json.encode(body), headers
+        return method, msgspec.json.encode(body), headers
 
     async def _call(self, op: Operation, params: bytes) -> bytes:
         """One JSON-RPC call; returns the raw JSON of its ``result``."""
-        body, headers = self._rpc_body(op, params)
+        method, body, headers = self._rpc_body(op, params)
         assert self._endpoint is not None
-        response = await self._request("POST", self._endpoint, content=body, headers=headers)
+        response = await self._request(
+            "POST", self._endpoint, content=body, headers=headers, rpc_method=method
+        )
         return self._result(response.content, response.status_code)
 
     def _result(self, content: bytes, status: int) -> bytes:
@@ -492,40 +496,64 @@ class Client:
         self, op: Operation, params: bytes, *, last_event_id: str | None = None
     ) -> AsyncIterator[tuple[str, StreamEvent]]:
         dialect = await self._speaking()
-        body, headers = self._rpc_body(op, params)
+        method, body, headers = self._rpc_body(op, params)
         headers["Accept"] = "text/event-stream"
         if last_event_id is not None:
             headers["Last-Event-ID"] = last_event_id
         assert self._endpoint is not None
         timeout = httpx.Timeout(self.timeout, read=self.stream_timeout)
+        tracer = CALL_TRACER.get()
+        traced = (
+            tracer(method, "POST", self._endpoint, headers)
+            if tracer is not None
+            else contextlib.nullcontext(_unnoted)
+        )
         try:
-            async with aconnect_sse(
-                self._http,
-                "POST",
-                self._endpoint,
-                content=body,
-                headers=headers,
-                timeout=timeout,
-            ) as source:
-                kind = source.response.headers.get("content-type", "")
-                if not kind.startswith("text/event-stream"):
-                    # An error comes back as a plain JSON-RPC answer.
-                    await source.response.aread()
-                    self._result(source.response.content, source.response.status_code)
-                    raise self._bad(f"a {kind or 'untyped'} answer where a stream belongs")
-                async for sse in source.aiter_sse():
-                    if not sse.data:
-                        continue
-                    raw = self._result(sse.data.encode(), 200)
-                    yield sse.id, self._decode(dialect.decode_stream_item, raw)
+            with traced as answered:
+                async with aconnect_sse(
+                    self._http,
+                    "POST",
+                    self._endpoint,
+                    content=body,
+                    headers=headers,
+                    timeout=timeout,
+                ) as source:
+                    answered(source.response.status_code)
+                    kind = source.response.headers.get("content-type", "")
+                    if not kind.startswith("text/event-stream"):
+                        # An error comes back as a plain JSON-RPC answer.
+                        await source.response.aread()
+                        self._result(source.response.content, source.response.status_code)
+                        raise self._bad(f"a {kind or 'untyped'} answer where a stream belongs")
+                    async for sse in source.aiter_sse():
+                        if not sse.data:
+                            continue
+                        raw = self._result(sse.data.encode(), 200)
+                        yield sse.id, self._decode(dialect.decode_stream_item, raw)
         except httpx.HTTPError as exc:
             raise self._unreachable(exc) from None
 
     async def _request(
-        self, method: str, url: str, *, headers: dict[str, str] | None = None, **kwargs: Any
+        self,
+        method: str,
+        url: str,
+        *,
+        rpc_method: str,
+        headers: dict[str, str] | None = None,
+        **kwargs: Any,
     ) -> httpx.Response:
+        """One HTTP exchange; ``rpc_method``: the A2A method it calls, if any (for a trace)."""
+        tracer = CALL_TRACER.get()
         try:
-            return await self._http.request(method, url, headers=headers or self._headers, **kwargs)
+            if tracer is None:
+                return await self._http.request(
+                    method, url, headers=headers or self._headers, **kwargs
+                )
+            headers = dict(headers or self._headers)  # the trace context goes in a copy
+            with tracer(rpc_method, method, url, headers) as answered:
+                response = await self._http.request(method, url, headers=headers, **kwargs)
+                answered(response.status_code)
+                return response
         except httpx.HTTPError as exc:
             raise self._unreachable(exc) from None
 
@@ -555,6 +583,10 @@ class Client:
 
     def _bad(self, what: str) -> ClientError:
         return ClientError(f"{self.url} answered {what}", url=self.url)
+
+
+def _unnoted(status: int) -> None:
+    """What an untraced call does with its status."""
 
 
 def _no_running_loop() -> None:

@@ -7,6 +7,7 @@ the store answers again (tried every second until then)."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -47,7 +48,10 @@ class Stranded:
             return  # once the instance is gone its lease runs out: an orphan then
         self._tasks[task_id] = None
         if self._worker is None:
-            self._worker = asyncio.ensure_future(self._run())
+            # In a context of its own, not that of the turn stranded first: its log
+            # lines would name that turn's task (log_context.py).
+            loop = asyncio.get_running_loop()
+            self._worker = loop.create_task(self._run(), context=contextvars.Context())
 
     async def aclose(self) -> None:
         """Stop trying; idempotent."""

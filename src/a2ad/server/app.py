@@ -58,7 +58,7 @@ from .limits import (
     retry_headers,
 )
 from .metrics import METRICS_PATH, Metrics, MetricsEndpoint
-from .observed import RECORD_KEY, RequestObserver, RequestRecord
+from .observed import RECORD_KEY, REQUEST_ID_HEADER, RequestObserver, RequestRecord
 from .rest import RestEndpoint, error_body
 from .sse import KEEPALIVE_SECONDS
 from .timeline import TIMELINE_PREFIX, TimelineEndpoint, timeline_task_id
@@ -211,6 +211,9 @@ class A2AApp:
         async def noted(message: Message) -> None:
             if message["type"] == "http.response.start":
                 record.status = message["status"]
+                if record.request_id:
+                    echoed = (REQUEST_ID_HEADER, record.request_id.encode("latin-1"))
+                    message = {**message, "headers": [*message.get("headers", ()), echoed]}
             await send(message)
 
         try:
@@ -271,7 +274,8 @@ class A2AApp:
             record.binding = "HTTP+JSON"
         if self.authenticator is not None:
             try:
-                scope[CALLER_KEY] = await self.authenticator.authenticate(scope)
+                scope[CALLER_KEY] = caller = await self.authenticator.authenticate(scope)
+                record.principal = caller.principal
             except AuthenticationFailed as exc:
                 record.code = UnauthenticatedError.code
                 await self._refuse(exc, path, scope, send)

@@ -46,6 +46,7 @@ from ..protocol.types import StreamItem
 from ..store.base import StoreUnavailableError
 from .card import base_url, render_card
 from .handler import RequestHandler
+from .observed import RequestRecord, record_of
 from .types import Scope, header
 
 __all__ = [
@@ -185,6 +186,7 @@ class Dispatcher:
             case Operation.SEND:
                 request = dialect.decode_send(params, method)
                 result = await handler.send_message(request, context, dialect=dialect)
+                _note_task(scope, result)
                 if hide:
                     result = (
                         visible_task(result) if isinstance(result, Task) else visible_reply(result)
@@ -192,12 +194,14 @@ class Dispatcher:
                 return dialect.encode_send_result(result)
             case Operation.GET:
                 task = await handler.get_task(dialect.decode_get(params, method), context)
+                _note_task(scope, task)
                 return dialect.encode_task(visible_task(task) if hide else task)
             case Operation.LIST:
                 page = await handler.list_tasks(dialect.decode_list(params, method), context)
                 return dialect.encode_page(visible_page(page) if hide else page)
             case Operation.CANCEL:
                 task = await handler.cancel_task(dialect.decode_task_id(params, method), context)
+                _note_task(scope, task)
                 return dialect.encode_task(visible_task(task) if hide else task)
             case Operation.CREATE_PUSH_CONFIG:
                 config = dialect.decode_push_config(params, method)
@@ -230,17 +234,25 @@ class Dispatcher:
         context: RequestContext,
         *,
         last_event_id: int | None = None,
+        record: RequestRecord | None = None,
     ) -> EventStream:
         """The stream's events, or an A2AError before anything is sent (then the
         binding answers with an ordinary error, not a stream). ``last_event_id``
-        resumes a subscription after that event."""
+        resumes a subscription after that event. ``record`` (the request's) learns
+        the task and context the request names."""
         if operation is Operation.STREAM:
             request = dialect.decode_send(params, method)
+            if record is not None:
+                record.task_id = request.message.task_id
+                record.context_id = request.message.context_id
             events = await self.handler.send_streaming_message(request, context, dialect=dialect)
         else:
             assert operation is Operation.SUBSCRIBE, operation
+            subscribe = dialect.decode_task_id(params, method)
+            if record is not None:
+                record.task_id = subscribe.id
             events = await self.handler.subscribe_to_task(
-                dialect.decode_task_id(params, method), context, last_event_id=last_event_id
+                subscribe, context, last_event_id=last_event_id
             )
         if not self._shows_internal(context):
             events.view = visible
@@ -250,3 +262,12 @@ class Dispatcher:
         """Whether the request's caller sees internal parts: an operator, or
         anyone on a server that exposes them."""
         return self.handler.expose_internal_parts or context.caller.operator
+
+
+def _note_task(scope: Scope, result: Task | Message) -> None:
+    """The request's record names the task it got (for access logs, spans)."""
+    record = record_of(scope)
+    if record is not None:
+        if isinstance(result, Task):
+            record.task_id = result.id
+        record.context_id = result.context_id

@@ -134,6 +134,7 @@ class JsonRpcEndpoint:
                     request.params,
                     context,
                     last_event_id=parse_event_id(header(scope, b"last-event-id")),
+                    record=record,
                 )
             else:
                 result = await self._dispatch.call(

@@ -491,8 +491,8 @@ class MetricsListener:
         import uvicorn
         from uvicorn.server import ServerState
 
-        config = uvicorn.Config(
-            self._endpoint, lifespan="off", log_level="warning", access_log=False
+        config = uvicorn.Config(  # no log_config: uvicorn's lines keep a2ad's format (cli/logs.py)
+            self._endpoint, lifespan="off", log_level="warning", access_log=False, log_config=None
         )
         config.load()
         state = ServerState()

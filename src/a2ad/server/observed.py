@@ -20,12 +20,14 @@ from .types import Scope
 __all__ = [
     "OPERATION_NAMES",
     "RECORD_KEY",
+    "REQUEST_ID_HEADER",
     "RequestObserver",
     "RequestRecord",
     "record_of",
 ]
 
 RECORD_KEY = "a2ad.record"
+REQUEST_ID_HEADER = b"x-request-id"  # the request's id, as the client may give it and is echoed
 
 # An operation as metrics, logs and spans name it, whichever version or binding
 # asked: its A2A 1.0 method name. A bounded set, so fit for a metric label.
@@ -55,7 +57,11 @@ class RequestRecord:
     server knows. ``version``: ``1.0`` or ``0.3`` once known. ``code``: the A2A
     (JSON-RPC) error code the request was answered with, or None. ``status``:
     the HTTP status (0 until the response starts). ``agent``: the served agent's
-    name ("" for the one at /). ``started``: ``time.perf_counter()`` at arrival."""
+    name ("" for the one at /). ``principal``: who the request authenticated as
+    ("" without auth, or before). ``task_id``, ``context_id``: the task the
+    request named or got, once known. ``request_id``: the request's id, if an
+    observer gave it one (access_log.py); the app echoes it in the response's
+    ``X-Request-ID`` header. ``started``: ``time.perf_counter()`` at arrival."""
 
     __slots__ = (
         "agent",
@@ -64,6 +70,7 @@ class RequestRecord:
         "context_id",
         "method",
         "path",
+        "principal",
         "request_id",
         "started",
         "status",
@@ -82,6 +89,7 @@ class RequestRecord:
         self.task_id = ""
         self.context_id = ""
         self.request_id = ""
+        self.principal = ""
         self.started = time.perf_counter() if started is None else started
 
     def operation(self, operation: Operation, version: str) -> None:

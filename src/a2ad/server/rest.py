@@ -456,6 +456,7 @@ class RestEndpoint:
                     params,
                     context,
                     last_event_id=parse_event_id(header(scope, b"last-event-id")),
+                    record=record,
                 )
             else:
                 result = await self._dispatch.call(

@@ -1,0 +1,116 @@
+"""What an access line costs a request: the ASGI app called in-process (no HTTP,
+no other process), with the request log observer ``off``, ``errors`` and ``on``,
+every access line written to a file as ``a2ad serve`` writes it to stderr.
+
+For each setting it times (process CPU) GetTask on a prefilled memory store and
+blocking SendMessage to the echo agent, in rounds that alternate the settings,
+and prints the median µs per request of each, and the difference from ``off``.
+
+    .venv/bin/python bench/access_log.py            # about 30 s
+    .venv/bin/python bench/access_log.py --rounds 9 --requests 20000
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import tempfile
+import time
+from typing import Any
+
+from a2ad import create_app
+from a2ad.cli.logs import access_fraction, configure_logging
+from a2ad.server.access_log import RequestLog
+
+SETTINGS = ("off", "errors", "on")
+
+
+def rpc(method: str, params: dict[str, Any]) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
+
+
+def send_body(n: int) -> bytes:
+    message = {"role": "ROLE_USER", "messageId": f"m{n}", "parts": [{"text": "hello"}]}
+    return rpc("SendMessage", {"message": message})
+
+
+async def call(app: Any, body: bytes) -> bytes:
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/",
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(b"content-type", b"application/json"), (b"a2a-version", b"1.0")],
+        "client": ("127.0.0.1", 50000),
+    }
+    sent = False
+    answer: list[bytes] = []
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if sent:
+            await asyncio.Event().wait()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body":
+            answer.append(message.get("body", b""))
+
+    await app(scope, receive, send)
+    return b"".join(answer)
+
+
+async def main(args: argparse.Namespace) -> None:
+    with tempfile.NamedTemporaryFile("w", suffix=".log") as out:
+        configure_logging("warning", access=True, stream=out)  # as `a2ad serve` writes them
+        app = create_app(max_tasks=1_000_000)
+        observer = RequestLog(access=None)
+        app.observers.append(observer)
+        await app.engine.start()
+        try:
+            ids = []
+            for n in range(args.prefill):
+                answer = json.loads(await call(app, send_body(n)))
+                ids.append(answer["result"]["task"]["id"])
+            gets = [rpc("GetTask", {"id": ids[n % len(ids)]}) for n in range(args.requests)]
+            cost: dict[tuple[str, str], list[float]] = {}
+            sent = args.prefill
+            for round_ in range(args.rounds):
+                order = SETTINGS[round_ % 3 :] + SETTINGS[: round_ % 3]
+                for setting in order:
+                    observer.access = access_fraction(setting)
+                    t0 = time.process_time()
+                    for body in gets:
+                        await call(app, body)
+                    t1 = time.process_time()
+                    for _ in range(args.requests // 4):
+                        await call(app, send_body(sent))
+                        sent += 1
+                    t2 = time.process_time()
+                    cost.setdefault(("GetTask", setting), []).append((t1 - t0) / len(gets))
+                    cost.setdefault(("SendMessage", setting), []).append(
+                        (t2 - t1) / (args.requests // 4)
+                    )
+        finally:
+            await app.aclose()
+    print("| request | " + " | ".join(f"{s}: µs" for s in SETTINGS) + " | on − off |")
+    print("|---|" + "---:|" * (len(SETTINGS) + 1))
+    figures: dict[str, dict[str, float]] = {}
+    for method in ("GetTask", "SendMessage"):
+        med = {s: statistics.median(cost[(method, s)]) * 1e6 for s in SETTINGS}
+        figures[method] = {s: round(v, 1) for s, v in med.items()}
+        row = " | ".join(f"{med[s]:.1f}" for s in SETTINGS)
+        print(f"| {method} | {row} | {med['on'] - med['off']:+.1f} |")
+    print(json.dumps({"bench": "access_log", "us_per_request": figures}))
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=6)
+    p.add_argument("--requests", type=int, default=8000, help="GetTask per round (sends: 1/4)")
+    p.add_argument("--prefill", type=int, default=2000)
+    asyncio.run(main(p.parse_args()))

@@ -1,0 +1,103 @@
+"""Request ids, the request's log context, and access logs: one request
+observer (observed.py).
+
+Each request gets an id: the client's ``X-Request-ID`` when it is sane (1 to
+128 visible ASCII characters, no spaces), else a new one (16 hex digits); the
+app echoes it in the response's ``X-Request-ID``. While the request is served,
+every line logged carries it and, once authenticated, the principal
+(log_context.py). When it has ended (a stream: when the stream has), one access
+line on the ``a2ad.access`` logger says what it was and how long it took,
+for all requests, a sample of them, or none.
+
+An access line holds no header and no body: nothing a client sent but the
+path, the method and its request id, so never a credential.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import re
+import time
+from contextvars import Token
+from typing import NamedTuple
+
+from .. import log_context
+from .observed import REQUEST_ID_HEADER, RequestRecord
+from .types import Scope, header
+
+__all__ = ["RequestLog"]
+
+log = logging.getLogger("a2ad.access")
+
+_SANE_ID = re.compile(r"[!-~]{1,128}")
+_PATH_MAX = 256
+
+
+class _Began(NamedTuple):
+    context: Token[log_context.Request | None]
+    http_method: str
+    client: tuple[str, int] | None
+
+
+class RequestLog:
+    """``access``: which requests get an access line: None for none, else the
+    fraction (0 to 1) of those answered without an error; a request answered
+    with one (HTTP status 400 or more, or an A2A error code) always gets its
+    line. Raises ValueError for a fraction outside 0..1."""
+
+    def __init__(self, *, access: float | None = 1.0) -> None:
+        if access is not None and not 0.0 <= access <= 1.0:
+            raise ValueError(f"access: {access!r} is not a fraction from 0 to 1")
+        self.access = access
+        self._random = random.Random()  # ids and sampling; nothing secret rides on them
+
+    def began(self, record: RequestRecord, scope: Scope) -> _Began:
+        given = header(scope, REQUEST_ID_HEADER)
+        if given and _SANE_ID.fullmatch(given):
+            record.request_id = given
+        else:
+            record.request_id = f"{self._random.getrandbits(64):016x}"
+        return _Began(log_context.request.set(record), scope["method"], scope.get("client"))
+
+    def ended(self, record: RequestRecord, token: _Began) -> None:
+        try:
+            if self.access is not None and self._sampled(record):
+                self._write(record, token)
+        finally:
+            log_context.request.reset(token.context)
+
+    def _sampled(self, record: RequestRecord) -> bool:
+        if record.status >= 400 or record.code is not None:
+            return True
+        access = self.access or 0.0
+        return access >= 1.0 or (access > 0.0 and self._random.random() < access)
+
+    def _write(self, record: RequestRecord, began: _Began) -> None:
+        if not log.isEnabledFor(logging.INFO):
+            return
+        duration_ms = round((time.perf_counter() - record.started) * 1000, 3)
+        path = record.path[:_PATH_MAX]
+        method = record.method
+        client = began.client
+        fields: dict[str, object] = {
+            "http_method": began.http_method,
+            "path": path,
+            "binding": record.binding,
+            "status": record.status,
+            "duration_ms": duration_ms,
+            "request_id": record.request_id,
+            "remote": f"{client[0]}:{client[1]}" if client else "",
+        }
+        if method:
+            fields["method"] = method
+        if record.code is not None:
+            fields["code"] = record.code
+        if record.principal:
+            fields["principal"] = record.principal
+        if record.task_id:
+            fields["task_id"] = record.task_id[:_PATH_MAX]
+        if record.agent:
+            fields["agent"] = record.agent
+        said = f"{began.http_method} {path} {record.status}"
+        log.info(f"{said} {method}" if method else said, extra=fields)
