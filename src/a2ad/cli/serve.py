@@ -43,6 +43,8 @@ from ..server.connections import (
     protocol_class,
     raise_fd_limit,
 )
+from ..server.dashboard import DEFAULT_PATH as DASHBOARD_PATH
+from ..server.dashboard import check_path as check_dashboard_path
 from ..server.limits import MAX_BODY_BYTES, MAX_PART_BYTES
 from ..server.metrics import Metrics
 from ..store import DEFAULT_STORE, store_from_url
@@ -410,6 +412,16 @@ def serve(
             "dies is started again. Needs a SQLite or PostgreSQL store.",
         ),
     ] = 1,
+    dashboard: Annotated[
+        bool,
+        typer.Option(
+            "--dashboard/--no-dashboard",
+            help="Serve the task dashboard (a page for people: list, follow, cancel tasks).",
+        ),
+    ] = True,
+    dashboard_path: Annotated[
+        str, typer.Option(help="Where the dashboard is served (a path such as /ui).")
+    ] = DASHBOARD_PATH,
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
     log_format: Annotated[
         str,
@@ -545,6 +557,11 @@ def _parse(flags: dict[str, Any], *, group: SqliteGroup | None = None) -> Parsed
     rate_limit = flags["rate_limit"]
     if not math.isfinite(rate_limit):
         raise ValueError(f"--rate-limit {rate_limit}: give a number of requests a second")
+    if flags["dashboard"]:
+        try:
+            check_dashboard_path(flags["dashboard_path"])
+        except ValueError as exc:
+            raise ValueError(f"--dashboard-path: {exc}") from None
     _check_tracing(flags["tracing"])
     task_store = store_from_url(flags["store"], max_tasks=flags["max_tasks"], group=group)
     if flags["no_run"]:
@@ -630,6 +647,7 @@ def _application(
         rate_limit=flags["rate_limit"],
         rate_burst=flags["rate_burst"],
         runs_agents=not flags["no_run"],
+        dashboard_path=flags["dashboard_path"] if flags["dashboard"] else None,
         metrics=metrics,
     )
     # Every request gets an id, and every line logged its context (cli/logs.py).
@@ -687,6 +705,11 @@ def _banner(
         f"{f', {workers} processes' if workers > 1 else ''})",
         f"  JSON-RPC:   {base}/  (also {base}/a2a)",
         f"  Agent card: {base}/.well-known/agent-card.json",
+        *(
+            [f"  Dashboard:  {base}{escape(flags['dashboard_path'].rstrip('/'))}"]
+            if flags["dashboard"]
+            else []
+        ),
         *(
             f"  Agent {escape(name)}: {base}/agents/{escape(name)}/  ({escape(one.name)})"
             for name, one in served.items()

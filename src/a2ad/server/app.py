@@ -40,7 +40,11 @@ from ..protocol.usage import USAGE_PATH
 from ..store.base import MAX_ARTIFACTS, MAX_HISTORY, StoreError, TaskStore
 from ..store.memory import MemoryStore
 from . import audit
+from .activity import ACTIVITY_PATH, ActivityEndpoint
 from .auth import AuthenticationFailed, Authenticator
+from .changes import CHANGES_PATH, ChangesEndpoint
+from .dashboard import DEFAULT_PATH as DASHBOARD_PATH
+from .dashboard import DashboardEndpoint
 from .handler import ExtendedCardCheck, RequestHandler, allow_everyone
 from .health import HEALTH_PATHS, HealthEndpoint
 from .jsonrpc import JsonRpcEndpoint
@@ -57,6 +61,7 @@ from .metrics import METRICS_PATH, Metrics, MetricsEndpoint
 from .observed import RECORD_KEY, REQUEST_ID_HEADER, RequestObserver, RequestRecord
 from .rest import RestEndpoint, error_body
 from .sse import KEEPALIVE_SECONDS
+from .timeline import TIMELINE_PREFIX, TimelineEndpoint, timeline_task_id
 from .types import CALLER_KEY, Message, Receive, Scope, Send, caller_of, respond
 from .usage import UsageEndpoint
 from .well_known import CARD_PATHS, CardEndpoint
@@ -68,6 +73,7 @@ auth_log = logging.getLogger("a2ad.auth")
 
 JSONRPC_PATHS = ("/", "/a2a")
 AGENTS_PREFIX = "/agents/"  # each named agent beneath /agents/<name>/
+A2AD_PREFIX = "/a2ad/"  # a2ad's own reads beside A2A: usage, changes, timeline, activity
 
 
 class _Served(NamedTuple):
@@ -76,6 +82,9 @@ class _Served(NamedTuple):
     jsonrpc: JsonRpcEndpoint
     rest: RestEndpoint
     card: CardEndpoint
+    changes: ChangesEndpoint
+    timeline: TimelineEndpoint
+    activity: ActivityEndpoint
 
 
 BUILT_IN_AGENTS: dict[str, type[Agent]] = {"echo": EchoAgent, "demo": DemoAgent}  # --agent NAME
@@ -99,6 +108,7 @@ class A2AApp:
         authenticator: Authenticator | None = None,
         expose_internal_parts: bool = False,
         rate_clock: Callable[[], float] = time.monotonic,
+        dashboard_path: str | None = None,
         metrics: Metrics | None = None,
     ) -> None:
         self.engine = engine
@@ -137,6 +147,9 @@ class A2AApp:
                     keepalive_seconds=keepalive_seconds,
                 ),
                 CardEndpoint(engine.agents[name], schemes=schemes, push=engine.push is not None),
+                ChangesEndpoint(handler),
+                TimelineEndpoint(handler),
+                ActivityEndpoint(handler),
             )
 
         # Each agent at /agents/<name>/ (named ones), the default one at / too.
@@ -144,6 +157,13 @@ class A2AApp:
         self._default = self._served[engine.default_agent]
         self._usage = UsageEndpoint(engine)
         self._health = HealthEndpoint(engine)
+        self._dashboard = (
+            DashboardEndpoint(
+                dashboard_path, agents=list(engine.agents), auth=authenticator is not None
+            )
+            if dashboard_path is not None
+            else None
+        )
         # Told of every request (observed.py): metrics, access logs, tracing.
         self.observers: list[RequestObserver] = []
         # /metrics (metrics.py): here, unless on a port of its own.
@@ -216,6 +236,10 @@ class A2AApp:
             record.binding = "health"
             await self._health(path, scope, send)
             return
+        if self._dashboard is not None and self._dashboard.serves(path):
+            record.binding = "dashboard"  # public: static files; its API calls carry auth
+            await self._dashboard(path, scope, send)
+            return
         if path == METRICS_PATH and self._metrics is not None:
             record.binding = "metrics"
             await self._serve_metrics(path, scope, receive, send)
@@ -244,6 +268,8 @@ class A2AApp:
             record.binding = "JSONRPC"
         elif path == USAGE_PATH:
             record.binding, record.method = "usage", "GetUsage"
+        elif path.startswith(A2AD_PREFIX):
+            record.binding = "a2ad"
         else:
             record.binding = "HTTP+JSON"
         if self.authenticator is not None:
@@ -274,6 +300,15 @@ class A2AApp:
             return
         if path == USAGE_PATH:
             await self._usage(scope, send)
+            return
+        if path == CHANGES_PATH:
+            await served.changes(scope, receive, send)
+            return
+        if path.startswith(TIMELINE_PREFIX) and (task_id := timeline_task_id(path)):
+            await served.timeline(task_id, scope, send)
+            return
+        if path == ACTIVITY_PATH:
+            await served.activity(scope, send)
             return
         await served.rest.serve(path, scope, receive, send)
 
@@ -397,6 +432,7 @@ def create_app(
     authenticator: Authenticator | None = None,
     expose_internal_parts: bool = False,
     runs_agents: bool = True,
+    dashboard_path: str | None = DASHBOARD_PATH,
     metrics: Metrics | None = None,
 ) -> A2AApp:
     """An ASGI app serving ``agent`` (default: the echo agent) over A2A; or
@@ -433,7 +469,9 @@ def create_app(
     stored but hidden from callers other than operators, and from webhooks,
     unless ``expose_internal_parts``. With ``runs_agents`` False the app is a
     front: it runs no agent, and queues every turn in ``store`` (PostgreSQL)
-    for the workers (``a2ad worker``) that run it (engine/remote.py).
+    for the workers (``a2ad worker``) that run it (engine/remote.py). The task
+    dashboard (server/dashboard/) is served beneath ``dashboard_path`` (None:
+    not at all).
     With ``metrics`` (server/metrics.py), ``GET /metrics`` reports what the
     app did (for operators only, with an ``authenticator``), unless
     ``metrics.listen`` moved it to a socket of its own.
@@ -490,6 +528,7 @@ def create_app(
         authenticator=authenticator,
         expose_internal_parts=expose_internal_parts,
         rate_clock=rate_clock,
+        dashboard_path=dashboard_path,
         metrics=metrics,
     )
 

@@ -46,7 +46,7 @@ from ..protocol.model import (
     TaskPushNotificationConfig,
 )
 from ..protocol.requests import TaskQuery
-from ..store.base import Webhook
+from ..store.base import LoggedEvent, Webhook
 from . import audit
 from .card import with_security
 from .extensions import PUSH_DELIVERY, SERVER_EXTENSIONS
@@ -148,6 +148,14 @@ class RequestHandler:
 
     async def list_tasks(self, query: TaskQuery, context: RequestContext) -> ListTasksResponse:
         return await self.engine.list_tasks(query, access=self._access(context, query.tenant))
+
+    async def task_events(
+        self, task_id: str, context: RequestContext, tenant: str = ""
+    ) -> list[LoggedEvent]:
+        """The task's logged events, oldest first (what the store keeps), for a
+        caller who may see the task (else TaskNotFoundError)."""
+        await self.engine.check_access(task_id, self._access(context, tenant))
+        return await self.engine.store.events(task_id, 0)
 
     async def cancel_task(self, request: TaskIdRequest, context: RequestContext) -> Task:
         access = self._access(context, request.tenant)

@@ -50,8 +50,9 @@ class RequestRecord:
     """One request, filled in as it is served.
 
     ``binding``: ``JSONRPC`` or ``HTTP+JSON`` for A2A requests; ``card``,
-    ``usage``, ``health``, ``metrics`` for a2ad's own paths; ``none`` for a
-    path nothing serves. ``method``: the A2A operation's 1.0 name
+    ``usage``, ``health``, ``metrics``, ``dashboard`` (its page and files) and
+    ``a2ad`` (the reads under /a2ad/ the dashboard uses) for a2ad's own paths;
+    ``none`` for a path nothing serves. ``method``: the A2A operation's 1.0 name
     (``OPERATION_NAMES``), ``GetUsage``, or "" when the request named none the
     server knows. ``version``: ``1.0`` or ``0.3`` once known. ``code``: the A2A
     (JSON-RPC) error code the request was answered with, or None. ``status``:

@@ -1,0 +1,177 @@
+"""The dashboard with auth on, on several agents, and by keyboard, in headless
+Chromium: it asks for a credential, keeps it for the tab only, and shows only
+what that caller may see; every control is reachable and labelled."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from a2ad import (
+    Agent,
+    ApiKeys,
+    CredentialAuthenticator,
+    DataPart,
+    TaskContext,
+    TextPart,
+    create_app,
+)
+from a2ad.server import auth
+from a2ad.store.sqlite import SqliteStore
+
+from ..conftest import LiveServer
+from ..scripted import ScriptedAgent
+
+V1 = {"A2A-Version": "1.0"}
+
+
+class UsesTools(Agent):
+    """Says what it does, and keeps the tool call it made as an internal part."""
+
+    name = "tools"
+
+    async def run(self, ctx: TaskContext) -> None:
+        call = DataPart({"tool": "lookup_stock", "args": {"sku": "A1"}})
+        await ctx.working([TextPart("Searching the stock"), *ctx.internal(call)])
+        await ctx.complete("12 in stock")
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    path = str(tmp_path_factory.mktemp("keys") / "keys.toml")
+    return {
+        "ann": auth.add_key(path, "ann", tenants=["acme"]),
+        "bob": auth.add_key(path, "bob", tenants=["acme"]),
+        "olga": auth.add_key(path, "olga", tenants=["acme"], roles=["operator"]),
+        "path": path,
+    }
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, keys: dict[str, str]) -> Iterator[LiveServer]:
+    store = SqliteStore(str(tmp_path_factory.mktemp("auth-ui") / "tasks.db"))
+    agents = {"stock": ScriptedAgent(), "pricing": ScriptedAgent(), "tools": UsesTools()}
+    authenticator = CredentialAuthenticator(keys=ApiKeys.load(keys["path"]))
+    with LiveServer(create_app(agents, store=store, authenticator=authenticator)) as live:
+        yield live
+
+
+def send(server: LiveServer, key: str, text: str, agent: str = "") -> Any:
+    body = {
+        "message": {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": text}]}
+    }
+    prefix = f"/agents/{agent}" if agent else ""
+    headers = {**V1, "Authorization": f"Bearer {key}"}
+    answer = httpx.post(f"{server.url}{prefix}/message:send", json=body, headers=headers)
+    answer.raise_for_status()
+    return answer.json()["task"]
+
+
+@pytest.fixture
+def page(browser: Any, server: LiveServer) -> Iterator[Any]:
+    context = browser.new_context(base_url=server.url)
+    opened = context.new_page()
+    opened.set_default_timeout(5_000)
+    errors: list[str] = []
+    opened.on("pageerror", lambda e: errors.append(str(e)))
+    opened.on(
+        "console",
+        # A 404 the page shows as "not found" is also the browser's own log line.
+        lambda m: errors.append(m.text) if m.type == "error" and "404" not in m.text else None,
+    )
+    yield opened
+    context.close()
+    assert errors == [], f"the page's console had errors: {errors}"
+
+
+def sign_in(page: Any, key: str) -> None:
+    dialog = page.locator("#token-dialog")
+    dialog.wait_for()
+    dialog.get_by_label("API key or bearer token").fill(key)
+    dialog.get_by_role("button", name="Sign in").click()
+
+
+def test_it_asks_for_a_key_and_shows_only_that_callers_tasks(
+    page: Any, server: LiveServer, keys: dict[str, str]
+) -> None:
+    hers = send(server, keys["ann"], "echo ann's numbers")
+    his = send(server, keys["bob"], "echo bob's numbers")
+    page.goto("/ui")
+    sign_in(page, keys["ann"])
+    page.locator(f'tr[data-task-id="{hers["id"]}"]').wait_for()
+    assert page.locator(f'tr[data-task-id="{his["id"]}"]').count() == 0
+    # Kept for this tab: a reload doesn't ask again, a new tab (context) does.
+    page.reload()
+    page.locator(f'tr[data-task-id="{hers["id"]}"]').wait_for()
+    assert not page.locator("#token-dialog").is_visible()
+    stored = page.evaluate("() => [sessionStorage.length, localStorage.length]")
+    assert stored == [1, 0]
+    # Another caller's task by its URL: not found, as for a task that doesn't exist.
+    page.goto(f"/ui/tasks/{his['id']}")
+    page.get_by_role("alert").wait_for()
+    assert "not found" in page.get_by_role("alert").inner_text().lower()
+
+
+def test_each_agent_has_its_own_tasks(page: Any, server: LiveServer, keys: dict[str, str]) -> None:
+    stock = send(server, keys["ann"], "echo stock task", agent="stock")
+    pricing = send(server, keys["ann"], "echo pricing task", agent="pricing")
+    page.goto("/ui")
+    sign_in(page, keys["ann"])
+    page.locator(f'tr[data-task-id="{stock["id"]}"]').wait_for()
+    assert page.locator(f'tr[data-task-id="{pricing["id"]}"]').count() == 0
+    page.get_by_label("Agent").select_option("pricing")
+    page.locator(f'tr[data-task-id="{pricing["id"]}"]').wait_for()
+    assert page.locator(f'tr[data-task-id="{stock["id"]}"]').count() == 0
+    assert "agent=pricing" in page.url
+    page.locator(f'tr[data-task-id="{pricing["id"]}"] a').click()
+    page.locator("#history", has_text="echo pricing task").wait_for()
+
+
+def test_the_filters_are_reached_and_used_by_keyboard(
+    page: Any, server: LiveServer, keys: dict[str, str]
+) -> None:
+    failed = send(server, keys["ann"], "fail by keyboard")
+    page.goto("/ui")
+    sign_in(page, keys["ann"])
+    page.locator("tbody tr").first.wait_for()
+    for control in page.locator("main input, main select, main button").all():
+        name = control.evaluate(
+            "e => (e.labels && e.labels.length ? e.labels[0].innerText : '') || e.innerText"
+            " || e.getAttribute('aria-label') || ''"
+        )
+        assert name.strip(), f"a control without a label: {control.evaluate('e => e.outerHTML')}"
+    page.get_by_label("State", exact=True).focus()
+    outline = page.evaluate("() => getComputedStyle(document.activeElement).outlineStyle")
+    assert outline != "none"  # the focus is visible
+    page.keyboard.press("End")  # the last state: rejected; then up past canceled to failed
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("Tab")  # to the context box
+    page.keyboard.press("Enter")  # submits the form
+    page.wait_for_url("**state=TASK_STATE_FAILED**")
+    page.locator(f'tr[data-task-id="{failed["id"]}"]').wait_for()
+    # The state is said in words, not by colour alone.
+    assert "failed" in page.locator(f'tr[data-task-id="{failed["id"]}"] .badge').inner_text()
+
+
+def test_internal_parts_are_shown_to_operators_only_and_marked(
+    browser: Any, server: LiveServer, keys: dict[str, str]
+) -> None:
+    task = send(server, keys["ann"], "how many A1?", agent="tools")
+    for key, sees in ((keys["ann"], False), (keys["olga"], True)):
+        context = browser.new_context(base_url=server.url)
+        try:
+            opened = context.new_page()
+            opened.set_default_timeout(5_000)
+            opened.goto(f"/ui/tasks/{task['id']}?agent=tools")
+            sign_in(opened, key)
+            history = opened.locator("#history")
+            history.get_by_text("Searching the stock").wait_for()
+            assert (history.get_by_text("lookup_stock").count() > 0) is sees
+            assert (history.locator(".internal .tag").count() > 0) is sees
+        finally:
+            context.close()
