@@ -230,3 +230,33 @@ def test_copy_a_task_as_json(browser: Any, server: LiveServer) -> None:
         assert copied["status"]["state"] == "TASK_STATE_COMPLETED"
     finally:
         context.close()
+
+
+def test_a_running_tasks_page_follows_it_live(page: Any, server: LiveServer) -> None:
+    task = send(server, "hang until told", wait=False)
+    page.goto(f"/ui/tasks/{task['id']}")
+    page.locator("#live", has_text="following the task live").wait_for()
+    page.locator("#task-state", has_text="working").wait_for()
+    # Ended elsewhere (the API, not this page): the page hears it without a reload.
+    httpx.post(f"{server.url}/tasks/{task['id']}:cancel", json={}, headers=V1).raise_for_status()
+    page.locator("#task-state", has_text="canceled").wait_for()
+    assert page.get_by_role("button", name="Cancel task…").count() == 0
+
+
+def test_dark_and_light_follow_the_system(browser: Any, server: LiveServer) -> None:
+    backgrounds = {}
+    for scheme in ("light", "dark"):
+        context = browser.new_context(base_url=server.url, color_scheme=scheme)
+        try:
+            opened = context.new_page()
+            opened.goto("/ui")
+            opened.locator("tbody tr").first.wait_for(timeout=TIMEOUT_MS)
+            backgrounds[scheme] = opened.evaluate(
+                "() => getComputedStyle(document.body).backgroundColor"
+            )
+            if scheme == "dark":
+                shoot(opened, "dashboard-table-dark")
+        finally:
+            context.close()
+    assert backgrounds["light"] == "rgb(255, 255, 255)"
+    assert backgrounds["dark"] != backgrounds["light"]
