@@ -39,7 +39,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from msgspec import UNSET
@@ -72,6 +72,9 @@ from ..store.base import (
 from .deadlines import Deadline
 from .outbox import Outbox, retrieved_future
 from .writer import Batch, Writer
+
+if TYPE_CHECKING:
+    from .runner import TurnObserver
 
 __all__ = ["Invocation", "agent_message", "new_task", "store_full"]
 
@@ -141,12 +144,14 @@ class Invocation:
 
     # --- running ---
 
-    async def run(self) -> None:
+    async def run(self, observers: Sequence[TurnObserver] = ()) -> None:
         """The turn: the agent runs in this task (the producer); background drains
         (the consumer) run beside it in one task group, which the turn does not
         leave before everything the agent emitted is written. Cancelling this
-        task (``stop``) stops the agent."""
+        task (``stop``) stops the agent. ``observers`` (runner.py) are told, in
+        this task, when the turn begins and once it has ended."""
         self._task = asyncio.current_task()
+        tokens = [observer.began(self) for observer in observers] if observers else None
         try:
             if self._cancelled:  # stopped before it began
                 return
@@ -186,6 +191,9 @@ class Invocation:
             # it and its task): otherwise every turn leaves garbage for the cycle
             # collector, which then runs several times as often (measured).
             self._task = None
+            if tokens is not None:
+                for observer, token in zip(reversed(observers), reversed(tokens), strict=True):
+                    observer.ended(self, token)
 
     @property
     def store_lost(self) -> bool:

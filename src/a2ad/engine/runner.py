@@ -52,20 +52,13 @@ class Runner:
             raise RuntimeError("the runner is closed; the server is shutting down")
         if task_id in self._running:
             raise RuntimeError(f"task {task_id} already has an invocation running")
-        turn = self._observed(invocation) if self.observers else invocation.run()
+        # The observers are told inside the turn's own task, by the turn itself: no
+        # wrapping coroutine, whose frame every resumption of the turn would cross.
+        turn = invocation.run(tuple(self.observers))
         job = asyncio.get_running_loop().create_task(turn, name=f"a2ad-task-{task_id}")
         self._running[task_id] = (invocation, job)
         job.add_done_callback(lambda _: self._forget(task_id, job))
         return job
-
-    async def _observed(self, invocation: Invocation) -> None:
-        observers = list(self.observers)
-        tokens = [observer.began(invocation) for observer in observers]
-        try:
-            await invocation.run()
-        finally:
-            for observer, token in zip(reversed(observers), reversed(tokens), strict=True):
-                observer.ended(invocation, token)
 
     def _forget(self, task_id: TaskId, job: asyncio.Task[None]) -> None:
         entry = self._running.get(task_id)
