@@ -218,6 +218,24 @@ async def test_list_tasks_status_timestamp_after_is_inclusive_lower_bound(rpc: R
     assert page["tasks"] == [] and page["totalSize"] == 0 and page["nextPageToken"] == ""
 
 
+async def test_list_tasks_status_timestamp_before_is_an_exclusive_upper_bound(rpc: Rpc) -> None:
+    """a2ad's extension (docs/protocol.md): with statusTimestampAfter, a time window."""
+    older = await V10.send_task(rpc, "echo before")
+    await asyncio.sleep(0.02)
+    newer = await V10.send_task(rpc, "echo after")
+    cut = newer["status"]["timestamp"]
+    page = await V10.list_tasks(rpc, statusTimestampBefore=cut)
+    ids = [t["id"] for t in page["tasks"]]
+    assert older["id"] in ids and newer["id"] not in ids
+    window = {"statusTimestampAfter": older["status"]["timestamp"], "statusTimestampBefore": cut}
+    page = await V10.list_tasks(rpc, **window)
+    assert [t["id"] for t in page["tasks"]] == [older["id"]] and page["totalSize"] == 1
+    error = assert_error(
+        await rpc("ListTasks", {"statusTimestampBefore": "tomorrow"}, v1=True), -32602
+    )
+    assert "statusTimestampBefore" in error["message"]
+
+
 async def test_list_tasks_bad_status_timestamp_is_invalid_params(rpc: Rpc) -> None:
     error = assert_error(
         await rpc("ListTasks", {"statusTimestampAfter": "yesterday"}, v1=True), -32602

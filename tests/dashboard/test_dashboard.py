@@ -260,3 +260,24 @@ def test_dark_and_light_follow_the_system(browser: Any, server: LiveServer) -> N
             context.close()
     assert backgrounds["light"] == "rgb(255, 255, 255)"
     assert backgrounds["dark"] != backgrounds["light"]
+
+
+def test_text_and_time_window_filters(page: Any, server: LiveServer) -> None:
+    early = send(server, "echo zebra early")
+    time.sleep(0.05)
+    late = send(server, "echo zebra late")
+    for _ in range(30):  # older tasks that don't match, to search past
+        send(server, "echo filler")
+    page.goto("/ui?text=zebra")
+    page.locator(f'tr[data-task-id="{late["id"]}"]').wait_for()
+    assert page.locator(f'tr[data-task-id="{early["id"]}"]').count() == 1
+    rows = page.locator("tbody tr[data-task-id]").count()
+    assert rows >= 2
+    assert all("zebra" in t for t in page.locator("tbody td.request").all_inner_texts())
+    assert "searched" in page.locator("#page-summary").inner_text()
+    # The window's end, to the millisecond: only the earlier of the two.
+    cut = late["status"]["timestamp"].removesuffix("Z")
+    page.goto(f"/ui?text=zebra&before={cut}")
+    page.locator(f'tr[data-task-id="{early["id"]}"]').wait_for()
+    assert page.locator(f'tr[data-task-id="{late["id"]}"]').count() == 0
+    assert page.get_by_label("and before").input_value().startswith(cut[:16])

@@ -566,6 +566,20 @@ async def test_list_filters_by_updated_after_inclusively(store: TaskStore) -> No
     assert page.tasks == [] and page.total == 0
 
 
+async def test_list_filters_by_updated_before_exclusively(store: TaskStore) -> None:
+    await filled(store)
+    page = await store.list(ListQuery(page_size=10, updated_before=ts(20)))
+    assert [t.id for t in page.tasks] == ["a1", "b3"] and page.total == 2
+    window = ListQuery(page_size=1, updated_after=ts(20), updated_before=ts(40))
+    first = await store.list(window)
+    assert [t.id for t in first.tasks] == ["a3"] and first.total == 3
+    assert first.next_cursor is not None
+    rest = await store.list(window._replace(page_size=10, cursor=first.next_cursor))
+    assert [t.id for t in rest.tasks] == ["b1", "a2"] and rest.total == 3
+    page = await store.list(ListQuery(page_size=10, updated_before=ts(0)))
+    assert page.tasks == [] and page.total == 0
+
+
 async def test_list_combines_filters(store: TaskStore) -> None:
     await filled(store)
     query = ListQuery(page_size=10, context_id="A", state=TaskState.COMPLETED, updated_after=ts(11))

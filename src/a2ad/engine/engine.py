@@ -549,6 +549,7 @@ class Engine:
                 context_id=query.context_id,
                 state=query.state,
                 updated_after=query.updated_after,
+                updated_before=query.updated_before,
                 cursor=query.cursor,
                 overdue_at=format_timestamp(self.clock()) if query.overdue else "",
             )

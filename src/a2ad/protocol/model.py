@@ -370,6 +370,8 @@ class ListTasksRequest(_Wire, frozen=True):
     include_artifacts: bool = False
     # a2ad extension (other servers ignore it): only tasks past their deadline.
     overdue: bool = False
+    # a2ad extension: only tasks whose status timestamp is before this.
+    status_timestamp_before: str = ""
     tenant: str = ""
 
 

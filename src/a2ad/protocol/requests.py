@@ -50,6 +50,7 @@ class TaskQuery(NamedTuple):
     context_id: str = ""
     state: TaskState | None = None
     updated_after: str = ""  # normalized timestamp text; "" for no bound
+    updated_before: str = ""  # likewise; an a2ad extension (statusTimestampBefore)
     cursor: Cursor | None = None
     history_length: HistoryLength | UnsetType = UNSET
     include_artifacts: bool = False
@@ -67,11 +68,15 @@ def task_query(request: ListTasksRequest) -> TaskQuery:
     after = ""
     if request.status_timestamp_after:
         after = normalized_time(request.status_timestamp_after, "statusTimestampAfter")
+    before = ""
+    if request.status_timestamp_before:
+        before = normalized_time(request.status_timestamp_before, "statusTimestampBefore")
     return TaskQuery(
         page_size=request.page_size,
         context_id=request.context_id,
         state=state,
         updated_after=after,
+        updated_before=before,
         cursor=decode_page_token(request.page_token) if request.page_token else None,
         history_length=request.history_length,
         include_artifacts=request.include_artifacts,

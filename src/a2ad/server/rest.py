@@ -119,6 +119,7 @@ _QUERY: Mapping[Operation, Mapping[str, _Kind]] = MappingProxyType(
             "statusTimestampAfter": _Kind.TEXT,
             "includeArtifacts": _Kind.BOOL,
             "overdue": _Kind.BOOL,  # a2ad extension, as in ListTasks' params
+            "statusTimestampBefore": _Kind.TEXT,  # a2ad extension too
         },
         Operation.LIST_PUSH_CONFIGS: {"pageSize": _Kind.INT, "pageToken": _Kind.TEXT},
     }

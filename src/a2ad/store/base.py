@@ -144,6 +144,7 @@ class ListQuery(NamedTuple):
     context_id: str = ""
     state: TaskState | None = None
     updated_after: str = ""  # status timestamp >= this (same text format)
+    updated_before: str = ""  # status timestamp < this
     cursor: Cursor | None = None  # return only keys strictly below it
     overdue_at: str = ""  # only non-terminal tasks whose deadline is before this
 

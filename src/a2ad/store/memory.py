@@ -447,7 +447,11 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
             keys = self._order
             whose = scope if scope != (None, None, None) else None
         low = bisect.bisect_left(keys, (query.updated_after, "")) if query.updated_after else 0
-        high = len(keys)
+        high = (
+            bisect.bisect_left(keys, (query.updated_before, ""))
+            if query.updated_before
+            else len(keys)
+        )
         if query.state is None and not query.overdue_at and whose is None:
             total = high - low
         else:

@@ -232,6 +232,7 @@ def _list_sql(
     after: bool,
     overdue: bool,
     cursor: bool,
+    before: bool = False,
 ) -> tuple[str, tuple[str, ...]]:
     """The statement that lists with one combination of filters, and its
     parameters' names: the filters', then the cursor's, then ``limit``.
@@ -250,12 +251,13 @@ def _list_sql(
         (context, "context", "context_id = ${}"),
         (state, "state", "state = ${}"),
         (after, "after", "status_ts >= ${}"),
+        (before, "before", "status_ts < ${}"),
         (overdue, "overdue", "deadline < ${}"),
     ):
         if given:
             names.append(name)
             terms.append(term.format(len(names)))
-    if after or overdue or (context and state):
+    if after or before or overdue or (context and state):
         count = f"SELECT count(*) FROM tasks{_where(terms)}"
     elif context:  # and the owner: the context's count rows have those columns
         count = f"SELECT coalesce(sum(n), 0)::bigint FROM context_count{_where(terms)}"
@@ -285,6 +287,7 @@ async def _list(conn: Connection, query: ListQuery) -> ListPage:
         bool(query.updated_after),
         bool(query.overdue_at),
         query.cursor is not None,
+        bool(query.updated_before),
     )
     values: dict[str, Any] = {
         "tenant": query.tenant,
@@ -293,6 +296,7 @@ async def _list(conn: Connection, query: ListQuery) -> ListPage:
         "context": query.context_id,
         "state": query.state.value if query.state is not None else None,
         "after": query.updated_after,
+        "before": query.updated_before,
         "overdue": query.overdue_at,
         "limit": query.page_size + 1,
     }

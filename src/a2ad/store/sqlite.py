@@ -201,6 +201,7 @@ def _list_sql(
     after: bool,
     overdue: bool,
     cursor: bool,
+    before: bool = False,
 ) -> tuple[str, str]:
     """(count, page) statements for one combination of filters; one text per
     combination, so sqlite3's statement cache keeps each prepared."""
@@ -217,6 +218,8 @@ def _list_sql(
         terms.append("state = :state")
     if after:
         terms.append("status_ts >= :after")
+    if before:
+        terms.append("status_ts < :before")
     if overdue:
         terms.append("deadline < :overdue")
     count = "SELECT count(*) FROM tasks" + "".join(
@@ -1005,6 +1008,7 @@ def _list(conn: sqlite3.Connection, query: ListQuery) -> ListPage:
         bool(query.updated_after),
         bool(query.overdue_at),
         query.cursor is not None,
+        bool(query.updated_before),
     )
     params: dict[str, Any] = {
         "tenant": query.tenant,
@@ -1013,12 +1017,13 @@ def _list(conn: sqlite3.Connection, query: ListQuery) -> ListPage:
         "context": query.context_id,
         "state": query.state.value if query.state is not None else None,
         "after": query.updated_after,
+        "before": query.updated_before,
         "overdue": query.overdue_at,
         "limit": query.page_size + 1,
     }
     if query.cursor is not None:
         params["cursor_ts"], params["cursor_id"] = query.cursor
-    if query.context_id or query.updated_after or query.overdue_at:
+    if query.context_id or query.updated_after or query.updated_before or query.overdue_at:
         (total,) = conn.execute(count_sql, params).fetchone()
     elif (
         query.state is None

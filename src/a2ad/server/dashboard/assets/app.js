@@ -335,6 +335,7 @@ function filtersFromUrl() {
     text: q.get("text") || "",
     overdue: q.get("overdue") === "1",
     after: q.get("after") || "",
+    before: q.get("before") || "",
     page: q.get("page") || "",
   };
 }
@@ -347,6 +348,8 @@ function listQuery(filters, extra = {}) {
   if (filters.context) q.set("contextId", filters.context);
   if (filters.overdue) q.set("overdue", "true");
   if (filters.after) q.set("statusTimestampAfter", new Date(filters.after).toISOString());
+  // a2ad's extension of ListTasks: the window's end (other servers ignore it).
+  if (filters.before) q.set("statusTimestampBefore", new Date(filters.before).toISOString());
   if (filters.page) q.set("pageToken", filters.page);
   for (const [key, value] of Object.entries(extra)) q.set(key, value);
   return q;
@@ -377,9 +380,11 @@ function filterForm(filters) {
     el("label", { for: "f-context" }, "Context"),
     el("input", { id: "f-context", name: "context", value: filters.context, placeholder: "context id" }),
     el("label", { for: "f-text" }, "Text"),
-    el("input", { id: "f-text", name: "text", value: filters.text, placeholder: "words in the request (this page)" }),
+    el("input", { id: "f-text", name: "text", value: filters.text, placeholder: "words in the request" }),
     el("label", { for: "f-after" }, "Updated after"),
     el("input", { id: "f-after", name: "after", type: "datetime-local", value: filters.after }),
+    el("label", { for: "f-before" }, "and before"),
+    el("input", { id: "f-before", name: "before", type: "datetime-local", value: filters.before }),
     el(
       "label",
       { class: "check" },
@@ -397,6 +402,7 @@ function filterForm(filters) {
       context: data.get("context").trim(),
       text: data.get("text").trim(),
       after: data.get("after"),
+      before: data.get("before"),
       overdue: data.get("overdue") === "on",
     });
   });
@@ -539,7 +545,7 @@ async function showList() {
     }
     let page;
     try {
-      page = await api("GET", `/tasks?${listQuery(filters)}`);
+      page = await loadPage(filters);
     } catch (error) {
       showError(body, error);
       return false;
@@ -550,12 +556,32 @@ async function showList() {
   if (await refresh()) watchChanges(refresh);
 }
 
+// The text filter is the page's own (A2A lists have none): it reads the view's
+// pages, newest first, until it has a page of matches or has read SEARCH_LIMIT
+// tasks, and says how far it looked; "Next page" searches on from there.
+const SEARCH_LIMIT = 2000;
+
+async function loadPage(filters) {
+  if (!filters.text) return api("GET", `/tasks?${listQuery(filters)}`);
+  const words = filters.text.toLowerCase();
+  const found = [];
+  let token = filters.page;
+  let searched = 0;
+  let total = 0;
+  do {
+    const page = await api("GET", `/tasks?${listQuery({ ...filters, page: token }, { pageSize: "100" })}`);
+    total = page.totalSize || 0;
+    searched += (page.tasks || []).length;
+    for (const task of page.tasks || []) {
+      if (requestText(task).toLowerCase().includes(words)) found.push(task);
+    }
+    token = page.nextPageToken;
+  } while (token && found.length < PAGE_SIZE && searched < SEARCH_LIMIT);
+  return { tasks: found, totalSize: total, nextPageToken: token || "", searched };
+}
+
 function fillTable(body, pager, filters, page) {
-  let tasks = page.tasks || [];
-  if (filters.text) {
-    const words = filters.text.toLowerCase();
-    tasks = tasks.filter((t) => requestText(t).toLowerCase().includes(words));
-  }
+  const tasks = page.tasks || [];
   const shown = new Map([...body.querySelectorAll("tr[data-task-id]")].map((r) => [r.dataset.taskId, r]));
   const rows = tasks.map((task) => {
     const old = shown.get(task.id);
@@ -567,8 +593,9 @@ function fillTable(body, pager, filters, page) {
   body.replaceChildren(
     ...(rows.length ? rows : [el("tr", {}, el("td", { colspan: "7", class: "empty" }, "No tasks match."))]),
   );
+  const searched = page.searched === undefined ? "" : ` · "${filters.text}" in ${tasks.length} of the ${page.searched.toLocaleString()} searched`;
   pager.replaceChildren(
-    el("span", {}, `${(page.totalSize || 0).toLocaleString()} tasks`),
+    el("span", { id: "page-summary" }, `${(page.totalSize || 0).toLocaleString()} tasks${searched}`),
     filters.page ? el("button", { type: "button", onclick: () => setFilters({ page: "" }) }, "First page") : "",
     page.nextPageToken
       ? el("button", { type: "button", onclick: () => setFilters({ page: page.nextPageToken }) }, "Next page")
