@@ -281,3 +281,12 @@ def test_text_and_time_window_filters(page: Any, server: LiveServer) -> None:
     page.locator(f'tr[data-task-id="{early["id"]}"]').wait_for()
     assert page.locator(f'tr[data-task-id="{late["id"]}"]').count() == 0
     assert page.get_by_label("and before").input_value().startswith(cut[:16])
+
+
+def test_send_a_new_task_from_the_table(page: Any, server: LiveServer) -> None:
+    page.goto("/ui")
+    page.get_by_label("Send the agent a new task").fill("echo from the form")
+    page.locator("#new-task").get_by_role("button", name="Send").click()
+    page.wait_for_url("**/ui/tasks/**")
+    page.locator("#history", has_text="echo from the form").wait_for()
+    page.locator("#task-state", has_text="completed").wait_for()

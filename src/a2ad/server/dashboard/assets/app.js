@@ -526,6 +526,7 @@ async function showList() {
     ),
     table,
     pager,
+    newTaskForm(),
   );
   let chartsDrawn = 0;
   let countsDrawn = 0;
@@ -639,6 +640,31 @@ function confirmDialog(title, items, canConfirm = true) {
   return new Promise((resolve) => {
     dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok"), { once: true });
   });
+}
+
+// A new task for the agent of this view: sent, then followed on its own page.
+function newTaskForm() {
+  const form = el(
+    "form",
+    { class: "reply", id: "new-task" },
+    el("label", { for: "new-text" }, "Send the agent a new task"),
+    el("textarea", { id: "new-text", name: "text", rows: "2", required: true }),
+    el("button", { type: "submit", class: "primary" }, "Send"),
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const text = new FormData(form).get("text").trim();
+    if (!text) return;
+    const message = { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }] };
+    try {
+      const answer = await api("POST", "/message:send", { message, configuration: { returnImmediately: true } });
+      if (answer.task) navigate(taskLink(answer.task));
+      else say(`the agent answered: ${firstWords(textOf(answer.message), 20)}`);
+    } catch (error) {
+      say(error.message);
+    }
+  });
+  return form;
 }
 
 // --- a task's page ---
