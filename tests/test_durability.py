@@ -462,7 +462,8 @@ def test_sigterm_with_streams_and_blocking_sends_open_ends_each_with_its_final_e
 
     log = s.served.output
     assert "Traceback" not in log and "Exception in ASGI" not in log, log
-    failed_lines = [line for line in log.splitlines() if '"msg": "task failed"' in line]
+    lines = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+    failed_lines = [line for line in lines if line["msg"] == "task failed"]
     assert len(failed_lines) == 2, log  # the slow stream's task and the followed one
 
 
