@@ -285,7 +285,7 @@ def test_text_and_time_window_filters(page: Any, server: LiveServer) -> None:
 
 def test_send_a_new_task_from_the_table(page: Any, server: LiveServer) -> None:
     page.goto("/ui")
-    page.get_by_label("Send the agent a new task").fill("echo from the form")
+    page.get_by_label("Send a new task").fill("echo from the form")
     page.locator("#new-task").get_by_role("button", name="Send").click()
     page.wait_for_url("**/ui/tasks/**")
     page.locator("#history", has_text="echo from the form").wait_for()

@@ -123,7 +123,7 @@ def test_each_agent_has_its_own_tasks(page: Any, server: LiveServer, keys: dict[
     sign_in(page, keys["ann"])
     page.locator(f'tr[data-task-id="{stock["id"]}"]').wait_for()
     assert page.locator(f'tr[data-task-id="{pricing["id"]}"]').count() == 0
-    page.get_by_label("Agent").select_option("pricing")
+    page.locator("#agent").select_option("pricing")
     page.locator(f'tr[data-task-id="{pricing["id"]}"]').wait_for()
     assert page.locator(f'tr[data-task-id="{stock["id"]}"]').count() == 0
     assert "agent=pricing" in page.url

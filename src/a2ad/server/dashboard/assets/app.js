@@ -451,12 +451,12 @@ function taskRow(task) {
 }
 
 // Hear of every change to the caller's tasks (GET /a2ad/changes) and call
-// onChange, at most every 300 ms; reconnects until the view is left.
+// onChange, at most every 150 ms; reconnects until the view is left.
 function watchChanges(onChange) {
   const controller = new AbortController();
   let timer = null;
   const changed = () => {
-    if (timer === null) timer = setTimeout(() => ((timer = null), onChange()), 300);
+    if (timer === null) timer = setTimeout(() => ((timer = null), onChange()), 150);
   };
   const connect = () => {
     stream("/a2ad/changes", changed, controller.signal, "GET")
@@ -647,7 +647,7 @@ function newTaskForm() {
   const form = el(
     "form",
     { class: "reply", id: "new-task" },
-    el("label", { for: "new-text" }, "Send the agent a new task"),
+    el("label", { for: "new-text" }, "Send a new task"),
     el("textarea", { id: "new-text", name: "text", rows: "2", required: true }),
     el("button", { type: "submit", class: "primary" }, "Send"),
   );
