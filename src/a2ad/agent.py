@@ -166,7 +166,9 @@ Content = str | Message | Part | Sequence[Part] | None
 
 
 class TaskContext:
-    """One invocation's view of its task: the user's message and the ways to answer."""
+    """One invocation's view of its task: the user's message and the ways to answer.
+    ``tenant`` is the tenant the task belongs to ("" with auth off, or for a
+    caller with none)."""
 
     def __init__(
         self,
@@ -178,9 +180,11 @@ class TaskContext:
         metadata: dict[str, Any],
         emitter: Emitter,
         request: RequestContext | None = None,
+        tenant: str = "",
     ) -> None:
         self.task_id = task_id
         self.context_id = context_id
+        self.tenant = tenant
         self.message = message
         self.history = list(history)
         self.metadata = metadata

@@ -3,8 +3,8 @@ messages of each turn, by the caller and the ``contextId``, in this process.
 
 A follow-up task in the same context is sent the earlier turns before its own
 message; another caller's task with the same ``contextId`` sees none of them
-(the key holds the caller's principal and tenants, as tasks belong to their
-caller: docs/protocol.md, "Whose tasks a caller reaches"). Bounded twice: the
+(the key holds the caller's principal and the task's tenant, as tasks belong
+to their caller and tenant: docs/protocol.md, "Whose tasks a caller reaches"). Bounded twice: the
 last ``max_turns`` turns of a context are kept (whole turns, so that a tool
 result never loses the call it answers), and the ``max_contexts`` contexts used
 last; the least recently used is forgotten first. Nothing is stored: a restart
@@ -21,7 +21,7 @@ from ..agent import TaskContext
 __all__ = ["ConversationMemory"]
 
 Messages = list[dict[str, Any]]
-Key = tuple[str, tuple[str, ...], str]
+Key = tuple[str, str, str]
 
 
 class ConversationMemory:
@@ -37,8 +37,7 @@ class ConversationMemory:
 
     @staticmethod
     def key(ctx: TaskContext) -> Key:
-        caller = ctx.request.caller
-        return (caller.principal, caller.tenants, ctx.context_id)
+        return (ctx.request.caller.principal, ctx.tenant, ctx.context_id)
 
     def recall(self, ctx: TaskContext) -> Messages:
         """The messages of the earlier turns of ``ctx``'s conversation, oldest first."""

@@ -236,6 +236,7 @@ class Invocation:
             metadata=self._metadata,
             emitter=self,
             request=self._request,
+            tenant=self._owner[0],
         )
         try:
             await self._agent.run(ctx)
