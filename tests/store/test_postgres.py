@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from a2ad import Task, TaskState, TaskStatus, TaskStatusUpdateEvent
-from a2ad.store import store_from_url
-from a2ad.store.base import Lease, ListQuery, SequenceConflictError, StoreError
+from a2ad.protocol.model import TaskPushNotificationConfig
+from a2ad.store import postgres_schema, store_from_url
+from a2ad.store.base import Lease, ListQuery, SequenceConflictError, StoreError, Webhook
 
 from ..postgres import fresh_schema
 from ..test_cli import run_a2ad
@@ -249,3 +250,26 @@ async def test_a_read_is_one_round_trip_and_a_connection_given_back_is_clean(url
         await store.create(second)  # a transaction of its own, committed
         seen = await other.get(second.id)
         assert seen is not None and seen.task.id == second.id
+
+
+async def test_a_database_at_version_1_is_upgraded_and_keeps_its_tasks(url: str) -> None:
+    conn = await asyncpg.connect(url)
+    try:
+        async with conn.transaction():
+            await conn.execute("CREATE TABLE a2ad_schema (version integer NOT NULL)")
+            await conn.execute("INSERT INTO a2ad_schema (version) VALUES (1)")
+            for statement in postgres_schema._MIGRATIONS[0]:
+                await conn.execute(statement)
+        async with PostgresStore(url) as store:
+            task = new_task()
+            created = await store.create(task)
+            config = TaskPushNotificationConfig(
+                url="https://example.com/w", id="w", task_id=task.id
+            )
+            assert await store.put_webhook(Webhook(config, "1.0")) is True
+            assert await store.due_webhooks(1.0, 5, claim_until=61.0) == [(task.id, "w")]
+            assert await store.due_webhooks(1.0, 5, claim_until=61.0) == []
+            assert await store.get(task.id) == created
+        assert await conn.fetchval("SELECT version FROM a2ad_schema") == SCHEMA_VERSION == 2
+    finally:
+        await conn.close()

@@ -222,7 +222,7 @@ async def test_everything_written_is_read_back_identically_after_reopening(path:
 async def test_a_new_file_gets_the_current_schema_in_wal_mode(
     store: SqliteStore, path: Path
 ) -> None:
-    assert SCHEMA_VERSION == 5
+    assert SCHEMA_VERSION == 6
     assert pragma(path, "user_version") == SCHEMA_VERSION
     assert pragma(path, "journal_mode") == "wal"
     with raw(path) as conn:
@@ -253,7 +253,7 @@ def old_file(path: Path, version: int) -> Task:
     return task
 
 
-@pytest.mark.parametrize("version", [1, 2, 3])
+@pytest.mark.parametrize("version", [1, 2, 3, 4, 5])
 async def test_an_older_file_is_upgraded_and_keeps_its_tasks_as_nobodys(
     path: Path, version: int
 ) -> None:

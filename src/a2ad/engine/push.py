@@ -32,6 +32,7 @@ config this layer answers; no log line carries them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import logging
 import random
@@ -80,6 +81,10 @@ __all__ = ["PushNotifications", "PushPolicy"]
 log = logging.getLogger("a2ad.push")
 
 POLL_SECONDS = 1.0  # the dispatcher looks at the outbox at least this often
+# A webhook this process delivers is claimed in a store other processes share, so
+# that no other delivers it at once; a claim is renewed every batch, given up when
+# the run ends, and lapses by itself after this long if its process died.
+CLAIM_SECONDS = 60.0
 MAX_HOOKED = 100_000  # tasks remembered to have webhooks (past it, the poll finds them)
 BATCH = 32  # deliveries a lane reads at once
 MAX_ANSWER_BYTES = 64 * 1024  # of a receiver's answer, read to keep its connection
@@ -308,7 +313,10 @@ class PushNotifications:
                 free = self.policy.concurrency - len(self._lanes)
                 if free > 0:
                     try:
-                        due = await self.store.due_webhooks(self._clock(), free + len(self._lanes))
+                        now = self._clock()
+                        due = await self.store.due_webhooks(
+                            now, free + len(self._lanes), claim_until=now + CLAIM_SECONDS
+                        )
                     except StoreUnavailableError:
                         due = []  # the store logs its outage; the next round tries again
                     except Exception:
@@ -346,6 +354,8 @@ class PushNotifications:
             )
             heapq.heappush(self._retries, self._clock() + POLL_SECONDS)
         finally:
+            with contextlib.suppress(Exception):  # unclaimed, it lapses in CLAIM_SECONDS
+                await self.store.claim_webhook(key, None)
             self._lanes.discard(key)
             self._wake.set()  # its webhook may be due again already
             await self._clients.give_back(key, client)
@@ -354,7 +364,11 @@ class PushNotifications:
         """Deliver the webhook's pending deliveries in order, until none is left
         or one fails and must wait before it is tried again."""
         reached: tuple[str, Target | WebhookRefused] | None = None  # (url, where it led)
+        first = True
         while True:
+            if not first:  # a long run: hold the claim for another stretch
+                await self.store.claim_webhook(key, self._clock() + CLAIM_SECONDS)
+            first = False
             # Read afresh for each batch: the config may have been replaced.
             state = await self.store.get_webhook(key)
             pending = await self.store.deliveries(key, BATCH) if state is not None else []

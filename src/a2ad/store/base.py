@@ -458,9 +458,19 @@ class Webhooks(abc.ABC):
         """Delete the webhook and its pending deliveries; False if there was none."""
 
     @abc.abstractmethod
-    async def due_webhooks(self, now: float, limit: int) -> builtins.list[WebhookKey]:
+    async def due_webhooks(
+        self, now: float, limit: int, *, claim_until: float | None = None
+    ) -> builtins.list[WebhookKey]:
         """Up to ``limit`` due webhooks (next attempt at or before ``now``, epoch
-        seconds), the longest due first."""
+        seconds), the longest due first. With ``claim_until``, a store that
+        several processes share answers only webhooks no other process has
+        claimed (or whose claim lapsed before ``now``), and claims them until
+        then, in the same statement: one process delivers a webhook at a time.
+        A store of one process may ignore it."""
+
+    async def claim_webhook(self, key: WebhookKey, until: float | None) -> None:  # noqa: B027
+        """Hold the claim on ``key`` (from ``due_webhooks``) until ``until``, or
+        give it up (None). A store of one process has none to keep."""
 
     @abc.abstractmethod
     async def deliveries(self, key: WebhookKey, limit: int) -> builtins.list[Delivery]:

@@ -548,7 +548,9 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
         self._due.pop(key, None)
         return True
 
-    async def due_webhooks(self, now: float, limit: int) -> builtins.list[WebhookKey]:
+    async def due_webhooks(
+        self, now: float, limit: int, *, claim_until: float | None = None
+    ) -> builtins.list[WebhookKey]:
         due = [
             (hook.due_at, key)
             for key, hook in self._due.items()

@@ -187,6 +187,14 @@ _SELECT_WEBHOOKS = f"""SELECT version, body, {_PENDING}, delivered, dead_lettere
     FROM webhooks w WHERE task_id = $1 ORDER BY n"""
 _DUE_WEBHOOKS = """SELECT task_id, id FROM webhooks WHERE due_at <= $1
     ORDER BY due_at LIMIT $2"""
+# Due webhooks no other instance claimed (or whose claim lapsed), claimed in the
+# same statement; SKIP LOCKED: two instances at once take different ones.
+_CLAIM_DUE = """UPDATE webhooks w SET claimed_until = $3 FROM (
+        SELECT task_id, id FROM webhooks WHERE due_at <= $1
+            AND (claimed_until IS NULL OR claimed_until < $1)
+        ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED) d
+    WHERE w.task_id = d.task_id AND w.id = d.id RETURNING w.task_id, w.id"""
+_SET_CLAIM = "UPDATE webhooks SET claimed_until = $3 WHERE task_id = $1 AND id = $2"
 _SELECT_DELIVERIES = """SELECT id, seq, kind, body, snapshot, attempts FROM deliveries
     WHERE task_id = $1 AND webhook_id = $2 ORDER BY id LIMIT $3"""
 _LEFT = """UPDATE webhooks SET {counter} = {counter} + 1,
@@ -1019,11 +1027,26 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns):
     async def delete_webhook(self, key: WebhookKey) -> bool:
         return await self._write(lambda conn: _delete_webhook(conn, key), key[0])
 
-    async def due_webhooks(self, now: float, limit: int) -> builtins.list[WebhookKey]:
-        async def due(conn: Connection) -> builtins.list[WebhookKey]:
-            return [(row[0], row[1]) for row in await conn.fetch(_DUE_WEBHOOKS, now, limit)]
+    async def due_webhooks(
+        self, now: float, limit: int, *, claim_until: float | None = None
+    ) -> builtins.list[WebhookKey]:
+        if claim_until is None:
 
-        return await self._read(due)
+            async def due(conn: Connection) -> builtins.list[WebhookKey]:
+                return [(row[0], row[1]) for row in await conn.fetch(_DUE_WEBHOOKS, now, limit)]
+
+            return await self._read(due)
+
+        async def claim(conn: Connection) -> builtins.list[WebhookKey]:
+            rows = await conn.fetch(_CLAIM_DUE, now, limit, claim_until)
+            return [(row[0], row[1]) for row in rows]
+
+        return await self._write(claim, transaction=False)
+
+    async def claim_webhook(self, key: WebhookKey, until: float | None) -> None:
+        await self._write(
+            lambda conn: conn.execute(_SET_CLAIM, *key, until), key[0], transaction=False
+        )
 
     async def deliveries(self, key: WebhookKey, limit: int) -> builtins.list[Delivery]:
         async def deliveries(conn: Connection) -> builtins.list[Delivery]:

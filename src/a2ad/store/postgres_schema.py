@@ -246,8 +246,12 @@ _SCHEMA_V1 = (
 )
 
 
+# Version 2: a webhook claimed by one instance while it delivers, until this
+# epoch time (store/base.py, ``due_webhooks``).
+_SCHEMA_V2 = ("ALTER TABLE webhooks ADD COLUMN claimed_until double precision",)
+
 # Step i upgrades a database at version i to version i + 1; append, never edit.
-_MIGRATIONS: tuple[tuple[str, ...], ...] = (_SCHEMA_V1,)
+_MIGRATIONS: tuple[tuple[str, ...], ...] = (_SCHEMA_V1, _SCHEMA_V2)
 SCHEMA_VERSION = len(_MIGRATIONS)
 
 

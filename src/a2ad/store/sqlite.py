@@ -163,6 +163,12 @@ _SELECT_WEBHOOK = f"""SELECT version, body, {_PENDING}, delivered, dead_lettered
 _SELECT_WEBHOOKS = f"""SELECT version, body, {_PENDING}, delivered, dead_lettered, last_error
     FROM webhooks w WHERE task_id = ? ORDER BY rowid"""
 _DUE_WEBHOOKS = "SELECT task_id, id FROM webhooks WHERE due_at <= ? ORDER BY due_at LIMIT ?"
+# The due webhooks no other process of a group claimed (or whose claim lapsed).
+_UNCLAIMED_DUE = """SELECT task_id, id FROM webhooks WHERE due_at <= ?1
+    AND (claimed_until IS NULL OR claimed_until < ?1) ORDER BY due_at LIMIT ?2"""
+_CLAIM = """UPDATE webhooks SET claimed_until = ?3 WHERE task_id = ?1 AND id = ?2
+    AND due_at <= ?4 AND (claimed_until IS NULL OR claimed_until < ?4)"""
+_SET_CLAIM = "UPDATE webhooks SET claimed_until = ? WHERE task_id = ? AND id = ?"
 _SELECT_DELIVERIES = """SELECT id, seq, kind, body, snapshot, attempts FROM deliveries
     WHERE task_id = ? AND webhook_id = ? ORDER BY id LIMIT ?"""
 # After a delivery leaves (delivered, or dead-lettered): count it; the next is
@@ -640,10 +646,28 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
             lambda conn: conn.execute(_DELETE_WEBHOOK, key).rowcount > 0, write=True
         )
 
-    async def due_webhooks(self, now: float, limit: int) -> builtins.list[WebhookKey]:
-        return await self._run(
-            lambda conn: [(row[0], row[1]) for row in conn.execute(_DUE_WEBHOOKS, (now, limit))]
+    async def due_webhooks(
+        self, now: float, limit: int, *, claim_until: float | None = None
+    ) -> builtins.list[WebhookKey]:
+        if claim_until is None or self._group is None:  # one process: nothing to share
+            return await self._run(
+                lambda conn: [(r[0], r[1]) for r in conn.execute(_DUE_WEBHOOKS, (now, limit))]
+            )
+        # Read first: most rounds find nothing due and take no write lock.
+        due = await self._run(
+            lambda conn: [(r[0], r[1]) for r in conn.execute(_UNCLAIMED_DUE, (now, limit))]
         )
+        if not due:
+            return []
+
+        def claim(conn: sqlite3.Connection) -> builtins.list[WebhookKey]:
+            return [key for key in due if conn.execute(_CLAIM, (*key, claim_until, now)).rowcount]
+
+        return await self._run(claim, write=True)
+
+    async def claim_webhook(self, key: WebhookKey, until: float | None) -> None:
+        if self._group is not None:
+            await self._run(lambda conn: conn.execute(_SET_CLAIM, (until, *key)), write=True)
 
     async def deliveries(self, key: WebhookKey, limit: int) -> builtins.list[Delivery]:
         def deliveries(conn: sqlite3.Connection) -> builtins.list[Delivery]:

@@ -234,6 +234,12 @@ def _create_v5(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
+# Version 6: a webhook claimed by one process of a group (``--workers``) while it
+# delivers, until this epoch time (store/base.py, ``due_webhooks``).
+def _create_v6(conn: sqlite3.Connection) -> None:
+    conn.execute("ALTER TABLE webhooks ADD COLUMN claimed_until REAL")
+
+
 # Step i upgrades a file at version i to version i + 1; append, never edit.
 _MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _create_v1,
@@ -241,6 +247,7 @@ _MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _create_v3,
     _create_v4,
     _create_v5,
+    _create_v6,
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 

@@ -1,0 +1,84 @@
+"""Push from several instances on one PostgreSQL store: each webhook is claimed
+by one instance while it delivers (store/base.py ``due_webhooks``), so its
+receiver gets every event once, in order, whichever instance stored it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from a2ad import PushPolicy, create_app
+from a2ad.store import store_from_url
+
+from ..conftest import V1, msg10, wait_for
+from ..postgres import fresh_schema
+from ..scripted import ScriptedAgent
+from ..webhook_receiver import Receiver
+
+FAST = PushPolicy(first_retry=0.01, max_retry=0.05, max_attempts=4, timeout=5)
+KEY = os.urandom(32)  # both instances read the webhooks' secrets with one key
+
+
+@pytest.fixture
+async def url() -> AsyncIterator[str]:
+    async with fresh_schema() as made:
+        yield made
+
+
+async def test_two_instances_deliver_each_event_of_a_webhook_once_in_order(url: str) -> None:
+    apps = [
+        create_app(
+            ScriptedAgent(),
+            store=store_from_url(url),
+            allow_private_webhooks=True,
+            push_policy=FAST,
+            secret_key=KEY,
+        )
+        for _ in range(2)
+    ]
+    for app in apps:
+        await app.engine.start()
+    try:
+        with Receiver() as receiver:
+            hooks = [uuid.uuid4().hex[:8] for _ in range(4)]
+            for hook in hooks:  # held: each instance's outbox round (1 s) finds them due
+                receiver.rule(hook, hold=True)
+            transport = httpx.ASGITransport(app=apps[0])
+            async with httpx.AsyncClient(transport=transport, base_url="http://a") as http:
+                tasks = []
+                for hook in hooks:
+                    params = {
+                        **msg10("chunks 25"),
+                        "configuration": {
+                            "taskPushNotificationConfig": {"url": receiver.url(hook)}
+                        },
+                    }
+                    sent = await http.post(
+                        "/",
+                        json={"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params},
+                        headers=V1,
+                    )
+                    tasks.append(sent.json()["result"]["task"])
+            expected = {}
+            for hook, task in zip(hooks, tasks, strict=True):
+                expected[hook] = len(await apps[0].store.events(task["id"], 0)) + 1
+
+            def all_arrived() -> bool:
+                return all(len(receiver.accepted(h)) >= n for h, n in expected.items())
+
+            await asyncio.sleep(2.5)  # both instances' outbox rounds have come and gone
+            for hook in hooks:
+                receiver.release(hook)
+            await wait_for(all_arrived, timeout=20)
+            await asyncio.sleep(0.5)  # a duplicate would come late: give it the time to
+            for hook, n in expected.items():
+                seqs = [r.seq for r in receiver.received(hook)]
+                assert seqs == list(range(n)), (hook, seqs)
+    finally:
+        for app in apps:
+            await app.aclose()

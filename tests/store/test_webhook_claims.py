@@ -1,0 +1,64 @@
+"""A webhook is claimed by one process of those sharing a store while it
+delivers (``due_webhooks(..., claim_until=)``, ``claim_webhook``): the members of
+a SQLite group (``--workers``) and instances on one PostgreSQL schema."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
+from pathlib import Path
+
+import pytest
+
+from a2ad.store.base import TaskStore
+from a2ad.store.postgres import PostgresStore
+from a2ad.store.sqlite import SqliteStore
+from a2ad.store.sqlite_group import SqliteGroup, claim_for_group
+
+from ..postgres import fresh_schema
+from .test_store_contract import hook, new_task, webhooks
+
+KEY = ("t", "w")
+
+
+@pytest.fixture(params=["sqlite-group", "postgresql"])
+async def pair(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[tuple[TaskStore, TaskStore]]:
+    async with AsyncExitStack() as stack:
+        if request.param == "postgresql":
+            url = await stack.enter_async_context(fresh_schema())
+            stores: list[TaskStore] = [PostgresStore(url), PostgresStore(url)]
+        else:
+            path = tmp_path / "tasks.db"
+            lock = claim_for_group(str(path))
+            assert lock is not None
+            stack.callback(lock.release)
+            stores = [
+                SqliteStore(path, group=SqliteGroup(os.dup(lock.fileno()), str(tmp_path), n, 2))
+                for n in range(2)
+            ]
+        for store in stores:
+            await store.open()
+            stack.push_async_callback(store.aclose)
+        yield stores[0], stores[1]
+
+
+async def test_a_claimed_webhook_is_due_to_no_one_else_until_given_up_or_lapsed(
+    pair: tuple[TaskStore, TaskStore],
+) -> None:
+    one, other = (webhooks(store) for store in pair)
+    await pair[0].create(new_task("t"))
+    await one.put_webhook(hook("t"))  # its first delivery: the task as it stands
+    assert await one.due_webhooks(100.0, 10, claim_until=160.0) == [KEY]
+    assert await other.due_webhooks(100.0, 10, claim_until=160.0) == []
+    assert await one.due_webhooks(101.0, 10, claim_until=161.0) == []  # claimed: by anyone
+    assert await other.due_webhooks(100.0, 10) == [KEY]  # an unclaiming read sees it
+    await one.claim_webhook(KEY, 200.0)  # renewed
+    assert await other.due_webhooks(170.0, 10, claim_until=230.0) == []
+    await one.claim_webhook(KEY, None)  # given up
+    assert await other.due_webhooks(170.0, 10, claim_until=230.0) == [KEY]
+    assert await one.due_webhooks(229.0, 10, claim_until=289.0) == []
+    # Its holder gone without a word: the claim lapses.
+    assert await one.due_webhooks(231.0, 10, claim_until=291.0) == [KEY]
