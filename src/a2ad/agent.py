@@ -118,6 +118,15 @@ class Agent:
     async def run(self, ctx: TaskContext) -> None:
         raise NotImplementedError(f"{type(self).__name__}.run(ctx) is not implemented")
 
+    async def start(self) -> None:
+        """Called once when the server starts, before any turn runs here: make
+        what every task shares (an HTTP or model client, a connection pool).
+        An exception stops the server from starting, naming the agent."""
+
+    async def stop(self) -> None:
+        """Called once when the server stops, after the last turn here ended:
+        close what ``start`` made. An exception is logged, and the shutdown goes on."""
+
     def card_info(self) -> AgentCardInfo:
         """The public card's content, from the attributes above."""
         return AgentCardInfo(

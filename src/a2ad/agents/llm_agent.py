@@ -22,6 +22,7 @@ environment.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Callable, Sequence
@@ -105,6 +106,7 @@ class LLMAgent(Agent):
         self.max_rounds = max_rounds
         self.timeout = timeout
         self.max_retries = max_retries
+        self._client: openai.AsyncOpenAI | None = None  # from start() to stop()
         self.settings: LLMSettings | None = None
         self.config_problem: str | None = None
         try:
@@ -123,12 +125,12 @@ class LLMAgent(Agent):
         turn: list[dict[str, Any]] = [{"role": "user", "content": ctx.text}]
         answer = _AnswerStream(ctx)
         specs = [t.spec() for t in self.tools.values()]
-        async with openai.AsyncOpenAI(
-            api_key=self.settings.api_key or "none",  # the client insists on one
-            base_url=self.settings.base_url,
-            timeout=self.timeout,
-            max_retries=self.max_retries,
-        ) as client:
+        async with contextlib.AsyncExitStack() as own:
+            # The agent's client (start), or one for this task when not served.
+            client = self._client
+            if client is None:
+                client = self._new_client()
+                own.push_async_callback(client.close)
             for _ in range(self.max_rounds):
                 try:
                     reply = await _complete(client, self.settings, [*earlier, *turn], specs, answer)
@@ -151,6 +153,25 @@ class LLMAgent(Agent):
         await ctx.fail(
             f"the model still called tools after {self.max_rounds} rounds, with no final answer"
         )
+
+    def _new_client(self) -> openai.AsyncOpenAI:
+        assert self.settings is not None
+        return openai.AsyncOpenAI(
+            api_key=self.settings.api_key or "none",  # the client insists on one
+            base_url=self.settings.base_url,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+        )
+
+    async def start(self) -> None:
+        """One client, and its connections, for every task this agent runs."""
+        if self.settings is not None and self._client is None:
+            self._client = self._new_client()
+
+    async def stop(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
 
     async def _call(self, ctx: TaskContext, call: ToolCall, *, over: bool) -> str:
         """Run one call, recording it and its outcome; the outcome as JSON text for the model."""

@@ -31,6 +31,7 @@ from ..agents.llm import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
 from ..agents.settings import AgentSettings
 from ..agents.task_manager import ENV_MANAGED_URLS
 from ..durations import parse_duration, parse_optional_duration
+from ..engine import AgentStartError
 from ..engine.secrets import KeyFileError, server_key
 from ..engine.turn_log import TurnLogContext
 from ..protocol.model import MAX_PARTS
@@ -100,7 +101,7 @@ class _Server(uvicorn.Server):
         # started), so that a store that can't be served is one clear line.
         try:
             await self.application.engine.start()
-        except StoreError as exc:
+        except (StoreError, AgentStartError) as exc:
             console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
             await self.application.aclose()
             self.startup_failed = self.should_exit = True

@@ -23,7 +23,7 @@ from rich.markup import escape
 from ..agent import Agent
 from ..client.client import DEFAULT_URL
 from ..durations import parse_duration
-from ..engine import Engine
+from ..engine import AgentStartError, Engine
 from ..engine.turn_log import TurnLogContext
 from ..engine.worker import Worker
 from ..store import store_from_url
@@ -175,7 +175,7 @@ async def _work(engine: Engine, work: Worker, banner: list[str]) -> int:
     try:
         try:
             await engine.start()
-        except StoreError as exc:
+        except (StoreError, AgentStartError) as exc:
             console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
             await engine.aclose()
             return STARTUP_FAILURE

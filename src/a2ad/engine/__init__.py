@@ -20,7 +20,7 @@ when it is full (``bus.py``). With the memory store nothing on this path awaits 
 """
 
 from .bus import Bus, LocalBus
-from .engine import Engine, task_view
+from .engine import AgentStartError, Engine, task_view
 from .streams import EventStream
 
-__all__ = ["Bus", "Engine", "EventStream", "LocalBus", "task_view"]
+__all__ = ["AgentStartError", "Bus", "Engine", "EventStream", "LocalBus", "task_view"]

@@ -89,7 +89,12 @@ from .upkeep import Maintenance
 from .watchdog import LoopWatchdog
 from .writer import Writer
 
-__all__ = ["Engine", "task_view"]
+__all__ = ["AgentStartError", "Engine", "task_view"]
+
+
+class AgentStartError(Exception):
+    """An agent's ``start`` hook failed: the server can't serve it."""
+
 
 log = logging.getLogger("a2ad.engine")
 
@@ -233,6 +238,7 @@ class Engine:
         )
         self._closing = False
         self._store_closed = False
+        self._agents_started: list[Agent] = []  # whose start hook ran, to stop at the end
         self._shutdown: asyncio.Future[None] | None = None
         self._hurry = asyncio.Event()
         self._started = False
@@ -268,6 +274,8 @@ class Engine:
             return
         self._watchdog.start()  # before any await: a shutdown from here on stops it
         await self.store.open()
+        if self.runs_agents:
+            await self._start_agents()
         await self.bus.start()
         if self._maintenance is not None:
             await self._maintenance.start()
@@ -282,6 +290,29 @@ class Engine:
     def closing(self) -> bool:
         """The engine is shutting down (or has): it takes no new work."""
         return self._closing
+
+    async def _start_agents(self) -> None:
+        """Each agent's ``start`` hook, once; raises AgentStartError for the first
+        that fails, after stopping those already started."""
+        for name, agent in self.agents.items():
+            try:
+                await agent.start()
+            except Exception as exc:
+                await self._stop_agents()
+                called = f"{agent.name} ({name})" if name else agent.name
+                raise AgentStartError(
+                    f"the agent {called} failed to start: {type(exc).__name__}: {exc}"
+                ) from exc
+            self._agents_started.append(agent)
+
+    async def _stop_agents(self) -> None:
+        """The started agents' ``stop`` hooks, newest first; a failure is logged."""
+        while self._agents_started:
+            agent = self._agents_started.pop()
+            try:
+                await agent.stop()
+            except Exception:
+                log.exception("the agent %s failed to stop", agent.name)
 
     async def maintain_once(self) -> None:
         """One round of upkeep (what the background loop does every second)."""
@@ -333,6 +364,7 @@ class Engine:
                 extra={"running": left},
             )
         await self._runner.aclose()
+        await self._stop_agents()  # no turn runs here any more
         await self._stranded.aclose()  # what is left runs out its lease: orphans then
         if self.push is not None:  # what it has not delivered waits in the store
             await self.push.aclose()

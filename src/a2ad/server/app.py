@@ -24,7 +24,7 @@ from ..agent import Agent, RequestContext
 from ..agents.demo import DemoAgent
 from ..agents.echo import EchoAgent
 from ..agents.settings import AgentSettings
-from ..engine import Engine
+from ..engine import AgentStartError, Engine
 from ..engine.push import PushPolicy
 from ..engine.secrets import WebhookSecrets, server_key
 from ..protocol.errors import (
@@ -380,7 +380,7 @@ class A2AApp:
             if message["type"] == "lifespan.startup":
                 try:
                     await self.engine.start()
-                except StoreError as exc:  # a user's problem (e.g. the file), not a bug
+                except (StoreError, AgentStartError) as exc:  # the user's to fix, not a bug
                     log.error("startup failed: %s", exc)
                     await send({"type": "lifespan.startup.failed", "message": str(exc)})
                     return
