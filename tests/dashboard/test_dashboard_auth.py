@@ -16,6 +16,7 @@ from a2ad import (
     ApiKeys,
     CredentialAuthenticator,
     DataPart,
+    FilePart,
     TaskContext,
     TextPart,
     create_app,
@@ -27,6 +28,17 @@ from ..conftest import LiveServer
 from ..scripted import ScriptedAgent
 
 V1 = {"A2A-Version": "1.0"}
+
+
+class Links(Agent):
+    """Answers with a file at a web address and one at a javascript: URL."""
+
+    name = "links"
+
+    async def run(self, ctx: TaskContext) -> None:
+        await ctx.artifact(FilePart(url="https://example.com/report.pdf", filename="report.pdf"))
+        await ctx.artifact(FilePart(url="javascript:alert(document.domain)", filename="x.html"))
+        await ctx.complete("two files")
 
 
 class UsesTools(Agent):
@@ -54,7 +66,12 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, keys: dict[str, str]) -> Iterator[LiveServer]:
     store = SqliteStore(str(tmp_path_factory.mktemp("auth-ui") / "tasks.db"))
-    agents = {"stock": ScriptedAgent(), "pricing": ScriptedAgent(), "tools": UsesTools()}
+    agents = {
+        "stock": ScriptedAgent(),
+        "pricing": ScriptedAgent(),
+        "tools": UsesTools(),
+        "links": Links(),
+    }
     authenticator = CredentialAuthenticator(keys=ApiKeys.load(keys["path"]))
     with LiveServer(create_app(agents, store=store, authenticator=authenticator)) as live:
         yield live
@@ -175,3 +192,14 @@ def test_internal_parts_are_shown_to_operators_only_and_marked(
             assert (history.locator(".internal .tag").count() > 0) is sees
         finally:
             context.close()
+
+
+def test_only_web_addresses_become_links(
+    page: Any, server: LiveServer, keys: dict[str, str]
+) -> None:
+    task = send(server, keys["ann"], "files please", agent="links")
+    page.goto(f"/ui/tasks/{task['id']}?agent=links")
+    sign_in(page, keys["ann"])
+    page.locator("#artifacts", has_text="javascript:alert").wait_for()
+    hrefs = page.locator("#artifacts a").evaluate_all("links => links.map(a => a.href)")
+    assert hrefs == ["https://example.com/report.pdf"]

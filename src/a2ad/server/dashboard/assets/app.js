@@ -686,7 +686,11 @@ function plainPartView(part) {
   if (typeof part.text === "string") return el("p", { class: "text" }, part.text);
   if (part.data !== undefined) return el("pre", { class: "data" }, JSON.stringify(part.data, null, 2));
   const name = part.filename || "file";
-  if (part.url) return el("a", { href: part.url, rel: "noopener noreferrer", download: name }, `⬇ ${name}`);
+  if (part.url) {
+    // Only web addresses become links: an agent's javascript: or data: URL stays text.
+    if (!/^https?:\/\//i.test(part.url)) return el("p", { class: "text" }, `${name}: ${part.url}`);
+    return el("a", { href: part.url, rel: "noopener noreferrer", download: name }, `⬇ ${name}`);
+  }
   if (part.raw !== undefined) {
     const href = `data:${part.mediaType || "application/octet-stream"};base64,${part.raw}`;
     return el("a", { href, download: name }, `⬇ ${name} (${part.mediaType || "file"})`);
