@@ -172,6 +172,19 @@ def test_activity_counts_the_callers_recent_tasks(server: LiveServer, keys: dict
     assert sum(b["count"] for b in durations["bins"]) == 4
     assert 0 <= durations["p50"] <= durations["max"] < 60
     assert len(sent) == 5
-    bad = httpx.get(f"{server.url}/a2ad/activity?minutes=0", headers=cat)
-    assert bad.status_code == 400
-    assert "minutes" in bad.json()["error"]["message"]
+    for odd in ("0", "%C2%B2", "61.5", "1441"):  # "²" is a digit to str.isdigit
+        bad = httpx.get(f"{server.url}/a2ad/activity?minutes={odd}", headers=cat)
+        assert bad.status_code == 400, odd
+        assert "minutes" in bad.json()["error"]["message"]
+
+
+def test_a_changes_stream_counts_with_the_callers_streams(tmp_path: Path) -> None:
+    app = create_app(ScriptedAgent(), max_streams_per_principal=1)
+    with LiveServer(app) as live, httpx.Client(timeout=10) as http:
+        with http.stream("GET", f"{live.url}/a2ad/changes") as first:
+            assert first.status_code == 200
+            second = http.get(f"{live.url}/a2ad/changes")
+            assert second.status_code == 429
+            assert second.json()["error"]["details"][0]["reason"] == "QUOTA_EXCEEDED"
+        again = http.get(f"{live.url}/healthz")  # the first's slot is given back on close
+        assert again.status_code == 200

@@ -290,3 +290,22 @@ def test_send_a_new_task_from_the_table(page: Any, server: LiveServer) -> None:
     page.wait_for_url("**/ui/tasks/**")
     page.locator("#history", has_text="echo from the form").wait_for()
     page.locator("#task-state", has_text="completed").wait_for()
+
+
+def test_escape_on_a_confirmation_cancels_nothing_even_after_an_earlier_yes(
+    page: Any, server: LiveServer
+) -> None:
+    done = send(server, "hang once", wait=False)
+    kept = send(server, "hang twice", wait=False)
+    page.goto(f"/ui/tasks/{done['id']}")
+    page.get_by_role("button", name="Cancel task…").click()
+    page.locator("#confirm-dialog").get_by_role("button", name="Cancel tasks").click()
+    page.locator("#task-state", has_text="canceled").wait_for()
+    page.goto(f"/ui/tasks/{kept['id']}")
+    page.get_by_role("button", name="Cancel task…").click()
+    page.locator("#confirm-dialog").wait_for()
+    page.keyboard.press("Escape")
+    page.wait_for_timeout(300)
+    stored = httpx.get(f"{server.url}/tasks/{kept['id']}", headers=V1).json()
+    assert stored["status"]["state"] == "TASK_STATE_WORKING"
+    httpx.post(f"{server.url}/tasks/{kept['id']}:cancel", json={}, headers=V1)

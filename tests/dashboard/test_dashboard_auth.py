@@ -4,6 +4,7 @@ what that caller may see; every control is reachable and labelled."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -28,6 +29,19 @@ from ..conftest import LiveServer
 from ..scripted import ScriptedAgent
 
 V1 = {"A2A-Version": "1.0"}
+
+
+class Streams(Agent):
+    """Streams its answer as appended chunks, slowly enough to be watched."""
+
+    name = "streams"
+
+    async def run(self, ctx: TaskContext) -> None:
+        for i in range(5):
+            await ctx.artifact(f"piece-{i} ", artifact_id="answer", append=i > 0)
+            await asyncio.sleep(0.15)
+        await ctx.artifact("", artifact_id="answer", append=True, last_chunk=True)
+        await ctx.complete()
 
 
 class Links(Agent):
@@ -71,6 +85,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, keys: dict[str, str]) -> It
         "pricing": ScriptedAgent(),
         "tools": UsesTools(),
         "links": Links(),
+        "streams": Streams(),
     }
     authenticator = CredentialAuthenticator(keys=ApiKeys.load(keys["path"]))
     with LiveServer(create_app(agents, store=store, authenticator=authenticator)) as live:
@@ -203,3 +218,22 @@ def test_only_web_addresses_become_links(
     page.locator("#artifacts", has_text="javascript:alert").wait_for()
     hrefs = page.locator("#artifacts a").evaluate_all("links => links.map(a => a.href)")
     assert hrefs == ["https://example.com/report.pdf"]
+
+
+def test_a_streamed_answer_is_shown_whole_while_it_grows_and_at_the_end(
+    page: Any, server: LiveServer, keys: dict[str, str]
+) -> None:
+    body = {
+        "message": {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": "go"}]},
+        "configuration": {"returnImmediately": True},
+    }
+    headers = {**V1, "Authorization": f"Bearer {keys['ann']}"}
+    sent = httpx.post(f"{server.url}/agents/streams/message:send", json=body, headers=headers)
+    task = sent.json()["task"]
+    page.goto(f"/ui/tasks/{task['id']}?agent=streams")
+    sign_in(page, keys["ann"])
+    page.locator("#artifacts", has_text="piece-2").wait_for()
+    assert "piece-0" in page.locator("#artifacts").inner_text()  # appended, not replaced
+    page.locator("#task-state", has_text="completed").wait_for()
+    text = page.locator("#artifacts").inner_text()
+    assert all(f"piece-{i}" in text for i in range(5)), text

@@ -60,3 +60,6 @@ async def test_the_dashboard_can_be_moved_or_turned_off() -> None:
         create_app(dashboard_path="/tasks")
     with pytest.raises(ValueError, match="absolute path"):
         create_app(dashboard_path="ui")
+    for taken in ("/a2ad", "/metrics", "/healthz"):
+        with pytest.raises(ValueError, match="a path a2ad serves"):
+            create_app(dashboard_path=taken)

@@ -267,8 +267,9 @@ async def test_a_database_at_version_1_is_upgraded_and_keeps_its_tasks(url: str)
                 url="https://example.com/w", id="w", task_id=task.id
             )
             assert await store.put_webhook(Webhook(config, "1.0")) is True
-            assert await store.due_webhooks(1.0, 5, claim_until=61.0) == [(task.id, "w")]
-            assert await store.due_webhooks(1.0, 5, claim_until=61.0) == []
+            claimed = await store.due_webhooks(1.0, 5, claim_until=61.0, claimant="a")
+            assert claimed == [(task.id, "w")]
+            assert await store.due_webhooks(1.0, 5, claim_until=61.0, claimant="b") == []
             assert await store.get(task.id) == created
         assert await conn.fetchval("SELECT version FROM a2ad_schema") == SCHEMA_VERSION == 2
     finally:

@@ -578,6 +578,12 @@ async def test_list_filters_by_updated_before_exclusively(store: TaskStore) -> N
     assert [t.id for t in rest.tasks] == ["b1", "a2"] and rest.total == 3
     page = await store.list(ListQuery(page_size=10, updated_before=ts(0)))
     assert page.tasks == [] and page.total == 0
+    backwards = ListQuery(page_size=10, updated_after=ts(30), updated_before=ts(20))
+    page = await store.list(backwards)
+    assert page.tasks == [] and page.total == 0
+    # A cursor past the window's end doesn't walk out of it.
+    page = await store.list(window._replace(page_size=10, cursor=(ts(50), "zz")))
+    assert [t.id for t in page.tasks] == ["a3", "b1", "a2"] and page.total == 3
 
 
 async def test_list_combines_filters(store: TaskStore) -> None:

@@ -51,14 +51,18 @@ async def test_a_claimed_webhook_is_due_to_no_one_else_until_given_up_or_lapsed(
     one, other = (webhooks(store) for store in pair)
     await pair[0].create(new_task("t"))
     await one.put_webhook(hook("t"))  # its first delivery: the task as it stands
-    assert await one.due_webhooks(100.0, 10, claim_until=160.0) == [KEY]
-    assert await other.due_webhooks(100.0, 10, claim_until=160.0) == []
-    assert await one.due_webhooks(101.0, 10, claim_until=161.0) == []  # claimed: by anyone
+    assert await one.due_webhooks(100.0, 10, claim_until=160.0, claimant="A") == [KEY]
+    assert await other.due_webhooks(100.0, 10, claim_until=160.0, claimant="B") == []
+    assert await one.due_webhooks(101.0, 10, claim_until=161.0, claimant="A") == []
     assert await other.due_webhooks(100.0, 10) == [KEY]  # an unclaiming read sees it
-    await one.claim_webhook(KEY, 200.0)  # renewed
-    assert await other.due_webhooks(170.0, 10, claim_until=230.0) == []
-    await one.claim_webhook(KEY, None)  # given up
-    assert await other.due_webhooks(170.0, 10, claim_until=230.0) == [KEY]
-    assert await one.due_webhooks(229.0, 10, claim_until=289.0) == []
-    # Its holder gone without a word: the claim lapses.
-    assert await one.due_webhooks(231.0, 10, claim_until=291.0) == [KEY]
+    assert await one.claim_webhook(KEY, 200.0, "A") is True  # renewed
+    assert await other.claim_webhook(KEY, None, "B") is False  # not B's to give up
+    assert await other.due_webhooks(170.0, 10, claim_until=230.0, claimant="B") == []
+    assert await one.claim_webhook(KEY, None, "A") is True  # given up
+    assert await other.due_webhooks(170.0, 10, claim_until=230.0, claimant="B") == [KEY]
+    assert await one.due_webhooks(229.0, 10, claim_until=289.0, claimant="A") == []
+    # B gone without a word: its claim lapses, A takes it, and B can't renew it any more.
+    assert await one.due_webhooks(231.0, 10, claim_until=291.0, claimant="A") == [KEY]
+    assert await other.claim_webhook(KEY, 300.0, "B") is False
+    assert await other.claim_webhook(KEY, None, "B") is False  # nor clear A's
+    assert await other.due_webhooks(240.0, 10, claim_until=300.0, claimant="B") == []

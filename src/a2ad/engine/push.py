@@ -36,6 +36,7 @@ import contextlib
 import heapq
 import logging
 import random
+import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -82,8 +83,9 @@ log = logging.getLogger("a2ad.push")
 
 POLL_SECONDS = 1.0  # the dispatcher looks at the outbox at least this often
 # A webhook this process delivers is claimed in a store other processes share, so
-# that no other delivers it at once; a claim is renewed every batch, given up when
-# the run ends, and lapses by itself after this long if its process died.
+# that no other delivers it at once: for at least this long (and three times the
+# attempt timeout), renewed before an attempt once a third of it has passed, given
+# up when the run ends, lapsing by itself if the process died.
 CLAIM_SECONDS = 60.0
 MAX_HOOKED = 100_000  # tasks remembered to have webhooks (past it, the poll finds them)
 BATCH = 32  # deliveries a lane reads at once
@@ -151,6 +153,8 @@ class PushNotifications:
         # poll, within POLL_SECONDS, and known from then on.
         self._hooked: set[TaskId] = set()
         self._lanes: set[WebhookKey] = set()
+        self._claimant = uuid.uuid4().hex  # whose claims on webhooks are this process's
+        self._claim_seconds = max(CLAIM_SECONDS, 3 * self.policy.timeout)
         self._retries: list[float] = []  # when failed deliveries are due again (a heap)
         self._worker: asyncio.Task[None] | None = None
         self._clients: _Clients | None = None
@@ -315,7 +319,10 @@ class PushNotifications:
                     try:
                         now = self._clock()
                         due = await self.store.due_webhooks(
-                            now, free + len(self._lanes), claim_until=now + CLAIM_SECONDS
+                            now,
+                            free + len(self._lanes),
+                            claim_until=now + self._claim_seconds,
+                            claimant=self._claimant,
                         )
                     except StoreUnavailableError:
                         due = []  # the store logs its outage; the next round tries again
@@ -354,8 +361,8 @@ class PushNotifications:
             )
             heapq.heappush(self._retries, self._clock() + POLL_SECONDS)
         finally:
-            with contextlib.suppress(Exception):  # unclaimed, it lapses in CLAIM_SECONDS
-                await self.store.claim_webhook(key, None)
+            with contextlib.suppress(Exception):  # not given up, it lapses by itself
+                await self.store.claim_webhook(key, None, self._claimant)
             self._lanes.discard(key)
             self._wake.set()  # its webhook may be due again already
             await self._clients.give_back(key, client)
@@ -364,11 +371,8 @@ class PushNotifications:
         """Deliver the webhook's pending deliveries in order, until none is left
         or one fails and must wait before it is tried again."""
         reached: tuple[str, Target | WebhookRefused] | None = None  # (url, where it led)
-        first = True
+        claimed = self._clock()
         while True:
-            if not first:  # a long run: hold the claim for another stretch
-                await self.store.claim_webhook(key, self._clock() + CLAIM_SECONDS)
-            first = False
             # Read afresh for each batch: the config may have been replaced.
             state = await self.store.get_webhook(key)
             pending = await self.store.deliveries(key, BATCH) if state is not None else []
@@ -380,6 +384,16 @@ class PushNotifications:
                 reached = webhook.config.url, await self._reach(webhook)
             revealed = self._reveal(key, webhook)
             for delivery in pending:
+                now = self._clock()
+                if now - claimed > self._claim_seconds / 3:  # hold the claim a stretch more
+                    until = now + self._claim_seconds
+                    if not await self.store.claim_webhook(key, until, self._claimant):
+                        log.warning(
+                            "push: this instance lost its claim on a webhook; another delivers it",
+                            extra={"task_id": key[0], "config_id": key[1]},
+                        )
+                        return
+                    claimed = now
                 if isinstance(revealed, str):  # this key can't read them: no point retrying
                     failure: tuple[str, bool] | None = revealed, True
                 else:

@@ -233,12 +233,13 @@ def normalized_time(text: str, field: str) -> str:
         if moment is None:
             raise ValueError(text)
         moment = moment.astimezone(UTC)  # OverflowError past year 9999 or before year 1
+        # ValueError for a moment that rounds to the millisecond into year 10000.
+        return format_timestamp(moment.timestamp())
     except (ValueError, OverflowError):
         raise InvalidParamsError(
             f"Invalid {field} {text!r}: use an RFC 3339 time such as 2026-11-30T10:00:00Z",
             field=field,
         ) from None
-    return format_timestamp(moment.timestamp())
 
 
 def encode_page_token(cursor: Cursor) -> str:

@@ -162,7 +162,7 @@ class ActivityEndpoint:
 def _minutes(scope: Scope) -> int:
     query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
     text = query.get("minutes", "60")
-    if not text.isdigit() or not 1 <= int(text) <= 1440:
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= 1440:
         raise InvalidParamsError(
             f"minutes={text[:40]!r}: give a whole number of minutes from 1 to 1440",
             field="minutes",

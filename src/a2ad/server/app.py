@@ -147,7 +147,7 @@ class A2AApp:
                     keepalive_seconds=keepalive_seconds,
                 ),
                 CardEndpoint(engine.agents[name], schemes=schemes, push=engine.push is not None),
-                ChangesEndpoint(handler),
+                ChangesEndpoint(handler, streams=streams),
                 TimelineEndpoint(handler),
                 ActivityEndpoint(handler),
             )

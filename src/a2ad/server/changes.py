@@ -21,15 +21,18 @@ import asyncio
 import contextlib
 import logging
 import time
+from contextlib import ExitStack
 
 import msgspec
 
 from ..agent import RequestContext
-from ..protocol.errors import A2AError, InvalidRequestError
+from ..protocol.errors import A2AError, InvalidRequestError, QuotaExceededError
+from ..protocol.model import parse_timestamp
 from ..protocol.requests import TaskQuery
 from ..protocol.types import format_timestamp
 from .dispatch import internal_error
 from .handler import RequestHandler
+from .limits import StreamSlots, caller_key, retry_headers
 from .rest import error_body
 from .types import Receive, Scope, Send, caller_of, respond
 
@@ -41,6 +44,7 @@ CHANGES_PATH = "/a2ad/changes"
 MAX_BATCH = 100
 POLL_SECONDS = 0.5
 KEEPALIVE_SECONDS = 15.0
+SLACK_SECONDS = 5.0  # how far back each read looks before the newest change reported
 
 _encode = msgspec.json.Encoder().encode
 
@@ -50,10 +54,13 @@ class ChangesEndpoint:
         self,
         handler: RequestHandler,
         *,
+        streams: StreamSlots | None = None,
         poll_seconds: float = POLL_SECONDS,
         keepalive_seconds: float = KEEPALIVE_SECONDS,
     ) -> None:
         self.handler = handler
+        # Counted with the caller's A2A streams (--max-streams-per-principal).
+        self.streams = streams if streams is not None else StreamSlots(0)
         self.poll_seconds = poll_seconds
         self.keepalive_seconds = keepalive_seconds
 
@@ -62,18 +69,32 @@ class ChangesEndpoint:
             error: A2AError = InvalidRequestError(f"{scope['method']} {CHANGES_PATH}: use GET")
             await respond(send, 405, error_body(error, 405), headers=[(b"allow", b"GET")])
             return
-        context = self.handler.request_context("1.0", "HTTP+JSON", (), caller_of(scope))
+        caller = caller_of(scope)
+        context = self.handler.request_context("1.0", "HTTP+JSON", (), caller)
         # From a second ago: a task made just before the stream opened is news too.
         since = format_timestamp(time.time() - 1.0)
-        try:
-            first = await self._changed(since, context)
-        except A2AError as exc:
-            await respond(send, exc.http_status, error_body(exc))
-            return
-        except Exception:
-            failed = internal_error()
-            await respond(send, failed.http_status, error_body(failed))
-            return
+        with ExitStack() as held:
+            try:
+                held.enter_context(self.streams.hold(caller_key(caller, scope)))
+                first = await self._changed(since, context)
+            except A2AError as exc:
+                headers = retry_headers(exc) if isinstance(exc, QuotaExceededError) else None
+                await respond(send, exc.http_status, error_body(exc), headers=headers)
+                return
+            except Exception:
+                failed = internal_error()
+                await respond(send, failed.http_status, error_body(failed))
+                return
+            await self._serve(receive, send, context, since, first)
+
+    async def _serve(
+        self,
+        receive: Receive,
+        send: Send,
+        context: RequestContext,
+        since: str,
+        first: list[tuple[str, str, str, str]],
+    ) -> None:
         await send(
             {
                 "type": "http.response.start",
@@ -112,7 +133,8 @@ class ChangesEndpoint:
                     seen[task_id] = timestamp
                     since = max(since, timestamp)
                 # Forget what is older than the window the next query reads.
-                seen = {k: v for k, v in seen.items() if v >= since}
+                low = _earlier(since)
+                seen = {k: v for k, v in seen.items() if v >= low}
                 body = _encode(
                     {
                         "tasks": [
@@ -141,7 +163,10 @@ class ChangesEndpoint:
                 break
             quiet += self.poll_seconds
             try:
-                changed = await self._changed(since, context)
+                # From SLACK_SECONDS before the newest change reported: a write
+                # stamped before it but committed after (or by an instance whose
+                # clock is behind) is still found; ``seen`` drops the repeats.
+                changed = await self._changed(_earlier(since), context)
             except Exception as exc:  # a store outage: say so and end; the page reconnects
                 log.warning("the changes stream ended: %s", exc)
                 await send({"type": "http.response.body", "body": b"event: error\ndata: {}\n\n"})
@@ -158,6 +183,13 @@ class ChangesEndpoint:
         return [
             (t.id, t.context_id, t.status.state.value, t.status.timestamp or "") for t in page.tasks
         ]
+
+
+def _earlier(timestamp: str) -> str:
+    moment = parse_timestamp(timestamp)
+    if moment is None:
+        return timestamp
+    return format_timestamp(moment.timestamp() - SLACK_SECONDS)
 
 
 async def _disconnected(receive: Receive) -> None:

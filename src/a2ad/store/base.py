@@ -459,18 +459,21 @@ class Webhooks(abc.ABC):
 
     @abc.abstractmethod
     async def due_webhooks(
-        self, now: float, limit: int, *, claim_until: float | None = None
+        self, now: float, limit: int, *, claim_until: float | None = None, claimant: str = ""
     ) -> builtins.list[WebhookKey]:
         """Up to ``limit`` due webhooks (next attempt at or before ``now``, epoch
         seconds), the longest due first. With ``claim_until``, a store that
-        several processes share answers only webhooks no other process has
-        claimed (or whose claim lapsed before ``now``), and claims them until
+        several processes share answers only webhooks nobody has claimed (or
+        whose claim lapsed before ``now``), and claims them for ``claimant`` until
         then, in the same statement: one process delivers a webhook at a time.
         A store of one process may ignore it."""
 
-    async def claim_webhook(self, key: WebhookKey, until: float | None) -> None:  # noqa: B027
-        """Hold the claim on ``key`` (from ``due_webhooks``) until ``until``, or
-        give it up (None). A store of one process has none to keep."""
+    async def claim_webhook(self, key: WebhookKey, until: float | None, claimant: str) -> bool:
+        """Hold ``claimant``'s claim on ``key`` (from ``due_webhooks``) until
+        ``until``, or give it up (None). False if the claim is no longer
+        ``claimant``'s (it lapsed and another took it): stop delivering. A store
+        of one process has no claims, and answers True."""
+        return True
 
     @abc.abstractmethod
     async def deliveries(self, key: WebhookKey, limit: int) -> builtins.list[Delivery]:

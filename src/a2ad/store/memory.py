@@ -452,11 +452,12 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
             if query.updated_before
             else len(keys)
         )
+        high = max(high, low)  # a window that ends before it starts holds nothing
         if query.state is None and not query.overdue_at and whose is None:
             total = high - low
         else:
             total = sum(1 for k in keys[low:high] if self._wanted(k, query, whose))
-        start = bisect.bisect_left(keys, query.cursor) if query.cursor else high
+        start = min(bisect.bisect_left(keys, query.cursor), high) if query.cursor else high
         tasks: list[Task] = []
         next_cursor: Cursor | None = None
         i = start - 1
@@ -549,7 +550,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
         return True
 
     async def due_webhooks(
-        self, now: float, limit: int, *, claim_until: float | None = None
+        self, now: float, limit: int, *, claim_until: float | None = None, claimant: str = ""
     ) -> builtins.list[WebhookKey]:
         due = [
             (hook.due_at, key)

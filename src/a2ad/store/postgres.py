@@ -189,12 +189,14 @@ _DUE_WEBHOOKS = """SELECT task_id, id FROM webhooks WHERE due_at <= $1
     ORDER BY due_at LIMIT $2"""
 # Due webhooks no other instance claimed (or whose claim lapsed), claimed in the
 # same statement; SKIP LOCKED: two instances at once take different ones.
-_CLAIM_DUE = """UPDATE webhooks w SET claimed_until = $3 FROM (
+_CLAIM_DUE = """UPDATE webhooks w SET claimed_until = $3, claimed_by = $4 FROM (
         SELECT task_id, id FROM webhooks WHERE due_at <= $1
             AND (claimed_until IS NULL OR claimed_until < $1)
         ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED) d
     WHERE w.task_id = d.task_id AND w.id = d.id RETURNING w.task_id, w.id"""
-_SET_CLAIM = "UPDATE webhooks SET claimed_until = $3 WHERE task_id = $1 AND id = $2"
+# Renew (or give up, NULL) a claim that is still the claimant's.
+_SET_CLAIM = """UPDATE webhooks SET claimed_until = $3
+    WHERE task_id = $1 AND id = $2 AND claimed_by = $4"""
 _SELECT_DELIVERIES = """SELECT id, seq, kind, body, snapshot, attempts FROM deliveries
     WHERE task_id = $1 AND webhook_id = $2 ORDER BY id LIMIT $3"""
 _LEFT = """UPDATE webhooks SET {counter} = {counter} + 1,
@@ -1028,7 +1030,7 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns):
         return await self._write(lambda conn: _delete_webhook(conn, key), key[0])
 
     async def due_webhooks(
-        self, now: float, limit: int, *, claim_until: float | None = None
+        self, now: float, limit: int, *, claim_until: float | None = None, claimant: str = ""
     ) -> builtins.list[WebhookKey]:
         if claim_until is None:
 
@@ -1038,15 +1040,16 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns):
             return await self._read(due)
 
         async def claim(conn: Connection) -> builtins.list[WebhookKey]:
-            rows = await conn.fetch(_CLAIM_DUE, now, limit, claim_until)
+            rows = await conn.fetch(_CLAIM_DUE, now, limit, claim_until, claimant)
             return [(row[0], row[1]) for row in rows]
 
         return await self._write(claim, transaction=False)
 
-    async def claim_webhook(self, key: WebhookKey, until: float | None) -> None:
-        await self._write(
-            lambda conn: conn.execute(_SET_CLAIM, *key, until), key[0], transaction=False
+    async def claim_webhook(self, key: WebhookKey, until: float | None, claimant: str) -> bool:
+        done = await self._write(
+            lambda conn: conn.execute(_SET_CLAIM, *key, until, claimant), key[0], transaction=False
         )
+        return bool(done != "UPDATE 0")
 
     async def deliveries(self, key: WebhookKey, limit: int) -> builtins.list[Delivery]:
         async def deliveries(conn: Connection) -> builtins.list[Delivery]:

@@ -248,7 +248,10 @@ _SCHEMA_V1 = (
 
 # Version 2: a webhook claimed by one instance while it delivers, until this
 # epoch time (store/base.py, ``due_webhooks``).
-_SCHEMA_V2 = ("ALTER TABLE webhooks ADD COLUMN claimed_until double precision",)
+_SCHEMA_V2 = (
+    "ALTER TABLE webhooks ADD COLUMN claimed_until double precision",
+    'ALTER TABLE webhooks ADD COLUMN claimed_by text COLLATE "C"',
+)
 
 # Step i upgrades a database at version i to version i + 1; append, never edit.
 _MIGRATIONS: tuple[tuple[str, ...], ...] = (_SCHEMA_V1, _SCHEMA_V2)

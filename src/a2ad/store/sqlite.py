@@ -166,9 +166,11 @@ _DUE_WEBHOOKS = "SELECT task_id, id FROM webhooks WHERE due_at <= ? ORDER BY due
 # The due webhooks no other process of a group claimed (or whose claim lapsed).
 _UNCLAIMED_DUE = """SELECT task_id, id FROM webhooks WHERE due_at <= ?1
     AND (claimed_until IS NULL OR claimed_until < ?1) ORDER BY due_at LIMIT ?2"""
-_CLAIM = """UPDATE webhooks SET claimed_until = ?3 WHERE task_id = ?1 AND id = ?2
+_CLAIM = """UPDATE webhooks SET claimed_until = ?3, claimed_by = ?5 WHERE task_id = ?1 AND id = ?2
     AND due_at <= ?4 AND (claimed_until IS NULL OR claimed_until < ?4)"""
-_SET_CLAIM = "UPDATE webhooks SET claimed_until = ? WHERE task_id = ? AND id = ?"
+# Renew (or give up, NULL) a claim that is still the claimant's.
+_SET_CLAIM = """UPDATE webhooks SET claimed_until = ?3
+    WHERE task_id = ?1 AND id = ?2 AND claimed_by = ?4"""
 _SELECT_DELIVERIES = """SELECT id, seq, kind, body, snapshot, attempts FROM deliveries
     WHERE task_id = ? AND webhook_id = ? ORDER BY id LIMIT ?"""
 # After a delivery leaves (delivered, or dead-lettered): count it; the next is
@@ -647,7 +649,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
         )
 
     async def due_webhooks(
-        self, now: float, limit: int, *, claim_until: float | None = None
+        self, now: float, limit: int, *, claim_until: float | None = None, claimant: str = ""
     ) -> builtins.list[WebhookKey]:
         if claim_until is None or self._group is None:  # one process: nothing to share
             return await self._run(
@@ -661,13 +663,21 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
             return []
 
         def claim(conn: sqlite3.Connection) -> builtins.list[WebhookKey]:
-            return [key for key in due if conn.execute(_CLAIM, (*key, claim_until, now)).rowcount]
+            return [
+                key
+                for key in due
+                if conn.execute(_CLAIM, (*key, claim_until, now, claimant)).rowcount
+            ]
 
         return await self._run(claim, write=True)
 
-    async def claim_webhook(self, key: WebhookKey, until: float | None) -> None:
-        if self._group is not None:
-            await self._run(lambda conn: conn.execute(_SET_CLAIM, (until, *key)), write=True)
+    async def claim_webhook(self, key: WebhookKey, until: float | None, claimant: str) -> bool:
+        if self._group is None:
+            return True
+        held: int = await self._run(
+            lambda conn: conn.execute(_SET_CLAIM, (*key, until, claimant)).rowcount, write=True
+        )
+        return held > 0
 
     async def deliveries(self, key: WebhookKey, limit: int) -> builtins.list[Delivery]:
         def deliveries(conn: sqlite3.Connection) -> builtins.list[Delivery]:

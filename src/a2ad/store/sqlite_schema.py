@@ -238,6 +238,7 @@ def _create_v5(conn: sqlite3.Connection) -> None:
 # delivers, until this epoch time (store/base.py, ``due_webhooks``).
 def _create_v6(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE webhooks ADD COLUMN claimed_until REAL")
+    conn.execute("ALTER TABLE webhooks ADD COLUMN claimed_by TEXT")
 
 
 # Step i upgrades a file at version i to version i + 1; append, never edit.

@@ -65,8 +65,11 @@ def check_path(path: str) -> str:
             f"dashboard path {path!r}: give an absolute path of letters, digits, '-', '_' "
             "or '.' segments, such as /ui"
         )
-    if segments[0] in ("agents", "tasks", "message:send", "v1", "a2a", ".well-known"):
+    taken = ("agents", "tasks", "message:send", "message:stream", "v1", "a2a", ".well-known")
+    if segments[0] in taken:
         raise ValueError(f"dashboard path {path!r}: /{segments[0]} is an A2A path")
+    if segments[0] in ("a2ad", "metrics", "healthz", "readyz", "extendedAgentCard"):
+        raise ValueError(f"dashboard path {path!r}: /{segments[0]} is a path a2ad serves")
     return trimmed
 
 

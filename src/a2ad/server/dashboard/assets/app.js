@@ -22,6 +22,8 @@ const STATE = Object.fromEntries(STATES.map(([key, label, icon]) => [key, { labe
 const ACTIVE = new Set(STATES.slice(0, 4).map(([key]) => key));
 const main = document.getElementById("main");
 let stopLive = () => {};
+// Bumped by each route(): a view's awaits that return after it was left draw nothing.
+let view = 0;
 
 // --- talking to the server ---
 
@@ -69,6 +71,7 @@ function askForToken() {
   const dialog = document.getElementById("token-dialog");
   if (dialog.open) return Promise.resolve();
   document.getElementById("token").value = "";
+  dialog.returnValue = ""; // Escape closes without setting it: not the last one's "ok"
   dialog.showModal();
   return new Promise((resolve) => {
     dialog.addEventListener(
@@ -476,8 +479,9 @@ function watchChanges(onChange) {
 }
 
 async function showList() {
+  const mine = view;
   const filters = filtersFromUrl();
-  const counts = el("div", { class: "counts", "aria-label": "Tasks by state" });
+  const counts = el("div", { class: "counts", role: "group", "aria-label": "Tasks by state" });
   const body = el("tbody");
   const table = el(
     "table",
@@ -510,7 +514,7 @@ async function showList() {
     q.set("stale", staleInput.value.trim());
     history.replaceState(null, "", `${BASE}?${q}`);
   });
-  const charts = el("div", { class: "charts", "aria-label": "Activity" });
+  const charts = el("div", { class: "charts", role: "group", "aria-label": "Activity" });
   main.replaceChildren(
     el("h1", {}, "Tasks"),
     counts,
@@ -536,7 +540,14 @@ async function showList() {
     countsLater = null;
     stateCounts(filters, counts).catch((error) => showError(counts, error));
   };
-  const refresh = async () => {
+  let first = true;
+  let running = null; // one refresh at a time: a later one waits for it
+  const refresh = () => {
+    running = (running || Promise.resolve()).then(refreshOnce);
+    return running;
+  };
+  const refreshOnce = async () => {
+    if (mine !== view) return false;
     // The counts (eight requests) at most every 3 s, and once more after a burst.
     if (Date.now() - countsDrawn > 3000) recount();
     else if (countsLater === null) countsLater = setTimeout(recount, 3000 - (Date.now() - countsDrawn));
@@ -548,13 +559,22 @@ async function showList() {
     try {
       page = await loadPage(filters);
     } catch (error) {
-      showError(body, error);
+      if (mine === view) showError(body, error);
       return false;
     }
-    fillTable(body, pager, filters, page);
+    if (mine !== view) return false;
+    fillTable(body, pager, filters, page, first);
+    first = false;
     return true;
   };
-  if (await refresh()) watchChanges(refresh);
+  if ((await refresh()) && mine === view) {
+    watchChanges(refresh);
+    const stopWatching = stopLive;
+    stopLive = () => {
+      stopWatching();
+      clearTimeout(countsLater);
+    };
+  }
 }
 
 // The text filter is the page's own (A2A lists have none): it reads the view's
@@ -581,7 +601,7 @@ async function loadPage(filters) {
   return { tasks: found, totalSize: total, nextPageToken: token || "", searched };
 }
 
-function fillTable(body, pager, filters, page) {
+function fillTable(body, pager, filters, page, first = false) {
   const tasks = page.tasks || [];
   const shown = new Map([...body.querySelectorAll("tr[data-task-id]")].map((r) => [r.dataset.taskId, r]));
   const rows = tasks.map((task) => {
@@ -602,7 +622,7 @@ function fillTable(body, pager, filters, page) {
       ? el("button", { type: "button", onclick: () => setFilters({ page: page.nextPageToken }) }, "Next page")
       : "",
   );
-  say(`${tasks.length} tasks shown`);
+  if (first) say(`${tasks.length} tasks shown`);
 }
 
 async function cancelOverdue(filters) {
@@ -636,6 +656,7 @@ function confirmDialog(title, items, canConfirm = true) {
   document.getElementById("confirm-title").textContent = title;
   document.getElementById("confirm-body").replaceChildren(items.length ? el("ul", {}, items) : "");
   document.getElementById("confirm-ok").hidden = !canConfirm;
+  dialog.returnValue = ""; // Escape closes without setting it: not the last one's "ok"
   dialog.showModal();
   return new Promise((resolve) => {
     dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok"), { once: true });
@@ -719,16 +740,18 @@ function artifactView(artifact) {
 }
 
 async function showTask(id) {
+  const mine = view;
   main.replaceChildren(el("p", {}, "Loading…"));
   let task;
   try {
     task = await api("GET", `/tasks/${encodeURIComponent(id)}`);
   } catch (error) {
-    showError(main, error);
+    if (mine === view) showError(main, error);
     return;
   }
+  if (mine !== view) return;
   renderTask(task);
-  if (ACTIVE.has(task.status.state) && task.status.state !== "TASK_STATE_INPUT_REQUIRED") follow(task);
+  if (ACTIVE.has(task.status.state) && task.status.state !== "TASK_STATE_INPUT_REQUIRED") follow(task, mine);
 }
 
 function seconds(ms) {
@@ -821,27 +844,71 @@ function renderTask(task) {
   );
 }
 
-function follow(task) {
+// The artifacts with one update applied: a chunk with ``append`` adds its parts to
+// the artifact so far, any other replaces it.
+function withArtifact(artifacts, update) {
+  const artifact = update.artifact;
+  const list = [...(artifacts || [])];
+  const at = list.findIndex((a) => a.artifactId === artifact.artifactId);
+  if (at < 0) list.push(artifact);
+  else if (update.append) list[at] = { ...list[at], parts: [...(list[at].parts || []), ...(artifact.parts || [])] };
+  else list[at] = artifact;
+  return list;
+}
+
+function drawArtifacts(task) {
+  const section = document.getElementById("artifacts");
+  if (!section) return;
+  section.replaceChildren(
+    el("h2", {}, "Artifacts"),
+    task.artifacts && task.artifacts.length ? task.artifacts.map(artifactView) : el("p", {}, "None."),
+  );
+}
+
+// A whole redraw (on a state change) keeps what the person was typing, and its focus.
+function redrawTask(task) {
+  const box = document.getElementById("reply-text");
+  const typed = box ? box.value : "";
+  const focused = box !== null && document.activeElement === box;
+  renderTask(task);
+  const again = document.getElementById("reply-text");
+  if (again) {
+    again.value = typed;
+    if (focused) again.focus();
+  }
+}
+
+function follow(task, mine) {
   const controller = new AbortController();
   stopLive = () => controller.abort();
   say("following the task live");
   stream(
     `/tasks/${encodeURIComponent(task.id)}:subscribe`,
     (event) => {
+      if (mine !== view) return;
+      if (event.artifactUpdate) {
+        task = { ...task, artifacts: withArtifact(task.artifacts, event.artifactUpdate) };
+        drawArtifacts(task); // the rest of the page stays as it is
+        return;
+      }
+      const before = task.status.state;
       if (event.task) task = event.task;
       else if (event.statusUpdate) task = { ...task, status: event.statusUpdate.status };
-      else if (event.artifactUpdate) {
-        const artifact = event.artifactUpdate.artifact;
-        const others = (task.artifacts || []).filter((a) => a.artifactId !== artifact.artifactId);
-        task = { ...task, artifacts: [...others, artifact] };
+      else return;
+      if (!ACTIVE.has(task.status.state)) {
+        // Ended: read it whole once, as the store has it, rather than trust the pieces.
+        api("GET", `/tasks/${encodeURIComponent(task.id)}`)
+          .then((stored) => mine === view && redrawTask(stored))
+          .catch(() => mine === view && redrawTask(task));
+      } else if (task.status.state !== before || event.task) {
+        redrawTask(task);
       }
-      renderTask(task);
     },
     controller.signal,
   )
-    .then(() => say("the task's stream ended"))
+    .then(() => mine === view && say("the task's stream ended"))
     .catch((error) => {
-      if (error.name !== "AbortError") say(`live updates stopped: ${error.message}`);
+      if (error.name !== "AbortError" && mine === view) say(`live updates stopped: ${error.message}`);
     });
 }
 
@@ -890,6 +957,7 @@ async function sendReply(event, task) {
 // --- routing ---
 
 function route() {
+  view += 1;
   stopLive();
   stopLive = () => {};
   if (SETTINGS.auth && !sessionStorage.getItem(TOKEN_KEY)) {
