@@ -385,6 +385,16 @@ def test_a_stream_the_outage_cuts_short_ends_with_the_error_and_where_to_resume(
             params = send_params("hang", True)
             r = http.post(f"{live.url}/", json=rpc_body("SendMessage", params), headers=V1)
             task_id = r.json()["result"]["task"]["id"]
+            # Working before the stream opens: its first frame is then the last until the cut.
+            deadline = time.monotonic() + 10
+            while True:
+                got = http.post(
+                    f"{live.url}/", json=rpc_body("GetTask", {"id": task_id}), headers=V1
+                ).json()
+                if got["result"]["status"]["state"] == "TASK_STATE_WORKING":
+                    break
+                assert time.monotonic() < deadline, got
+                time.sleep(0.02)
             frames: list[tuple[int | None, dict[str, Any]]] = []
             body = rpc_body("SubscribeToTask", {"id": task_id})
             with http.stream("POST", f"{live.url}/", json=body, headers=V1) as stream:
