@@ -49,24 +49,14 @@ def fields() -> dict[str, str]:
     """The context of a line written now: those of ``CONTEXT_FIELDS`` that are
     known (empty ones left out), the turn's over the request's."""
     found: dict[str, str] = {}
-    now = turn.get()
     asked = request.get()
-    if now is not None:
-        found["task_id"] = now.task_id
-        if now.context_id:
-            found["context_id"] = now.context_id
-        if now.agent:
-            found["agent"] = now.agent
-    elif asked is not None:
-        if asked.task_id:
-            found["task_id"] = asked.task_id
-        if asked.context_id:
-            found["context_id"] = asked.context_id
-        if asked.agent:
-            found["agent"] = asked.agent
+    about = turn.get() or asked  # what the line is about: the turn, else the request
+    if about is not None:
+        for name in ("task_id", "context_id", "agent"):
+            if value := getattr(about, name):
+                found[name] = value
     if asked is not None:
-        if asked.request_id:
-            found["request_id"] = asked.request_id
-        if asked.principal:
-            found["principal"] = asked.principal
+        for name in ("request_id", "principal"):
+            if value := getattr(asked, name):
+                found[name] = value
     return found

@@ -28,14 +28,13 @@ from urllib.parse import parse_qsl
 import msgspec
 
 from ..agent import RequestContext
-from ..protocol.errors import A2AError, InvalidParamsError, InvalidRequestError
+from ..protocol.errors import InvalidParamsError, InvalidRequestError
 from ..protocol.model import TaskState
 from ..protocol.requests import TaskQuery, decode_page_token
 from ..protocol.types import format_timestamp
-from .dispatch import internal_error
 from .handler import RequestHandler
-from .rest import error_body
-from .types import Scope, Send, caller_of, respond
+from .rest import respond_read
+from .types import Scope, Send, caller_of
 
 __all__ = ["ACTIVITY_PATH", "MAX_SAMPLE", "ActivityEndpoint", "created_ms"]
 
@@ -75,20 +74,14 @@ class ActivityEndpoint:
         self.handler = handler
 
     async def __call__(self, scope: Scope, send: Send) -> None:
-        try:
-            if scope["method"] != "GET":
-                raise InvalidRequestError(f"{scope['method']} {ACTIVITY_PATH}: use GET")
-            minutes = _minutes(scope)
-            context = self.handler.request_context("1.0", "HTTP+JSON", (), caller_of(scope))
-            body = await self.report(minutes, context, now=time.time())
-        except A2AError as exc:
-            await respond(send, exc.http_status, error_body(exc))
-            return
-        except Exception:
-            failed = internal_error()
-            await respond(send, failed.http_status, error_body(failed))
-            return
-        await respond(send, 200, body, headers=[(b"cache-control", b"no-store")])
+        await respond_read(send, self._read(scope), headers=[(b"cache-control", b"no-store")])
+
+    async def _read(self, scope: Scope) -> bytes:
+        if scope["method"] != "GET":
+            raise InvalidRequestError(f"{scope['method']} {ACTIVITY_PATH}: use GET")
+        minutes = _minutes(scope)
+        context = self.handler.request_context("1.0", "HTTP+JSON", (), caller_of(scope))
+        return await self.report(minutes, context, now=time.time())
 
     async def report(self, minutes: int, context: RequestContext, *, now: float) -> bytes:
         since_s = now - minutes * 60

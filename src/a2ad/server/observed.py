@@ -14,7 +14,8 @@ from __future__ import annotations
 import time
 from typing import Any, Protocol
 
-from ..protocol.dialect import Operation
+from ..protocol.dialect import Operation, method_name
+from ..protocol.v1 import V1
 from .types import Scope
 
 __all__ = [
@@ -31,19 +32,7 @@ REQUEST_ID_HEADER = b"x-request-id"  # the request's id, as the client may give 
 
 # An operation as metrics, logs and spans name it, whichever version or binding
 # asked: its A2A 1.0 method name. A bounded set, so fit for a metric label.
-OPERATION_NAMES: dict[Operation, str] = {
-    Operation.SEND: "SendMessage",
-    Operation.STREAM: "SendStreamingMessage",
-    Operation.GET: "GetTask",
-    Operation.LIST: "ListTasks",
-    Operation.CANCEL: "CancelTask",
-    Operation.SUBSCRIBE: "SubscribeToTask",
-    Operation.CREATE_PUSH_CONFIG: "CreateTaskPushNotificationConfig",
-    Operation.GET_PUSH_CONFIG: "GetTaskPushNotificationConfig",
-    Operation.LIST_PUSH_CONFIGS: "ListTaskPushNotificationConfigs",
-    Operation.DELETE_PUSH_CONFIG: "DeleteTaskPushNotificationConfig",
-    Operation.EXTENDED_CARD: "GetExtendedAgentCard",
-}
+OPERATION_NAMES: dict[Operation, str] = {op: method_name(V1, op) for op in Operation}
 
 
 class RequestRecord:

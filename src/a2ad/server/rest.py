@@ -17,7 +17,7 @@ body carrying the ErrorInfo: for A2A errors, unknown paths (404), wrong methods
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from contextlib import ExitStack
 from types import MappingProxyType
 from typing import Any, NamedTuple
@@ -48,7 +48,7 @@ from .observed import record_of
 from .sse import KEEPALIVE_SECONDS, stream_sse
 from .types import ClientGone, Receive, Scope, Send, caller_of, header, read_body, respond
 
-__all__ = ["RestEndpoint", "error_body"]
+__all__ = ["RestEndpoint", "error_body", "respond_read"]
 
 _encode = msgspec.json.Encoder().encode
 _fields = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
@@ -97,6 +97,25 @@ def error_body(error: A2AError, status: int | None = None, *, v03: bool = False)
         body["type"] = type(error).__name__
         body["message"] = error.message
     return _encode(body)
+
+
+async def respond_read(
+    send: Send, read: Awaitable[bytes], *, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    """Answer 200 with the JSON body ``read`` makes; an A2AError it raises as its
+    HTTP+JSON error, anything else as ``internal_error`` says (503 for a store
+    outage, else 500 naming an incident: never a traceback). For a2ad's own
+    reads beside A2A's (the dashboard's timeline and activity)."""
+    try:
+        body = await read
+    except A2AError as exc:
+        await respond(send, exc.http_status, error_body(exc))
+        return
+    except Exception:
+        failed = internal_error()
+        await respond(send, failed.http_status, error_body(failed))
+        return
+    await respond(send, 200, body, headers=headers)
 
 
 class _Kind(enum.Enum):

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import msgspec
 
-from ..protocol.errors import A2AError, InvalidRequestError
+from ..protocol.errors import InvalidRequestError
 from ..protocol.internal import is_internal
 from ..protocol.model import TaskStatusUpdateEvent
-from .dispatch import internal_error
 from .handler import RequestHandler
-from .rest import error_body
-from .types import Scope, Send, caller_of, respond
+from .rest import respond_read
+from .types import Scope, Send, caller_of
 
 __all__ = ["TIMELINE_PREFIX", "TimelineEndpoint", "timeline_task_id"]
 
@@ -41,18 +40,13 @@ class TimelineEndpoint:
         self.handler = handler
 
     async def __call__(self, task_id: str, scope: Scope, send: Send) -> None:
-        try:
-            if scope["method"] != "GET":
-                raise InvalidRequestError(f"{scope['method']} {TIMELINE_PREFIX}...: use GET")
-            context = self.handler.request_context("1.0", "HTTP+JSON", (), caller_of(scope))
-            events = await self.handler.task_events(task_id, context)
-        except A2AError as exc:
-            await respond(send, exc.http_status, error_body(exc))
-            return
-        except Exception:
-            failed = internal_error()
-            await respond(send, failed.http_status, error_body(failed))
-            return
+        await respond_read(send, self._read(task_id, scope))
+
+    async def _read(self, task_id: str, scope: Scope) -> bytes:
+        if scope["method"] != "GET":
+            raise InvalidRequestError(f"{scope['method']} {TIMELINE_PREFIX}...: use GET")
+        context = self.handler.request_context("1.0", "HTTP+JSON", (), caller_of(scope))
+        events = await self.handler.task_events(task_id, context)
         shown = []
         artifacts = 0
         for logged in events:
@@ -74,4 +68,4 @@ class TimelineEndpoint:
                     "text": text[:500],
                 }
             )
-        await respond(send, 200, _encode({"events": shown, "artifactUpdates": artifacts}))
+        return _encode({"events": shown, "artifactUpdates": artifacts})
