@@ -36,11 +36,12 @@ def send_body(n: int) -> bytes:
     return rpc("SendMessage", {"message": message})
 
 
-async def call(app: Any, body: bytes) -> bytes:
+async def call(app: Any, body: bytes = b"", *, method: str = "POST", path: str = "/") -> bytes:
+    """One request to ``app`` in-process (JSON-RPC by default); its response body."""
     scope = {
         "type": "http",
-        "method": "POST",
-        "path": "/",
+        "method": method,
+        "path": path,
         "root_path": "",
         "query_string": b"",
         "headers": [(b"content-type", b"application/json"), (b"a2a-version", b"1.0")],
@@ -64,6 +65,28 @@ async def call(app: Any, body: bytes) -> bytes:
     return b"".join(answer)
 
 
+async def prefilled_gets(app: Any, prefill: int, requests: int) -> list[bytes]:
+    """Send ``prefill`` tasks to ``app``; ``requests`` GetTask bodies cycling over them."""
+    ids = []
+    for n in range(prefill):
+        answer = json.loads(await call(app, send_body(n)))
+        ids.append(answer["result"]["task"]["id"])
+    return [rpc("GetTask", {"id": ids[n % len(ids)]}) for n in range(requests)]
+
+
+async def timed_round(app: Any, gets: list[bytes], sends: range) -> tuple[float, float]:
+    """Process CPU seconds per request: ``gets`` in turn, then a SendMessage for
+    each number of ``sends`` (message ids must not repeat across rounds)."""
+    t0 = time.process_time()
+    for body in gets:
+        await call(app, body)
+    t1 = time.process_time()
+    for n in sends:
+        await call(app, send_body(n))
+    t2 = time.process_time()
+    return (t1 - t0) / len(gets), (t2 - t1) / len(sends)
+
+
 async def main(args: argparse.Namespace) -> None:
     with tempfile.NamedTemporaryFile("w", suffix=".log") as out:
         configure_logging("warning", access=True, stream=out)  # as `a2ad serve` writes them
@@ -72,29 +95,18 @@ async def main(args: argparse.Namespace) -> None:
         app.observers.append(observer)
         await app.engine.start()
         try:
-            ids = []
-            for n in range(args.prefill):
-                answer = json.loads(await call(app, send_body(n)))
-                ids.append(answer["result"]["task"]["id"])
-            gets = [rpc("GetTask", {"id": ids[n % len(ids)]}) for n in range(args.requests)]
+            gets = await prefilled_gets(app, args.prefill, args.requests)
             cost: dict[tuple[str, str], list[float]] = {}
+            sends = args.requests // 4
             sent = args.prefill
             for round_ in range(args.rounds):
                 order = SETTINGS[round_ % 3 :] + SETTINGS[: round_ % 3]
                 for setting in order:
                     observer.access = access_fraction(setting)
-                    t0 = time.process_time()
-                    for body in gets:
-                        await call(app, body)
-                    t1 = time.process_time()
-                    for _ in range(args.requests // 4):
-                        await call(app, send_body(sent))
-                        sent += 1
-                    t2 = time.process_time()
-                    cost.setdefault(("GetTask", setting), []).append((t1 - t0) / len(gets))
-                    cost.setdefault(("SendMessage", setting), []).append(
-                        (t2 - t1) / (args.requests // 4)
-                    )
+                    get, send = await timed_round(app, gets, range(sent, sent + sends))
+                    sent += sends
+                    cost.setdefault(("GetTask", setting), []).append(get)
+                    cost.setdefault(("SendMessage", setting), []).append(send)
         finally:
             await app.aclose()
     print("| request | " + " | ".join(f"{s}: µs" for s in SETTINGS) + " | on − off |")

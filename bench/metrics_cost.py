@@ -17,10 +17,8 @@ import argparse
 import asyncio
 import json
 import statistics
-import time
-from typing import Any
 
-from access_log import call, rpc, send_body  # bench/access_log.py: one request, in-process
+from access_log import call, prefilled_gets, timed_round  # bench/access_log.py: in-process
 
 from a2ad import create_app
 from a2ad.server.metrics import Metrics
@@ -36,30 +34,20 @@ async def main(args: argparse.Namespace) -> None:
     gets: dict[str, list[bytes]] = {}
     for setting, app in apps.items():
         await app.engine.start()
-        ids = []
-        for n in range(args.prefill):
-            answer = json.loads(await call(app, send_body(n)))
-            ids.append(answer["result"]["task"]["id"])
-        gets[setting] = [rpc("GetTask", {"id": ids[n % len(ids)]}) for n in range(args.requests)]
+        gets[setting] = await prefilled_gets(app, args.prefill, args.requests)
     cost: dict[tuple[str, str], list[float]] = {}
+    sends = args.requests // 4
     sent = args.prefill
     try:
         for round_ in range(args.rounds):
             for setting in SETTINGS if round_ % 2 == 0 else SETTINGS[::-1]:
-                app = apps[setting]
-                t0 = time.process_time()
-                for body in gets[setting]:
-                    await call(app, body)
-                t1 = time.process_time()
-                for _ in range(args.requests // 4):
-                    await call(app, send_body(sent))
-                    sent += 1
-                t2 = time.process_time()
-                cost.setdefault(("GetTask", setting), []).append((t1 - t0) / len(gets[setting]))
-                cost.setdefault(("SendMessage", setting), []).append(
-                    (t2 - t1) / (args.requests // 4)
+                get, send = await timed_round(
+                    apps[setting], gets[setting], range(sent, sent + sends)
                 )
-        scraped = await call_get(apps["on"], "/metrics")
+                sent += sends
+                cost.setdefault(("GetTask", setting), []).append(get)
+                cost.setdefault(("SendMessage", setting), []).append(send)
+        scraped = await call(apps["on"], method="GET", path="/metrics")
         assert b"a2ad_requests_total" in scraped, scraped[:200]
     finally:
         for app in apps.values():
@@ -75,30 +63,6 @@ async def main(args: argparse.Namespace) -> None:
             f"| {med['on'] / med['off']:.3f} |"
         )
     print(json.dumps({"bench": "metrics_cost", "us_per_request": figures}))
-
-
-async def call_get(app: Any, path: str) -> bytes:
-    scope = {
-        "type": "http",
-        "method": "GET",
-        "path": path,
-        "root_path": "",
-        "query_string": b"",
-        "headers": [],
-        "client": ("127.0.0.1", 50000),
-    }
-    answer: list[bytes] = []
-
-    async def receive() -> dict[str, Any]:
-        await asyncio.Event().wait()
-        return {}
-
-    async def send(message: dict[str, Any]) -> None:
-        if message["type"] == "http.response.body":
-            answer.append(message.get("body", b""))
-
-    await app(scope, receive, send)
-    return b"".join(answer)
 
 
 if __name__ == "__main__":
