@@ -35,3 +35,18 @@ def browser() -> Iterator[object]:
         launched = playwright.chromium.launch(executable_path=path, args=["--no-sandbox"])
         yield launched
         launched.close()
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """API keys of three callers of one tenant and an operator, and their file."""
+    from a2ad.server import auth
+
+    path = str(tmp_path_factory.mktemp("keys") / "keys.toml")
+    return {
+        "ann": auth.add_key(path, "ann", tenants=["acme"]),
+        "bob": auth.add_key(path, "bob", tenants=["acme"]),
+        "cat": auth.add_key(path, "cat", tenants=["acme"]),
+        "olga": auth.add_key(path, "olga", tenants=["acme"], roles=["operator"]),
+        "path": path,
+    }

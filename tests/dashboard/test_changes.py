@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,24 +15,13 @@ import httpx
 import pytest
 
 from a2ad import ApiKeys, CredentialAuthenticator, create_app
-from a2ad.server import auth
 from a2ad.store.sqlite import SqliteStore
 
 from ..conftest import LiveServer
 from ..scripted import ScriptedAgent
+from .wire import send
 
 V1 = {"A2A-Version": "1.0"}
-
-
-@pytest.fixture(scope="module")
-def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    path = str(tmp_path_factory.mktemp("keys") / "keys.toml")
-    return {
-        "ann": auth.add_key(path, "ann", tenants=["acme"]),
-        "bob": auth.add_key(path, "bob", tenants=["acme"]),
-        "cat": auth.add_key(path, "cat", tenants=["acme"]),
-        "path": path,
-    }
 
 
 @pytest.fixture(scope="module")
@@ -42,17 +30,6 @@ def server(tmp_path_factory: pytest.TempPathFactory, keys: dict[str, str]) -> It
     authenticator = CredentialAuthenticator(keys=ApiKeys.load(keys["path"]))
     with LiveServer(create_app(ScriptedAgent(), store=store, authenticator=authenticator)) as live:
         yield live
-
-
-def send(server: LiveServer, key: str, text: str) -> Any:
-    body = {
-        "message": {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": text}]},
-        "configuration": {"returnImmediately": True},
-    }
-    headers = {**V1, "Authorization": f"Bearer {key}"}
-    answer = httpx.post(f"{server.url}/message:send", json=body, headers=headers, timeout=10)
-    answer.raise_for_status()
-    return answer.json()["task"]
 
 
 class Listener:
@@ -99,9 +76,9 @@ def test_a_caller_hears_of_its_own_tasks_changing_and_of_no_one_elses(
 ) -> None:
     ann = Listener(server, keys["ann"])
     try:
-        hers = send(server, keys["ann"], "hang for ann")
+        hers = send(server, "hang for ann", key=keys["ann"], wait=False)
         ann.wait_for(hers["id"], "TASK_STATE_WORKING")
-        theirs = send(server, keys["bob"], "echo for bob")
+        theirs = send(server, "echo for bob", key=keys["bob"], wait=False)
         headers = {**V1, "Authorization": f"Bearer {keys['ann']}"}
         httpx.post(f"{server.url}/tasks/{hers['id']}:cancel", json={}, headers=headers)
         ann.wait_for(hers["id"], "TASK_STATE_CANCELED")
@@ -128,7 +105,7 @@ def test_the_stream_is_answered_under_each_agents_path(tmp_path: Path) -> None:
 
 
 def test_a_timeline_is_its_callers_alone(server: LiveServer, keys: dict[str, str]) -> None:
-    hers = send(server, keys["ann"], "echo timeline")
+    hers = send(server, "echo timeline", key=keys["ann"], wait=False)
     ann = {"Authorization": f"Bearer {keys['ann']}"}
     bob = {"Authorization": f"Bearer {keys['bob']}"}
     url = f"{server.url}/a2ad/tasks/{hers['id']}/timeline"
@@ -148,8 +125,11 @@ def test_a_timeline_is_its_callers_alone(server: LiveServer, keys: dict[str, str
 
 def test_activity_counts_the_callers_recent_tasks(server: LiveServer, keys: dict[str, str]) -> None:
     cat = {"Authorization": f"Bearer {keys['cat']}"}
-    sent = [send(server, keys["cat"], t) for t in ("echo a", "echo b", "echo c", "fail d", "hang")]
-    send(server, keys["bob"], "echo not cat's")
+    sent = [
+        send(server, t, key=keys["cat"], wait=False)
+        for t in ("echo a", "echo b", "echo c", "fail d", "hang")
+    ]
+    send(server, "echo not cat's", key=keys["bob"], wait=False)
     url = f"{server.url}/a2ad/activity?minutes=5"
     for _ in range(100):
         activity = httpx.get(url, headers=cat).json()

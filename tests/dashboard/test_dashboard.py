@@ -10,7 +10,6 @@ import re
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,6 +22,7 @@ from a2ad.store.sqlite import SqliteStore
 from ..conftest import LiveServer
 from ..scripted import ScriptedAgent
 from .conftest import SHOTS
+from .wire import send
 
 V1 = {"A2A-Version": "1.0"}
 TIMEOUT_MS = 5_000
@@ -33,20 +33,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     store = SqliteStore(str(tmp_path_factory.mktemp("dashboard") / "tasks.db"))
     with LiveServer(create_app(ScriptedAgent(), store=store)) as live:
         yield live
-
-
-def send(server: LiveServer, text: str, *, task_id: str = "", wait: bool = True) -> Any:
-    message: dict[str, Any] = {
-        "messageId": str(uuid.uuid4()),
-        "role": "ROLE_USER",
-        "parts": [{"text": text}],
-    }
-    if task_id:
-        message["taskId"] = task_id
-    body = {"message": message, "configuration": {"returnImmediately": not wait}}
-    answer = httpx.post(f"{server.url}/message:send", json=body, headers=V1, timeout=10)
-    answer.raise_for_status()
-    return answer.json()["task"]
 
 
 @pytest.fixture

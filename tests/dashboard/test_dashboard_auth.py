@@ -5,11 +5,9 @@ what that caller may see; every control is reachable and labelled."""
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
 from a2ad import (
@@ -22,11 +20,11 @@ from a2ad import (
     TextPart,
     create_app,
 )
-from a2ad.server import auth
 from a2ad.store.sqlite import SqliteStore
 
 from ..conftest import LiveServer
 from ..scripted import ScriptedAgent
+from .wire import send
 
 V1 = {"A2A-Version": "1.0"}
 
@@ -67,17 +65,6 @@ class UsesTools(Agent):
 
 
 @pytest.fixture(scope="module")
-def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    path = str(tmp_path_factory.mktemp("keys") / "keys.toml")
-    return {
-        "ann": auth.add_key(path, "ann", tenants=["acme"]),
-        "bob": auth.add_key(path, "bob", tenants=["acme"]),
-        "olga": auth.add_key(path, "olga", tenants=["acme"], roles=["operator"]),
-        "path": path,
-    }
-
-
-@pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, keys: dict[str, str]) -> Iterator[LiveServer]:
     store = SqliteStore(str(tmp_path_factory.mktemp("auth-ui") / "tasks.db"))
     agents = {
@@ -90,17 +77,6 @@ def server(tmp_path_factory: pytest.TempPathFactory, keys: dict[str, str]) -> It
     authenticator = CredentialAuthenticator(keys=ApiKeys.load(keys["path"]))
     with LiveServer(create_app(agents, store=store, authenticator=authenticator)) as live:
         yield live
-
-
-def send(server: LiveServer, key: str, text: str, agent: str = "") -> Any:
-    body = {
-        "message": {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": text}]}
-    }
-    prefix = f"/agents/{agent}" if agent else ""
-    headers = {**V1, "Authorization": f"Bearer {key}"}
-    answer = httpx.post(f"{server.url}{prefix}/message:send", json=body, headers=headers)
-    answer.raise_for_status()
-    return answer.json()["task"]
 
 
 @pytest.fixture
@@ -130,8 +106,8 @@ def sign_in(page: Any, key: str) -> None:
 def test_it_asks_for_a_key_and_shows_only_that_callers_tasks(
     page: Any, server: LiveServer, keys: dict[str, str]
 ) -> None:
-    hers = send(server, keys["ann"], "echo ann's numbers")
-    his = send(server, keys["bob"], "echo bob's numbers")
+    hers = send(server, "echo ann's numbers", key=keys["ann"])
+    his = send(server, "echo bob's numbers", key=keys["bob"])
     page.goto("/ui")
     sign_in(page, keys["ann"])
     page.locator(f'tr[data-task-id="{hers["id"]}"]').wait_for()
@@ -149,8 +125,8 @@ def test_it_asks_for_a_key_and_shows_only_that_callers_tasks(
 
 
 def test_each_agent_has_its_own_tasks(page: Any, server: LiveServer, keys: dict[str, str]) -> None:
-    stock = send(server, keys["ann"], "echo stock task", agent="stock")
-    pricing = send(server, keys["ann"], "echo pricing task", agent="pricing")
+    stock = send(server, "echo stock task", key=keys["ann"], agent="stock")
+    pricing = send(server, "echo pricing task", key=keys["ann"], agent="pricing")
     page.goto("/ui")
     sign_in(page, keys["ann"])
     page.locator(f'tr[data-task-id="{stock["id"]}"]').wait_for()
@@ -166,7 +142,7 @@ def test_each_agent_has_its_own_tasks(page: Any, server: LiveServer, keys: dict[
 def test_the_filters_are_reached_and_used_by_keyboard(
     page: Any, server: LiveServer, keys: dict[str, str]
 ) -> None:
-    failed = send(server, keys["ann"], "fail by keyboard")
+    failed = send(server, "fail by keyboard", key=keys["ann"])
     page.goto("/ui")
     sign_in(page, keys["ann"])
     page.locator("tbody tr").first.wait_for()
@@ -193,7 +169,7 @@ def test_the_filters_are_reached_and_used_by_keyboard(
 def test_internal_parts_are_shown_to_operators_only_and_marked(
     browser: Any, server: LiveServer, keys: dict[str, str]
 ) -> None:
-    task = send(server, keys["ann"], "how many A1?", agent="tools")
+    task = send(server, "how many A1?", key=keys["ann"], agent="tools")
     for key, sees in ((keys["ann"], False), (keys["olga"], True)):
         context = browser.new_context(base_url=server.url)
         try:
@@ -212,7 +188,7 @@ def test_internal_parts_are_shown_to_operators_only_and_marked(
 def test_only_web_addresses_become_links(
     page: Any, server: LiveServer, keys: dict[str, str]
 ) -> None:
-    task = send(server, keys["ann"], "files please", agent="links")
+    task = send(server, "files please", key=keys["ann"], agent="links")
     page.goto(f"/ui/tasks/{task['id']}?agent=links")
     sign_in(page, keys["ann"])
     page.locator("#artifacts", has_text="javascript:alert").wait_for()
@@ -223,13 +199,7 @@ def test_only_web_addresses_become_links(
 def test_a_streamed_answer_is_shown_whole_while_it_grows_and_at_the_end(
     page: Any, server: LiveServer, keys: dict[str, str]
 ) -> None:
-    body = {
-        "message": {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": "go"}]},
-        "configuration": {"returnImmediately": True},
-    }
-    headers = {**V1, "Authorization": f"Bearer {keys['ann']}"}
-    sent = httpx.post(f"{server.url}/agents/streams/message:send", json=body, headers=headers)
-    task = sent.json()["task"]
+    task = send(server, "go", key=keys["ann"], agent="streams", wait=False)
     page.goto(f"/ui/tasks/{task['id']}?agent=streams")
     sign_in(page, keys["ann"])
     page.locator("#artifacts", has_text="piece-2").wait_for()
