@@ -60,8 +60,6 @@ __all__ = ["CONTENT_TYPE", "METRICS_PATH", "Metrics", "MetricsEndpoint", "Metric
 METRICS_PATH = "/metrics"
 CONTENT_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
 SHARE_SECONDS = 1.0  # how often a process of a group writes its counts
-_WORDS = {state.value: state.word for state in TaskState}  # a state's value -> its label
-_ENDED = frozenset(state.value for state in TaskState if state.terminal)
 BORN_KEPT = 100_000  # new tasks whose start is remembered until they end
 
 _STREAMING = frozenset(
@@ -143,7 +141,7 @@ class Metrics:
         self._requests: dict[tuple[str, str, str], int] = {}
         self._durations: dict[tuple[str, str], list[float]] = {}
         self._open: set[RequestRecord] = set()
-        self._transitions: dict[tuple[str, str, str], int] = {}  # states by value
+        self._transitions: dict[tuple[str, TaskState | None, TaskState], int] = {}
         self._task_durations: dict[str, list[float]] = {}
         self._first_events: dict[str, list[float]] = {}
         self._store_ops: dict[str, list[float]] = {}
@@ -211,17 +209,14 @@ class Metrics:
     def transition(
         self, task_id: TaskId, agent: str, before: TaskState | None, after: TaskState
     ) -> None:
-        # Keyed by the states' plain value attributes: an Enum member's hash is a
-        # Python-level call, and three transitions a send made it a measurable cost.
-        to = after._value_
-        key = (agent, before._value_ if before is not None else "", to)
+        key = (agent, before, after)
         transitions = self._transitions
         transitions[key] = transitions.get(key, 0) + 1
         if before is None:  # the task was stored: its first event
             born = self._born.get(task_id)
             if born is not None:
                 _observe(self._first_events, agent, _TASK_BUCKETS, time.perf_counter() - born)
-        if to in _ENDED:
+        if after.terminal:
             born = self._born.pop(task_id, None)
             if born is not None:
                 _observe(self._task_durations, agent, _TASK_BUCKETS, time.perf_counter() - born)
@@ -255,7 +250,7 @@ class Metrics:
         snap: Snapshot = {name: {} for name in (*_COUNTERS, *_HISTOGRAMS, *_GAUGES)}
         snap["a2ad_requests"] = {key: n for key, n in self._requests.copy().items()}
         snap["a2ad_task_transitions"] = {
-            (agent, _WORDS.get(before, "none"), _WORDS[after]): n
+            (agent, before.word if before is not None else "none", after.word): n
             for (agent, before, after), n in self._transitions.copy().items()
         }
         for name, n in self._events.copy().items():
