@@ -9,6 +9,7 @@ import signal
 import subprocess
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
 from a2ad import create_app
@@ -37,6 +38,9 @@ class Demo(ProcessOutput):
     def url(self, name: str) -> str:
         return self.expect(rf"{name}:\s+(http://\S+/)").group(1)
 
+    def own_port_url(self, name: str) -> str:
+        return self.expect(rf"{name} at / on its own port: (http://\S+/)").group(1)
+
     def __enter__(self) -> Demo:
         return self
 
@@ -51,7 +55,7 @@ class Demo(ProcessOutput):
 
 @pytest.fixture(scope="module")
 def demo() -> Iterator[Demo]:
-    with Demo("--delay", "0") as running:
+    with Demo("--delay", "0", "--lab-ports") as running:
         running.expect("Press Ctrl-C")
         yield running
 
@@ -88,8 +92,28 @@ def test_demo_serves_the_stock_agent_the_lab_reads_back(demo: Demo) -> None:
     assert rpc(url, "GetTask", {"id": task["id"]})["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
+def test_demo_with_lab_ports_serves_the_labs_get_task_exercise_at_a_url_of_its_own(
+    demo: Demo,
+) -> None:
+    # The seed's solution posts to http://localhost:8101/ (stock alone on a port).
+    own = demo.own_port_url("stock")
+    assert own != demo.url("stock")
+    task = send(own, "Stock de BUREAU-120 ?")
+    assert rpc(own, "GetTask", {"id": task["id"]})["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert data(task["artifacts"][0]["parts"])["sku"] == "BUREAU-120"
+    # One server, one store: the stock agent's own port and its path see the same task.
+    assert rpc(demo.url("stock"), "GetTask", {"id": task["id"]})["id"] == task["id"]
+    card = httpx.get(own + ".well-known/agent-card.json", headers={"A2A-Version": "1.0"}).json()
+    assert card["name"] == "stock"
+    assert httpx.get(card["supportedInterfaces"][0]["url"]).status_code != 404
+    pricing = send(demo.own_port_url("pricing"), "Prix de 12 CHAISE-ERGO ?")
+    assert pricing["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
 def test_cancelling_a_quote_in_the_demo_cancels_its_sub_tasks_and_ctrl_c_stops_it() -> None:
     with Demo("--delay", "60") as demo:
+        # Without --lab-ports, the banner says where the lab's ports went.
+        demo.expect(r"stock at :8101 and pricing at :8102 are beneath this server")
         orchestrator = demo.url("orchestrator")
         events = stream(orchestrator, QUOTE)
         task_id = next(events)["task"]["id"]

@@ -53,6 +53,18 @@ async def test_input_asks_the_question_and_the_answer_completes_the_task(
     assert texts(answered) == ["got: blue"]
 
 
+async def test_the_answer_is_the_last_agent_message_of_the_history(client: Client) -> None:
+    # Guides that read the final response from the history (seed 000) find it there.
+    for text, answer in (("hello there", "hello there"), ("chunks 2", "c0c1")):
+        sent = await client.send(text)
+        assert isinstance(sent, Task)
+        read = await client.get_task(sent.id)
+        assert read.history[0].text == text
+        assert read.history[-1].role.name == "AGENT"
+        assert read.history[-1].text == answer
+        assert read.status.message is not None and read.status.message.text == answer
+
+
 async def test_chunks_streams_one_artifact_in_that_many_pieces(client: Client) -> None:
     events = [event async for event in client.stream("chunks 3")]
     chunks = [e for e in events if isinstance(e, TaskArtifactUpdateEvent)]

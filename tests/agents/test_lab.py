@@ -90,6 +90,11 @@ def test_an_english_request_gets_an_english_quote(lab: Lab) -> None:
     quote = texts(artifact_parts(task))
     for figure in ("**12 units**", "189.00 EUR", "10%", "**2,041.20 EUR**"):
         assert figure in quote, quote
+    # The quote is the agent's final message too, the history's last (seed 000's reading).
+    last = task["history"][-1]
+    assert last["role"] == "ROLE_AGENT"
+    assert texts(last["parts"]) == quote
+    assert texts(task["status"]["message"]["parts"]) == quote
 
 
 def test_a_task_read_back_is_completed_as_the_labs_exercise_shows(lab: Lab) -> None:

@@ -46,13 +46,14 @@ class DemoAgent(Agent):
     )
 
     def __init__(self, *, chunk_pause: float = CHUNK_PAUSE_SECONDS) -> None:
-        self.echo = EchoAgent()
+        self.echo = EchoAgent(final_message=True)
         self.chunk_pause = chunk_pause
 
     async def run(self, ctx: TaskContext) -> None:
         if len(ctx.history) > 1:  # the answer to the question this task asked
-            await ctx.artifact(f"got: {ctx.text}", name="answer")
-            await ctx.complete()
+            answer = f"got: {ctx.text}"
+            await ctx.artifact(answer, name="answer")
+            await ctx.complete(answer)
             return
         word, _, rest = ctx.text.strip().partition(" ")
         if word == "input":
@@ -65,11 +66,12 @@ class DemoAgent(Agent):
 
     async def _chunks(self, ctx: TaskContext, count: int) -> None:
         await ctx.working("on it")
-        for i in range(count):
+        chunks = [f"c{i}" for i in range(count)]
+        for i, chunk in enumerate(chunks):
             if i:
                 await asyncio.sleep(self.chunk_pause)
             last = i == count - 1
             await ctx.artifact(
-                f"c{i}", artifact_id="stream", name="stream", append=i > 0, last_chunk=last
+                chunk, artifact_id="stream", name="stream", append=i > 0, last_chunk=last
             )
-        await ctx.complete()
+        await ctx.complete("".join(chunks))

@@ -31,6 +31,12 @@ class EchoAgent(Agent):
         ),
     )
 
+    def __init__(self, *, final_message: bool = False) -> None:
+        # The plain echo answers with the artifact alone (what the benchmarks
+        # measure); final_message also completes with the text as the agent's
+        # message, which the task's history then holds (the demo agent's way).
+        self.final_message = final_message
+
     async def run(self, ctx: TaskContext) -> None:
         await ctx.working()
         text = ctx.text
@@ -39,4 +45,4 @@ class EchoAgent(Agent):
             await asyncio.sleep(min(float(match.group(1)), MAX_SLEEP_SECONDS))
             text = text[match.end() :]
         await ctx.artifact(text, name="echo")
-        await ctx.complete()
+        await ctx.complete(text if self.final_message and text else None)

@@ -9,6 +9,7 @@ with the agents' URLs filled in, and stops as ``a2ad serve`` does.
 from __future__ import annotations
 
 import errno
+import socket
 from typing import Annotated
 
 import typer
@@ -19,13 +20,16 @@ from ..agent import Agent
 from ..agents.lab import OrchestratorAgent, PricingAgent, StockAgent
 from ..agents.llm import ENV_API_KEY, ENV_BASE_URL
 from ..durations import parse_duration
+from ..server.agent_ports import AgentPorts
 from ..server.app import create_app
+from ..server.types import ASGIApp
 from .logs import configure_logging
 from .serve import STARTUP_FAILURE, _agent_settings, _listen, _Server, _url, console
 
 __all__ = ["demo"]
 
 EXAMPLE = "Je voudrais un devis pour 12 CHAISE-ERGO"
+LAB_AGENTS = ("stock", "pricing")  # in the lab's port order: 8101, 8102
 
 
 def demo(
@@ -48,6 +52,15 @@ def demo(
             "instead of A2AD_MODEL. The endpoint comes from OPENAI_BASE_URL and OPENAI_API_KEY."
         ),
     ] = None,
+    lab_ports: Annotated[
+        bool,
+        typer.Option(
+            "--lab-ports",
+            help="Also serve stock and pricing each at / on a port of its own, as the lab's "
+            "separate servers are (the lab's 8101 and 8102 beside --port 8100; the next two "
+            "ports beside another --port; any free ones with --port 0).",
+        ),
+    ] = False,
 ) -> None:
     """Serve the lab's agents: an orchestrator that quotes from a stock agent and a
     pricing agent, which it asks over A2A. No model needed; with one (--model), it
@@ -58,17 +71,16 @@ def demo(
     except ValueError as exc:
         console.print(f"[red]error:[/red] --delay: {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
-    try:
-        listening = _listen(host, port)
-    except OSError as exc:
-        said = (
-            f"port {port} on {host} is in use; pass another --port (0: any free one)"
-            if exc.errno == errno.EADDRINUSE
-            else f"can't listen on {host}:{port}: {exc.strerror or exc}"
-        )
-        console.print(f"[red]error:[/red] {escape(said)}", soft_wrap=True)
-        raise typer.Exit(STARTUP_FAILURE) from None
+    listening = _listen_or_exit(host, port, "--port")
     base = _url(listening)
+    own_ports = (
+        {
+            name: _listen_or_exit(host, port + offset if port else 0, "--port")
+            for offset, name in enumerate(LAB_AGENTS, start=1)
+        }
+        if lab_ports
+        else {}
+    )
     settings = _agent_settings(base, model)
     orchestrator = OrchestratorAgent(
         settings, stock_url=f"{base}/agents/stock", pricing_url=f"{base}/agents/pricing"
@@ -79,8 +91,11 @@ def demo(
         "pricing": PricingAgent(settings, delay=lookup),
     }
     application = create_app(agents)  # the orchestrator first: the default, at /
+    served: ASGIApp = application
+    if own_ports:
+        served = AgentPorts(application, {s.getsockname()[1]: n for n, s in own_ports.items()})
     config = uvicorn.Config(
-        application,
+        served,
         host=host,
         log_level=log_level if log_level != "info" else "warning",
         timeout_graceful_shutdown=5,
@@ -91,16 +106,41 @@ def demo(
         f"  orchestrator: {base}/  (quotes, asking the two below)",
         f"  stock:        {base}/agents/stock/",
         f"  pricing:      {base}/agents/pricing/",
+        *_lab_port_lines(own_ports),
         _wording(orchestrator, settings.model),
         f'  Try:          a2ad send --stream --url {base} "{EXAMPLE}"',
         f"  The lab's client.py works against {base}/ as written.",
         "  Press Ctrl-C to stop.",
     ]
     server = _Server(config, application, banner)
-    server.run(sockets=[listening])
+    server.run(sockets=[listening, *own_ports.values()])
     if server.startup_failed:
         raise typer.Exit(STARTUP_FAILURE)
     console.print("a2ad demo stopped.")
+
+
+def _listen_or_exit(host: str, port: int, flag: str) -> socket.socket:
+    try:
+        return _listen(host, port)
+    except OSError as exc:
+        said = (
+            f"port {port} on {host} is in use; pass another {flag} (0: any free one)"
+            if exc.errno == errno.EADDRINUSE
+            else f"can't listen on {host}:{port}: {exc.strerror or exc}"
+        )
+        console.print(f"[red]error:[/red] {escape(said)}", soft_wrap=True)
+        raise typer.Exit(STARTUP_FAILURE) from None
+
+
+def _lab_port_lines(own_ports: dict[str, socket.socket]) -> list[str]:
+    """Where the lab's URLs are: on their own ports with --lab-ports, else beneath
+    the one server (the lab's own client posts to http://localhost:8101/ for stock)."""
+    if not own_ports:
+        return [
+            "  Lab ports:    the lab's stock at :8101 and pricing at :8102 are beneath this "
+            "server (/agents/stock/, /agents/pricing/); --lab-ports serves them there too"
+        ]
+    return [f"  {name} at / on its own port: {_url(s)}/" for name, s in own_ports.items()]
 
 
 def _wording(orchestrator: OrchestratorAgent, model: str | None) -> str:

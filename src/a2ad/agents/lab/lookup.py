@@ -75,7 +75,7 @@ class LookupAgent(Agent):
         await asyncio.sleep(self.delay)
         result = self.lookup(arguments)
         await ctx.working(ctx.internal(DataPart({"name": self.tool, "response": result})))
-        await answer(
+        said = await answer(
             ctx,
             self.phrasing,
             agent=self.name,
@@ -84,4 +84,4 @@ class LookupAgent(Agent):
             lang=request.lang,
             name=self.artifact,
         )
-        await ctx.complete()
+        await ctx.complete(said)  # the answer's words in the history too (docs/protocol.md)

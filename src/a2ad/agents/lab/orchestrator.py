@@ -248,7 +248,7 @@ class OrchestratorAgent(Agent):
             "discount_percent": pricing.result["discount_percent"],
             "total": pricing.result["total"],
         }
-        await answer(
+        said = await answer(
             ctx,
             self.phrasing,
             agent=self.name,
@@ -258,7 +258,7 @@ class OrchestratorAgent(Agent):
             name="quote" if lang == "en" else "devis",
             markdown=True,
         )
-        await ctx.complete()
+        await ctx.complete(said)  # the answer's words in the history too (docs/protocol.md)
 
 
 def _ask_stock(sku: str, lang: Lang) -> str:

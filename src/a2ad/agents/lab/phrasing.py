@@ -61,9 +61,10 @@ class Phrasing:
         lang: Lang,
         name: str,
         markdown: bool = False,
-    ) -> None:
+    ) -> str:
         """Send the artifact ``name``: the model's words as chunks, then the
-        figures; or, when the model fails, the fixed text and the figures."""
+        figures; or, when the model fails, the fixed text and the figures.
+        Returns the words sent."""
         request = "\n".join(m.text for m in ctx.history if m.role is Role.USER)
         style = " Markdown is welcome." if markdown else " Plain text, no Markdown."
         system = _SYSTEM.format(agent=agent, language=_LANGUAGE[lang], style=style)
@@ -74,12 +75,11 @@ class Phrasing:
         )
         messages = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
         artifact_id = new_id()
-        sent = False
+        words: list[str] = []
 
         async def chunk(piece: str) -> None:
-            nonlocal sent
-            await ctx.artifact(piece, artifact_id=artifact_id, name=name, append=sent)
-            sent = True
+            await ctx.artifact(piece, artifact_id=artifact_id, name=name, append=bool(words))
+            words.append(piece)
 
         try:
             async with (
@@ -88,7 +88,7 @@ class Phrasing:
             ):
                 reply = await llm.stream(messages, chunk)
             await reply.report_usage(ctx)
-            if not sent:
+            if not words:
                 raise LLMError(f"the model {self.settings.model!r} answered no text")
         except LLMError as exc:
             log.warning(
@@ -106,12 +106,13 @@ class Phrasing:
                 [TextPart(fixed), DataPart(figures)],
                 artifact_id=artifact_id,
                 name=name,
-                last_chunk=sent,
+                last_chunk=bool(words),
             )
-            return
+            return fixed
         await ctx.artifact(
             DataPart(figures), artifact_id=artifact_id, name=name, append=True, last_chunk=True
         )
+        return "".join(words)
 
 
 def phrasing(
@@ -151,12 +152,13 @@ async def answer(
     lang: Lang,
     name: str,
     markdown: bool = False,
-) -> None:
+) -> str:
     """The artifact ``name``: ``fixed`` and ``figures`` in one update without a
-    model, else the model's wording streamed (see the module's docstring)."""
+    model, else the model's wording streamed (see the module's docstring).
+    Returns the words the answer said, for the agent's final message."""
     if phrased is None:
         await ctx.artifact([TextPart(fixed), DataPart(figures)], name=name)
-        return
-    await phrased.stream(
+        return fixed
+    return await phrased.stream(
         ctx, agent=agent, fixed=fixed, figures=figures, lang=lang, name=name, markdown=markdown
     )
