@@ -24,7 +24,6 @@ from msgspec import UNSET
 
 from ..agent import Agent, RequestContext
 from ..protocol.errors import (
-    ContentTypeNotSupportedError,
     InvalidParamsError,
     PushNotificationNotSupportedError,
     QuotaExceededError,
@@ -79,6 +78,7 @@ from .idempotency import Claims, message_key
 from .invocation import Invocation, agent_message, new_task, store_full
 from .lifecycle import InvalidTransitionError
 from .metrics import NULL_METRICS, EngineMetrics
+from .output_modes import check_accepted
 from .push import PushNotifications, PushPolicy
 from .remote import Followers, RemoteTurn, decode_order, encode_order
 from .runner import Runner, TurnObserver
@@ -436,6 +436,7 @@ class Engine:
                 sent_before = exc.task_id
             else:
                 return result if isinstance(result, Message) else task_view(result, history_length)
+        await self._configure_again(sent_before, request, webhooks, access)
         return await self._sent_again(
             sent_before, history_length, wait=not immediately, access=access
         )
@@ -455,6 +456,7 @@ class Engine:
         key = message_key(request.message, scope=_scope(access))
         sent_before = await self._claims.find_or_claim(key, self.store.find_message)
         if sent_before is not None:
+            await self._configure_again(sent_before, request, webhooks, access)
             return await self._follow_turn(sent_before, access)
         task_id = request.message.task_id or new_id()
         sub = self.bus.subscribe(task_id, maxsize=self.stream_buffer)
@@ -472,6 +474,7 @@ class Engine:
             head = await invocation.head  # this request's alone, as in send
         except DuplicateMessageError as exc:  # another instance stored it first
             sub.close()
+            await self._configure_again(exc.task_id, request, webhooks, access)
             return await self._follow_turn(exc.task_id, access)
         except BaseException:
             sub.close()
@@ -628,6 +631,20 @@ class Engine:
         invocation.head.add_done_callback(lambda head: self._claims.release(key, _stored_id(head)))
         return invocation
 
+    async def _configure_again(
+        self,
+        task_id: TaskId,
+        request: SendMessageRequest,
+        webhooks: Sequence[Webhook],
+        access: Access | None,
+    ) -> None:
+        """What a message sent again asks of its task (docs/protocol.md): its
+        acceptedOutputModes are checked as a first send's, its webhooks set."""
+        agent = access.agent if access is not None else self.default_agent
+        check_accepted(request.configuration, self._output_modes[agent])
+        if webhooks and self.push is not None:  # without push, the handler refused them
+            await self.push.register(task_id, webhooks)
+
     async def _sent_again(
         self,
         task_id: TaskId,
@@ -753,8 +770,7 @@ class Engine:
         agent = self.agents.get(agent_name)
         if agent is None:  # only an in-process caller can name an agent that isn't here
             raise ValueError(f"this engine runs no agent {agent_name!r}")
-        if config is not UNSET and config.accepted_output_modes:
-            self._check_output_modes(config.accepted_output_modes, agent_name)
+        check_accepted(config, self._output_modes[agent_name])
         message = request.message
         metadata = request.metadata if request.metadata is not UNSET else {}
         if not self.runs_agents:
@@ -973,20 +989,6 @@ class Engine:
         job.add_done_callback(lambda _: self._turn_over(invocation))  # a store outage's
         return job
 
-    def _check_output_modes(self, accepted: list[str], agent: str) -> None:
-        """Refuse a message whose caller accepts nothing the ``agent`` produces (its
-        card's output modes: the agent's and its skills')."""
-        produced = self._output_modes[agent]
-        if any(_media_match(a, p) for a in accepted for p in produced):
-            return
-        raise ContentTypeNotSupportedError(
-            f"configuration.acceptedOutputModes {accepted} has nothing this agent produces: "
-            f"it answers in {', '.join(produced)} (its card's output modes); accept one of "
-            "them, or send no acceptedOutputModes",
-            field="configuration.acceptedOutputModes",
-            metadata={"acceptedOutputModes": ",".join(accepted), "outputModes": ",".join(produced)},
-        )
-
     async def _resume(
         self,
         message: Message,
@@ -1149,18 +1151,6 @@ class Engine:
 
     async def _exists(self, task_id: TaskId) -> bool:
         return await self.store.get(task_id) is not None
-
-
-def _media_match(accepted: str, produced: str) -> bool:
-    """Whether media type ``accepted`` covers ``produced`` or the reverse (either may
-    be a wildcard, ``*/*`` or ``text/*``); parameters and case do not matter."""
-    a = accepted.partition(";")[0].strip().lower()
-    p = produced.partition(";")[0].strip().lower()
-    if a == p or a == "*/*" or p == "*/*":
-        return True
-    a_type, _, a_sub = a.partition("/")
-    p_type, _, p_sub = p.partition("/")
-    return a_type == p_type and "*" in (a_sub, p_sub)
 
 
 def _scope(access: Access | None) -> str:
