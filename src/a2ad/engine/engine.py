@@ -72,6 +72,7 @@ from ..store.base import (
     Webhooks,
 )
 from .access import Access
+from .agent_threads import AgentThreads
 from .bus import Bus, LocalBus
 from .deadlines import Deadline, deadline_for
 from .idempotency import Claims, message_key
@@ -146,7 +147,9 @@ class Engine:
     answers with a single Message then completes the task with that message as
     its status message (the task exists already: the front stored it). With
     ``deliver_push`` False (a worker's engine) it delivers no push
-    notifications: the store keeps them for the fronts to deliver."""
+    notifications: the store keeps them for the fronts to deliver. With
+    ``agent_threads``, blocking agent code runs in that many threads at once,
+    the loop's default executor while the engine runs (agent_threads.py)."""
 
     def __init__(
         self,
@@ -167,6 +170,7 @@ class Engine:
         max_tasks_per_principal: int = 0,
         runs_agents: bool = True,
         deliver_push: bool = True,
+        agent_threads: int = 0,
     ) -> None:
         if not runs_agents and not isinstance(store, Turns):
             raise ValueError(
@@ -244,6 +248,7 @@ class Engine:
         self._started = False
         self._upkeep_loop: asyncio.Task[None] | None = None
         self._watchdog = LoopWatchdog()  # logs an agent that blocks the event loop
+        self._threads = AgentThreads(agent_threads) if agent_threads else None
         self._output_modes = {
             name: served.card_info().all_output_modes for name, served in self.agents.items()
         }
@@ -275,6 +280,8 @@ class Engine:
         self._watchdog.start()  # before any await: a shutdown from here on stops it
         await self.store.open()
         if self.runs_agents:
+            if self._threads is not None:  # before the start hooks, which may use it
+                self._threads.install()
             await self._start_agents()
         await self.bus.start()
         if self._maintenance is not None:
@@ -386,6 +393,8 @@ class Engine:
             self._store_closed = True
             await self.bus.aclose()
             await self.store.aclose()
+        if self._threads is not None:  # last: until now a request may use a thread
+            self._threads.close()
 
     # --- operations ---
 
