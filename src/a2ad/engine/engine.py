@@ -410,11 +410,11 @@ class Engine:
         ``configuration.returnImmediately``; returns the task, or the agent's
         single Message. The same message sent again (see ``idempotency``) is
         answered with the task it started, once its turn is over, and starts
-        nothing. ``context`` (the request's version, binding, activated
-        extensions) reaches the agent as ``ctx.request``; ``webhooks`` (checked
-        by the caller) are set on the task before the agent starts. ``access``:
-        whose the new task is, and whose tasks a follow-up may continue (None:
-        the task is nobody's, and a follow-up may continue any task). Raises
+        nothing (its webhooks are set on that task). ``context`` (the request's
+        version, binding, extensions) reaches the agent as ``ctx.request``;
+        ``webhooks`` (checked by the caller) are set on the task before the agent
+        starts. ``access``: whose the new task is, and whose tasks a follow-up
+        may continue (None: nobody's, and a follow-up may continue any). Raises
         ContentTypeNotSupportedError when the agent produces none of
         ``configuration.acceptedOutputModes``, or the A2AError the agent raised
         before its task existed."""
