@@ -58,6 +58,12 @@ NOT_PUBLIC = [
     ("[fec0::1]", "fec0::1"),  # site-local, deprecated
     ("[ff02::1]", "ff02::1"),  # multicast
     ("[4000::1]", "4000::1"),  # not allocated
+    # IPv4 spelled as the resolver reads it: checked as the address it resolves to
+    ("2130706433", "resolves to 127.0.0.1"),
+    ("0x7f.0.0.1", "resolves to 127.0.0.1"),
+    ("0177.0.0.1", "resolves to 127.0.0.1"),
+    ("127.1", "resolves to 127.0.0.1"),
+    ("[0:0:0:0:0:ffff:169.254.169.254]", "reaches 169.254.169.254"),
 ]
 
 # (host as written, the address the delivery connects to)
@@ -89,7 +95,7 @@ async def test_a_host_that_is_not_public_is_refused_when_set_and_at_delivery(
         assert refused.permanent
 
 
-@pytest.mark.parametrize(("host", "named"), NOT_PUBLIC[:3] + NOT_PUBLIC[-5:])
+@pytest.mark.parametrize(("host", "named"), NOT_PUBLIC[:3] + NOT_PUBLIC[-10:-5])
 async def test_allowing_private_webhooks_accepts_every_form(host: str, named: str) -> None:
     url = f"http://{host}:8080/hook"
     await check_url(url, allow_private=True)
