@@ -53,6 +53,7 @@ from ..store.base import MAX_ARTIFACTS, MAX_HISTORY, StoreError, TaskStore, Turn
 from ..store.memory import MemoryStore
 from ..store.sqlite_group import SqliteGroup
 from ..tools import ENV_TOKEN, ENV_URL
+from .agent_threads import AGENT_THREADS, AgentThreadsOption
 from .auth import ENV_AUTH_FILE
 from .config import DURATION, ENV_AGENTS
 from .logs import access_fraction, configure_logging
@@ -220,6 +221,7 @@ def serve(
             "(PostgreSQL store only); this server serves the requests.",
         ),
     ] = False,
+    agent_threads: AgentThreadsOption = AGENT_THREADS,
     max_connections: Annotated[
         int,
         typer.Option(
@@ -648,6 +650,7 @@ def _application(
         rate_limit=flags["rate_limit"],
         rate_burst=flags["rate_burst"],
         runs_agents=not flags["no_run"],
+        agent_threads=flags["agent_threads"],
         dashboard_path=flags["dashboard_path"] if flags["dashboard"] else None,
         metrics=metrics,
     )

@@ -29,6 +29,7 @@ from ..engine.worker import Worker
 from ..store import store_from_url
 from ..store.base import MAX_ARTIFACTS, MAX_HISTORY, StoreError
 from ..tools import ENV_URL
+from .agent_threads import AGENT_THREADS, AgentThreadsOption
 from .config import DURATION, ENV_AGENTS
 from .logs import configure_logging
 from .serve import STARTUP_FAILURE, _duration, _load_agents, workers_store
@@ -58,6 +59,7 @@ def worker(
         int,
         typer.Option(min=1, help="Most tasks this worker runs at once; more wait for a slot."),
     ] = 8,
+    agent_threads: AgentThreadsOption = AGENT_THREADS,
     lease_seconds: Annotated[
         float,
         typer.Option(
@@ -123,6 +125,7 @@ def worker(
         max_history=max_history,
         max_artifacts=max_artifacts,
         deliver_push=False,  # the fronts deliver: they hold the key webhook secrets need
+        agent_threads=agent_threads,
     )
     engine.turn_observers.append(TurnLogContext(engine.agents))  # log lines name the task
     banner = [

@@ -24,7 +24,6 @@ from msgspec import UNSET
 
 from ..agent import Agent, RequestContext
 from ..protocol.errors import (
-    ContentTypeNotSupportedError,
     InvalidParamsError,
     PushNotificationNotSupportedError,
     QuotaExceededError,
@@ -73,12 +72,14 @@ from ..store.base import (
     Webhooks,
 )
 from .access import Access
+from .agent_threads import AgentThreads
 from .bus import Bus, LocalBus
 from .deadlines import Deadline, deadline_for
 from .idempotency import Claims, message_key
 from .invocation import Invocation, agent_message, new_task, store_full
 from .lifecycle import InvalidTransitionError
 from .metrics import NULL_METRICS, EngineMetrics
+from .output_modes import check_accepted
 from .push import PushNotifications, PushPolicy
 from .remote import Followers, RemoteTurn, decode_order, encode_order
 from .runner import Runner, TurnObserver
@@ -146,7 +147,9 @@ class Engine:
     answers with a single Message then completes the task with that message as
     its status message (the task exists already: the front stored it). With
     ``deliver_push`` False (a worker's engine) it delivers no push
-    notifications: the store keeps them for the fronts to deliver."""
+    notifications: the store keeps them for the fronts to deliver. With
+    ``agent_threads``, blocking agent code runs in that many threads at once,
+    the loop's default executor while the engine runs (agent_threads.py)."""
 
     def __init__(
         self,
@@ -167,6 +170,7 @@ class Engine:
         max_tasks_per_principal: int = 0,
         runs_agents: bool = True,
         deliver_push: bool = True,
+        agent_threads: int = 0,
     ) -> None:
         if not runs_agents and not isinstance(store, Turns):
             raise ValueError(
@@ -244,6 +248,7 @@ class Engine:
         self._started = False
         self._upkeep_loop: asyncio.Task[None] | None = None
         self._watchdog = LoopWatchdog()  # logs an agent that blocks the event loop
+        self._threads = AgentThreads(agent_threads) if agent_threads else None
         self._output_modes = {
             name: served.card_info().all_output_modes for name, served in self.agents.items()
         }
@@ -275,6 +280,8 @@ class Engine:
         self._watchdog.start()  # before any await: a shutdown from here on stops it
         await self.store.open()
         if self.runs_agents:
+            if self._threads is not None:  # before the start hooks, which may use it
+                self._threads.install()
             await self._start_agents()
         await self.bus.start()
         if self._maintenance is not None:
@@ -386,6 +393,8 @@ class Engine:
             self._store_closed = True
             await self.bus.aclose()
             await self.store.aclose()
+        if self._threads is not None:  # last: until now a request may use a thread
+            self._threads.close()
 
     # --- operations ---
 
@@ -401,11 +410,11 @@ class Engine:
         ``configuration.returnImmediately``; returns the task, or the agent's
         single Message. The same message sent again (see ``idempotency``) is
         answered with the task it started, once its turn is over, and starts
-        nothing. ``context`` (the request's version, binding, activated
-        extensions) reaches the agent as ``ctx.request``; ``webhooks`` (checked
-        by the caller) are set on the task before the agent starts. ``access``:
-        whose the new task is, and whose tasks a follow-up may continue (None:
-        the task is nobody's, and a follow-up may continue any task). Raises
+        nothing (its webhooks are set on that task). ``context`` (the request's
+        version, binding, extensions) reaches the agent as ``ctx.request``;
+        ``webhooks`` (checked by the caller) are set on the task before the agent
+        starts. ``access``: whose the new task is, and whose tasks a follow-up
+        may continue (None: nobody's, and a follow-up may continue any). Raises
         ContentTypeNotSupportedError when the agent produces none of
         ``configuration.acceptedOutputModes``, or the A2AError the agent raised
         before its task existed."""
@@ -436,6 +445,7 @@ class Engine:
                 sent_before = exc.task_id
             else:
                 return result if isinstance(result, Message) else task_view(result, history_length)
+        await self._configure_again(sent_before, request, webhooks, access)
         return await self._sent_again(
             sent_before, history_length, wait=not immediately, access=access
         )
@@ -455,6 +465,7 @@ class Engine:
         key = message_key(request.message, scope=_scope(access))
         sent_before = await self._claims.find_or_claim(key, self.store.find_message)
         if sent_before is not None:
+            await self._configure_again(sent_before, request, webhooks, access)
             return await self._follow_turn(sent_before, access)
         task_id = request.message.task_id or new_id()
         sub = self.bus.subscribe(task_id, maxsize=self.stream_buffer)
@@ -472,6 +483,7 @@ class Engine:
             head = await invocation.head  # this request's alone, as in send
         except DuplicateMessageError as exc:  # another instance stored it first
             sub.close()
+            await self._configure_again(exc.task_id, request, webhooks, access)
             return await self._follow_turn(exc.task_id, access)
         except BaseException:
             sub.close()
@@ -628,6 +640,20 @@ class Engine:
         invocation.head.add_done_callback(lambda head: self._claims.release(key, _stored_id(head)))
         return invocation
 
+    async def _configure_again(
+        self,
+        task_id: TaskId,
+        request: SendMessageRequest,
+        webhooks: Sequence[Webhook],
+        access: Access | None,
+    ) -> None:
+        """What a message sent again asks of its task (docs/protocol.md): its
+        acceptedOutputModes are checked as a first send's, its webhooks set."""
+        agent = access.agent if access is not None else self.default_agent
+        check_accepted(request.configuration, self._output_modes[agent])
+        if webhooks and self.push is not None:  # without push, the handler refused them
+            await self.push.register(task_id, webhooks)
+
     async def _sent_again(
         self,
         task_id: TaskId,
@@ -753,8 +779,7 @@ class Engine:
         agent = self.agents.get(agent_name)
         if agent is None:  # only an in-process caller can name an agent that isn't here
             raise ValueError(f"this engine runs no agent {agent_name!r}")
-        if config is not UNSET and config.accepted_output_modes:
-            self._check_output_modes(config.accepted_output_modes, agent_name)
+        check_accepted(config, self._output_modes[agent_name])
         message = request.message
         metadata = request.metadata if request.metadata is not UNSET else {}
         if not self.runs_agents:
@@ -973,20 +998,6 @@ class Engine:
         job.add_done_callback(lambda _: self._turn_over(invocation))  # a store outage's
         return job
 
-    def _check_output_modes(self, accepted: list[str], agent: str) -> None:
-        """Refuse a message whose caller accepts nothing the ``agent`` produces (its
-        card's output modes: the agent's and its skills')."""
-        produced = self._output_modes[agent]
-        if any(_media_match(a, p) for a in accepted for p in produced):
-            return
-        raise ContentTypeNotSupportedError(
-            f"configuration.acceptedOutputModes {accepted} has nothing this agent produces: "
-            f"it answers in {', '.join(produced)} (its card's output modes); accept one of "
-            "them, or send no acceptedOutputModes",
-            field="configuration.acceptedOutputModes",
-            metadata={"acceptedOutputModes": ",".join(accepted), "outputModes": ",".join(produced)},
-        )
-
     async def _resume(
         self,
         message: Message,
@@ -1149,18 +1160,6 @@ class Engine:
 
     async def _exists(self, task_id: TaskId) -> bool:
         return await self.store.get(task_id) is not None
-
-
-def _media_match(accepted: str, produced: str) -> bool:
-    """Whether media type ``accepted`` covers ``produced`` or the reverse (either may
-    be a wildcard, ``*/*`` or ``text/*``); parameters and case do not matter."""
-    a = accepted.partition(";")[0].strip().lower()
-    p = produced.partition(";")[0].strip().lower()
-    if a == p or a == "*/*" or p == "*/*":
-        return True
-    a_type, _, a_sub = a.partition("/")
-    p_type, _, p_sub = p.partition("/")
-    return a_type == p_type and "*" in (a_sub, p_sub)
 
 
 def _scope(access: Access | None) -> str:

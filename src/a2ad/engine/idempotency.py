@@ -21,6 +21,12 @@ second identical send arriving meanwhile waits for the first to store its task
 
 A message the agent answers with a single Message creates no task, so nothing
 is recorded and sending it again runs the agent again.
+
+The request's configuration is not part of the key: sent again with another,
+the message still gets its task, and the configuration applies to that task as
+to a first send (the engine's ``_configure_again``): its webhook is set, as
+CreateTaskPushNotificationConfig would set it, and its acceptedOutputModes
+checked; historyLength and returnImmediately shape the answer.
 """
 
 from __future__ import annotations

@@ -185,6 +185,11 @@ class PushNotifications:
             tenant="",
             a2ad_delivery=UNSET,
         )
+        replaced = await self.store.get_webhook((task_id, config.id))
+        if replaced is not None and replaced.webhook.config.url != config.url:
+            # Another receiver: a new webhook, which gets the task as it stands,
+            # not what was queued for the old one (nor its counts).
+            await self.store.delete_webhook((task_id, config.id))
         try:
             await self.store.put_webhook(Webhook(self.secrets.seal(config), webhook.version))
         except MissingTaskError:

@@ -4,7 +4,9 @@ A webhook URL is the client's, but the request to it is the server's, made from
 inside its network. So unless the server allows private webhooks, a URL whose
 host is or resolves to an address that is not public (loopback, private,
 link-local such as the 169.254.169.254 metadata service, unique-local IPv6,
-carrier-grade NAT, multicast, reserved) is refused: when the config is set, and
+carrier-grade NAT, multicast, reserved, any special-purpose range IANA does not
+mark globally reachable, or an IPv6 form whose embedded IPv4 address is one of
+these) is refused: when the config is set, and
 again before each run of deliveries, after resolving the name afresh. The
 delivery then connects to the address that was checked (``Target``), so a name
 that resolves to a public address for the check and to a private one for the
@@ -24,7 +26,11 @@ __all__ = ["RESOLVE_SECONDS", "Target", "WebhookRefused", "check_url", "target"]
 RESOLVE_SECONDS = 5.0
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
-_SHARED = ipaddress.ip_network("100.64.0.0/10")  # carrier-grade NAT: not the internet
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def _networks(*cidrs: str) -> tuple[Network, ...]:
+    return tuple(ipaddress.ip_network(cidr) for cidr in cidrs)
 
 
 class WebhookRefused(Exception):
@@ -45,10 +51,62 @@ class Target(NamedTuple):
     sni_hostname: str | None  # https to a name: the name the certificate must match
 
 
+# The IPv4 ranges that are not the internet: every entry of IANA's IPv4
+# Special-Purpose Address Registry not marked globally reachable, plus multicast
+# and the deprecated 6to4 relay anycast. All of 192.0.0.0/24 is refused, though
+# the registry marks two anycast services in it (PCP, TURN) as global: no
+# webhook is served there.
+_NOT_PUBLIC_V4 = _networks(
+    "0.0.0.0/8",  # "this network"
+    "10.0.0.0/8",  # private
+    "100.64.0.0/10",  # carrier-grade NAT
+    "127.0.0.0/8",  # loopback
+    "169.254.0.0/16",  # link-local, with the 169.254.169.254 metadata service
+    "172.16.0.0/12",  # private
+    "192.0.0.0/24",  # IETF protocol assignments
+    "192.0.2.0/24",  # documentation
+    "192.88.99.0/24",  # 6to4 relay anycast, deprecated
+    "192.168.0.0/16",  # private
+    "198.18.0.0/15",  # benchmarking
+    "198.51.100.0/24",  # documentation
+    "203.0.113.0/24",  # documentation
+    "224.0.0.0/4",  # multicast
+    "240.0.0.0/4",  # reserved, and the broadcast address
+)
+# Only 2000::/3 is IPv6's global unicast space: outside it lie loopback,
+# unspecified, IPv4-compatible (deprecated) and the rest of ::/8, discard-only,
+# unique-local, link-local, the deprecated site-local fec0::/10, multicast and
+# what is not allocated. Inside it, IANA's IPv6 Special-Purpose Address Registry
+# marks these as not globally reachable (2001::/23 whole, Teredo with it).
+_GLOBAL_V6 = ipaddress.ip_network("2000::/3")
+_NOT_PUBLIC_V6 = _networks("2001::/23", "2001:db8::/32", "3fff::/20")
+# IPv6 forms that carry an IPv4 address the connection reaches in the end: they
+# are as public as that IPv4 address. NAT64's local-use 64:ff9b:1::/48 is not
+# among them: its embedding is the operator's choice, so it is refused whole.
+_MAPPED = ipaddress.ip_network("::ffff:0:0/96")  # IPv4-mapped
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")  # the well-known NAT64 prefix
+_SIX_TO_FOUR = ipaddress.ip_network("2002::/16")  # the IPv4 address in bits 16-48
+
+
+def _embedded(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address ``address`` reaches through mapping, NAT64 or 6to4."""
+    if address in _MAPPED or address in _NAT64:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    if address in _SIX_TO_FOUR:
+        return ipaddress.IPv4Address((int(address) >> 80) & 0xFFFFFFFF)
+    return None
+
+
 def _public(address: Address) -> bool:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    return address.is_global and not address.is_multicast and address not in _SHARED
+    """Whether ``address`` is on the internet. A table of its own instead of
+    ``ipaddress``'s ``is_global``, whose answers change between Python versions
+    and which takes ``[::127.0.0.1]`` and ``[64:ff9b::a9fe:a9fe]`` for global."""
+    if isinstance(address, ipaddress.IPv6Address):
+        embedded = _embedded(address)
+        if embedded is not None:
+            return _public(embedded)
+        return address in _GLOBAL_V6 and not any(address in n for n in _NOT_PUBLIC_V6)
+    return not any(address in n for n in _NOT_PUBLIC_V4)
 
 
 def _literal(host: str) -> Address | None:
@@ -92,7 +150,11 @@ async def _checked(url: str, allow_private: bool) -> tuple[SplitResult, str, int
     if not allow_private:
         private = [a for a in addresses if not _public(a)]
         if private:
-            said = host if str(private[0]) == host else f"{host} resolves to {private[0]}, which"
+            first = private[0]
+            said = host if _literal(host) == first else f"{host} resolves to {first}, which"
+            embedded = _embedded(first) if first.version == 6 else None
+            if embedded is not None:
+                said = f"{said} reaches {embedded}, which"
             raise WebhookRefused(
                 f"{said} is not a public address (loopback, private, link-local or "
                 "reserved); webhooks must be reachable on the internet unless the server "

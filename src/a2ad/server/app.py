@@ -432,6 +432,7 @@ def create_app(
     authenticator: Authenticator | None = None,
     expose_internal_parts: bool = False,
     runs_agents: bool = True,
+    agent_threads: int = 0,
     dashboard_path: str | None = DASHBOARD_PATH,
     metrics: Metrics | None = None,
 ) -> A2AApp:
@@ -471,7 +472,8 @@ def create_app(
     front: it runs no agent, and queues every turn in ``store`` (PostgreSQL)
     for the workers (``a2ad worker``) that run it (engine/remote.py). The task
     dashboard (server/dashboard/) is served beneath ``dashboard_path`` (None:
-    not at all).
+    not at all). With ``agent_threads``, blocking agent code runs in that many
+    threads at once (engine/agent_threads.py; 0: the loop's default executor).
     With ``metrics`` (server/metrics.py), ``GET /metrics`` reports what the
     app did (for operators only, with an ``authenticator``), unless
     ``metrics.listen`` moved it to a socket of its own.
@@ -513,6 +515,7 @@ def create_app(
         max_artifacts=max_artifacts,
         max_tasks_per_principal=max_tasks_per_principal,
         runs_agents=runs_agents,
+        agent_threads=agent_threads,
     )
     if engine.push is not None:
         key = secret_key if secret_key is not None else server_key(task_store)
