@@ -521,3 +521,54 @@ async def test_with_a_discovery_url_the_card_declares_openid_connect(issuer: Iss
     )
     assert v03["securitySchemes"]["oidc"]["type"] == "openIdConnect"
     assert v03["securitySchemes"]["oidc"]["openIdConnectUrl"] == discovery
+
+
+# --- named agents: the door before the routing ------------------------------------
+
+
+@pytest.fixture
+async def agents_http(keys_file: Path, bob_key: str) -> AsyncIterator[httpx.AsyncClient]:
+    keys = ApiKeys.load(str(keys_file))
+    agents = {"stock": Recorder(), "pricing": Recorder()}
+    app = create_app(agents, authenticator=CredentialAuthenticator(keys=keys))
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://a2ad.test") as c:
+        yield c
+    await app.aclose()
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "jsonrpc"),
+    [
+        ("POST", "/agents/billing/", True),
+        ("GET", "/agents/billing/tasks/t1", False),
+        ("GET", "/agents/billing/.well-known/agent-card.json", False),
+    ],
+)
+async def test_an_unknown_agent_path_without_a_credential_is_401_and_names_no_agent(
+    agents_http: httpx.AsyncClient, method: str, path: str, jsonrpc: bool
+) -> None:
+    r = await agents_http.request(method, path, json=rpc("GetTask", {"id": "t1"}), headers=V1)
+    body = assert_401(r, given=False)
+    if jsonrpc:
+        assert_jsonrpc_unauthenticated(body)
+    else:
+        assert body["error"]["status"] == "UNAUTHENTICATED"
+    assert "stock" not in r.text and "pricing" not in r.text and "billing" not in r.text
+
+
+async def test_an_unknown_agent_path_with_a_credential_is_404_naming_the_path_and_agents(
+    agents_http: httpx.AsyncClient, bob_key: str
+) -> None:
+    r = await agents_http.get("/agents/billing/tasks/t1", headers={"X-API-Key": bob_key})
+    assert r.status_code == 404, r.text
+    message = r.json()["error"]["message"]
+    assert message.startswith("GET /agents/billing/tasks/t1: this server has no agent 'billing'")
+    assert "stock, pricing" in message
+    r = await agents_http.get("/agents/billing/", headers={"X-API-Key": "a2ad_wrong"})
+    assert_401(r, given=True)
+
+
+async def test_a_known_agents_card_stays_public(agents_http: httpx.AsyncClient) -> None:
+    r = await agents_http.get("/agents/stock/.well-known/agent-card.json", headers=V1)
+    assert r.status_code == 200 and r.json()["supportedInterfaces"], r.text
