@@ -383,7 +383,7 @@ async def test_a_good_jwt_makes_the_caller_from_its_claims(
     assert r.status_code == 200 and "result" in r.json(), r.text
     assert recorder.callers == [
         Caller(
-            principal="erin",
+            principal=f"{ISSUER}#erin",
             tenants=("t1", "t2"),
             roles=frozenset({"operator", "auditor"}),
             authenticated=True,
@@ -408,7 +408,7 @@ async def test_claim_names_are_configurable_and_may_be_nested(
     await app.aclose()
     (caller,) = recorder.callers
     assert (caller.principal, caller.tenants, caller.roles) == (
-        "f@x.org",
+        f"{ISSUER}#f@x.org",
         ("acme",),
         frozenset({"operator"}),
     )
@@ -447,7 +447,7 @@ async def test_a_jwt_of_an_unknown_kid_is_401_and_a_rotated_in_key_is_picked_up(
     assert "unknown key" in assert_jsonrpc_unauthenticated(assert_401(r, given=True))
     issuer.publish("k1", "k2")  # the provider rotates: k2 joins the set
     assert (await send_with(jwt_http, issuer.token("k2", sub="new"))).status_code == 200
-    assert [c.principal for c in recorder.callers] == ["alice", "new"]
+    assert [c.principal for c in recorder.callers] == [f"{ISSUER}#alice", f"{ISSUER}#new"]
 
 
 async def test_unknown_kids_refetch_the_jwks_at_most_once_per_interval(
@@ -497,7 +497,7 @@ async def test_keys_and_jwts_together_each_work_and_the_card_declares_all_three(
         assert (await send_with(c, issuer.token("k1", sub="jwt-user"))).status_code == 200
         card = (await c.get("/.well-known/agent-card.json", headers=V1)).json()
     await app.aclose()
-    assert [x.principal for x in recorder.callers] == ["alice", "jwt-user"]
+    assert [x.principal for x in recorder.callers] == ["alice", f"{ISSUER}#jwt-user"]
     assert card["securitySchemes"]["jwt"] == {
         "httpAuthSecurityScheme": {
             "scheme": "Bearer",
