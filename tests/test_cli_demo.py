@@ -8,16 +8,20 @@ import os
 import signal
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
 from a2ad import create_app
 from a2ad.agents.lab import PricingAgent, StockAgent
+from a2ad.server.auth import add_key
 
 from .agents.test_lab import QUOTE, sub_task_states
 from .conftest import LiveServer
 from .fake_model import FakeModel, Turn
-from .lab_client import data, kind, rpc, send, state, status_text, stream, texts
+from .lab_client import data, kind, payload, rpc, send, state, status_text, stream, texts
 from .process_output import ProcessOutput
 from .test_cli import A2AD, PROJECT, Served
 
@@ -187,4 +191,44 @@ def test_serve_runs_the_labs_three_agents_on_one_server_as_the_docs_show() -> No
         task = send(served.url + "/", QUOTE)
         assert task["status"]["state"] == "TASK_STATE_COMPLETED", task
         assert sub_task_states(served.url + "/agents/stock/") == ["TASK_STATE_COMPLETED"]
+        assert served.stop() == 0
+
+
+def test_with_auth_on_the_quote_completes_and_its_sub_tasks_are_the_callers(
+    tmp_path: Path,
+) -> None:
+    keys = tmp_path / "keys.toml"
+    alice, bob = (add_key(str(keys), name) for name in ("alice", "bob"))
+    lab = "a2ad.agents.lab"
+    with Served(
+        "--store",
+        "memory",
+        "--auth",
+        str(keys),
+        "--agent",
+        f"orchestrator={lab}:OrchestratorAgent",
+        "--agent",
+        f"stock={lab}:StockAgent",
+        "--agent",
+        f"pricing={lab}:PricingAgent",
+    ) as served:
+
+        def call(agent: str, key: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+            body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+            headers = {"A2A-Version": "1.0", "X-API-Key": key}
+            url = f"{served.url}/agents/{agent}/"
+            return httpx.post(url, json=body, headers=headers, timeout=30).json()  # type: ignore[no-any-return]
+
+        quote = call("orchestrator", alice, "SendMessage", payload("SendMessage", QUOTE)["params"])
+        task = quote["result"]["task"]
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED", task
+        assert "2 041,20 €" in texts(task["artifacts"][0]["parts"])
+        for agent in ("stock", "pricing"):
+            (sub,) = call(agent, alice, "ListTasks", {})["result"]["tasks"]
+            assert sub["status"]["state"] == "TASK_STATE_COMPLETED"
+            via = sub["history"][0]["metadata"]["a2ad"]["via"]
+            assert via == {"taskId": task["id"], "agent": "orchestrator"}
+            assert call(agent, bob, "ListTasks", {})["result"]["tasks"] == []
+            hidden = call(agent, bob, "GetTask", {"id": sub["id"]})
+            assert hidden["error"]["code"] == -32001
         assert served.stop() == 0

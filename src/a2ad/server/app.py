@@ -26,6 +26,7 @@ from ..agents.demo import DemoAgent
 from ..agents.echo import EchoAgent
 from ..agents.settings import AgentSettings
 from ..engine import AgentStartError, Engine
+from ..engine.delegation import Delegations
 from ..engine.push import PushPolicy
 from ..engine.secrets import WebhookSecrets, server_key
 from ..protocol.errors import (
@@ -45,6 +46,7 @@ from .auth import Authenticator
 from .changes import CHANGES_PATH, ChangesEndpoint
 from .dashboard import DEFAULT_PATH as DASHBOARD_PATH
 from .dashboard import DashboardEndpoint
+from .delegation import DelegatingAuthenticator
 from .gate import JSONRPC_PATHS, admit
 from .handler import ExtendedCardCheck, RequestHandler, allow_everyone
 from .health import HEALTH_PATHS, HealthEndpoint
@@ -484,8 +486,12 @@ def create_app(
         max_tasks_per_principal=max_tasks_per_principal,
         runs_agents=runs_agents,
     )
-    if engine.push is not None:
+    if engine.push is not None or authenticator is not None:
         key = secret_key if secret_key is not None else server_key(task_store)
+    if authenticator is not None:  # agents' calls to this server, as their callers
+        engine.delegations = Delegations(key)
+        authenticator = DelegatingAuthenticator(authenticator, engine.delegations)
+    if engine.push is not None:
         engine.push.secrets = WebhookSecrets(key)
         engine.push.expose_internal_parts = expose_internal_parts
     if extended_card_check is None:
