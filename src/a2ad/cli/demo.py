@@ -3,7 +3,10 @@ orchestrator at ``/`` (and ``/agents/orchestrator/``), stock and pricing at
 ``/agents/stock/`` and ``/agents/pricing/``, which the orchestrator asks over
 A2A as it would ask any server. Tasks are kept in memory. It is
 ``a2ad serve --agent orchestrator=... --agent stock=... --agent pricing=...``
-with the agents' URLs filled in, and stops as ``a2ad serve`` does.
+with the agents' URLs filled in, and stops as ``a2ad serve`` does. With
+``--auth keys.toml`` every request but the cards' needs a key, and the
+orchestrator calls the two as its caller (a delegation token: the sub-tasks are
+the caller's).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from ..agents.lab import OrchestratorAgent, PricingAgent, StockAgent
 from ..agents.llm import ENV_API_KEY, ENV_BASE_URL
 from ..durations import parse_duration
 from ..server.app import create_app
+from ..server.auth import ApiKeys, CredentialAuthenticator, KeyFileError
 from .logs import configure_logging
 from .serve import STARTUP_FAILURE, _agent_settings, _listen, _Server, _url, console
 
@@ -48,6 +52,13 @@ def demo(
             "instead of A2AD_MODEL. The endpoint comes from OPENAI_BASE_URL and OPENAI_API_KEY."
         ),
     ] = None,
+    auth: Annotated[
+        str | None,
+        typer.Option(
+            help="Turn auth on with this keys file (`a2ad auth add-key` writes it), as "
+            "a2ad serve --auth does; the orchestrator then asks the two as its caller."
+        ),
+    ] = None,
 ) -> None:
     """Serve the lab's agents: an orchestrator that quotes from a stock agent and a
     pricing agent, which it asks over A2A. No model needed; with one (--model), it
@@ -57,6 +68,11 @@ def demo(
         lookup = parse_duration(delay)
     except ValueError as exc:
         console.print(f"[red]error:[/red] --delay: {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(2) from None
+    try:
+        authenticator = CredentialAuthenticator(keys=ApiKeys.load(auth)) if auth else None
+    except KeyFileError as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
     try:
         listening = _listen(host, port)
@@ -78,7 +94,8 @@ def demo(
         "stock": StockAgent(settings, delay=lookup),
         "pricing": PricingAgent(settings, delay=lookup),
     }
-    application = create_app(agents)  # the orchestrator first: the default, at /
+    # the orchestrator first: the default, at /
+    application = create_app(agents, authenticator=authenticator)
     config = uvicorn.Config(
         application,
         host=host,
@@ -92,7 +109,11 @@ def demo(
         f"  stock:        {base}/agents/stock/",
         f"  pricing:      {base}/agents/pricing/",
         _wording(orchestrator, settings.model),
-        f'  Try:          a2ad send --stream --url {base} "{EXAMPLE}"',
+        f"  Auth:         {escape(authenticator.describe())}"
+        if authenticator is not None
+        else "  Auth:         off (--auth keys.toml turns it on)",
+        f"  Try:          a2ad send --stream --url {base}{' --token KEY' if auth else ''} "
+        f'"{EXAMPLE}"',
         f"  The lab's client.py works against {base}/ as written.",
         "  Press Ctrl-C to stop.",
     ]
