@@ -103,25 +103,29 @@ def demo(
         timeout_graceful_shutdown=5,
         lifespan="on",
     )
-    banner = [
-        "a2ad demo: the lab's agents on one server, tasks kept in memory",
-        f"  orchestrator: {base}/  (quotes, asking the two below)",
-        f"  stock:        {base}/agents/stock/",
-        f"  pricing:      {base}/agents/pricing/",
-        _wording(orchestrator, settings.model),
-        f"  Auth:         {escape(authenticator.describe())}"
-        if authenticator is not None
-        else "  Auth:         off (--auth keys.toml turns it on)",
-        f"  Try:          a2ad send --stream --url {base}{' --token KEY' if auth else ''} "
-        f'"{EXAMPLE}"',
-        f"  The lab's client.py works against {base}/ as written.",
-        "  Press Ctrl-C to stop.",
-    ]
+    banner = _banner(base, _wording(orchestrator, settings.model), authenticator)
     server = _Server(config, application, banner)
     server.run(sockets=[listening])
     if server.startup_failed:
         raise typer.Exit(STARTUP_FAILURE)
     console.print("a2ad demo stopped.")
+
+
+def _banner(base: str, wording: str, authenticator: CredentialAuthenticator | None) -> list[str]:
+    return [
+        "a2ad demo: the lab's agents on one server, tasks kept in memory",
+        f"  orchestrator: {base}/  (quotes, asking the two below)",
+        f"  stock:        {base}/agents/stock/",
+        f"  pricing:      {base}/agents/pricing/",
+        wording,
+        f"  Auth:         {escape(authenticator.describe())}"
+        if authenticator is not None
+        else "  Auth:         off (--auth keys.toml turns it on)",
+        f"  Try:          a2ad send --stream --url {base}"
+        f'{" --token KEY" if authenticator is not None else ""} "{EXAMPLE}"',
+        f"  The lab's client.py works against {base}/ as written.",
+        "  Press Ctrl-C to stop.",
+    ]
 
 
 def _wording(orchestrator: OrchestratorAgent, model: str | None) -> str:
