@@ -189,3 +189,14 @@ def test_a_key_named_as_a_jwt_principal_is_refused_at_start(
     said = str(caught.value)
     assert said.startswith(f"keys file {keys_file}: the principal {taken!r}")
     assert "subject 'alice'" in said and "--auth-jwt-principal-prefix" in said
+
+
+def test_the_banner_line_says_how_jwt_principals_are_named(
+    keys_file: Path, issuer: Issuer, credentials: dict[str, str]
+) -> None:
+    verifier = JwtVerifier(issuer.url, issuer=ISSUER, audience=AUDIENCE)
+    both = CredentialAuthenticator(keys=ApiKeys.load(str(keys_file)), jwt=verifier)
+    assert both.describe() == (
+        f"API keys from {keys_file} (2 keys); "
+        f"JWTs from {ISSUER} (keys: {issuer.url}; principals {ISSUER}#<sub>)"
+    )

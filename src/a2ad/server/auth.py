@@ -546,7 +546,11 @@ class CredentialAuthenticator:
             count = len(self.keys)
             said.append(f"API keys from {self.keys.path} ({count} key{'' if count == 1 else 's'})")
         if self.jwt is not None:
-            said.append(f"JWTs from {self.jwt.issuer} (keys: {self.jwt.jwks})")
+            jwt = self.jwt
+            said.append(
+                f"JWTs from {jwt.issuer} (keys: {jwt.jwks}; principals "
+                f"{jwt.principal_prefix}<{jwt.principal_claim}>)"
+            )
         return "; ".join(said)
 
 
