@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 
 import httpx
 
+from .jwks_server import AUDIENCE, ISSUER, Issuer
 from .test_cli import Served, run_a2ad
 
 SEND = {
@@ -98,3 +100,24 @@ def test_serve_jwt_flags_need_issuer_and_audience(tmp_path: Path) -> None:
     done = run_a2ad("serve", "--auth-jwt-jwks", "https://idp.example/jwks.json")
     assert done.returncode == 2
     assert "--auth-jwt-issuer and --auth-jwt-audience" in done.stderr
+
+
+def test_serve_refuses_a_key_whose_principal_a_jwt_would_have(tmp_path: Path) -> None:
+    keys = tmp_path / "keys.toml"
+    add_key(keys, "--principal", f"{ISSUER}#alice")
+    jwks = tmp_path / "jwks.json"
+    with Issuer() as idp:
+        idp.add_key("k1")
+        idp.publish("k1")
+        jwks.write_text(json.dumps(idp.jwks()))
+    jwt_flags = ["--auth-jwt-jwks", str(jwks), "--auth-jwt-issuer", ISSUER]
+    done = run_a2ad("serve", "--auth", str(keys), *jwt_flags, "--auth-jwt-audience", AUDIENCE)
+    assert done.returncode == 2
+    assert f"the principal '{ISSUER}#alice' is the one a JWT of {ISSUER}" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_the_principal_prefix_needs_the_jwks() -> None:
+    done = run_a2ad("serve", "--auth-jwt-principal-prefix", "idp:")
+    assert done.returncode == 2
+    assert "--auth-jwt-principal-prefix need --auth-jwt-jwks" in done.stderr

@@ -5,22 +5,27 @@ cancel that reaches the sub-agents."""
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import signal
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from a2ad import create_app
 from a2ad.agents.lab import PricingAgent, StockAgent
+from a2ad.server.auth import add_key
 
 from .agents.test_lab import QUOTE, sub_task_states
 from .conftest import LiveServer
 from .fake_model import FakeModel, Turn
-from .lab_client import data, kind, rpc, send, state, status_text, stream, texts
+from .lab_client import data, kind, payload, rpc, send, state, status_text, stream, texts
 from .process_output import ProcessOutput
-from .test_cli import A2AD, PROJECT, Served
+from .test_cli import A2AD, PROJECT, Served, run_a2ad
 
 
 class Demo(ProcessOutput):
@@ -212,3 +217,67 @@ def test_serve_runs_the_labs_three_agents_on_one_server_as_the_docs_show() -> No
         assert task["status"]["state"] == "TASK_STATE_COMPLETED", task
         assert sub_task_states(served.url + "/agents/stock/") == ["TASK_STATE_COMPLETED"]
         assert served.stop() == 0
+
+
+def call(base: str, agent: str, key: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """A JSON-RPC call to ``agent`` of the server at ``base`` with an API key."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    headers = {"A2A-Version": "1.0", "X-API-Key": key}
+    r = httpx.post(f"{base.rstrip('/')}/agents/{agent}/", json=body, headers=headers, timeout=30)
+    return r.json()  # type: ignore[no-any-return]
+
+
+def assert_sub_tasks_are_only(base: str, quote_id: str, owner: str, other: str) -> None:
+    """Each of stock and pricing holds one completed task of ``owner``'s, made
+    for the quote, which ``other`` neither lists nor reads."""
+    for agent in ("stock", "pricing"):
+        (sub,) = call(base, agent, owner, "ListTasks", {})["result"]["tasks"]
+        assert sub["status"]["state"] == "TASK_STATE_COMPLETED"
+        via = sub["history"][0]["metadata"]["a2ad"]["via"]
+        assert via == {"taskId": quote_id, "agent": "orchestrator"}
+        assert call(base, agent, other, "ListTasks", {})["result"]["tasks"] == []
+        assert call(base, agent, other, "GetTask", {"id": sub["id"]})["error"]["code"] == -32001
+
+
+def test_with_auth_on_the_quote_completes_and_its_sub_tasks_are_the_callers(
+    tmp_path: Path,
+) -> None:
+    keys = tmp_path / "keys.toml"
+    alice, bob = (add_key(str(keys), name) for name in ("alice", "bob"))
+    lab = "a2ad.agents.lab"
+    with Served(
+        "--store",
+        "memory",
+        "--auth",
+        str(keys),
+        "--agent",
+        f"orchestrator={lab}:OrchestratorAgent",
+        "--agent",
+        f"stock={lab}:StockAgent",
+        "--agent",
+        f"pricing={lab}:PricingAgent",
+    ) as served:
+        params = payload("SendMessage", QUOTE)["params"]
+        task = call(served.url, "orchestrator", alice, "SendMessage", params)["result"]["task"]
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED", task
+        assert "2 041,20 €" in texts(task["artifacts"][0]["parts"])
+        assert_sub_tasks_are_only(served.url, task["id"], alice, bob)
+        assert served.stop() == 0
+
+
+def test_demo_with_auth_quotes_with_the_command_it_prints_for_the_caller(tmp_path: Path) -> None:
+    keys = tmp_path / "keys.toml"
+    alice, bob = (add_key(str(keys), name) for name in ("alice", "bob"))
+    with Demo("--delay", "0", "--auth", str(keys)) as demo:
+        base = demo.url("orchestrator")
+        assert "API keys from" in demo.expect(r"Auth:\s+(.*)").group(1)
+        tried = shlex.split(demo.expect(r"Try:\s+(a2ad send .*)").group(1))
+        assert tried[tried.index("--token") + 1] == "KEY"
+        tried[tried.index("--token") + 1] = alice
+        done = run_a2ad(*tried[1:], "--json", timeout=60)
+        assert done.returncode == 0, done.stderr
+        (quote_id,) = set(re.findall(r'"taskId":\s*"([^"]+)"', done.stdout))
+        assert "2 041,20" in done.stdout
+        assert_sub_tasks_are_only(base, quote_id, alice, bob)
+        refused = run_a2ad(*tried[1 : tried.index("--token")], QUOTE)
+        assert refused.returncode == 1 and "-31401" in refused.stderr

@@ -14,7 +14,7 @@ error's message.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
@@ -42,7 +42,16 @@ __all__ = [
     "Emitter",
     "RequestContext",
     "TaskContext",
+    "Via",
 ]
+
+
+class Via(msgspec.Struct, frozen=True, kw_only=True):
+    """The turn on whose behalf an agent of this server sent a request, with the
+    delegation token its task context gave it: that task, and its agent."""
+
+    task_id: str
+    agent: str = ""
 
 
 class Caller(msgspec.Struct, frozen=True, kw_only=True):
@@ -53,12 +62,15 @@ class Caller(msgspec.Struct, frozen=True, kw_only=True):
     (none listed: the default tenant "" only; any tenant for the anonymous
     caller, as without auth); ``roles``: such as ``operator``, who
     sees and cancels every task of its tenant; ``authenticated``: whether
-    credentials proved it (False only for the anonymous caller)."""
+    credentials proved it (False only for the anonymous caller); ``via``: for a
+    request an agent of this server sent for its task's owner (a delegation
+    token), that task."""
 
     principal: str = ""
     tenants: tuple[str, ...] = ()
     roles: frozenset[str] = frozenset()
     authenticated: bool = False
+    via: Via | None = None
 
     @property
     def operator(self) -> bool:
@@ -190,6 +202,7 @@ class TaskContext:
         emitter: Emitter,
         request: RequestContext | None = None,
         tenant: str = "",
+        delegate: Callable[[], str | None] | None = None,
     ) -> None:
         self.task_id = task_id
         self.context_id = context_id
@@ -199,6 +212,17 @@ class TaskContext:
         self.metadata = metadata
         self.request = request if request is not None else RequestContext()
         self._emit = emitter
+        self._delegate = delegate
+
+    def delegation_token(self) -> str | None:
+        """A bearer token that proves this task's owner (its tenant and principal)
+        to this server, for the agent's calls to the agents it serves: what they
+        create belongs to that owner, in the task's tenant, and records this task
+        (``metadata.a2ad.via`` of each message sent with it). Good for five minutes
+        (ask again for a later call) and on this server only: never send it
+        elsewhere. None when the server has no auth (nothing to prove) or the turn
+        is over."""
+        return self._delegate() if self._delegate is not None else None
 
     @property
     def extensions(self) -> frozenset[str]:

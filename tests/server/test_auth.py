@@ -383,7 +383,7 @@ async def test_a_good_jwt_makes_the_caller_from_its_claims(
     assert r.status_code == 200 and "result" in r.json(), r.text
     assert recorder.callers == [
         Caller(
-            principal="erin",
+            principal=f"{ISSUER}#erin",
             tenants=("t1", "t2"),
             roles=frozenset({"operator", "auditor"}),
             authenticated=True,
@@ -408,7 +408,7 @@ async def test_claim_names_are_configurable_and_may_be_nested(
     await app.aclose()
     (caller,) = recorder.callers
     assert (caller.principal, caller.tenants, caller.roles) == (
-        "f@x.org",
+        f"{ISSUER}#f@x.org",
         ("acme",),
         frozenset({"operator"}),
     )
@@ -447,7 +447,7 @@ async def test_a_jwt_of_an_unknown_kid_is_401_and_a_rotated_in_key_is_picked_up(
     assert "unknown key" in assert_jsonrpc_unauthenticated(assert_401(r, given=True))
     issuer.publish("k1", "k2")  # the provider rotates: k2 joins the set
     assert (await send_with(jwt_http, issuer.token("k2", sub="new"))).status_code == 200
-    assert [c.principal for c in recorder.callers] == ["alice", "new"]
+    assert [c.principal for c in recorder.callers] == [f"{ISSUER}#alice", f"{ISSUER}#new"]
 
 
 async def test_unknown_kids_refetch_the_jwks_at_most_once_per_interval(
@@ -497,7 +497,7 @@ async def test_keys_and_jwts_together_each_work_and_the_card_declares_all_three(
         assert (await send_with(c, issuer.token("k1", sub="jwt-user"))).status_code == 200
         card = (await c.get("/.well-known/agent-card.json", headers=V1)).json()
     await app.aclose()
-    assert [x.principal for x in recorder.callers] == ["alice", "jwt-user"]
+    assert [x.principal for x in recorder.callers] == ["alice", f"{ISSUER}#jwt-user"]
     assert card["securitySchemes"]["jwt"] == {
         "httpAuthSecurityScheme": {
             "scheme": "Bearer",
@@ -521,3 +521,54 @@ async def test_with_a_discovery_url_the_card_declares_openid_connect(issuer: Iss
     )
     assert v03["securitySchemes"]["oidc"]["type"] == "openIdConnect"
     assert v03["securitySchemes"]["oidc"]["openIdConnectUrl"] == discovery
+
+
+# --- named agents: the door before the routing ------------------------------------
+
+
+@pytest.fixture
+async def agents_http(keys_file: Path, bob_key: str) -> AsyncIterator[httpx.AsyncClient]:
+    keys = ApiKeys.load(str(keys_file))
+    agents = {"stock": Recorder(), "pricing": Recorder()}
+    app = create_app(agents, authenticator=CredentialAuthenticator(keys=keys))
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://a2ad.test") as c:
+        yield c
+    await app.aclose()
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "jsonrpc"),
+    [
+        ("POST", "/agents/billing/", True),
+        ("GET", "/agents/billing/tasks/t1", False),
+        ("GET", "/agents/billing/.well-known/agent-card.json", False),
+    ],
+)
+async def test_an_unknown_agent_path_without_a_credential_is_401_and_names_no_agent(
+    agents_http: httpx.AsyncClient, method: str, path: str, jsonrpc: bool
+) -> None:
+    r = await agents_http.request(method, path, json=rpc("GetTask", {"id": "t1"}), headers=V1)
+    body = assert_401(r, given=False)
+    if jsonrpc:
+        assert_jsonrpc_unauthenticated(body)
+    else:
+        assert body["error"]["status"] == "UNAUTHENTICATED"
+    assert "stock" not in r.text and "pricing" not in r.text and "billing" not in r.text
+
+
+async def test_an_unknown_agent_path_with_a_credential_is_404_naming_the_path_and_agents(
+    agents_http: httpx.AsyncClient, bob_key: str
+) -> None:
+    r = await agents_http.get("/agents/billing/tasks/t1", headers={"X-API-Key": bob_key})
+    assert r.status_code == 404, r.text
+    message = r.json()["error"]["message"]
+    assert message.startswith("GET /agents/billing/tasks/t1: this server has no agent 'billing'")
+    assert "stock, pricing" in message
+    r = await agents_http.get("/agents/billing/", headers={"X-API-Key": "a2ad_wrong"})
+    assert_401(r, given=True)
+
+
+async def test_a_known_agents_card_stays_public(agents_http: httpx.AsyncClient) -> None:
+    r = await agents_http.get("/agents/stock/.well-known/agent-card.json", headers=V1)
+    assert r.status_code == 200 and r.json()["supportedInterfaces"], r.text

@@ -3,7 +3,10 @@ orchestrator at ``/`` (and ``/agents/orchestrator/``), stock and pricing at
 ``/agents/stock/`` and ``/agents/pricing/``, which the orchestrator asks over
 A2A as it would ask any server. Tasks are kept in memory. It is
 ``a2ad serve --agent orchestrator=... --agent stock=... --agent pricing=...``
-with the agents' URLs filled in, and stops as ``a2ad serve`` does.
+with the agents' URLs filled in, and stops as ``a2ad serve`` does. With
+``--auth keys.toml`` every request but the cards' needs a key, and the
+orchestrator calls the two as its caller (a delegation token: the sub-tasks are
+the caller's).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from ..durations import parse_duration
 from ..server.agent_ports import AgentPorts
 from ..server.app import create_app
 from ..server.types import ASGIApp
+from ..server.auth import ApiKeys, CredentialAuthenticator, KeyFileError
 from .logs import configure_logging
 from .serve import STARTUP_FAILURE, _agent_settings, _listen, _Server, _url, console
 
@@ -61,6 +65,13 @@ def demo(
             "ports beside another --port; any free ones with --port 0).",
         ),
     ] = False,
+    auth: Annotated[
+        str | None,
+        typer.Option(
+            help="Turn auth on with this keys file (`a2ad auth add-key` writes it), as "
+            "a2ad serve --auth does; the orchestrator then asks the two as its caller."
+        ),
+    ] = None,
 ) -> None:
     """Serve the lab's agents: an orchestrator that quotes from a stock agent and a
     pricing agent, which it asks over A2A. No model needed; with one (--model), it
@@ -70,6 +81,11 @@ def demo(
         lookup = parse_duration(delay)
     except ValueError as exc:
         console.print(f"[red]error:[/red] --delay: {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(2) from None
+    try:
+        authenticator = CredentialAuthenticator(keys=ApiKeys.load(auth)) if auth else None
+    except KeyFileError as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
     listening = _listen_or_exit(host, port, "--port")
     base = _url(listening)
@@ -90,7 +106,8 @@ def demo(
         "stock": StockAgent(settings, delay=lookup),
         "pricing": PricingAgent(settings, delay=lookup),
     }
-    application = create_app(agents)  # the orchestrator first: the default, at /
+    # the orchestrator first: the default, at /
+    application = create_app(agents, authenticator=authenticator)
     served: ASGIApp = application
     if own_ports:
         served = AgentPorts(application, {s.getsockname()[1]: n for n, s in own_ports.items()})
@@ -101,17 +118,7 @@ def demo(
         timeout_graceful_shutdown=5,
         lifespan="on",
     )
-    banner = [
-        "a2ad demo: the lab's agents on one server, tasks kept in memory",
-        f"  orchestrator: {base}/  (quotes, asking the two below)",
-        f"  stock:        {base}/agents/stock/",
-        f"  pricing:      {base}/agents/pricing/",
-        *_lab_port_lines(own_ports),
-        _wording(orchestrator, settings.model),
-        f'  Try:          a2ad send --stream --url {base} "{EXAMPLE}"',
-        f"  The lab's client.py works against {base}/ as written.",
-        "  Press Ctrl-C to stop.",
-    ]
+    banner = _banner(base, _wording(orchestrator, settings.model), authenticator, own_ports)
     server = _Server(config, application, banner)
     server.run(sockets=[listening, *own_ports.values()])
     if server.startup_failed:
@@ -141,6 +148,29 @@ def _lab_port_lines(own_ports: dict[str, socket.socket]) -> list[str]:
             "server (/agents/stock/, /agents/pricing/); --lab-ports serves them there too"
         ]
     return [f"  {name} at / on its own port: {_url(s)}/" for name, s in own_ports.items()]
+
+
+def _banner(
+    base: str,
+    wording: str,
+    authenticator: CredentialAuthenticator | None,
+    own_ports: dict[str, socket.socket],
+) -> list[str]:
+    return [
+        "a2ad demo: the lab's agents on one server, tasks kept in memory",
+        f"  orchestrator: {base}/  (quotes, asking the two below)",
+        f"  stock:        {base}/agents/stock/",
+        f"  pricing:      {base}/agents/pricing/",
+        *_lab_port_lines(own_ports),
+        wording,
+        f"  Auth:         {escape(authenticator.describe())}"
+        if authenticator is not None
+        else "  Auth:         off (--auth keys.toml turns it on)",
+        f"  Try:          a2ad send --stream --url {base}"
+        f'{" --token KEY" if authenticator is not None else ""} "{EXAMPLE}"',
+        f"  The lab's client.py works against {base}/ as written.",
+        "  Press Ctrl-C to stop.",
+    ]
 
 
 def _wording(orchestrator: OrchestratorAgent, model: str | None) -> str:

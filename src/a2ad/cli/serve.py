@@ -37,7 +37,7 @@ from ..engine.turn_log import TurnLogContext
 from ..protocol.model import MAX_PARTS
 from ..server.access_log import RequestLog
 from ..server.app import A2AApp, check_agent_name, create_app, load_agent
-from ..server.auth import ApiKeys, CredentialAuthenticator, JwtVerifier
+from ..server.auth import CredentialAuthenticator
 from ..server.connections import (
     ConnectionLimits,
     fit_to_fd_limit,
@@ -55,6 +55,7 @@ from ..store.sqlite_group import SqliteGroup
 from ..tools import ENV_TOKEN, ENV_URL
 from .agent_threads import AGENT_THREADS, AgentThreadsOption
 from .auth import ENV_AUTH_FILE
+from .auth_flags import authenticator_from_flags
 from .config import DURATION, ENV_AGENTS
 from .logs import access_fraction, configure_logging
 
@@ -385,6 +386,15 @@ def serve(
             rich_help_panel="Authentication",
         ),
     ] = "sub",
+    auth_jwt_principal_prefix: Annotated[
+        str | None,
+        typer.Option(
+            help="What goes before that claim to make the principal. Default: the issuer and "
+            "'#', so a JWT is never a key's principal; '' maps its subject to the key's of "
+            "that name.",
+            rich_help_panel="Authentication",
+        ),
+    ] = None,
     auth_jwt_tenant_claim: Annotated[
         str,
         typer.Option(
@@ -575,16 +585,7 @@ def _parse(flags: dict[str, Any], *, group: SqliteGroup | None = None) -> Parsed
         timeout=_duration(parse_optional_duration, flags["task_timeout"], "--task-timeout"),
         header_wait=_duration(_positive_duration, flags["header_timeout"], "--header-timeout"),
         body_wait=_duration(_positive_duration, flags["body_timeout"], "--body-timeout"),
-        authenticator=_authenticator(
-            flags["auth"],
-            flags["auth_jwt_jwks"],
-            issuer=flags["auth_jwt_issuer"],
-            audience=flags["auth_jwt_audience"],
-            principal_claim=flags["auth_jwt_principal_claim"],
-            tenant_claim=flags["auth_jwt_tenant_claim"],
-            roles_claim=flags["auth_jwt_roles_claim"],
-            oidc_url=flags["auth_jwt_oidc_url"],
-        ),
+        authenticator=authenticator_from_flags(flags),
         store=task_store,
         access=access_fraction(flags["access_log"]),
     )
@@ -769,41 +770,6 @@ def workers_store(task_store: object, command: str) -> None:
             "fronts and workers meet in the database, where the front leaves each task for a "
             "worker to take; a SQLite file or memory can't be shared with them that way"
         )
-
-
-def _authenticator(
-    keys_file: str | None,
-    jwks: str | None,
-    *,
-    issuer: str | None,
-    audience: str | None,
-    principal_claim: str,
-    tenant_claim: str,
-    roles_claim: str,
-    oidc_url: str | None,
-) -> CredentialAuthenticator | None:
-    """The authenticator the flags ask for, or None (auth off). Raises
-    ValueError (a usage error) for flags that don't fit or a file that is wrong."""
-    if jwks is None and (issuer or audience or oidc_url):
-        raise ValueError(
-            "--auth-jwt-issuer/--auth-jwt-audience/--auth-jwt-oidc-url need "
-            "--auth-jwt-jwks URL|FILE"
-        )
-    keys = ApiKeys.load(keys_file) if keys_file else None
-    verifier = None
-    if jwks is not None:
-        verifier = JwtVerifier(
-            jwks,
-            issuer=issuer or "",
-            audience=audience or "",
-            principal_claim=principal_claim,
-            tenant_claim=tenant_claim,
-            roles_claim=roles_claim,
-            openid_config_url=oidc_url or "",
-        )
-    if keys is None and verifier is None:
-        return None
-    return CredentialAuthenticator(keys=keys, jwt=verifier)
 
 
 def _loopback(host: str) -> bool:

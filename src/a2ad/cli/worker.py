@@ -24,6 +24,8 @@ from ..agent import Agent
 from ..client.client import DEFAULT_URL
 from ..durations import parse_duration
 from ..engine import AgentStartError, Engine
+from ..engine.delegation import Delegations
+from ..engine.secrets import KeyFileError, read_or_create_key
 from ..engine.turn_log import TurnLogContext
 from ..engine.worker import Worker
 from ..store import store_from_url
@@ -97,6 +99,14 @@ def worker(
         str | None,
         typer.Option(help="The LLM an LLM-backed agent uses, instead of A2AD_MODEL."),
     ] = None,
+    secret_key_file: Annotated[
+        str | None,
+        typer.Option(
+            envvar="A2AD_SECRET_KEY_FILE",
+            help="The fronts' --secret-key-file (it must exist): with it, an agent that calls "
+            "agents of its own server does so as its caller (ctx.delegation_token).",
+        ),
+    ] = None,
 ) -> None:
     """Run the agents of tasks that `a2ad serve --no-run` fronts store in PostgreSQL."""
     try:
@@ -114,6 +124,7 @@ def worker(
         agents = _load_agents(
             agent or ["echo"], None, os.environ.get(ENV_URL) or DEFAULT_URL, model
         )
+        delegations = _delegations(secret_key_file)
     except ValueError as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
@@ -128,6 +139,7 @@ def worker(
         agent_threads=agent_threads,
     )
     engine.turn_observers.append(TurnLogContext(engine.agents))  # log lines name the task
+    engine.delegations = delegations
     banner = [
         f"a2ad worker running {_what(engine.agents)} "
         f"(store {escape(getattr(task_store, 'url', store))}, "
@@ -138,6 +150,23 @@ def worker(
     if code:
         raise typer.Exit(code)
     console.print("a2ad worker stopped.")
+
+
+def _delegations(key_file: str | None) -> Delegations | None:
+    """The fronts' delegation tokens, with their secret key; None without it.
+    Raises ValueError for a file that is missing (a key made here would not be
+    theirs) or wrong."""
+    if key_file is None:
+        return None
+    if not os.path.exists(key_file):
+        raise ValueError(
+            f"--secret-key-file {key_file}: no such file; give the key file the fronts "
+            "were started with (a2ad serve --secret-key-file)"
+        )
+    try:
+        return Delegations(read_or_create_key(key_file))
+    except KeyFileError as exc:
+        raise ValueError(f"--secret-key-file: {exc}") from None
 
 
 def _run(main: Coroutine[Any, Any, int]) -> int:

@@ -75,6 +75,7 @@ from .access import Access
 from .agent_threads import AgentThreads
 from .bus import Bus, LocalBus
 from .deadlines import Deadline, deadline_for
+from .delegation import Delegations
 from .idempotency import Claims, message_key
 from .invocation import Invocation, agent_message, new_task, store_full
 from .lifecycle import InvalidTransitionError
@@ -208,6 +209,7 @@ class Engine:
         self.clock = clock
         # This server instance: it holds the leases of the tasks it runs.
         self.instance = uuid.uuid4().hex
+        self.delegations: Delegations | None = None  # agents' calls to this server (auth on)
         self.push = (
             PushNotifications(
                 store, clock=clock, policy=push_policy, allow_private=allow_private_webhooks
@@ -827,6 +829,7 @@ class Engine:
             clock=self.clock,
             message_key=message_key,
             owner=(*owner, agent_name),
+            delegations=self.delegations,
         )
         if (immediately or webhooks) and created is None:
             try:
@@ -993,6 +996,7 @@ class Engine:
             closing=lambda: self._closing,
             clock=self.clock,
             owner=(stored.tenant, stored.principal, stored.agent),
+            delegations=self.delegations,
         )
         job = self._runner.start(invocation)
         job.add_done_callback(lambda _: self._turn_over(invocation))  # a store outage's

@@ -70,6 +70,7 @@ from ..store.base import (
     Usage,
 )
 from .deadlines import Deadline
+from .delegation import Delegations
 from .outbox import Outbox, retrieved_future
 from .writer import Batch, Writer
 
@@ -107,6 +108,7 @@ class Invocation:
         clock: Clock,
         message_key: bytes | None = None,
         owner: tuple[str, str, str] = ("", "", ""),
+        delegations: Delegations | None = None,
     ) -> None:
         self.task_id = task_id
         self.context_id = context_id
@@ -122,6 +124,7 @@ class Invocation:
         self._clock = clock
         self._message_key = message_key
         self._owner = owner  # (tenant, principal, agent) of the task it creates
+        self._delegations = delegations  # for the agent's calls to this server (delegation.py)
         self.agent_name = owner[2]  # the served agent's name ("" for a lone agent)
         self.current = created  # the latest snapshot this invocation knows
         self.head: asyncio.Future[StoredTask | Message] = retrieved_future()
@@ -237,6 +240,7 @@ class Invocation:
             emitter=self,
             request=self._request,
             tenant=self._owner[0],
+            delegate=self._delegation_token if self._delegations is not None else None,
         )
         try:
             await self._agent.run(ctx)
@@ -271,6 +275,16 @@ class Invocation:
             # snapshot is harmless: a completion after the task ended is dropped.
             if self.current is None or self.current.task.status.state in IN_FLIGHT:
                 await self.status(TaskState.COMPLETED, None)
+
+    def _delegation_token(self) -> str | None:
+        """A token for the agent's calls to this server as its task's owner; none
+        once the turn is over."""
+        if self._delegations is None or self._closed or self._ended:
+            return None
+        tenant, principal, agent = self._owner
+        return self._delegations.issue(
+            tenant=tenant, principal=principal, task_id=self.task_id, agent=agent
+        )
 
     def _refuse(self, error: A2AError) -> None:
         """The agent answered the request with ``error`` before its task existed:

@@ -4,7 +4,8 @@ JSON-RPC at ``/`` and ``/a2a``, the agent card at its well-known paths, the
 token usage report at ``/a2ad/usage`` (usage.py), and every other path to the
 HTTP+JSON binding (which answers 404 for one it lacks).
 With an authenticator, every request but the card's is authenticated first
-(auth.py): its Caller goes in the scope, or it is answered 401.
+(gate.py), also one for an agent the server lacks, before its 404 names the
+agents there: its Caller goes in the scope, or it is answered 401.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ..agents.demo import DemoAgent
 from ..agents.echo import EchoAgent
 from ..agents.settings import AgentSettings
 from ..engine import AgentStartError, Engine
+from ..engine.delegation import Delegations
 from ..engine.push import PushPolicy
 from ..engine.secrets import WebhookSecrets, server_key
 from ..protocol.errors import (
@@ -33,7 +35,6 @@ from ..protocol.errors import (
     MethodNotFoundError,
     PermissionDeniedError,
     QuotaExceededError,
-    UnauthenticatedError,
 )
 from ..protocol.jsonrpc import encode_error
 from ..protocol.usage import USAGE_PATH
@@ -41,10 +42,12 @@ from ..store.base import MAX_ARTIFACTS, MAX_HISTORY, StoreError, TaskStore
 from ..store.memory import MemoryStore
 from . import audit
 from .activity import ACTIVITY_PATH, ActivityEndpoint
-from .auth import AuthenticationFailed, Authenticator
+from .auth import Authenticator
 from .changes import CHANGES_PATH, ChangesEndpoint
 from .dashboard import DEFAULT_PATH as DASHBOARD_PATH
 from .dashboard import DashboardEndpoint
+from .delegation import DelegatingAuthenticator
+from .gate import JSONRPC_PATHS, admit
 from .handler import ExtendedCardCheck, RequestHandler, allow_everyone
 from .health import HEALTH_PATHS, HealthEndpoint
 from .jsonrpc import JsonRpcEndpoint
@@ -62,16 +65,14 @@ from .observed import RECORD_KEY, REQUEST_ID_HEADER, RequestObserver, RequestRec
 from .rest import RestEndpoint, error_body
 from .sse import KEEPALIVE_SECONDS
 from .timeline import TIMELINE_PREFIX, TimelineEndpoint, timeline_task_id
-from .types import CALLER_KEY, Message, Receive, Scope, Send, caller_of, respond
+from .types import Message, Receive, Scope, Send, caller_of, respond
 from .usage import UsageEndpoint
 from .well_known import CARD_PATHS, CardEndpoint
 
 __all__ = ["A2AApp", "authenticated_only", "check_agent_name", "create_app", "load_agent"]
 
 log = logging.getLogger("a2ad.server")
-auth_log = logging.getLogger("a2ad.auth")
 
-JSONRPC_PATHS = ("/", "/a2a")
 AGENTS_PREFIX = "/agents/"  # each named agent beneath /agents/<name>/
 A2AD_PREFIX = "/a2ad/"  # a2ad's own reads beside A2A: usage, changes, timeline, activity
 
@@ -248,9 +249,11 @@ class A2AApp:
         if path.startswith(AGENTS_PREFIX):
             name, _, rest = path[len(AGENTS_PREFIX) :].partition("/")
             named = self._served.get(name) if name else None
-            if named is None:
-                record.code = MethodNotFoundError.code
-                await self._no_agent(scope, send, name, method, path)
+            if named is None:  # authenticated first: the agents are listed to callers only
+                if self.authenticator is None or await admit(
+                    self.authenticator, "/" + rest, scope, send
+                ):
+                    await self._no_agent(scope, send, name, method, path)
                 return
             # Beneath it, as if mounted there: the agent's card names its own URLs.
             served, path = named, "/" + rest if rest else "/"
@@ -272,14 +275,10 @@ class A2AApp:
             record.binding = "a2ad"
         else:
             record.binding = "HTTP+JSON"
-        if self.authenticator is not None:
-            try:
-                scope[CALLER_KEY] = caller = await self.authenticator.authenticate(scope)
-                record.principal = caller.principal
-            except AuthenticationFailed as exc:
-                record.code = UnauthenticatedError.code
-                await self._refuse(exc, path, scope, send)
-                return
+        if self.authenticator is not None and not await admit(
+            self.authenticator, path, scope, send
+        ):
+            return
         if self._rate is not None:
             try:
                 self._rate.take(caller_key(caller_of(scope), scope))
@@ -317,11 +316,8 @@ class A2AApp:
         assert self._metrics is not None
         record = scope[RECORD_KEY]
         if self.authenticator is not None:
-            try:
-                caller = await self.authenticator.authenticate(scope)
-            except AuthenticationFailed as exc:
-                record.code = UnauthenticatedError.code
-                await self._refuse(exc, path, scope, send)
+            caller = await admit(self.authenticator, path, scope, send)
+            if caller is None:
                 return
             if not caller.operator:
                 error = PermissionDeniedError("GET /metrics: an operator's credential is needed")
@@ -332,6 +328,7 @@ class A2AApp:
         await self._metrics(scope, receive, send)
 
     async def _no_agent(self, scope: Scope, send: Send, name: str, method: str, path: str) -> None:
+        scope[RECORD_KEY].code = MethodNotFoundError.code
         names = ", ".join(n for n in self._served if n) or "none (one agent, at /)"
         error = MethodNotFoundError(
             f"{method} {path}: this server has no agent {name!r}; its agents: {names}",
@@ -339,31 +336,6 @@ class A2AApp:
         )
         audit.refused(scope, error, method=f"{method} {path[:200]}")
         await respond(send, 404, error_body(error, v03=False))
-
-    @staticmethod
-    async def _refuse(exc: AuthenticationFailed, path: str, scope: Scope, send: Send) -> None:
-        """401 in the terms of the path's binding, and one audit line, which
-        never holds the credential."""
-        client = scope.get("client")
-        auth_log.warning(
-            "authentication failed: %s",
-            exc.reason,
-            extra={
-                "event": "auth_failed",
-                "reason": exc.reason,
-                "principal": exc.principal,
-                "remote": f"{client[0]}:{client[1]}" if client else "",
-                "method": scope["method"],
-                "path": path[:200],
-            },
-        )
-        error = UnauthenticatedError(exc.message)
-        headers = [(b"www-authenticate", exc.challenge.encode())]
-        if path in JSONRPC_PATHS:
-            body = encode_error(None, error)
-        else:
-            body = error_body(error, v03=path.startswith("/v1/"))
-        await respond(send, 401, body, headers=headers)
 
     @staticmethod
     async def _too_many(exc: QuotaExceededError, path: str, send: Send) -> None:
@@ -517,8 +489,12 @@ def create_app(
         runs_agents=runs_agents,
         agent_threads=agent_threads,
     )
-    if engine.push is not None:
+    if engine.push is not None or authenticator is not None:
         key = secret_key if secret_key is not None else server_key(task_store)
+    if authenticator is not None:  # agents' calls to this server, as their callers
+        engine.delegations = Delegations(key)
+        authenticator = DelegatingAuthenticator(authenticator, engine.delegations)
+    if engine.push is not None:
         engine.push.secrets = WebhookSecrets(key)
         engine.push.expose_internal_parts = expose_internal_parts
     if extended_card_check is None:

@@ -16,6 +16,15 @@ a2ad's authenticator, ``CredentialAuthenticator``, takes the credential from
 
 A JWT-shaped token (three dot-separated parts) goes to the verifier when there
 is one; any other token to the keys file (a2ad keys have no dots).
+
+Each issuer names its own principals, and two never share one unless the
+operator says so. A key's principal is the name its entry gives (``alice``); a
+JWT's is its issuer, ``#``, and its principal claim (``https://idp.example#alice``),
+as Kubernetes names OIDC users. ``JwtVerifier(principal_prefix=...)`` replaces the
+issuer and ``#``; ``""`` makes a JWT's subject the very principal of the key of
+that name, which is how an operator maps the two together. A key whose
+principal starts with the JWTs' prefix would stand for a JWT caller:
+``CredentialAuthenticator`` refuses it.
 """
 
 from __future__ import annotations
@@ -143,6 +152,10 @@ class ApiKeys:
 
     def __len__(self) -> int:
         return len(self._by_digest)
+
+    @property
+    def principals(self) -> frozenset[str]:
+        return frozenset(caller.principal for caller in self._by_digest.values())
 
     @classmethod
     def load(cls, path: str) -> ApiKeys:
@@ -276,7 +289,8 @@ class JwtVerifier:
     key also serves tokens without one), with a public-key algorithm, unexpired
     (``leeway`` seconds of clock skew allowed), from ``issuer`` and for
     ``audience``. Its claims become the Caller: ``principal_claim`` (a
-    non-empty string), ``tenant_claim`` (a string or a list; absent: no
+    non-empty string) after ``principal_prefix`` (default: the issuer and
+    ``#``; see the module docstring), ``tenant_claim`` (a string or a list; absent: no
     tenants) and ``roles_claim`` (a list, or a space-separated string). A claim
     name with dots (``realm_access.roles``) walks nested objects when no claim
     has that name.
@@ -296,6 +310,7 @@ class JwtVerifier:
         tenant_claim: str = "tenant",
         roles_claim: str = "roles",
         openid_config_url: str = "",
+        principal_prefix: str | None = None,
         refresh_seconds: float = 300.0,
         refetch_seconds: float = 10.0,
         leeway: float = 30.0,
@@ -312,6 +327,7 @@ class JwtVerifier:
         self.principal_claim = principal_claim
         self.tenant_claim = tenant_claim
         self.roles_claim = roles_claim
+        self.principal_prefix = f"{issuer}#" if principal_prefix is None else principal_prefix
         self.openid_config_url = openid_config_url
         self.refresh_seconds = refresh_seconds
         self.refetch_seconds = refetch_seconds
@@ -363,12 +379,13 @@ class JwtVerifier:
         return self._caller(claims)
 
     def _caller(self, claims: dict[str, Any]) -> Caller:
-        principal = _claim(claims, self.principal_claim)
-        if not isinstance(principal, str) or not principal:
+        subject = _claim(claims, self.principal_claim)
+        if not isinstance(subject, str) or not subject:
             raise _bad_token(
                 f"The token has no {self.principal_claim!r} claim naming its principal",
                 "no principal claim",
             )
+        principal = self.principal_prefix + subject
         tenants = _strings(_claim(claims, self.tenant_claim) or [])
         roles_value = _claim(claims, self.roles_claim) or []
         if isinstance(roles_value, str):
@@ -497,6 +514,8 @@ class CredentialAuthenticator:
     def __init__(self, *, keys: ApiKeys | None = None, jwt: JwtVerifier | None = None) -> None:
         if keys is None and jwt is None:
             raise ValueError("CredentialAuthenticator needs keys, a JWT verifier, or both")
+        if keys is not None and jwt is not None and jwt.principal_prefix:
+            _check_apart(keys, jwt)
         self.keys = keys
         self.jwt = jwt
         schemes: dict[str, SecurityScheme] = {}
@@ -527,8 +546,26 @@ class CredentialAuthenticator:
             count = len(self.keys)
             said.append(f"API keys from {self.keys.path} ({count} key{'' if count == 1 else 's'})")
         if self.jwt is not None:
-            said.append(f"JWTs from {self.jwt.issuer} (keys: {self.jwt.jwks})")
+            jwt = self.jwt
+            said.append(
+                f"JWTs from {jwt.issuer} (keys: {jwt.jwks}; principals "
+                f"{jwt.principal_prefix}<{jwt.principal_claim}>)"
+            )
         return "; ".join(said)
+
+
+def _check_apart(keys: ApiKeys, jwt: JwtVerifier) -> None:
+    """Raise KeyFileError for a key whose principal a JWT of ``jwt``'s issuer
+    could also have: the two would share their tasks."""
+    prefix = jwt.principal_prefix
+    taken = sorted(p for p in keys.principals if p.startswith(prefix))
+    if taken:
+        raise KeyFileError(
+            f"keys file {keys.path}: the principal {taken[0]!r} is the one a JWT of "
+            f"{jwt.issuer} with the subject {taken[0][len(prefix) :]!r} gets (JWT principals "
+            f"start with {prefix!r}); rename the key's principal, or give "
+            "--auth-jwt-principal-prefix another prefix"
+        )
 
 
 def _credential(scope: Scope) -> str:

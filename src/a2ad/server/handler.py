@@ -49,6 +49,7 @@ from ..protocol.requests import TaskQuery
 from ..store.base import LoggedEvent, Webhook
 from . import audit
 from .card import with_security
+from .delegation import with_via
 from .extensions import PUSH_DELIVERY, SERVER_EXTENSIONS
 from .limits import Limits, check_message
 
@@ -132,6 +133,7 @@ class RequestHandler:
         access = self._access(context, request.tenant)
         check_message(request.message, self.limits)
         webhooks = await self._webhooks(request, dialect)
+        request = with_via(request, context.caller)
         return await self.engine.send(request, context, webhooks=webhooks, access=access)
 
     async def send_streaming_message(
@@ -140,6 +142,7 @@ class RequestHandler:
         access = self._access(context, request.tenant)
         check_message(request.message, self.limits)
         webhooks = await self._webhooks(request, dialect)
+        request = with_via(request, context.caller)
         return await self.engine.stream(request, context, webhooks=webhooks, access=access)
 
     async def get_task(self, request: GetTaskRequest, context: RequestContext) -> Task:

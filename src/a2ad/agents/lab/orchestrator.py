@@ -9,6 +9,13 @@ request without a reference or a quantity asks for what is missing
 (input-required); the follow-up, sent to the same task, fills it in. An
 unknown reference asks for another.
 
+On its own server (the URLs beneath its ``server_url``, as under ``a2ad demo``)
+it calls as its caller: each call carries the turn's delegation token
+(``TaskContext.delegation_token``), so the sub-tasks belong to whoever asked
+for the quote and record the quote's task (``metadata.a2ad.via``). Another
+server gets the configured ``token`` (``$A2AD_TOKEN``), a service identity,
+or none.
+
 Cancelling its task cancels its calls: each sub-task still running is
 canceled on its server (CancelTask). So does a failure of one call for the
 other. Each call is read by a task of its own, which a cancel of the agent's
@@ -176,9 +183,12 @@ class OrchestratorAgent(Agent):
         """The agents' URLs: the arguments, else the settings' ``agent_urls``
         (``$A2AD_STOCK_URL``, ``$A2AD_PRICING_URL``), else this server's
         ``/agents/stock`` and ``/agents/pricing``. With a model (``model``, else
-        the settings'), the quote is worded by it (``phrasing``)."""
+        the settings'), the quote is worded by it (``phrasing``). ``token``
+        (else the settings') is sent to agents of another server than
+        ``settings.server_url``; this server's get the caller's delegation."""
         settings = settings or AgentSettings()
         base = settings.server_url.rstrip("/")
+        self._here = base + "/"
         self.stock_url = stock_url or settings.agent_urls.get("stock") or f"{base}/agents/stock"
         self.pricing_url = (
             pricing_url or settings.agent_urls.get("pricing") or f"{base}/agents/pricing"
@@ -200,11 +210,11 @@ class OrchestratorAgent(Agent):
         # making one per client costs more than the rest of a quote (measured).
         async with (
             httpx.AsyncClient(verify=self._tls, timeout=CALL_TIMEOUT) as http,
-            Client(self.stock_url, token=self.token, http=http) as stock_client,
-            Client(self.pricing_url, token=self.token, http=http) as pricing_client,
+            Client(self.stock_url, token=self._token(ctx, self.stock_url), http=http) as s,
+            Client(self.pricing_url, token=self._token(ctx, self.pricing_url), http=http) as p,
         ):
-            stock = _Call("stock", stock_client, _ask_stock(sku, lang))
-            pricing = _Call("pricing", pricing_client, _ask_price(sku, quantity, lang))
+            stock = _Call("stock", s, _ask_stock(sku, lang))
+            pricing = _Call("pricing", p, _ask_price(sku, quantity, lang))
             calls = (stock, pricing)
             asked = (
                 f"Asking the stock and pricing agents about {units(quantity, lang)} of {sku}…"
@@ -259,6 +269,13 @@ class OrchestratorAgent(Agent):
             markdown=True,
         )
         await ctx.complete(said)  # the answer's words in the history too (docs/protocol.md)
+
+    def _token(self, ctx: TaskContext, url: str) -> str | None:
+        """This server's agents get the caller's delegation (when the server
+        has auth); another server, the configured token."""
+        if url.startswith(self._here) or url.rstrip("/") == self._here[:-1]:
+            return ctx.delegation_token() or self.token
+        return self.token
 
 
 def _ask_stock(sku: str, lang: Lang) -> str:

@@ -1,0 +1,68 @@
+"""The door: a request's credential is checked here, before anything answers it.
+
+``admit`` asks the app's Authenticator for the request's Caller and leaves it in
+the scope, or answers 401 itself (``refuse``) and says so. The app calls it for
+every path but the public ones (the agent cards, the health probes, the
+dashboard's static files), and before it looks up a named agent
+(``/agents/<name>/``): an unknown name is answered 404 listing the server's
+agents only to a caller who proved who it is; anyone else gets the 401 every
+other path gives, and learns nothing of what the server serves.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ..agent import Caller
+from ..protocol.errors import UnauthenticatedError
+from ..protocol.jsonrpc import encode_error
+from .auth import AuthenticationFailed, Authenticator
+from .observed import RECORD_KEY
+from .rest import error_body
+from .types import CALLER_KEY, Scope, Send, respond
+
+__all__ = ["JSONRPC_PATHS", "admit", "refuse"]
+
+auth_log = logging.getLogger("a2ad.auth")
+
+JSONRPC_PATHS = ("/", "/a2a")
+
+
+async def admit(authenticator: Authenticator, path: str, scope: Scope, send: Send) -> Caller | None:
+    """The request's Caller, also left in the scope (``CALLER_KEY``) and its
+    record; or None once it was answered 401. ``path`` is the one its binding
+    is told by (beneath ``/agents/<name>`` for a named agent's)."""
+    record = scope[RECORD_KEY]
+    try:
+        scope[CALLER_KEY] = caller = await authenticator.authenticate(scope)
+    except AuthenticationFailed as exc:
+        record.code = UnauthenticatedError.code
+        await refuse(exc, path, scope, send)
+        return None
+    record.principal = caller.principal
+    return caller
+
+
+async def refuse(exc: AuthenticationFailed, path: str, scope: Scope, send: Send) -> None:
+    """401 in the terms of the path's binding, and one audit line, which
+    never holds the credential."""
+    client = scope.get("client")
+    auth_log.warning(
+        "authentication failed: %s",
+        exc.reason,
+        extra={
+            "event": "auth_failed",
+            "reason": exc.reason,
+            "principal": exc.principal,
+            "remote": f"{client[0]}:{client[1]}" if client else "",
+            "method": scope["method"],
+            "path": path[:200],
+        },
+    )
+    error = UnauthenticatedError(exc.message)
+    headers = [(b"www-authenticate", exc.challenge.encode())]
+    if path in JSONRPC_PATHS:
+        body = encode_error(None, error)
+    else:
+        body = error_body(error, v03=path.startswith("/v1/"))
+    await respond(send, 401, body, headers=headers)
