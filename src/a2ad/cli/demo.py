@@ -25,8 +25,8 @@ from ..agents.llm import ENV_API_KEY, ENV_BASE_URL
 from ..durations import parse_duration
 from ..server.agent_ports import AgentPorts
 from ..server.app import create_app
-from ..server.types import ASGIApp
 from ..server.auth import ApiKeys, CredentialAuthenticator, KeyFileError
+from ..server.types import ASGIApp
 from .logs import configure_logging
 from .serve import STARTUP_FAILURE, _agent_settings, _listen, _Server, _url, console
 
