@@ -245,7 +245,8 @@ def test_a_blocking_send_for_an_agent_no_worker_runs_ends_saying_so(setup: Setup
     assert info["reason"] == "NO_WORKER"
     task_id = info["metadata"]["taskId"]
     assert info["metadata"]["agent"] == "doomed"
-    assert f"Task {task_id} is queued, but no worker running agent doomed" in error["message"]
+    said = f"Task {task_id} is queued, and no worker that runs agent doomed has been connected"
+    assert said in error["message"]
     assert "`a2ad worker`" in error["message"]
     assert took < 10.0 + 5.0  # NO_WORKER_WAIT, and a look or two at the roll
     # The task still waits, and the front said why once in its log.

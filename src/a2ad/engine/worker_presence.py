@@ -148,8 +148,8 @@ class WorkerPresence:
         """The error that ends a blocking send whose task waits with no worker."""
         waited = self.without_worker(agent)
         return NoWorkerError(
-            f"Task {task_id} is queued, but no worker running {called(agent)} has been "
-            f"connected for {waited:.0f} s: {START_WORKER}. The task runs once one "
+            f"Task {task_id} is queued, and no worker that runs {called(agent)} has been "
+            f"connected for the last {waited:.0f} s: {START_WORKER}. The task runs once one "
             "connects; read it with GetTask, or send with returnImmediately not to wait.",
             metadata={"taskId": task_id, "agent": agent},
         )
