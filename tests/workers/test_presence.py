@@ -118,6 +118,21 @@ async def test_a_blocking_send_with_no_worker_ends_naming_the_cause_and_runs_lat
         assert any("has a worker again" in r.getMessage() for r in caplog.records)
 
 
+async def test_a_blocking_send_waits_on_while_a_worker_not_on_the_roll_runs_its_turn() -> None:
+    # A worker of an older a2ad keeps no row: the front sees no worker, but the turn
+    # was taken, and the worker's lease covers it.
+    async with fresh_schema() as url, front_of(url) as front, worker_of(url) as worker:
+        async with asyncio.timeout(WAIT):
+            sending = asyncio.ensure_future(front.send(request("nap 1.5")))
+            while not worker._turns:  # taken
+                await asyncio.sleep(0.01)
+            await worker._strike_off()
+            await front.presence.check()  # type: ignore[union-attr]
+            assert front.presence.alive == {"": 0}  # type: ignore[union-attr]
+            task = await sending
+    assert isinstance(task, Task) and task.status.state is TaskState.COMPLETED
+
+
 async def test_a_blocking_send_waits_on_while_a_worker_is_busy_with_its_turn() -> None:
     async with fresh_schema() as url, front_of(url) as front, worker_of(url):
         async with asyncio.timeout(WAIT):

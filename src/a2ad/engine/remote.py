@@ -155,7 +155,7 @@ class RemoteTurn:
             try:
                 step = await stream.next(quiet)
             except TimeoutError:
-                if presence is not None and await presence.stalled(self._agent):
+                if presence is not None and await presence.stalled(self.task_id, self._agent):
                     raise presence.no_worker(self.task_id, self._agent) from None
                 continue
             if step is None:

@@ -123,18 +123,21 @@ class WorkerPresence:
         since = self._missing.get(agent)
         return 0.0 if since is None else time.monotonic() - since
 
-    async def stalled(self, agent: str) -> bool:
-        """Whether ``agent`` has had no live worker for ``wait`` seconds, the
-        roll read again to be sure (False when it can't be read)."""
+    async def stalled(self, task_id: str, agent: str) -> bool:
+        """Whether the task's turn waits and ``agent`` has had no live worker for
+        ``wait`` seconds, the roll read again to be sure (False when it can't be
+        read). A turn taken is not stalled: its worker's lease covers it."""
         if self.without_worker(agent) < self.wait:
             return False
         try:
             async with self._reading:  # the followers that ask at once share one read
                 if time.monotonic() - self._read_at > FRESH_SECONDS:
                     await self.check()
+            if self.without_worker(agent) < self.wait:
+                return False
+            return await self._roll.turn_queued(task_id)
         except Exception:
             return False  # can't tell: keep waiting
-        return self.without_worker(agent) >= self.wait
 
     def problem(self) -> str:
         """What the operator should know ("" if every agent has a live worker)."""

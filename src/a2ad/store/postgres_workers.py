@@ -30,6 +30,7 @@ _AGENTS = """SELECT a.agent,
         (SELECT count(*) FROM workers w WHERE a.agent = ANY (w.agents) AND w.expires > $2),
         EXISTS (SELECT 1 FROM turns t WHERE t.queued AND t.agent = a.agent)
     FROM unnest($1::text[]) AS a (agent)"""
+_QUEUED = "SELECT EXISTS (SELECT 1 FROM turns WHERE task_id = $1 AND queued)"
 
 
 class PostgresWorkerRoll(WorkerRoll):
@@ -65,3 +66,9 @@ class PostgresWorkerRoll(WorkerRoll):
             return {agent: AgentWorkers(alive, waiting) for agent, alive, waiting in rows}
 
         return await self._read(read)
+
+    async def turn_queued(self, task_id: str) -> bool:
+        async def read(conn: Any) -> bool:
+            return bool(await conn.fetchval(_QUEUED, task_id))
+
+        return await self._read(read, task_id)

@@ -41,3 +41,8 @@ class WorkerRoll(abc.ABC):
     async def agent_workers(self, agents: Sequence[str], *, now: float) -> dict[str, AgentWorkers]:
         """For each of ``agents``: its workers alive at ``now`` (epoch seconds),
         and whether turns of it wait to be taken."""
+
+    @abc.abstractmethod
+    async def turn_queued(self, task_id: str) -> bool:
+        """Whether the task has a turn queued that no worker has taken yet (a
+        worker not on the roll, of an older a2ad, may have taken it)."""
