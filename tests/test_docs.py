@@ -1,5 +1,7 @@
 """The examples in README.md and docs/cli.md, run as written against a real
-``a2ad serve --agent demo``, the server the pages say they show.
+``a2ad serve --agent demo``, the server the pages say they show; and every
+``a2ad …`` command any page names, checked against the CLI's commands and
+flags (tests/doc_commands.py).
 
 A ``console`` block in docs/cli.md is commands (``$ …``) each followed by what
 it prints. They run in the order of the page, in bash, with ``a2ad`` on the
@@ -26,6 +28,7 @@ import pytest
 
 from a2ad import SyncClient, Task, TaskState
 
+from . import doc_commands
 from .conftest import free_port
 from .test_cli import Served
 from .test_cli_client import WITH_DEFAULT_SIGINT
@@ -240,3 +243,43 @@ def test_the_readme_agent_and_python_api_examples_run_as_written(tmp_path: Path)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "0 tasks\n"
     assert (tmp_path / "tasks.db").exists()
+
+
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def test_every_command_a_page_names_exists_with_its_flags() -> None:
+    named = [(page, line, words) for page in PAGES for line, words in doc_commands.named(page)]
+    wrong = [
+        f"{page.relative_to(ROOT)}:{line}: a2ad {' '.join(words)}: {problem}"
+        for page, line, words in named
+        if (problem := doc_commands.problem(words))
+    ]
+    assert wrong == []
+    assert len(named) > 200  # the pages' commands were found, not skipped
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (
+            "same rule as `a2ad tasks overdue --stale-after`",
+            "`a2ad tasks` has no command 'overdue'",
+        ),
+        ("```sh\na2ad send --sream hi | jq .\n```", "`a2ad send` has no flag --sream"),
+        ("```console\n$ a2ad serv --agent demo\n```", "`a2ad` has no command 'serv'"),
+        (
+            "```text\n  Try:  a2ad tasks list --stale 1m\n```",
+            "`a2ad tasks list` has no flag --stale",
+        ),
+        ("`a2ad config show --max-task 5`", "`a2ad config show` has no flag --max-task"),
+    ],
+)
+def test_the_command_check_finds_a_wrong_command_or_flag(
+    tmp_path: Path, text: str, problem: str
+) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(f"Some prose: a2ad keeps tasks.\n\n{text}\n")
+    ((_, words),) = doc_commands.named(page)
+    found = doc_commands.problem(words)
+    assert found is not None and found.startswith(problem), found

@@ -70,6 +70,30 @@ def test_the_table_lists_tasks_with_their_state_and_request(page: Any, server: L
     shoot(page, "dashboard-table")
 
 
+def test_tasks_sent_within_a_second_read_apart_in_the_task_and_context_columns(
+    page: Any, server: LiveServer
+) -> None:
+    # Version 7 ids made in one minute share their first 8 characters: the columns must
+    # show a part that differs, with the whole id in the tooltip and the link kept.
+    tasks = [send(server, f"echo burst {n}") for n in range(4)]
+    assert len({t["id"][:8] for t in tasks}) == 1
+    page.goto("/ui")
+    page.locator(f'tr[data-task-id="{tasks[-1]["id"]}"]').wait_for()
+    rows = [page.locator(f'tr[data-task-id="{task["id"]}"]') for task in tasks]
+    shown = [row.locator("td").nth(1).inner_text() for row in rows]
+    contexts = [row.locator("td.ctx").inner_text() for row in rows]
+    assert len(set(shown)) == len(tasks), shown
+    assert len(set(contexts)) == len(tasks), contexts
+    for task, row, text in zip(tasks, rows, shown, strict=True):
+        link = row.locator("td").nth(1).locator("a")
+        assert link.get_attribute("href") == f"/ui/tasks/{task['id']}"
+        assert link.locator("code").get_attribute("title") == task["id"]
+        assert text.strip("…") in task["id"]
+        assert row.locator("td.ctx code").get_attribute("title") == task["contextId"]
+    page.locator(f'tr[data-task-id="{tasks[2]["id"]}"] td a').click()
+    page.wait_for_url(f"**/ui/tasks/{tasks[2]['id']}")
+
+
 def test_filters_are_kept_in_the_url_and_survive_a_reload(page: Any, server: LiveServer) -> None:
     done = send(server, "echo kept")
     failed = send(server, "fail kept")

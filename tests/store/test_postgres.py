@@ -15,6 +15,7 @@ from a2ad import Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 from a2ad.protocol.model import TaskPushNotificationConfig
 from a2ad.store import postgres_schema, store_from_url
 from a2ad.store.base import Lease, ListQuery, SequenceConflictError, StoreError, Webhook
+from a2ad.store.worker_roll import AgentWorkers
 
 from ..postgres import fresh_schema
 from ..test_cli import run_a2ad
@@ -271,6 +272,8 @@ async def test_a_database_at_version_1_is_upgraded_and_keeps_its_tasks(url: str)
             assert claimed == [(task.id, "w")]
             assert await store.due_webhooks(1.0, 5, claim_until=61.0, claimant="b") == []
             assert await store.get(task.id) == created
-        assert await conn.fetchval("SELECT version FROM a2ad_schema") == SCHEMA_VERSION == 2
+            await store.worker_seen("w", ["x"], until=2.0)  # version 3's roll of workers
+            assert await store.agent_workers(["x"], now=1.0) == {"x": AgentWorkers(1, False)}
+        assert await conn.fetchval("SELECT version FROM a2ad_schema") == SCHEMA_VERSION == 3
     finally:
         await conn.close()

@@ -227,6 +227,43 @@ def test_the_front_says_it_runs_no_agents_and_serves_their_cards(setup: Setup) -
     assert card["name"] == "work"
 
 
+def test_a_blocking_send_for_an_agent_no_worker_runs_ends_saying_so(setup: Setup) -> None:
+    # `doomed` has no worker (until a test below starts one): its tasks wait.
+    served, front = setup.served, setup.front
+    served.expect(r"warning: no worker is connected for [^\n]*agent doomed[^\n]*a2ad worker")
+    ready = front.http.get(front.url + "/readyz")
+    assert ready.status_code == 200  # the front still takes and serves tasks
+    assert ready.json()["workers"] == {"work": 1, "doomed": 0}  # the module's worker
+    assert "no worker is connected for agent doomed" in ready.json()["warning"]
+    started = time.monotonic()
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": message("echo hi")}
+    answer = httpx.post(front.url + "/agents/doomed/", json=body, headers=V1, timeout=60).json()
+    took = time.monotonic() - started
+    error = answer["error"]
+    assert error["code"] == -32000
+    info = error["data"][0]
+    assert info["reason"] == "NO_WORKER"
+    task_id = info["metadata"]["taskId"]
+    assert info["metadata"]["agent"] == "doomed"
+    said = f"Task {task_id} is queued, and no worker that runs agent doomed has been connected"
+    assert said in error["message"]
+    assert "`a2ad worker`" in error["message"]
+    assert took < 10.0 + 5.0  # NO_WORKER_WAIT, and a look or two at the roll
+    # The task still waits, and the front said why once in its log.
+    assert front.get(task_id, "/agents/doomed/")["status"]["state"] == "TASK_STATE_SUBMITTED"
+    warned = r"tasks of agent doomed wait, and no worker runs it: start `a2ad worker`"
+    served.expect(warned)
+    front.send("echo again", path="/agents/doomed/", immediately=True)
+    time.sleep(2.5)  # a look at the roll or more
+    assert len(re.findall(warned, served.output)) == 1
+    # A worker for it runs what waits, and the front says so.
+    with worker(setup.store, "--agent", f"doomed={SPEC}", turns=setup.turns.path):
+        done = front.wait_state(task_id, "TASK_STATE_COMPLETED", path="/agents/doomed/")
+        served.expect(r"agent doomed has a worker again")
+        assert "warning" not in front.http.get(front.url + "/readyz").json()
+    assert done["artifacts"][0]["parts"][0]["text"] == "hi"
+
+
 def test_a_blocking_send_to_the_front_answers_the_task_a_worker_completed(setup: Setup) -> None:
     task = setup.front.send("echo hello")
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"

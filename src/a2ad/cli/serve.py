@@ -110,7 +110,10 @@ class _Server(uvicorn.Server):
             return
         await super().startup(sockets=sockets)
         if self.started:
-            for line in self.banner:
+            presence = self.application.engine.presence  # a front's: is a worker connected?
+            problem = presence.problem() if presence is not None else ""
+            warn = [f"[bold yellow]warning:[/bold yellow] {escape(problem)}"] if problem else []
+            for line in [*self.banner, *warn]:
                 console.print(line)
             if self.control is not None:
                 self.control.sendall(READY)

@@ -89,6 +89,7 @@ from .stranded import STORE_LOST, Stranded
 from .streams import EventStream
 from .upkeep import Maintenance
 from .watchdog import LoopWatchdog
+from .worker_presence import presence_of
 from .writer import Writer
 
 __all__ = ["AgentStartError", "Engine", "task_view"]
@@ -227,6 +228,7 @@ class Engine:
         self.turn_observers: list[TurnObserver] = []
         self._runner = Runner(self.turn_observers)
         self._followers = Followers()  # a front's: the turns workers run for its requests
+        self.presence = presence_of(store, self.agents, clock=clock, front=not runs_agents)
         self._claims = Claims()  # the keys of the sends being started
         self._stranded = Stranded(self._settle_stranded)  # turns a store outage ended
         self._maintenance = (
@@ -293,6 +295,8 @@ class Engine:
             self._upkeep_loop = asyncio.ensure_future(self._maintenance.run())
         if self.push is not None:
             await self.push.start()
+        if self.presence is not None:
+            await self.presence.start()
         self._started = True
 
     @property
@@ -365,6 +369,8 @@ class Engine:
         if self._upkeep_loop is not None:
             self._upkeep_loop.cancel()
             await asyncio.wait({self._upkeep_loop})
+        if self.presence is not None:
+            await self.presence.aclose()
         left = len(self._runner)
         if left:  # each gets its own "task failed" line from the writer
             log.warning(
@@ -886,6 +892,7 @@ class Engine:
             store=self.store,
             buffer=self.stream_buffer,
             closing=lambda: self._closing,
+            presence=self.presence,
         )
         if follow:
             turn.subscribe()  # before the turn is stored: no event is missed

@@ -15,7 +15,9 @@ input). The outcome comes from the store and the bus, not from the agent:
 ``RemoteTurn.follow`` subscribes before the turn is stored, reads the task's
 events (those another process stored come through the bus's signals) until one
 ends the turn, then reads the task. A follower is a task that ``Followers``
-owns and cancels at shutdown.
+owns and cancels at shutdown. A follower whose task's agent has had no live
+worker for a while (``WorkerPresence.stalled``) stops waiting: the request
+gets ``NoWorkerError`` naming the cause, and the task stays queued.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from ..store.base import StoredTask, TaskStore
 from .bus import Bus, Subscription
 from .outbox import retrieved_future
 from .streams import EventStream
+from .worker_presence import WorkerPresence
 
 __all__ = ["Followers", "RemoteTurn", "TurnOrder", "decode_order", "encode_order"]
 
@@ -76,8 +79,11 @@ class RemoteTurn:
         store: TaskStore,
         buffer: int,
         closing: Callable[[], bool],
+        presence: WorkerPresence | None = None,
     ) -> None:
         self.task_id = task_id
+        self._presence = presence
+        self._agent = ""  # the task's, once stored
         self._bus = bus
         self._store = store
         self._buffer = buffer
@@ -93,6 +99,7 @@ class RemoteTurn:
     def stored(self, head: StoredTask) -> None:
         """The turn is stored: the task as it was then (the stream's head)."""
         self._head_seq = head.seq
+        self._agent = head.agent
         if self._sub is not None:
             self._sub.start_after(head.seq)
         self.head.set_result(head)
@@ -137,12 +144,19 @@ class RemoteTurn:
             self.close()
 
     async def _turn_ended(self, sub: Subscription, after: Seq) -> bool:
-        """Whether the stream saw the turn's end (False: it was cut short)."""
+        """Whether the stream saw the turn's end (False: it was cut short).
+        Raises NoWorkerError if no worker runs the task's agent."""
         stream = EventStream(sub, [], after_seq=after, end_on_interrupt=True, exists=self._exists)
+        presence = self._presence
         while True:
+            # Quiet for long while a worker runs the agent; while none does, look often.
+            missing = presence is not None and presence.without_worker(self._agent) > 0
+            quiet = presence.every if presence is not None and missing else QUIET_SECONDS
             try:
-                step = await stream.next(QUIET_SECONDS)
+                step = await stream.next(quiet)
             except TimeoutError:
+                if presence is not None and await presence.stalled(self.task_id, self._agent):
+                    raise presence.no_worker(self.task_id, self._agent) from None
                 continue
             if step is None:
                 return False

@@ -14,6 +14,12 @@ transaction that queued a turn), when one of its own turns ends while turns
 may be waiting (it was full when woken, or took all it could), and, in case a
 wake-up was lost, every ``sweep_seconds``. Nothing polls on the hot path.
 
+It keeps its name on the store's roll of live workers (store/worker_roll.py)
+while it runs: when it starts listening, then at least every ``SEEN_SECONDS``
+/ 4, each time alive until ``SEEN_SECONDS`` later; it strikes itself off when
+it stops taking turns. The fronts read the roll to tell a user whose tasks
+wait that no worker runs their agent (engine/worker_presence.py).
+
 A cancel that ends a task just after this worker took its turn may signal
 before the turn runs here: the worker notes the cancel signals that come while
 it claims, and does not start a turn whose task was canceled meanwhile.
@@ -26,6 +32,7 @@ import logging
 
 from ..protocol.types import TaskId
 from ..store.base import ClaimedTurn, Turns
+from ..store.worker_roll import WorkerRoll
 from .engine import Engine
 
 __all__ = ["Worker"]
@@ -33,6 +40,7 @@ __all__ = ["Worker"]
 log = logging.getLogger("a2ad.worker")
 
 SWEEP_SECONDS = 5.0
+SEEN_SECONDS = 20.0  # a worker is alive on the roll this long after it last said so
 END_TRIES = 3  # tries to tell the store a turn ended, before the next sweep tries again
 
 
@@ -64,27 +72,33 @@ class Worker:
         self._starting: set[TaskId] = set()  # taken, not yet running in the engine
         self._cancelled: set[TaskId] = set()  # cancel signals heard meanwhile
         engine.bus.on_cancel(self._cancel_signalled)
+        self._roll = store if isinstance(store, WorkerRoll) else None
+        self._seen_at = -SEEN_SECONDS  # when it last said it is alive (engine clock)
 
     async def run(self) -> None:
-        """Take and run turns until ``stop``. Raises StoreError if the store
-        can't be listened to at the start."""
+        """Take and run turns until ``stop`` (``listening`` is set once it listens
+        for work and is on the roll). Raises StoreError if the store can't be
+        listened to at the start."""
         watch = self._store.watch_work(self._woken)
         await watch.start()
+        await self._say_alive()
         self.listening.set()
         self._wake.set()  # turns may be waiting already
         try:
             while not self._stopping:
                 try:
-                    await asyncio.wait_for(self._wake.wait(), self._sweep)
+                    await asyncio.wait_for(self._wake.wait(), min(self._sweep, SEEN_SECONDS / 4))
                 except TimeoutError:
                     await watch.check()  # listen again if the connection was lost
                 if self._stopping:
                     break
                 self._wake.clear()
+                await self._say_alive()
                 await self._end_unended()
                 await self._claim_while_free()
         finally:
             await watch.aclose()
+            await self._strike_off()
 
     def stop(self) -> None:
         """Take no more turns; ``run`` returns once a claim under way is done."""
@@ -98,6 +112,29 @@ class Worker:
         if self._turns:
             await asyncio.wait(set(self._turns), timeout=timeout)
         await self._end_unended()
+
+    # --- the roll of live workers ---
+
+    async def _say_alive(self) -> None:
+        now = self._engine.clock()
+        if self._roll is None or now - self._seen_at < SEEN_SECONDS / 4:
+            return
+        try:
+            await self._roll.worker_seen(
+                self._engine.instance, self._agents, until=now + SEEN_SECONDS
+            )
+        except Exception as exc:  # the store is down: claiming says so; try again later
+            log.debug("could not renew this worker on the roll: %s", exc)
+            return
+        self._seen_at = now
+
+    async def _strike_off(self) -> None:
+        if self._roll is None:
+            return
+        try:
+            await self._roll.worker_gone(self._engine.instance)
+        except Exception as exc:  # the fronts see it dead once its time runs out
+            log.warning("could not strike this worker off the roll: %s", exc)
 
     # --- taking turns ---
 

@@ -9,7 +9,8 @@
      │    └── TaskStoreUnavailableError -32603  the task store can't be reached now (HTTP 503)
      ├── ServerBusyError           -32000  the store is full of work in flight
      │    ├── StreamFellBehindError  -32000  a stream's reader fell too far behind
-     │    └── QuotaExceededError     -32000  a caller's quota or rate is spent (HTTP 429)
+     │    ├── QuotaExceededError     -32000  a caller's quota or rate is spent (HTTP 429)
+     │    └── NoWorkerError          -32000  a front's task waits, and no worker runs its agent
      ├── TaskNotFoundError         -32001  unknown, evicted, or not the caller's
      ├── TaskNotCancelableError    -32002  the task is already terminal
      ├── PushNotificationNotSupportedError  -32003
@@ -44,6 +45,7 @@ __all__ = [
     "InvalidRequestError",
     "JSONParseError",
     "MethodNotFoundError",
+    "NoWorkerError",
     "PermissionDeniedError",
     "PushNotificationNotSupportedError",
     "QuotaExceededError",
@@ -171,6 +173,15 @@ class QuotaExceededError(ServerBusyError):
 
     reason, http_status = "QUOTA_EXCEEDED", 429
     retry_after: int | None = None
+
+
+class NoWorkerError(ServerBusyError):
+    """A blocking send to a front (``a2ad serve --no-run``) stopped waiting: its
+    task is queued, and no ``a2ad worker`` running its agent has been alive for
+    a while. The task stays queued and runs once one connects;
+    ``metadata["taskId"]`` names it, ``metadata["agent"]`` its agent."""
+
+    reason = "NO_WORKER"
 
 
 class TaskNotFoundError(A2AError):

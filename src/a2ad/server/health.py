@@ -5,6 +5,13 @@
 store answers a trivial read within ``READY_TIMEOUT`` seconds and it is not
 shutting down; else 503, saying which. Both are public (no credential, no rate
 limit: a probe must not be refused) and say nothing about tasks or callers.
+
+A front (``a2ad serve --no-run``) adds its agents' live workers to ``/readyz``
+(``"workers": {"<agent>": n}``) and, while an agent has none, a ``"warning"``
+saying what to run. It still answers 200: the front takes, stores and serves
+tasks without workers (they run once one connects), and a 503 would take every
+front out of its load balancer while the workers restart, failing the reads of
+tasks as well.
 """
 
 from __future__ import annotations
@@ -46,7 +53,16 @@ class HealthEndpoint:
             body = msgspec.json.encode({"status": "unready", "reason": reason})
             await respond(send, 503, body, headers=headers)
         else:
-            await respond(send, 200, b'{"status":"ready"}', headers=headers)
+            await respond(send, 200, msgspec.json.encode(self.ready()), headers=headers)
+
+    def ready(self) -> dict[str, object]:
+        """The body of a 200 ``/readyz``: a front's workers, as last read."""
+        presence = self.engine.presence
+        if presence is None:
+            return {"status": "ready"}
+        warning = presence.problem()
+        workers = {"workers": dict(presence.alive)}
+        return {"status": "ready", **workers, **({"warning": warning} if warning else {})}
 
     async def unready(self) -> str:
         """Why the server should get no requests now, or "" if it should."""

@@ -109,6 +109,7 @@ from .outage import Outage
 from .postgres_schema import SCHEMA_VERSION, SchemaVersionError, migrate
 from .postgres_signals import PostgresSignals
 from .postgres_url import host_port, parse_url, safe_url
+from .postgres_workers import PostgresWorkerRoll
 from .rows import (
     ARTIFACT_EVENT,
     INTERRUPTED,
@@ -545,7 +546,7 @@ async def _usage_totals(conn: Connection, query: UsageQuery) -> list[UsageRow]:
     return rows
 
 
-class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns):
+class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns, PostgresWorkerRoll):
     """Tasks in a PostgreSQL database, shared by every instance that opens it;
     unbounded unless ``max_tasks`` is set, then evicting like the SQLite store.
 

@@ -253,8 +253,18 @@ _SCHEMA_V2 = (
     'ALTER TABLE webhooks ADD COLUMN claimed_by text COLLATE "C"',
 )
 
+# Version 3: the roll of live workers (postgres_workers.py): each worker's row,
+# renewed while it runs, until ``expires`` (epoch seconds).
+_SCHEMA_V3 = (
+    """CREATE TABLE workers (
+        worker text COLLATE "C" PRIMARY KEY,
+        agents text[] NOT NULL,
+        expires double precision NOT NULL
+    )""",
+)
+
 # Step i upgrades a database at version i to version i + 1; append, never edit.
-_MIGRATIONS: tuple[tuple[str, ...], ...] = (_SCHEMA_V1, _SCHEMA_V2)
+_MIGRATIONS: tuple[tuple[str, ...], ...] = (_SCHEMA_V1, _SCHEMA_V2, _SCHEMA_V3)
 SCHEMA_VERSION = len(_MIGRATIONS)
 
 

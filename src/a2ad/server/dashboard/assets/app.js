@@ -165,6 +165,14 @@ function createdAt(id) {
   return new Date(parseInt(id.slice(0, 8) + id.slice(9, 13), 16)).toISOString();
 }
 
+// An id as the table shows it: a2ad's ids are version 7 UUIDs, whose first
+// characters are the time (the same for every task of a minute), so a long id shows
+// its random end, the whole of it in the tooltip.
+function idCode(id) {
+  const text = id || "";
+  return el("code", { title: text }, text.length > 12 ? `…${text.slice(-8)}` : text);
+}
+
 function age(id) {
   const made = createdAt(id);
   if (!made) return "";
@@ -196,7 +204,7 @@ function firstWords(text, words = 12) {
 
 // A task is overdue while it is active and past its deadline (metadata.deadline),
 // or when its status has not changed for longer than "stale after" (the toolbar's,
-// kept in the URL; as `a2ad tasks overdue --stale-after` reads it).
+// kept in the URL; as `a2ad tasks cancel-overdue --stale-after` reads it).
 const DEFAULT_STALE = "10m";
 
 function parseDuration(text) {
@@ -444,8 +452,8 @@ function taskRow(task) {
     "tr",
     { dataset: { taskId: task.id, state: task.status.state, updated: task.status.timestamp || "" } },
     el("td", {}, badge(task.status.state)),
-    el("td", {}, el("a", { href: taskLink(task), dataset: { nav: "task" } }, el("code", {}, task.id.slice(0, 8)))),
-    el("td", { class: "ctx" }, el("code", { title: task.contextId }, (task.contextId || "").slice(0, 8))),
+    el("td", {}, el("a", { href: taskLink(task), dataset: { nav: "task" } }, idCode(task.id))),
+    el("td", { class: "ctx" }, idCode(task.contextId)),
     el("td", { class: "request" }, request),
     el("td", {}, age(task.id)),
     el("td", {}, timeEl(task.status.timestamp)),
@@ -641,7 +649,7 @@ async function cancelOverdue(filters) {
   }
   const confirmed = await confirmDialog(
     tasks.length ? `Cancel these ${tasks.length} overdue tasks?` : "No task of this view is overdue.",
-    tasks.map((t) => el("li", { dataset: { taskId: t.id } }, el("code", {}, t.id.slice(0, 8)), ` ${overdueReason(t)}: `, firstWords(requestText(t), 8))),
+    tasks.map((t) => el("li", { dataset: { taskId: t.id } }, idCode(t.id), ` ${overdueReason(t)}: `, firstWords(requestText(t), 8))),
     tasks.length > 0,
   );
   if (!confirmed) return;
