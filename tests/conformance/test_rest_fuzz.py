@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from a2ad.server import auth
@@ -26,7 +26,7 @@ from .rest_fuzz import AGENTS, check_rest_answer, rest_requests
 from .test_fuzz import fuzz_settings
 from .wire_fuzz import FuzzServer, Seeds, WireRequest, send
 
-EXAMPLES = int(os.environ.get("A2AD_FUZZ_EXAMPLES", 0)) or 1000
+EXAMPLES = int(os.environ.get("A2AD_FUZZ_EXAMPLES", 0)) or max(1000, settings.default.max_examples)
 
 
 @pytest.fixture(scope="module")
