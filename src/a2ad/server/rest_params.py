@@ -2,8 +2,8 @@
 carry them: the body's fields, then the path's (``id``, ``tenant``) and the
 query's (``historyLength=2`` as the number 2).
 
-Every body of every route, in both versions, is read here once before anything
-else looks at it (``body_fields``): it must be UTF-8, JSON, an object, nest at
+Every body of every route, in both versions, is checked here once before
+anything else looks at it (``check_body``): it must be UTF-8, JSON, an object, nest at
 most ``MAX_BODY_DEPTH`` levels of lists and objects, and hold only numbers a
 float or a 4,300-digit integer can hold. What fails is the caller's 400 naming
 the problem, so no decoder or key conversion after it meets a body deeper than
@@ -24,7 +24,7 @@ from ..protocol.dialect import Operation
 from ..protocol.errors import InvalidParamsError, InvalidRequestError, JSONParseError
 from ..protocol.jsonrpc import check_utf8
 
-__all__ = ["MAX_BODY_DEPTH", "body_fields", "query_params", "request_params", "snake"]
+__all__ = ["MAX_BODY_DEPTH", "check_body", "query_params", "request_params", "snake"]
 
 # How deep a body may nest lists and objects: above what a request needs (its
 # free-form JSON may nest 32 levels, protocol/model.py's MAX_JSON_DEPTH, a few
@@ -127,12 +127,12 @@ def request_params(
     ``proto``: the body may name a field as the proto does (``task_id``)."""
     extra = {**query, **path}
     text = body.strip()
+    if not text:
+        return msgspec.Raw(_encode(extra) if extra else b"{}")
+    check_body(text, label)
     if not extra:
-        if not text:
-            return msgspec.Raw(b"{}")
-        body_fields(text, label)
         return msgspec.Raw(text)
-    fields = body_fields(text, label) if text else {}
+    fields = _fields(text)
     for name, value in extra.items():
         encoded = _encode(value)
         # A 1.0 body may name the field as the proto does (`task_id`); taken out
@@ -150,10 +150,11 @@ def request_params(
     return msgspec.Raw(_encode(fields))
 
 
-def body_fields(body: bytes, label: str) -> dict[str, msgspec.Raw]:
-    """The fields of a request body (``label``: the route, for messages); raises
-    JSONParseError, InvalidRequestError (not an object; nested deeper than
-    MAX_BODY_DEPTH) or InvalidParamsError (a number out of range, naming the field)."""
+def check_body(body: bytes, label: str) -> None:
+    """Raise JSONParseError, InvalidRequestError (not an object; nested deeper
+    than MAX_BODY_DEPTH) or InvalidParamsError (a number out of range, naming the
+    field) unless ``body`` is fit for a dialect to decode (``label``: the route,
+    for messages)."""
     check_utf8(body)  # msgspec checks only the strings it decodes
     try:
         whole = _whole(body)  # all of it, as no later decoder may fail to
@@ -170,7 +171,6 @@ def body_fields(body: bytes, label: str) -> dict[str, msgspec.Raw]:
         )
     if body.count(b"[") + body.count(b"{") > MAX_BODY_DEPTH and _deeper(whole):
         raise _too_deep(label)
-    return _fields(body)
 
 
 def _deeper(value: dict[str, Any]) -> bool:
