@@ -9,10 +9,11 @@ A request becomes the params JSON that the JSON-RPC binding would carry: the
 body's fields, then the path's (``id``, ``tenant``) and the query's
 (``historyLength=2`` as the number 2), so the same dialect decoders check it and
 fail the same way (rest_params.py, which also refuses any body too deep or with
-a number out of range before a decoder sees it). The answer is the result's JSON, or SSE whose ``data:`` is a
-bare StreamResponse; an error is the spec's HTTP status with a google.rpc.Status
-body carrying the ErrorInfo: for A2A errors, unknown paths (404), wrong methods
-(405 and ``Allow``), bad JSON, bad query parameters and bodies too large (413).
+a number out of range before a decoder sees it). The answer is the result's
+JSON, or SSE whose ``data:`` is a bare StreamResponse; an error is the spec's
+HTTP status with a google.rpc.Status body carrying the ErrorInfo: for A2A
+errors, unknown paths (404), wrong methods (405 and ``Allow``), bad JSON, bad
+query parameters and bodies too large (413).
 """
 
 from __future__ import annotations
