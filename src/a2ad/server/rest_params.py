@@ -114,7 +114,7 @@ def _typed(label: str, name: str, value: str, kind: _Kind) -> Any:
     else:
         return value
     raise InvalidParamsError(
-        f"{label}: the query parameter `{name}` must be {kind.value}, not {_cut(value)!r}",
+        f"{label}: the query parameter `{name}` must be {kind.value}, not `{_cut(value)}`",
         field=name,
     )
 
@@ -167,7 +167,7 @@ def check_body(body: bytes, label: str) -> None:
     if not isinstance(whole, dict):
         raise InvalidRequestError(
             f"{label}: the request body must be a JSON object (the request's fields), "
-            f"not {_cut(body.decode())!r}"
+            f"not `{_cut(body.decode())}`"
         )
     if body.count(b"[") + body.count(b"{") > MAX_BODY_DEPTH and _deeper(whole):
         raise _too_deep(label)
