@@ -43,6 +43,7 @@ from a2a.types import (
 )
 from hypothesis import strategies as st
 
+from a2ad.cli.log_bound import MAX_LINE
 from a2ad.protocol.dialect import METHODS, Operation
 
 from .fuzz_agent import HOLD
@@ -59,6 +60,7 @@ __all__ = [
 ]
 
 PROJECT = Path(__file__).resolve().parent.parent.parent
+FUZZ_AGENT = "tests.conformance.fuzz_agent:FuzzAgent"
 V1 = {"A2A-Version": "1.0"}
 REQUEST_TIMEOUT = 30.0
 
@@ -88,8 +90,10 @@ class FuzzServer:
     """``a2ad serve`` with the fuzz agent over a SQLite file in a temporary folder,
     on a port the system picks; stdout and stderr go to a log file."""
 
-    def __init__(self, *, auth: str = "") -> None:
-        """``auth``: a keys file, to serve with auth on."""
+    def __init__(self, *, auth: str = "", agents: tuple[str, ...] = ()) -> None:
+        """``auth``: a keys file, to serve with auth on; ``agents``: names to
+        serve the fuzz agent under (at /agents/<name>/, the first at / too)."""
+        specs = [f"{name}={FUZZ_AGENT}" for name in agents] or [FUZZ_AGENT]
         self.dir = tempfile.TemporaryDirectory(prefix="a2ad-fuzz-")
         self.log_path = Path(self.dir.name) / "server.log"
         self.url = ""
@@ -105,8 +109,7 @@ class FuzzServer:
                 "0",
                 "--store",
                 f"sqlite:///{self.dir.name}/tasks.db",
-                "--agent",
-                "tests.conformance.fuzz_agent:FuzzAgent",
+                *(arg for spec in specs for arg in ("--agent", spec)),
                 "--shutdown-grace",
                 "0s",
                 "--max-body-bytes",
@@ -146,17 +149,24 @@ class FuzzServer:
         return self.log_path.read_bytes().decode("utf-8", "replace")
 
     def new_troubles(self) -> list[str]:
-        """Lines logged since the last call that show a failure inside the server:
-        a traceback, an exception, anything logged as an error."""
+        """Lines logged since the last call that show a failure inside the server
+        (a traceback, an exception, anything logged as an error), and any line
+        longer than the log's bound (cli/log_bound.py), shown by its start."""
         with self.log_path.open("rb") as f:
             f.seek(self._read)
             new = f.read()
         self._read += len(new)
-        return _TROUBLE.findall(new.decode("utf-8", "replace"))
+        text = new.decode("utf-8", "replace")
+        long = [
+            f"a line of {len(line)} characters: {line[:200]}"
+            for line in text.split("\n")  # (not splitlines: a JSON line may hold U+2028)
+            if len(line) > MAX_LINE
+        ]
+        return long + [line[:2000] for line in _TROUBLE.findall(text)]
 
 
 _TROUBLE = re.compile(
-    r'^.*(?:Traceback|Exception|"level": "(?:error|critical)"|^ERROR).*$', re.MULTILINE
+    r'^.*(?:Traceback|Exception|"level": ?"(?:error|critical)"|^ERROR).*$', re.MULTILINE
 )
 
 
@@ -490,6 +500,7 @@ class WireRequest:
         self.body = body
         self.headers = headers
         self.mutation = mutation
+        self.method = "POST"
         self.path = "/"
         self.query = ""
         # Sent on a raw socket with a Content-Length this much larger than the body,
@@ -502,7 +513,7 @@ class WireRequest:
     def describe(self) -> str:
         shown = self.body if len(self.body) < 600 else self.body[:600] + b"..."
         return (
-            f"{self.mutation}: POST {self.path}{self.query} headers={self.headers!r} "
+            f"{self.mutation}: {self.method} {self.path}{self.query} headers={self.headers!r} "
             f"short_by={self.short_by} body ({len(self.body)} bytes)={shown!r}"
         )
 
@@ -696,7 +707,8 @@ def send(http: httpx.Client, request: WireRequest) -> Answer | None:
     short without answering (what a server may do; the log is checked anyway)."""
     if request.short_by or not all(map(_clean, request.headers.values())):
         return _send_raw(http, request)
-    r = http.post(
+    r = http.request(
+        request.method,
         request.path + request.query,
         content=request.body,
         headers=request.headers,
@@ -708,7 +720,7 @@ def send(http: httpx.Client, request: WireRequest) -> Answer | None:
 def _send_raw(http: httpx.Client, request: WireRequest) -> Answer | None:
     """``request`` written on a socket of its own, as it is."""
     url = httpx.URL(str(http.base_url))
-    head = [f"POST {request.path}{request.query} HTTP/1.1", f"Host: {url.host}"]
+    head = [f"{request.method} {request.path}{request.query} HTTP/1.1", f"Host: {url.host}"]
     head.append("Connection: close")
     head += [
         f"{k}: {v.decode('latin-1') if isinstance(v, bytes) else v}"

@@ -20,6 +20,7 @@ from typing import Any, TextIO
 import msgspec
 
 from .. import log_context
+from .log_bound import bounded, cut
 
 __all__ = [
     "ACCESS_WORDS",
@@ -76,10 +77,24 @@ class JsonFormatter(logging.Formatter):
         }
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
-        try:
-            return _encode(entry).decode()
-        except (TypeError, OverflowError, ValueError):  # e.g. an int past 64 bits
-            return json.dumps(entry, default=str)
+        return bounded(lambda cap: _json(entry if cap is None else _cut_entry(entry, cap)))
+
+
+def _json(value: Any) -> str:
+    try:
+        return _encode(value).decode()
+    except (TypeError, OverflowError, ValueError):  # e.g. an int past 64 bits
+        return json.dumps(value, default=str)
+
+
+def _cut_entry(entry: dict[str, Any], cap: int) -> dict[str, Any]:
+    """``entry`` with each value longer than ``cap`` (as text) cut to it."""
+    out: dict[str, Any] = {}
+    for key, value in entry.items():
+        if not isinstance(value, str | int | float | bool | None):
+            value = _json(value)  # a list, a dict, an object: as JSON text
+        out[key] = cut(value, cap, traceback=key == "exc") if isinstance(value, str) else value
+    return out
 
 
 _encode = msgspec.json.Encoder(enc_hook=str).encode
@@ -115,12 +130,17 @@ class TextFormatter(logging.Formatter):
         self.colour = colour
 
     def format(self, record: logging.LogRecord) -> str:
+        trace = self.formatException(record.exc_info) if record.exc_info else ""
+        return bounded(lambda cap: self._line(record, trace, cap))
+
+    def _line(self, record: logging.LogRecord, trace: str, cap: int | None) -> str:
         stamp = time.strftime("%H:%M:%S", time.localtime(record.created))
         level = record.levelname
-        message = record.getMessage()
+        message = cut(record.getMessage(), cap)
         if not message.isprintable():
             message = message.translate(_CONTROL)
         pairs = {**log_context.fields(), **self.fields, **_extras(record)}
+        pairs = {k: cut(str(v), cap) for k, v in pairs.items()}
         if self.colour:
             colour = _COLOURS.get(level, "")
             head = f"{stamp}.{int(record.msecs):03d} {colour}{level:<8}{_RESET}"
@@ -130,8 +150,8 @@ class TextFormatter(logging.Formatter):
             head = f"{stamp}.{int(record.msecs):03d} {level:<8}{record.name} {message}"
             tail = "".join(f" {k}={_shown(v)}" for k, v in pairs.items())
         line = head + tail
-        if record.exc_info:
-            trace = self.formatException(record.exc_info)
+        if trace:
+            trace = cut(trace, cap, traceback=True)
             line += "\n" + "\n".join("    " + part for part in trace.splitlines())
         return line
 

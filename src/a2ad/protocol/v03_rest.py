@@ -84,6 +84,18 @@ def _camel_keys(value: Any) -> Any:
     return value
 
 
+def _body_in(raw: msgspec.Raw, method: str) -> Json:
+    """The body's fields, proto names as JSON names; one nested past Python's
+    stack is InvalidParamsError, as ``decode_params`` says it."""
+    try:
+        body: Json = _camel_keys(decode_params(raw, dict[str, Any], method=method))
+        return body
+    except RecursionError:
+        raise InvalidParamsError(
+            f"Invalid params for {method}: the JSON is nested too deeply to process; flatten it"
+        ) from None
+
+
 def _camel(key: str) -> str:
     if "_" not in key:
         return key
@@ -418,7 +430,7 @@ class V03Rest:
 
     @staticmethod
     def decode_send(raw: msgspec.Raw, method: str) -> SendMessageRequest:
-        body = _camel_keys(decode_params(raw, dict[str, Any], method=method))
+        body = _body_in(raw, method)
         try:
             p = msgspec.convert(body, _SendIn)
         except msgspec.ValidationError as exc:
@@ -525,7 +537,7 @@ class V03Rest:
 
     @staticmethod
     def decode_push_config(raw: msgspec.Raw, method: str) -> TaskPushNotificationConfig:
-        body = _camel_keys(decode_params(raw, dict[str, Any], method=method))
+        body = _body_in(raw, method)
         try:
             p = msgspec.convert(body, _CreatePushIn)
         except msgspec.ValidationError as exc:

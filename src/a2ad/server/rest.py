@@ -8,34 +8,31 @@ that names the other version is VersionNotSupported, naming the path to use.
 A request becomes the params JSON that the JSON-RPC binding would carry: the
 body's fields, then the path's (``id``, ``tenant``) and the query's
 (``historyLength=2`` as the number 2), so the same dialect decoders check it and
-fail the same way. The answer is the result's JSON, or SSE whose ``data:`` is a
-bare StreamResponse; an error is the spec's HTTP status with a google.rpc.Status
-body carrying the ErrorInfo: for A2A errors, unknown paths (404), wrong methods
-(405 and ``Allow``), bad JSON, bad query parameters and bodies too large (413).
+fail the same way (rest_params.py, which also refuses any body too deep or with
+a number out of range before a decoder sees it). The answer is the result's
+JSON, or SSE whose ``data:`` is a bare StreamResponse; an error is the spec's
+HTTP status with a google.rpc.Status body carrying the ErrorInfo: for A2A
+errors, unknown paths (404), wrong methods (405 and ``Allow``), bad JSON, bad
+query parameters and bodies too large (413).
 """
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Awaitable, Mapping
 from contextlib import ExitStack
 from types import MappingProxyType
 from typing import Any, NamedTuple
-from urllib.parse import parse_qsl
 
 import msgspec
 
 from ..protocol.dialect import METHODS, Operation, Version, requested_version
 from ..protocol.errors import (
     A2AError,
-    InvalidParamsError,
     InvalidRequestError,
-    JSONParseError,
     MethodNotFoundError,
     QuotaExceededError,
     VersionNotSupportedError,
 )
-from ..protocol.jsonrpc import check_utf8
 from ..protocol.types import StreamItem
 from ..protocol.v03_rest import V03Rest
 from ..protocol.v1 import V1
@@ -45,13 +42,13 @@ from .extensions import echo_headers, requested_extensions
 from .handler import RequestHandler
 from .limits import Limits, StreamSlots, body_too_large, caller_key, retry_headers
 from .observed import record_of
+from .rest_params import query_params, request_params
 from .sse import KEEPALIVE_SECONDS, stream_sse
 from .types import ClientGone, Receive, Scope, Send, caller_of, header, read_body, respond
 
 __all__ = ["RestEndpoint", "error_body", "respond_read"]
 
 _encode = msgspec.json.Encoder().encode
-_fields = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 
 # The google.rpc.Code name beside each ErrorInfo reason (the spec's table; the
 # official SDK's); by HTTP status for any other.
@@ -116,43 +113,6 @@ async def respond_read(
         await respond(send, failed.http_status, error_body(failed))
         return
     await respond(send, 200, body, headers=headers)
-
-
-class _Kind(enum.Enum):
-    INT = "an integer"
-    BOOL = "true or false"
-    TEXT = "text"
-
-
-# The query parameters each operation takes (A2A 1.0 §11.5: camelCase names; the
-# proto's snake_case names are accepted too). `A2A-Version` is read apart.
-_QUERY: Mapping[Operation, Mapping[str, _Kind]] = MappingProxyType(
-    {
-        Operation.GET: {"historyLength": _Kind.INT},
-        Operation.LIST: {
-            "contextId": _Kind.TEXT,
-            "status": _Kind.TEXT,
-            "pageSize": _Kind.INT,
-            "pageToken": _Kind.TEXT,
-            "historyLength": _Kind.INT,
-            "statusTimestampAfter": _Kind.TEXT,
-            "includeArtifacts": _Kind.BOOL,
-            "overdue": _Kind.BOOL,  # a2ad extension, as in ListTasks' params
-            "statusTimestampBefore": _Kind.TEXT,  # a2ad extension too
-        },
-        Operation.LIST_PUSH_CONFIGS: {"pageSize": _Kind.INT, "pageToken": _Kind.TEXT},
-    }
-)
-_NO_QUERY: Mapping[str, _Kind] = MappingProxyType({})
-
-
-def _snake(name: str) -> str:
-    return "".join("_" + c.lower() if c.isupper() else c for c in name)
-
-
-_ALIASES = MappingProxyType(
-    {_snake(name): name for names in _QUERY.values() for name in names if _snake(name) != name}
-)
 
 
 class _Route(NamedTuple):
@@ -325,90 +285,6 @@ def _scan(
     return None
 
 
-def _query_params(scope: Scope, route: _Route) -> dict[str, Any]:
-    text = scope.get("query_string", b"").decode("latin-1")
-    if not text:
-        return {}
-    takes = _QUERY.get(route.operation, _NO_QUERY)
-    out: dict[str, Any] = {}
-    for raw_name, value in parse_qsl(text, keep_blank_values=True):
-        if raw_name == "A2A-Version":
-            continue
-        name = _ALIASES.get(raw_name, raw_name)
-        kind = takes.get(name)
-        if kind is None:
-            known = ", ".join(takes) if takes else "none"
-            raise InvalidParamsError(
-                f"{route.label} has no query parameter `{raw_name}` (it takes: {known})",
-                field=raw_name,
-            )
-        if name in out:
-            raise InvalidParamsError(
-                f"{route.label}: the query parameter `{name}` is given twice; give it once",
-                field=name,
-            )
-        out[name] = _typed(route, raw_name, value, kind)
-    return out
-
-
-def _typed(route: _Route, name: str, value: str, kind: _Kind) -> Any:
-    if kind is _Kind.INT:
-        digits = value[1:] if value[:1] == "-" else value
-        if digits.isascii() and digits.isdigit() and len(digits) <= 19:
-            return int(value)
-    elif kind is _Kind.BOOL:
-        if value in ("true", "false"):
-            return value == "true"
-    else:
-        return value
-    raise InvalidParamsError(
-        f"{route.label}: the query parameter `{name}` must be {kind.value}, not {value!r}",
-        field=name,
-    )
-
-
-def _params(body: bytes, found: _Found, query: dict[str, Any]) -> msgspec.Raw:
-    """The request as the params JSON the dialect decodes: the body's fields,
-    then the path's and the query's (which must agree with the body's)."""
-    extra = {**query, **found.params}
-    text = body.strip()
-    if not extra:
-        if not text:
-            return msgspec.Raw(b"{}")
-        _fields_of(text)  # an object, with a clear error if not
-        return msgspec.Raw(text)
-    fields = _fields_of(text) if text else {}
-    for name, value in extra.items():
-        encoded = _encode(value)
-        # A 1.0 body may name the field as the proto does (`task_id`); taken out
-        # here, it does not meet the path's `taskId` as a field given twice.
-        spellings = (name, _snake(name)) if found.route.dialect is V1 else (name,)
-        for spelled in dict.fromkeys(spellings):
-            given = fields.pop(spelled, None)
-            if given is not None and msgspec.json.decode(given) != value:
-                raise InvalidParamsError(
-                    f"{found.route.label}: the body's `{spelled}` {bytes(given).decode()} "
-                    f"differs from the path's or query's {encoded.decode()}; leave it out "
-                    "of the body",
-                    field=spelled,
-                )
-        fields[name] = msgspec.Raw(encoded)
-    return msgspec.Raw(_encode(fields))
-
-
-def _fields_of(body: bytes) -> dict[str, msgspec.Raw]:
-    check_utf8(body)  # msgspec checks only the strings it decodes
-    try:
-        return _fields(body)
-    except msgspec.ValidationError:
-        raise InvalidRequestError(
-            "The request body must be a JSON object (the request's fields), "
-            f"not {body[:40].decode('utf-8', 'replace')!r}"
-        ) from None
-    except msgspec.DecodeError as exc:
-        raise JSONParseError(f"Invalid JSON body: {exc}") from None
-
-
 class RestEndpoint:
     """Serves the HTTP+JSON paths; ``serve`` takes the path with any mount prefix removed."""
 
@@ -451,7 +327,7 @@ class RestEndpoint:
             requested = requested_extensions(scope) if handler.extensions else ()
             caller = caller_of(scope)
             context = handler.request_context(dialect.version, "HTTP+JSON", requested, caller)
-            query = _query_params(scope, route)
+            query = query_params(scope.get("query_string", b""), route.label, route.operation)
             body = b""
             if route.body:
                 try:
@@ -466,7 +342,7 @@ class RestEndpoint:
                     await respond(send, 413, error_body(error, 413, v03=v03))
                     return
                 body = read
-            params = _params(body, found, query)
+            params = request_params(body, route.label, found.params, query, proto=dialect is V1)
             if route.operation.streaming:
                 held.enter_context(self.streams.hold(caller_key(caller, scope)))
                 events = await self._dispatch.open_stream(
