@@ -167,10 +167,9 @@ def serve(
         typer.Option(
             envvar=ENV_AGENTS,
             help="'echo', 'demo', or package.module:attr of your agent. Repeat as NAME=SPEC "
-            "to serve several, each at /agents/NAME/ (the first, or --default-agent, at / too). "
-            "Default: echo.",
+            "to serve several, each at /agents/NAME/ (the first, or --default-agent, at / too).",
         ),
-    ] = None,
+    ] = ["echo"],  # noqa: B006 (typer passes a new list: this one is never changed)
     default_agent: Annotated[
         str | None,
         typer.Option(help="Of several --agent NAME=SPEC, the one also served at /."),
