@@ -30,12 +30,12 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, get_args, get_origin
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperCommand
 
 from ..durations import parse_optional_duration
 from ..url_secrets import MASK, mask_url
+from .terminal import make_console
 
 __all__ = [
     "DURATION",
@@ -61,7 +61,7 @@ DURATION = "DURATION"
 SECRET_WORDS = frozenset({"key", "token", "secret", "password", "passwd"})
 _META = "a2ad.config"
 
-console = Console(stderr=True)
+console = make_console(stderr=True)
 
 
 class ConfigError(Exception):

@@ -23,7 +23,6 @@ from typing import Annotated, Any, NamedTuple, NoReturn, TypeVar
 
 import typer
 import uvicorn
-from rich.console import Console
 from rich.markup import escape
 
 from ..agent import Agent
@@ -56,10 +55,11 @@ from ..tools import ENV_TOKEN, ENV_URL
 from .auth import ENV_AUTH_FILE
 from .config import DURATION, ENV_AGENTS
 from .logs import access_fraction, configure_logging
+from .terminal import make_console
 
 __all__ = ["serve", "workers_store"]
 
-console = Console(stderr=True)
+console = make_console(stderr=True)
 T = TypeVar("T")
 STARTUP_FAILURE = 3  # can't start: the port or the store is taken, the store or key unreadable
 READY = b"ready\n"  # what a process of a group tells its parent once it serves
