@@ -182,8 +182,6 @@ def test_a_flag_takes_no_value_and_a_list_is_the_flag_repeated() -> None:
     assert "default: echo]" in serve
     add_key = help_of(["auth", "add-key"])
     assert re.search(r"^  --role TEXT  +A role, .* Repeatable\.", add_key, re.M)
-    refused = CliRunner().invoke(app, ["send", "--stream", "true", "--url", "http://127.0.0.1:9"])
-    assert refused.exit_code != 0  # "true" is the message; the server is down
 
 
 def test_piped_help_is_one_line_an_option_with_nothing_cut() -> None:
