@@ -591,10 +591,31 @@ def test_card_shows_the_agent_its_interfaces_and_skills(server: Server) -> None:
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "scripted" in out and "driven by the first word" in out
-    assert "JSONRPC 1.0" in out and "JSONRPC 0.3" in out and server.url in out
+    assert f"JSONRPC    {server.url}/  A2A 1.0, 0.3" in out
     assert "streaming: yes" in out
     assert "skills (1)" in out
     assert f"speaks A2A {server.version}" in out
+
+
+def test_card_shows_each_interface_of_a2ad_serve_once_with_its_versions() -> None:
+    # The card names each twice: in supportedInterfaces (1.0 and 0.3) and in
+    # the 0.3 fields (url, preferredTransport, additionalInterfaces).
+    from .test_cli import Served  # which imports this module
+
+    with Served("--store", "memory") as served:
+        url = served.url
+        done = a2ad("card", "--url", url)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    start = lines.index("interfaces") + 1
+    assert lines[start : start + 3] == [
+        f"  JSONRPC    {url}/  A2A 1.0, 0.3",
+        f"  HTTP+JSON  {url}/  A2A 1.0, 0.3",
+        "  this client speaks A2A 1.0 to it (chosen from this card)",
+    ]
+    # The card's extension by its URI, not as a Python list of dicts.
+    assert "  extension urn:a2ad:ext:push-delivery:v1" in lines
+    assert "{'" not in done.stdout
 
 
 def test_card_json_is_the_card_as_served(server10: Server) -> None:

@@ -24,6 +24,8 @@ from typer.testing import CliRunner
 
 from a2ad.cli import app
 from a2ad.cli.config import ENV_AGENTS, ConfiguredCommand, env_name, key_name, masked
+from a2ad.store import store_from_url
+from a2ad.store.postgres_url import parse_url
 
 from .conftest import free_port
 from .process_output import ProcessOutput
@@ -203,10 +205,14 @@ def test_the_text_output_names_each_value_and_where_it_came_from(tmp_path: Path)
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[0] == f"# a2ad serve, configuration file: {config}"
-    assert re.search(r'^retention\s+"7d"  # ' + re.escape(f"{config}:1") + "$", result.stdout, re.M)
-    assert re.search(r'^agent\s+\["stock=echo", "news=echo"\]  # .*:2$', result.stdout, re.M)
-    assert re.search(r"^port\s+9001  # env A2AD_PORT$", result.stdout, re.M)
-    assert re.search(r"^host\s+\"127.0.0.1\"  # default$", result.stdout, re.M)
+    found = re.search(
+        r'^retention\s+= "7d"  # ' + re.escape(f"{config}:1") + "$", result.stdout, re.M
+    )
+    assert found
+    assert re.search(r'^agent\s+= \["stock=echo", "news=echo"\]  # .*:2$', result.stdout, re.M)
+    assert re.search(r"^port\s+= 9001  # env A2AD_PORT$", result.stdout, re.M)
+    assert re.search(r"^host\s+= \"127.0.0.1\"  # default$", result.stdout, re.M)
+    assert re.search(r"^# default-agent \(not set\)  # default$", result.stdout, re.M)
 
 
 # --- every option, by key and by variable ---
@@ -385,9 +391,100 @@ def test_config_show_masks_a_store_urls_password_and_secret_query_parameters(
         ("auth", "keys.toml", "keys.toml"),
         ("store", "postgresql://u@db/a2ad", "postgresql://u@db/a2ad"),
         ("token", None, None),  # nothing to hide
+        ("store", "sqlite:///a2ad.db", "sqlite:///a2ad.db"),  # not rebuilt: the same text
+        ("store", "sqlite:////srv/a.db", "sqlite:////srv/a.db"),
+        (
+            "urls",
+            ["sqlite:///a.db", "x://u:p@h/?a=b&token=t"],
+            ["sqlite:///a.db", "x://u:***@h/?a=b&token=***"],
+        ),
     ],
 )
 def test_secrets_are_masked_by_the_last_word_of_their_key(
     key: str, value: str | None, shown: str | None
 ) -> None:
     assert masked(key, value) == shown
+
+
+# --- what config show prints is what serve runs with, and can be pasted back ---
+
+SHOWN_URLS = [
+    # (given, shown): shown as given, but for a password
+    ("sqlite:///a2ad.db", "sqlite:///a2ad.db"),
+    ("sqlite:///data/tasks.db", "sqlite:///data/tasks.db"),
+    ("sqlite:////srv/abs.db", "sqlite:////srv/abs.db"),
+    ("sqlite", "sqlite"),
+    ("memory", "memory"),
+    (
+        "postgresql://a2ad@db:5432/a2ad?sslmode=require",
+        "postgresql://a2ad@db:5432/a2ad?sslmode=require",
+    ),
+    ("postgresql:///a2ad?host=/var/run/postgresql", "postgresql:///a2ad?host=/var/run/postgresql"),
+    ("postgres://db/a2ad?application_name=a%20b", "postgres://db/a2ad?application_name=a%20b"),
+    (
+        "postgresql://a2ad:hunter2@db:5432/a2ad?sslmode=require&sslpassword=k3y",
+        "postgresql://a2ad:***@db:5432/a2ad?sslmode=require&sslpassword=***",
+    ),
+    ("postgresql://:hunter2@/a2ad?host=/tmp", "postgresql://:***@/a2ad?host=/tmp"),
+]
+
+
+def served_store(url: str) -> Any:
+    """What ``serve`` makes of a store URL: the file, the options, or the kind."""
+    if url.startswith("postgres"):
+        return parse_url(url)  # the whole of what a PostgreSQL store is given
+    made = store_from_url(url)
+    return getattr(made, "path", type(made).__name__)
+
+
+@pytest.mark.parametrize(("given", "shown"), SHOWN_URLS)
+def test_config_show_prints_the_store_url_serve_runs_with(
+    tmp_path: Path, given: str, shown: str
+) -> None:
+    for got in (show("--store", given), show(env={"A2AD_STORE": given})):
+        assert got["store"]["value"] == shown
+    text = invoke("config", "show", "--store", given).stdout
+    assert f"store                     = {json.dumps(shown)}  # flag --store\n" in text
+    # Pasted back as a flag, a variable or a file's value, it is shown the same.
+    config = write(tmp_path, f"store = {json.dumps(shown)}\n")
+    for again in (
+        show("--store", shown),
+        show(env={"A2AD_STORE": shown}),
+        show("--config", str(config)),
+    ):
+        assert again["store"]["value"] == shown
+    # And serve makes of it what it makes of the URL given (a password aside).
+    assert served_store(shown) == served_store(
+        given.replace("hunter2", "***").replace("k3y", "***")
+    )
+
+
+def test_the_agent_serve_runs_by_default_is_shown() -> None:
+    assert show()["agent"] == {"value": ["echo"], "source": "default"}
+
+
+def test_the_text_output_is_a_configuration_file_giving_the_same_values(tmp_path: Path) -> None:
+    first = write(tmp_path, "agent = { stock = 'echo', news = 'echo' }\nretention = '7d'\n")
+    args = ["--config", str(first), "--store", "sqlite:////srv/abs.db", "--no-dashboard"]
+    env = {"A2AD_PORT": "9001", "A2AD_RATE_LIMIT": "2.5"}
+    wanted = {key: entry["value"] for key, entry in show(*args, env=env).items()}
+    text = invoke("config", "show", *args, env=env).stdout
+    pasted = write(tmp_path, text, name="pasted.toml")
+    again = show("--config", str(pasted))
+    assert {key: entry["value"] for key, entry in again.items()} == wanted
+    unset = {key for key, value in wanted.items() if value is None}
+    assert unset and all(again[key]["source"] == "default" for key in unset)
+    assert all(again[key]["source"] == "file" for key in wanted.keys() - unset)
+
+
+def test_serve_runs_with_what_config_show_printed(tmp_path: Path, serving: list[Serving]) -> None:
+    port = free_port()
+    absolute = tmp_path / "abs" / "tasks.db"
+    absolute.parent.mkdir()
+    args = ["--port", str(port), "--store", f"sqlite:///{absolute}", "--no-metrics"]
+    text = invoke("config", "show", *args).stdout
+    assert f'store                     = "sqlite:///{absolute}"' in text
+    server = Serving("--config", str(write(tmp_path, text)), env={}, cwd=tmp_path)
+    serving.append(server)
+    server.expect(re.escape(f"a2ad serving agent echo (store sqlite {absolute}, no task cap)"))
+    assert server.port() == port

@@ -141,3 +141,22 @@ async def test_tls_options_reach_asyncpg(url: str) -> None:
     with pytest.raises(StoreError, match="refused a2ad"):
         await store.open()
     await store.aclose()
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        (
+            "postgresql:///a2ad?host=/var/run/postgresql",
+            "postgresql:///a2ad?host=/var/run/postgresql",
+        ),
+        ("postgresql://me:pw@/a2ad?host=/tmp", "postgresql://me:***@/a2ad?host=/tmp"),
+        (
+            "postgres://h/d?application_name=a%20b&password=x",
+            "postgres://h/d?application_name=a%20b&password=***",
+        ),
+    ],
+)
+def test_the_url_shown_is_the_url_given_but_for_its_passwords(url: str, shown: str) -> None:
+    # Not rebuilt from its parts, which drops an empty host's // and re-encodes.
+    assert safe_url(url) == shown

@@ -16,11 +16,13 @@ from __future__ import annotations
 import typer
 
 from . import auth, card, config, demo, health, mcp, send, serve, tasks, usage, worker
+from .help import Group
 
 __all__ = ["app", "main"]
 
 app = typer.Typer(
     name="a2ad",
+    cls=Group,  # options shown as typed; piped, plain help (help.py)
     help="a2ad: an A2A task server. `a2ad serve` starts one; send, tasks and card talk to one.",
     no_args_is_help=True,
 )

@@ -10,17 +10,17 @@ import os
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from ..server.auth import KeyFileError, add_key
+from .terminal import make_console
 
 __all__ = ["ENV_AUTH_FILE", "auth_app"]
 
 ENV_AUTH_FILE = "A2AD_AUTH_FILE"
 DEFAULT_KEYS_FILE = "keys.toml"
 
-console = Console(stderr=True)
+console = make_console(stderr=True)
 
 auth_app = typer.Typer(
     name="auth",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -46,24 +47,18 @@ def _show_card(card: dict[str, Any], speaking: str) -> None:
         out.print(Text(f"by {provider['organization']} {provider.get('url') or ''}".rstrip()))
     out.print()
     out.print(Text("interfaces", style="bold"))
-    for entry in _dicts(card.get("supportedInterfaces")):
-        binding = entry.get("protocolBinding", "?")
-        out.print(Text(f"  {binding} {entry.get('protocolVersion', '?')}  {entry.get('url', '')}"))
-    if card.get("url"):
-        transport = card.get("preferredTransport") or "JSONRPC"
-        out.print(
-            Text(f"  {transport} {card.get('protocolVersion', '0.3')}  {card['url']}  (0.3 fields)")
-        )
-    for entry in _dicts(card.get("additionalInterfaces")):
-        out.print(Text(f"  {entry.get('transport', '?')}  {entry.get('url', '')}"))
+    interfaces = _interfaces(card)
+    width = max((len(binding) for binding, _, _ in interfaces), default=0)
+    for binding, url, versions in interfaces:
+        out.print(Text(f"  {binding:<{width}}  {url}  A2A {', '.join(versions)}"))
     out.print(Text(f"  {speaking}", style="dim"))
     capabilities = card.get("capabilities")
     if isinstance(capabilities, dict) and capabilities:
         out.print()
         out.print(Text("capabilities", style="bold"))
         for name, value in capabilities.items():
-            shown = ("yes" if value else "no") if isinstance(value, bool) else str(value)
-            out.print(Text(f"  {name}: {shown}"))
+            for line in _capability(str(name), value):
+                out.print(line)
     modes = [
         (label, card.get(key))
         for label, key in (("input", "defaultInputModes"), ("output", "defaultOutputModes"))
@@ -87,6 +82,50 @@ def _show_card(card: dict[str, Any], speaking: str) -> None:
         examples = skill.get("examples")
         for example in examples if isinstance(examples, list) else []:
             out.print(Text(f"    e.g. {example}"), soft_wrap=True)
+
+
+def _interfaces(card: dict[str, Any]) -> list[tuple[str, str, list[str]]]:
+    """Each interface of ``card`` once, as (binding, URL, its A2A versions), in
+    the card's order. A card names an interface twice when it is served in 1.0
+    and 0.3: in ``supportedInterfaces`` (1.0), and in the 0.3 fields beside them
+    (``url`` with ``preferredTransport``, ``additionalInterfaces``), whose version
+    is the card's ``protocolVersion``. Versions are told apart by major.minor
+    (0.3.0 is 0.3), URLs with and without their last slash are one."""
+    found: dict[tuple[str, str], tuple[str, list[str]]] = {}
+
+    def add(binding: Any, url: Any, version: Any) -> None:
+        shown = str(url or "?")
+        _, versions = found.setdefault((str(binding or "?"), shown.rstrip("/")), (shown, []))
+        if not any(_minor(v) == _minor(str(version)) for v in versions):
+            versions.append(str(version))
+
+    for entry in _dicts(card.get("supportedInterfaces")):
+        add(entry.get("protocolBinding"), entry.get("url"), entry.get("protocolVersion", "?"))
+    old = card.get("protocolVersion") or "0.3"
+    if card.get("url"):
+        add(card.get("preferredTransport") or "JSONRPC", card["url"], old)
+    for entry in _dicts(card.get("additionalInterfaces")):
+        add(entry.get("transport"), entry.get("url"), old)
+    return [(binding, url, versions) for (binding, _), (url, versions) in found.items()]
+
+
+def _minor(version: str) -> str:
+    return ".".join(version.split(".")[:2])
+
+
+def _capability(name: str, value: Any) -> Iterator[Text]:
+    if name == "extensions" and isinstance(value, list):
+        for extension in _dicts(value):
+            required = " (required)" if extension.get("required") else ""
+            yield Text(f"  extension {extension.get('uri', '?')}{required}")
+            if extension.get("description"):
+                yield Text(f"    {extension['description']}", style="dim")
+        return
+    if isinstance(value, bool):
+        shown = "yes" if value else "no"
+    else:
+        shown = value if isinstance(value, str) else json.dumps(value)
+    yield Text(f"  {name}: {shown}")
 
 
 def _dicts(value: Any) -> Iterator[dict[str, Any]]:

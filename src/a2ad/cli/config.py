@@ -22,19 +22,20 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import os
 import re
 import tomllib
 from dataclasses import dataclass, field
 from typing import Annotated, Any, get_args, get_origin
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperCommand
 
 from ..durations import parse_optional_duration
+from ..url_secrets import MASK, mask_url
+from .terminal import make_console
 
 __all__ = [
     "DURATION",
@@ -58,10 +59,9 @@ DURATION = "DURATION"
 # of these (--api-key, --token, --db-password). A key *file* (--secret-key-file,
 # --auth FILE) is a path and is shown. A password in any URL is masked too.
 SECRET_WORDS = frozenset({"key", "token", "secret", "password", "passwd"})
-MASK = "***"
 _META = "a2ad.config"
 
-console = Console(stderr=True)
+console = make_console(stderr=True)
 
 
 class ConfigError(Exception):
@@ -303,8 +303,16 @@ def _wrong_type(annotation: type, value: Any) -> Any:
 
 
 def _toml(value: Any) -> str:
+    """``value`` as TOML writes it: what `config show` prints is a file's line."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else f"{'-' if value < 0 else ''}inf"
+    if isinstance(value, list):
+        return "[" + ", ".join(map(_toml, value)) + "]"
+    if isinstance(value, str):
+        # JSON's escapes are TOML's, but for DEL, which TOML wants escaped too.
+        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
     return json.dumps(value, default=str)
 
 
@@ -383,7 +391,10 @@ def show(
     typer.echo(f"# a2ad serve, configuration file: {provenance.path or 'none'}")
     width = max(len(k) for k in entries)
     for key, entry in entries.items():
-        typer.echo(f"{key:<{width}}  {_toml(entry['value'])}  # {_origin(entry)}")
+        if entry["value"] is None:  # TOML has no null: a file leaves the key out
+            typer.echo(f"# {key} (not set)  # {_origin(entry)}")
+        else:
+            typer.echo(f"{key:<{width}} = {_toml(entry['value'])}  # {_origin(entry)}")
 
 
 def _origin(entry: dict[str, Any]) -> str:
@@ -411,30 +422,14 @@ def masked(key: str, value: Any) -> Any:
     if key.rsplit("-", 1)[-1] in SECRET_WORDS:
         return MASK
     if isinstance(value, str):
-        return _url_masked(value)
+        return mask_url(value, _secret)
     if isinstance(value, list):
-        return [_url_masked(v) if isinstance(v, str) else v for v in value]
+        return [mask_url(v, _secret) if isinstance(v, str) else v for v in value]
     return value
 
 
-def _url_masked(text: str) -> str:
-    if "://" not in text:
-        return text
-    try:
-        parts = urlsplit(text)
-        password = parts.password
-    except ValueError:
-        return text
-    netloc = parts.netloc
-    if password is not None:
-        user, _, host = netloc.rpartition("@")
-        netloc = f"{user.partition(':')[0]}:{MASK}@{host}"
-    query = parts.query
-    pairs = parse_qsl(query, keep_blank_values=True)
-    if any(_secret(name) for name, _ in pairs):
-        query = urlencode([(n, MASK if _secret(n) else v) for n, v in pairs], safe="*")
-    return urlunsplit(parts._replace(netloc=netloc, query=query))
-
-
 def _secret(name: str) -> bool:
-    return re.split(r"[-_]", name.lower())[-1] in SECRET_WORDS
+    """A URL parameter named like a secret: by its last word, or a password in
+    one word (PostgreSQL's ``sslpassword``)."""
+    last = re.split(r"[-_]", name.lower())[-1]
+    return last in SECRET_WORDS or last.endswith(("password", "passwd"))

@@ -13,14 +13,14 @@ from typing import Annotated
 
 import httpx
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from .config import ConfiguredCommand
+from .terminal import make_console
 
 __all__ = ["health"]
 
-console = Console(stderr=True)
+console = make_console(stderr=True)
 UNHEALTHY = 1
 
 

@@ -3,7 +3,6 @@ task's events as a live timeline, JSON for scripts, and the one-line error."""
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from ..protocol.model import (
     TaskStatusUpdateEvent,
     parse_timestamp,
 )
+from .terminal import make_console
 
 __all__ = [
     "STATE_STYLES",
@@ -66,10 +66,9 @@ STATE_STYLES = {
 
 
 def console_for(*, stderr: bool = False) -> Console:
-    console = Console(stderr=stderr, highlight=False, markup=False)
-    if not console.is_terminal and "COLUMNS" not in os.environ:
-        console.width = 200  # piped: don't squeeze ids into an imaginary 80 columns
-    return console
+    """Where the client commands print: text as given (no markup), unwrapped
+    when not on a terminal (terminal.py)."""
+    return make_console(stderr=stderr, highlight=False, markup=False)
 
 
 def print_json(value: Any) -> None:

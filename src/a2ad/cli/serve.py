@@ -23,7 +23,6 @@ from typing import Annotated, Any, NamedTuple, NoReturn, TypeVar
 
 import typer
 import uvicorn
-from rich.console import Console
 from rich.markup import escape
 
 from ..agent import Agent
@@ -58,10 +57,11 @@ from .auth import ENV_AUTH_FILE
 from .auth_flags import authenticator_from_flags
 from .config import DURATION, ENV_AGENTS
 from .logs import access_fraction, configure_logging
+from .terminal import make_console
 
 __all__ = ["serve", "workers_store"]
 
-console = Console(stderr=True)
+console = make_console(stderr=True)
 T = TypeVar("T")
 STARTUP_FAILURE = 3  # can't start: the port or the store is taken, the store or key unreadable
 READY = b"ready\n"  # what a process of a group tells its parent once it serves
@@ -172,10 +172,9 @@ def serve(
         typer.Option(
             envvar=ENV_AGENTS,
             help="'echo', 'demo', or package.module:attr of your agent. Repeat as NAME=SPEC "
-            "to serve several, each at /agents/NAME/ (the first, or --default-agent, at / too). "
-            "Default: echo.",
+            "to serve several, each at /agents/NAME/ (the first, or --default-agent, at / too).",
         ),
-    ] = None,
+    ] = ["echo"],  # noqa: B006 (typer passes a new list: this one is never changed)
     default_agent: Annotated[
         str | None,
         typer.Option(help="Of several --agent NAME=SPEC, the one also served at /."),

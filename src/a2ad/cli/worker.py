@@ -17,7 +17,6 @@ from collections.abc import Coroutine
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from ..agent import Agent
@@ -35,10 +34,11 @@ from .agent_threads import AGENT_THREADS, AgentThreadsOption
 from .config import DURATION, ENV_AGENTS
 from .logs import configure_logging
 from .serve import STARTUP_FAILURE, _duration, _load_agents, workers_store
+from .terminal import make_console
 
 __all__ = ["worker"]
 
-console = Console(stderr=True)
+console = make_console(stderr=True)
 
 
 def worker(

@@ -27,6 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
+from ..url_secrets import mask_url
+
 __all__ = [
     "ASYNCPG",
     "DEFAULT_APPLICATION_NAME",
@@ -234,18 +236,9 @@ def _unknown(name: str) -> str:
 
 
 def safe_url(url: str) -> str:
-    """``url`` without its password (in the address or as a parameter), to show."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.password is not None:
-        netloc = parts.netloc.rsplit("@", 1)[1]
-        parts = parts._replace(netloc=f"{parts.username or ''}:***@{netloc}")
-    if any(name in parts.query for name in _SECRET):
-        query = [
-            (name, "***" if name in _SECRET else value)
-            for name, value in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
-        ]
-        parts = parts._replace(query=urllib.parse.urlencode(query, safe="*"))
-    return urllib.parse.urlunsplit(parts)
+    """``url`` without its password (in the address or as a parameter), to show;
+    every other character as written, so that it can be pasted back."""
+    return mask_url(url, _SECRET.__contains__)
 
 
 def host_port(url: str) -> str:
