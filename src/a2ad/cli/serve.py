@@ -55,7 +55,7 @@ from ..store.sqlite_group import SqliteGroup
 from ..tools import ENV_TOKEN, ENV_URL
 from .auth import ENV_AUTH_FILE
 from .config import DURATION, ENV_AGENTS
-from .logs import access_fraction, configure_logging
+from .logs import access_fraction, configure_logging, keep_logging
 
 __all__ = ["serve", "workers_store"]
 
@@ -510,6 +510,7 @@ def serve(
     base = _url(listening)
     try:
         the_agent = _load_agents(agent or ["echo"], default_agent, base, model)
+        keep_logging()  # an agent's library may have reconfigured logging as it loaded
     except ValueError as exc:
         listening.close()
         _fail(exc, 2)
