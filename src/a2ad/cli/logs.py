@@ -205,14 +205,16 @@ def _state() -> tuple[object, ...]:
 
 def keep_logging() -> None:
     """Take the process's logging back after an agent's library changed it (e.g.
-    PraisonAI's ``logging.basicConfig(force=True)`` at import, which writes every
-    line as plain text and drops the agent's info lines): the root logger writes
-    through configure_logging's handler at its level again, and every handler of
-    a library's own logger that writes to the terminal formats its lines as a2ad
-    does (keeping its level and filters). Handlers writing elsewhere (a file) are
-    left alone. Called by ``a2ad serve`` and ``a2ad worker`` once their agents are
-    loaded, and by the handler before a line when anything changed; a no-op
-    before configure_logging."""
+    PraisonAI's ``logging.basicConfig(force=True)`` at import, which wrote every
+    line as plain text and dropped the agent's info lines): the root logger
+    writes through configure_logging's handler at its level again, and a
+    library's own logger that writes to the terminal (LiteLLM's) does so in
+    a2ad's format, once: its handler is dropped if its lines reach the root
+    logger anyway (its filters, such as one that hides keys, move to the
+    logger), else formats them as a2ad does. Handlers writing elsewhere (a
+    file) are left alone. Called by ``a2ad serve`` and ``a2ad worker`` once
+    their agents are loaded, and by the handler before a line when anything
+    changed; a no-op before configure_logging."""
     if not _installed:
         return
     ours = _installed[0]
@@ -230,14 +232,29 @@ def keep_logging() -> None:
             if log.name in _OURS:
                 log.handlers[:], log.propagate = [ours], False
             continue
-        for index, handler in enumerate(log.handlers):
-            if handler is ours or not _to_terminal(handler, ours):
-                continue
-            if isinstance(handler, logging.StreamHandler):
-                handler.setFormatter(ours.formatter)
-            else:  # one that draws its own lines (rich's)
-                log.handlers[index] = ours
+        for handler in [h for h in log.handlers if h is not ours and _to_terminal(h, ours)]:
+            _take_back(log, handler, ours)
     ours.seen = _state()
+
+
+def _take_back(log: logging.Logger, handler: logging.Handler, ours: _Handler) -> None:
+    """A library's logger's handler that writes to the terminal: dropped if the
+    logger's lines reach the root logger anyway, else made to write as a2ad does."""
+    if _reaches_root(log):
+        log.removeHandler(handler)
+        for kept in handler.filters:
+            log.addFilter(kept)  # adds it once
+    elif isinstance(handler, logging.StreamHandler):
+        handler.setFormatter(ours.formatter)
+    else:  # one that draws its own lines (rich's)
+        log.handlers[log.handlers.index(handler)] = ours
+
+
+def _reaches_root(log: logging.Logger) -> bool:
+    current: logging.Logger | None = log
+    while current is not None and current.propagate:
+        current = current.parent
+    return current is None
 
 
 def _to_terminal(handler: logging.Handler, ours: _Handler) -> bool:
