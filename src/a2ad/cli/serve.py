@@ -53,6 +53,7 @@ from ..store.base import MAX_ARTIFACTS, MAX_HISTORY, StoreError, TaskStore, Turn
 from ..store.memory import MemoryStore
 from ..store.sqlite_group import SqliteGroup
 from ..tools import ENV_TOKEN, ENV_URL
+from ..wording import plural
 from .auth import ENV_AUTH_FILE
 from .config import DURATION, ENV_AGENTS
 from .logs import access_fraction, configure_logging, keep_logging
@@ -703,7 +704,7 @@ def _banner(
     banner = [
         f"a2ad serving {what} "
         f"(store {escape(_where(task_store, flags['store']))}, "
-        f"{f'at most {cap} tasks' if cap else 'no task cap'}"
+        f"{'at most ' + plural(cap, 'task') if cap else 'no task cap'}"
         f"{f', {workers} processes' if workers > 1 else ''})",
         f"  JSON-RPC:   {base}/  (also {base}/a2a)",
         f"  Agent card: {base}/.well-known/agent-card.json",
