@@ -272,7 +272,7 @@ def test_serve_task_manager_manages_its_own_server_on_the_port_the_system_chose(
     assert isinstance(task, Task) and task.status.state is TaskState.COMPLETED, texts(task)
     assert f"(server_url): {url}." in llm.requests[asked]["messages"][0]["content"]
     # Its own task, still working while the tool ran, is the one active task.
-    assert texts(task)[1:3] == ['calling list_tasks(state="active")', "list_tasks: 1 task(s)"]
+    assert texts(task)[1:3] == ['calling list_tasks(state="active")', "list_tasks: 1 task"]
 
 
 def test_serve_task_manager_takes_its_servers_model_and_token_from_the_environment() -> None:
@@ -293,7 +293,7 @@ def test_serve_task_manager_takes_its_servers_model_and_token_from_the_environme
             with SyncClient(s.url) as client:
                 task = client.send("What runs on the server?")
     assert isinstance(task, Task) and task.status.state is TaskState.COMPLETED, texts(task)
-    assert texts(task)[2] == "list_tasks: 1 task(s)"  # the token got it through
+    assert texts(task)[2] == "list_tasks: 1 task"  # the token got it through
     first = llm.requests[0]
     assert first["model"] == "model-from-the-environment"
     assert f"(server_url): {live.url}." in first["messages"][0]["content"]

@@ -5,6 +5,7 @@ text; one access line per request (all, errors only, or none); never a key."""
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import logging
 import os
@@ -18,6 +19,7 @@ import pytest
 
 from a2ad import Agent, SyncClient, Task, TaskState, log_context
 from a2ad.agent import TaskContext
+from a2ad.cli import logs
 from a2ad.cli.logs import JsonFormatter, TextFormatter, configure_logging
 
 from .test_cli import Served, run_a2ad
@@ -236,16 +238,26 @@ def test_a_bad_log_flag_is_a_usage_error_naming_it(command: str, flag: str, valu
 
 @pytest.fixture
 def restored_logging() -> Iterator[None]:
-    """configure_logging changes these loggers for the whole process: put them back."""
-    names = ("", "a2ad", "a2ad.access", "uvicorn", "httpx", "httpcore")
-    saved = [
-        (log, log.handlers[:], log.level, log.propagate)
-        for log in (logging.getLogger(name) for name in names)
+    """configure_logging changes every logger of the process (keep_logging): put
+    them back, and forget its handler."""
+    loggers = [logging.getLogger(), *(logging.getLogger(name) for name in LOGGERS)]
+    loggers += [
+        x for x in logging.Logger.manager.loggerDict.values() if isinstance(x, logging.Logger)
     ]
+    saved = [
+        (log, log.handlers[:], log.filters[:], log.level, log.propagate, log.disabled)
+        for log in loggers
+    ]
+    installed = logs._installed[:]
     yield
-    for log, handlers, level, propagate in saved:
-        log.handlers[:], log.propagate = handlers, propagate
+    for log, handlers, filters, level, propagate, disabled in saved:
+        log.handlers[:], log.filters[:], log.propagate = handlers, filters, propagate
         log.setLevel(level)
+        log.disabled = disabled
+    logs._installed[:] = installed
+
+
+LOGGERS = ("a2ad", "a2ad.access", "uvicorn", "httpx", "httpcore")
 
 
 @pytest.mark.usefixtures("restored_logging")
@@ -261,6 +273,34 @@ def test_text_is_coloured_on_a_terminal_unless_no_color(monkeypatch: pytest.Monk
         os.close(main)
         assert "look here" in written
         assert ("\x1b[33mWARNING" in written) is coloured, repr(written)
+
+
+@pytest.mark.usefixtures("restored_logging")
+def test_what_a_library_does_to_logging_while_serving_is_undone_at_a2ads_next_line() -> None:
+    out = io.StringIO()
+    configure_logging("info", stream=out)
+    # As PraisonAI's import does (logging.basicConfig(force=True)): a plain root
+    # handler at warning; and as LiteLLM's: a handler of its own on its logger.
+    plain = logging.StreamHandler(out)
+    plain.setFormatter(logging.Formatter("%(message)s"))
+    logging.getLogger().handlers[:] = [plain]
+    logging.getLogger().setLevel(logging.WARNING)
+    library = logging.getLogger("tests.a_library")
+    library.addHandler(logging.StreamHandler(out))
+    token = log_context.turn.set(log_context.Turn("t1", "c1", "chatty"))
+    try:
+        logging.getLogger("a2ad.test").info("a2ad's line")
+        chatty_log.info("the agent's line")
+        library.info("the library's line")
+    finally:
+        log_context.turn.reset(token)
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [line["msg"] for line in lines] == [
+        "a2ad's line",
+        "the agent's line",
+        "the library's line",
+    ]
+    assert all(line["task_id"] == "t1" for line in lines)
 
 
 def record(msg: str, **extra: object) -> logging.LogRecord:

@@ -189,7 +189,7 @@ async def test_lists_active_tasks_and_cancels_the_overdue_ones(tasks: LiveServer
     assert texts(task)[0] == "List all active A2A tasks and cancel any that are overdue"
     assert texts(task)[1:] == [
         'calling list_tasks(state="active", stale_after="2s")',
-        "list_tasks: 3 task(s), 2 overdue",
+        "list_tasks: 3 tasks, 2 overdue",
         'calling cancel_overdue_tasks(stale_after="2s")',
         "cancel_overdue_tasks: 2 overdue, 2 canceled, 0 failed",
     ]
@@ -452,7 +452,7 @@ async def test_loaded_by_module_path_it_uses_the_settings_it_is_given(
             task = await ask(live.url, "List all A2A tasks")
 
     assert task.status.state.word == "completed", texts(task)
-    assert texts(task)[2] == "list_tasks: 0 task(s)"
+    assert texts(task)[2] == "list_tasks: 0 tasks"
     first = llm.requests[0]
     assert first["model"] == MODEL and llm.headers[0]["Authorization"] == f"Bearer {KEY}"
     assert f"(server_url): {tasks.url}." in first["messages"][0]["content"]

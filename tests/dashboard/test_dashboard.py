@@ -134,7 +134,7 @@ def test_cancel_from_a_tasks_page_after_confirming(page: Any, server: LiveServer
     dialog.get_by_role("button", name="Keep").click()
     assert "canceled" not in page.locator("#task-state").inner_text()
     page.get_by_role("button", name="Cancel task…").click()
-    dialog.get_by_role("button", name="Cancel tasks").click()
+    dialog.get_by_role("button", name="Cancel task", exact=True).click()
     page.locator("#task-state", has_text="canceled").wait_for()
     stored = httpx.get(f"{server.url}/tasks/{task['id']}", headers=V1).json()
     assert stored["status"]["state"] == "TASK_STATE_CANCELED"
@@ -194,7 +194,9 @@ def test_a_tasks_timeline_shows_its_status_changes_in_order(page: Any, server: L
     assert "TASK_STATE_INPUT_REQUIRED" in states
     assert states[-1] == "TASK_STATE_COMPLETED"
     assert states.index("TASK_STATE_INPUT_REQUIRED") < len(states) - 1
-    assert "status changes over" in page.locator("#timeline").inner_text()
+    # Counts in words: several status changes, the one artifact the follow-up made.
+    summary = page.locator("#timeline p.muted").inner_text()
+    assert re.fullmatch(rf"{len(states)} status changes over .+; 1 artifact update\.", summary)
 
 
 def test_the_charts_show_recent_activity(page: Any, server: LiveServer) -> None:
@@ -220,7 +222,15 @@ def test_cancel_overdue_shows_which_before_it_cancels(page: Any, server: LiveSer
     listed.wait_for()
     assert "no change for" in listed.inner_text()
     assert dialog.locator("li", has_text="completed").count() == 0
-    dialog.get_by_role("button", name="Cancel tasks").click()
+    # The title and the button say one task, or how many.
+    listed_count = dialog.locator("li").count()
+    title = dialog.locator("#confirm-title").inner_text()
+    confirm = "Cancel task" if listed_count == 1 else "Cancel tasks"
+    if listed_count == 1:
+        assert title == "Cancel this overdue task?"
+    else:
+        assert title == f"Cancel these {listed_count} overdue tasks?"
+    dialog.get_by_role("button", name=confirm, exact=True).click()
     page.locator(f'tr[data-task-id="{stuck["id"]}"][data-state="TASK_STATE_CANCELED"]').wait_for()
     stored = httpx.get(f"{server.url}/tasks/{stuck['id']}", headers=V1).json()
     assert stored["status"]["state"] == "TASK_STATE_CANCELED"
@@ -309,7 +319,7 @@ def test_escape_on_a_confirmation_cancels_nothing_even_after_an_earlier_yes(
     kept = send(server, "hang twice", wait=False)
     page.goto(f"/ui/tasks/{done['id']}")
     page.get_by_role("button", name="Cancel task…").click()
-    page.locator("#confirm-dialog").get_by_role("button", name="Cancel tasks").click()
+    page.locator("#confirm-dialog").get_by_role("button", name="Cancel task", exact=True).click()
     page.locator("#task-state", has_text="canceled").wait_for()
     page.goto(f"/ui/tasks/{kept['id']}")
     page.get_by_role("button", name="Cancel task…").click()

@@ -37,6 +37,7 @@ from a2ad.protocol.errors import InvalidParamsError, TaskNotFoundError
 from a2ad.store.base import Lease
 
 from ..conftest import Rpc
+from ..log_watch import watch_log
 from ..scripted import ScriptedAgent
 from .requests import request, wait_for_state
 
@@ -721,6 +722,23 @@ async def test_retention_deletion_is_visible_over_json_rpc_as_task_not_found(
                 assert task["id"] in r["error"]["message"]
     finally:
         await app.aclose()
+
+
+async def test_retention_logs_how_many_tasks_it_deleted_in_words(agent: UpkeepAgent) -> None:
+    clock = FakeClock(time.time())
+    engine = Engine(agent, MemoryStore(), clock=clock, retention_seconds=7 * DAY)
+    try:
+        said = []
+        for count in (1, 2):
+            for i in range(count):
+                await send(engine, f"echo {i}")
+            clock.advance(8 * DAY)
+            with watch_log("a2ad.engine", lambda r: r.msg.startswith("retention")) as watch:
+                await engine.maintain_once()
+            said += [(r.getMessage(), r.__dict__["count"]) for r in watch.records]
+    finally:
+        await engine.aclose()
+    assert said == [("retention deleted 1 task", 1), ("retention deleted 2 tasks", 2)]
 
 
 async def test_without_retention_old_terminal_tasks_are_kept(

@@ -220,6 +220,24 @@ async def quota_app(keys: tuple[Path, dict[str, str]]) -> AsyncIterator[A2AApp]:
     await app.aclose()
 
 
+async def test_anonymous_callers_at_the_task_quota_are_told_they_share_one_count() -> None:
+    app = create_app(ScriptedAgent(), max_tasks_per_principal=1)
+    try:
+        async with client_of(app) as http:
+            rpc = Rpc(http)
+            assert (await rpc("message/send", background("hang")))["result"]["id"]
+            r = await http.post("/", json=rpc.body("message/send", background("hang")))
+    finally:
+        await app.aclose()
+    assert r.status_code == 429
+    error = rpc_error(r.json())
+    assert error["message"].startswith(
+        "anonymous callers, counted together, have 1 task in flight, the server's limit "
+        "(maxTasksPerPrincipal 1); wait for one to finish"
+    ), error["message"]
+    assert "principal ''" not in error["message"] and "tenant" not in error["message"]
+
+
 def bearer(keys: tuple[Path, dict[str, str]], name: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {keys[1][name]}"}
 
@@ -242,8 +260,10 @@ async def test_a_principal_at_its_task_quota_is_refused_429_and_others_are_not(
         assert r.status_code == 429
         error = rpc_error(r.json())
         assert error["code"] == -32000 and reason(error) == "QUOTA_EXCEEDED"
-        assert "principal 'ann' has 2 tasks in flight" in error["message"]
-        assert "maxTasksPerPrincipal 2" in error["message"]
+        assert error["message"].startswith(
+            "principal 'ann' has 2 tasks in flight in tenant 'acme', the server's limit "
+            "(maxTasksPerPrincipal 2);"
+        )
         assert "--max-tasks-per-principal" in error["message"]
         assert error["data"][0]["metadata"]["count"] == "2"
         listed = (await ann("ListTasks", {}, v1=True))["result"]["tasks"]
@@ -318,7 +338,7 @@ async def test_streams_per_principal_at_the_limit_pass_and_one_more_is_429(
                 assert r.status_code == 429
                 error = rpc_error(r.json())
                 assert reason(error) == "QUOTA_EXCEEDED"
-                assert "principal 'ann' has 1 streams open" in error["message"]
+                assert "principal 'ann' has 1 stream open, the server's limit" in error["message"]
                 assert "--max-streams-per-principal" in error["message"]
                 # Only the first stream's task exists: the refused one stored nothing.
                 listed = (await ann("ListTasks", {}, v1=True))["result"]["tasks"]

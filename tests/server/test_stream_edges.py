@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import socket
 from collections.abc import AsyncIterator, Iterator
 
@@ -16,6 +17,7 @@ from a2ad import create_app
 
 from ..conformance.oracles import assert_error
 from ..conftest import LiveServer
+from ..log_watch import watch_log
 from .flood import CHUNKS, FloodAgent, chunk_number
 from .sse_client import Dialect, Frame, body, collect, frames, kind, rpc_body, state
 
@@ -65,18 +67,40 @@ def chunks_in(events: list[Frame], d: Dialect) -> list[int]:
     ]
 
 
+def fell_behind(record: logging.LogRecord) -> bool:
+    return "fell too far behind" in record.getMessage()
+
+
+def assert_logged_once(
+    records: list[logging.LogRecord], task_id: str, r: httpx.Response, *, last_event_id: object
+) -> None:
+    """The operator is told once, with the task and the reader's address."""
+    host, port = r.extensions["network_stream"].get_extra_info("client_addr")
+    (line,) = records
+    assert line.levelno == logging.WARNING
+    assert line.__dict__["task_id"] == task_id
+    assert line.__dict__["remote"] == f"{host}:{port}"
+    assert line.__dict__["last_event_id"] == last_event_id
+    assert line.getMessage() == (
+        f"a stream's reader at {host}:{port} fell too far behind: its stream was ended, "
+        "the task goes on"
+    )
+
+
 async def test_a_reader_that_falls_behind_gets_an_error_saying_where_to_resume(
     http: httpx.AsyncClient, slow: httpx.AsyncClient, agent: FloodAgent, d: Dialect
 ) -> None:
     task_id = await start(http, d, "flood")
     subscribe = rpc_body(d.method("subscribe"), {"id": task_id}, "sub-1")
-    async with slow.stream("POST", "/", json=subscribe, headers=d.headers) as r:
-        it = frames(r)
-        first = await anext(it)  # the subscription is in place: let the agent go
-        agent.release(task_id)
-        await asyncio.to_thread(agent.finished(task_id).wait, 30)
-        rest = [f async for f in it]
+    with watch_log("a2ad.server", fell_behind, logging.WARNING) as logged:
+        async with slow.stream("POST", "/", json=subscribe, headers=d.headers) as r:
+            it = frames(r)
+            first = await anext(it)  # the subscription is in place: let the agent go
+            agent.release(task_id)
+            await asyncio.to_thread(agent.finished(task_id).wait, 30)
+            rest = [f async for f in it]
     events, last = [first, *rest[:-1]], rest[-1]
+    assert_logged_once(logged.records, task_id, r, last_event_id=events[-1].id)
 
     # Every event it carried, in order, then an error instead of the task's end.
     ids = [f.id for f in events]
@@ -103,13 +127,15 @@ async def test_a_streaming_send_read_too_slowly_ends_with_the_error_too(
     slow: httpx.AsyncClient, agent: FloodAgent, d: Dialect
 ) -> None:
     request = rpc_body(d.method("stream"), d.message("flood"), 3)
-    async with slow.stream("POST", "/", json=request, headers=d.headers) as r:
-        it = frames(r)
-        first = await anext(it)
-        task_id = d.task_of(first.result)["id"]
-        agent.release(task_id)
-        await asyncio.to_thread(agent.finished(task_id).wait, 30)
-        rest = [f async for f in it]
+    with watch_log("a2ad.server", fell_behind, logging.WARNING) as logged:
+        async with slow.stream("POST", "/", json=request, headers=d.headers) as r:
+            it = frames(r)
+            first = await anext(it)
+            task_id = d.task_of(first.result)["id"]
+            agent.release(task_id)
+            await asyncio.to_thread(agent.finished(task_id).wait, 30)
+            rest = [f async for f in it]
+    assert_logged_once(logged.records, task_id, r, last_event_id=rest[-2].id)
     error = assert_error(
         rest[-1].data, -32000, reason="STREAM_READER_FELL_BEHIND", dialect=d.version
     )

@@ -183,6 +183,18 @@ async def test_evicting_a_task_that_waits_for_its_user_is_logged_with_its_id(
     assert await stored_ids(store) == {"busy", "new1", "new2"}
 
 
+@pytest.mark.parametrize(("cap", "held"), [(1, "1 task"), (2, "2 tasks")])
+async def test_a_full_store_says_how_many_tasks_it_holds(
+    make_store: MakeStore, cap: int, held: str
+) -> None:
+    store = make_store(cap)
+    for i in range(cap):
+        await store.create(new_task(f"t{i}"))
+    with pytest.raises(StoreFullError) as refused:
+        await store.create(new_task("one more"))
+    assert str(refused.value) == f"the store holds {held} (its cap is {cap}), all still in flight"
+
+
 async def test_a_resumed_task_is_no_longer_evictable(make_store: MakeStore) -> None:
     store = make_store(2)
     await store.create(new_task("a"))
@@ -280,8 +292,11 @@ def assert_server_busy(response: dict[str, Any]) -> None:
     error = response["error"]
     assert error["code"] == -32000
     assert error["data"][0]["reason"] == "SERVER_BUSY"
-    text = error["message"].lower()
-    assert "limit" in text and "retry" in text
+    # What is full, once, and what to do.
+    assert error["message"] == (
+        "The server can't take a new task: the store holds 3 tasks (its cap is 3), all still "
+        "in flight; retry later, or cancel a task you no longer need"
+    )
 
 
 @pytest.mark.parametrize(

@@ -31,6 +31,7 @@ from typing import Any, cast
 from ..agent import Agent, AgentSkill, TaskContext
 from ..protocol.model import DataPart, new_id
 from ..protocol.usage import TokenCounts
+from ..wording import plural
 from .llm import (
     ENV_BASE_URL,
     ChatReply,
@@ -151,7 +152,8 @@ class LLMAgent(Agent):
                     result = await self._call(ctx, call, over=i >= MAX_CALLS_PER_ROUND)
                     turn.append({"role": "tool", "tool_call_id": call.id, "content": result})
         await ctx.fail(
-            f"the model still called tools after {self.max_rounds} rounds, with no final answer"
+            f"the model still called tools after {plural(self.max_rounds, 'round')}, "
+            "with no final answer"
         )
 
     def _new_client(self) -> openai.AsyncOpenAI:

@@ -32,6 +32,7 @@ from typing import Any
 from ..agent import Agent, AgentSkill, TaskContext
 from ..client.client import DEFAULT_URL
 from ..tools import acall_tool, bound_tools
+from ..wording import plural
 from .llm import ChatClient, LLMError, LLMNotConfiguredError, LLMSettings, ToolCall
 from .settings import AgentSettings
 
@@ -146,7 +147,7 @@ class TaskManagerAgent(Agent):
                     result = await self._execute(ctx, call, servers, over=i >= MAX_CALLS_PER_ROUND)
                     messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
         await ctx.fail(
-            f"the model still wanted tools after {self.max_rounds} rounds, with no final "
+            f"the model still wanted tools after {plural(self.max_rounds, 'round')}, with no final "
             "answer; ask for less at once"
         )
 
@@ -199,7 +200,7 @@ def _outcome(name: str, result: dict[str, Any]) -> str:
     if name == "list_tasks":
         tasks = result["tasks"]
         overdue = sum(1 for t in tasks if "overdue" in t)
-        line = f"{len(tasks)} task(s)" + (", more on the server" if result["more"] else "")
+        line = plural(len(tasks), "task") + (", more on the server" if result["more"] else "")
         return line + (f", {overdue} overdue" if overdue else "")
     if name == "get_task":
         return f"{result['task']['id']} is {result['task']['state']}"

@@ -29,6 +29,7 @@ __all__ = [
     "TextFormatter",
     "access_fraction",
     "configure_logging",
+    "keep_logging",
 ]
 
 LOG_FORMATS = ("json", "text")
@@ -37,6 +38,9 @@ _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
 # Libraries that log every HTTP call an agent makes at info, its URL with them
 # (which may carry a key, e.g. ?key=...): warnings only.
 _CHATTY = ("httpx", "httpcore")
+# Loggers written straight to configure_logging's handler, not through the root's;
+# uvicorn's too (serve.py gives uvicorn no log config).
+_OURS = ("a2ad", "uvicorn")
 
 
 def _extras(record: logging.LogRecord) -> dict[str, Any]:
@@ -178,23 +182,110 @@ def configure_logging(
         formatter = TextFormatter(fields, colour=colour)
     else:
         raise ValueError(f"--log-format {log_format!r}: give json or text")
-    handler = logging.StreamHandler(out)
-    handler.setFormatter(formatter)
     root = logging.getLogger()
-    root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    ours = logging.getLogger("a2ad")
-    ours.handlers.clear()
-    ours.setLevel(level.upper())
-    ours.propagate = True
+    level_number = root.level
+    handler = _Handler(out)
+    handler.setFormatter(formatter)
+    handler.level_wanted = level_number
+    _installed[:] = [handler]
+    for name in _OURS:
+        logging.getLogger(name).setLevel(level_number)
     logging.getLogger("a2ad.access").setLevel(logging.INFO if access else logging.NOTSET)
     for name in _CHATTY:
-        logging.getLogger(name).setLevel(max(logging.WARNING, root.level))
-    # uvicorn's loggers are left without handlers of their own (serve.py gives
-    # uvicorn no log config), so theirs come here too.
-    uvicorn = logging.getLogger("uvicorn")
-    uvicorn.handlers.clear()
-    uvicorn.propagate = True
+        logging.getLogger(name).setLevel(max(logging.WARNING, level_number))
+    keep_logging()
+
+
+class _Handler(logging.StreamHandler[TextIO]):
+    """configure_logging's handler: before each line, takes the process's logging
+    back if something changed it since (keep_logging), so an agent's library that
+    reconfigures logging while serving (a lazy import in its first turn) is undone
+    at a2ad's next line."""
+
+    level_wanted = logging.INFO
+    seen: tuple[object, ...] = ()
+
+    def handle(self, record: logging.LogRecord) -> bool:
+        if _state() != self.seen:
+            keep_logging()
+        return super().handle(record)
+
+
+_installed: list[_Handler] = []  # configure_logging's handler, once called
+
+
+def _state() -> tuple[object, ...]:
+    """What keep_logging would act on, cheap to compare: the root logger's
+    handlers and level, and how many loggers there are (a library imported
+    since has made its own)."""
+    root = logging.getLogger()
+    return (*root.handlers, root.level, len(logging.Logger.manager.loggerDict))
+
+
+def keep_logging() -> None:
+    """Take the process's logging back after an agent's library changed it (e.g.
+    PraisonAI's ``logging.basicConfig(force=True)`` at import, which wrote every
+    line as plain text and dropped the agent's info lines): the root logger
+    writes through configure_logging's handler at its level again, and a
+    library's own logger that writes to the terminal (LiteLLM's) does so in
+    a2ad's format, once: its handler is dropped if its lines reach the root
+    logger anyway (its filters, such as one that hides keys, move to the
+    logger), else formats them as a2ad does. Handlers writing elsewhere (a
+    file) are left alone. Called by ``a2ad serve`` and ``a2ad worker`` once
+    their agents are loaded, and by the handler before a line when anything
+    changed; a no-op before configure_logging."""
+    if not _installed:
+        return
+    ours = _installed[0]
+    root = logging.getLogger()
+    root.handlers[:] = [ours, *(h for h in root.handlers if not _to_terminal(h, ours))]
+    root.setLevel(ours.level_wanted)
+    for log in list(logging.Logger.manager.loggerDict.values()):
+        if not isinstance(log, logging.Logger):
+            continue
+        if log.name.partition(".")[0] in _OURS:
+            # Straight to the handler: what a library does to the root logger can't
+            # change these lines, not even before the next check; and undone: a
+            # library's logging.config.dictConfig disables the loggers it doesn't name.
+            log.disabled = False
+            if log.name in _OURS:
+                log.handlers[:], log.propagate = [ours], False
+            continue
+        for handler in [h for h in log.handlers if h is not ours and _to_terminal(h, ours)]:
+            _take_back(log, handler, ours)
+    ours.seen = _state()
+
+
+def _take_back(log: logging.Logger, handler: logging.Handler, ours: _Handler) -> None:
+    """A library's logger's handler that writes to the terminal: dropped if the
+    logger's lines reach the root logger anyway, else made to write as a2ad does."""
+    if _reaches_root(log):
+        log.removeHandler(handler)
+        for kept in handler.filters:
+            log.addFilter(kept)  # adds it once
+    elif isinstance(handler, logging.StreamHandler):
+        handler.setFormatter(ours.formatter)
+    else:  # one that draws its own lines (rich's)
+        log.handlers[log.handlers.index(handler)] = ours
+
+
+def _reaches_root(log: logging.Logger) -> bool:
+    current: logging.Logger | None = log
+    while current is not None and current.propagate:
+        current = current.parent
+    return current is None
+
+
+def _to_terminal(handler: logging.Handler, ours: _Handler) -> bool:
+    """Whether a handler writes where ours does, or to the process's stdout or
+    stderr: a StreamHandler by its stream, a RichHandler by its Console's file."""
+    if isinstance(handler, logging.StreamHandler):
+        stream = handler.stream
+    else:
+        stream = getattr(getattr(handler, "console", None), "file", None)
+    terminal = (ours.stream, sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__)
+    return stream is not None and any(stream is s for s in terminal)
 
 
 ACCESS_WORDS: dict[str, float | None] = {"on": 1.0, "errors": 0.0, "off": None}

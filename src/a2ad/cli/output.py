@@ -29,6 +29,7 @@ from ..protocol.model import (
     TaskStatusUpdateEvent,
     parse_timestamp,
 )
+from ..wording import plural
 from .terminal import make_console
 
 __all__ = [
@@ -145,7 +146,7 @@ def part_text(part: Part) -> str:
     name = part.filename or "file"
     kind = f", {part.media_type}" if part.media_type else ""
     if isinstance(part.raw, bytes):
-        return f"[{name}{kind}, {len(part.raw)} bytes]"
+        return f"[{name}{kind}, {plural(len(part.raw), 'byte')}]"
     return f"[{name}{kind}: {part.url}]"
 
 

@@ -52,11 +52,12 @@ from ..store.base import MAX_ARTIFACTS, MAX_HISTORY, StoreError, TaskStore, Turn
 from ..store.memory import MemoryStore
 from ..store.sqlite_group import SqliteGroup
 from ..tools import ENV_TOKEN, ENV_URL
+from ..wording import plural
 from .agent_threads import AGENT_THREADS, AgentThreadsOption
 from .auth import ENV_AUTH_FILE
 from .auth_flags import authenticator_from_flags
 from .config import DURATION, ENV_AGENTS
-from .logs import access_fraction, configure_logging
+from .logs import access_fraction, configure_logging, keep_logging
 from .terminal import make_console
 
 __all__ = ["serve", "workers_store"]
@@ -524,6 +525,7 @@ def serve(
     base = _url(listening)
     try:
         the_agent = _load_agents(agent or ["echo"], default_agent, base, model)
+        keep_logging()  # an agent's library may have reconfigured logging as it loaded
     except ValueError as exc:
         listening.close()
         _fail(exc, 2)
@@ -708,7 +710,7 @@ def _banner(
     banner = [
         f"a2ad serving {what} "
         f"(store {escape(_where(task_store, flags['store']))}, "
-        f"{f'at most {cap} tasks' if cap else 'no task cap'}"
+        f"{'at most ' + plural(cap, 'task') if cap else 'no task cap'}"
         f"{f', {workers} processes' if workers > 1 else ''})",
         f"  JSON-RPC:   {base}/  (also {base}/a2a)",
         f"  Agent card: {base}/.well-known/agent-card.json",

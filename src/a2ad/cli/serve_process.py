@@ -18,7 +18,7 @@ import socket
 import sys
 
 from ..store.sqlite_group import SqliteGroup
-from .logs import access_fraction, configure_logging
+from .logs import access_fraction, configure_logging, keep_logging
 from .serve import (
     STARTUP_FAILURE,
     _application,
@@ -58,6 +58,7 @@ def main(argv: list[str]) -> int:
     except ValueError as exc:  # the parent read the same flags: a file changed since
         console.print(f"error: {exc}", markup=False, soft_wrap=True)
         return 2
+    keep_logging()  # an agent's library may have reconfigured logging as it loaded
     shared = order["metrics"]
     metrics_listening = None
     if shared["listening"] is not None:

@@ -27,6 +27,7 @@ from ..protocol.errors import (
     UnsupportedOperationError,
 )
 from ..protocol.model import Role, Task, TaskState, parse_state
+from ..wording import plural
 from .output import (
     STATE_STYLES,
     Column,
@@ -221,7 +222,7 @@ def _show_task(task: Task, now: datetime) -> None:
     for key, value in facts:
         shown = value if isinstance(value, Text) else Text(_hang(value, 11))
         out.print(Text.assemble((f"  {key:<9}", "dim"), shown), soft_wrap=True)
-    out.print(Text(f"\nhistory ({_plural(len(task.history), 'message')})", style="bold"))
+    out.print(Text(f"\nhistory ({plural(len(task.history), 'message')})", style="bold"))
     for message in task.history:
         who = "user " if message.role is Role.USER else "agent"
         text = _hang(parts_text(message.parts), 9)
@@ -236,10 +237,6 @@ def _show_task(task: Task, now: datetime) -> None:
 def _hang(text: str, indent: int) -> str:
     """Lines after the first indented to line up under it."""
     return text.replace("\n", "\n" + " " * indent)
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 @tasks_app.command("watch")
@@ -433,7 +430,7 @@ def cancel_overdue_tasks(
 
 
 def _count(overdue: Sequence[Overdue]) -> str:
-    return _plural(len(overdue), "overdue task")
+    return plural(len(overdue), "overdue task")
 
 
 def _overdue_json(found: Overdue) -> dict[str, Any]:

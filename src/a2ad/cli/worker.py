@@ -32,7 +32,7 @@ from ..store.base import MAX_ARTIFACTS, MAX_HISTORY, StoreError
 from ..tools import ENV_URL
 from .agent_threads import AGENT_THREADS, AgentThreadsOption
 from .config import DURATION, ENV_AGENTS
-from .logs import configure_logging
+from .logs import configure_logging, keep_logging
 from .serve import STARTUP_FAILURE, _duration, _load_agents, workers_store
 from .terminal import make_console
 
@@ -128,6 +128,7 @@ def worker(
     except ValueError as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
+    keep_logging()  # an agent's library may have reconfigured logging as it loaded
     engine = Engine(
         agents,
         task_store,

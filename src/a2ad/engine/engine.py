@@ -26,7 +26,6 @@ from ..agent import Agent, RequestContext
 from ..protocol.errors import (
     InvalidParamsError,
     PushNotificationNotSupportedError,
-    QuotaExceededError,
     ServerBusyError,
     TaskNotCancelableError,
     TaskNotFoundError,
@@ -71,13 +70,14 @@ from ..store.base import (
     Webhook,
     Webhooks,
 )
+from ..wording import plural
 from .access import Access
 from .agent_threads import AgentThreads
 from .bus import Bus, LocalBus
 from .deadlines import Deadline, deadline_for
 from .delegation import Delegations
 from .idempotency import Claims, message_key
-from .invocation import Invocation, agent_message, new_task, store_full
+from .invocation import Invocation, agent_message, new_task, store_full, too_many_in_flight
 from .lifecycle import InvalidTransitionError
 from .metrics import NULL_METRICS, EngineMetrics
 from .output_modes import check_accepted
@@ -355,9 +355,9 @@ class Engine:
         running = len(self._runner) + len(self._followers)
         if graceful and running and self.shutdown_grace > 0:
             log.info(
-                "shutting down: waiting up to %.0f s for %d running tasks",
+                "shutting down: waiting up to %.0f s for %s",
                 self.shutdown_grace,
-                running,
+                plural(running, "running task"),
                 extra={"running": running},
             )
             # Upkeep goes on meanwhile: leases stay renewed, deadlines are kept.
@@ -374,8 +374,8 @@ class Engine:
         left = len(self._runner)
         if left:  # each gets its own "task failed" line from the writer
             log.warning(
-                "shutting down: stopping %d tasks still running; they fail",
-                left,
+                "shutting down: failing %s still running",
+                plural(left, "task"),
                 extra={"running": left},
             )
         await self._runner.aclose()
@@ -747,20 +747,7 @@ class Engine:
         count = self._in_flight.get(owner, 0)
         limit = self.max_tasks_per_principal
         if count >= limit:
-            tenant, principal = owner
-            raise QuotaExceededError(
-                f"principal {principal!r} has {count} tasks in flight in tenant {tenant!r}, "
-                f"the server's limit (maxTasksPerPrincipal {limit}); wait for one to finish "
-                "or ask for input, cancel one, or ask the operator to raise it "
-                "(a2ad serve --max-tasks-per-principal)",
-                metadata={
-                    "quota": "maxTasksPerPrincipal",
-                    "limit": str(limit),
-                    "count": str(count),
-                    "principal": principal,
-                    "tenant": tenant,
-                },
-            )
+            raise too_many_in_flight(*owner, count, limit)
         self._in_flight[owner] = count + 1
 
     def _leave(self, owner: tuple[str, str]) -> None:

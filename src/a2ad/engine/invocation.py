@@ -45,7 +45,7 @@ import msgspec
 from msgspec import UNSET
 
 from ..agent import Agent, RequestContext, TaskContext
-from ..protocol.errors import A2AError, InternalError, ServerBusyError
+from ..protocol.errors import A2AError, InternalError, QuotaExceededError, ServerBusyError
 from ..protocol.model import (
     Artifact,
     Message,
@@ -69,6 +69,7 @@ from ..store.base import (
     StoreUnavailableError,
     Usage,
 )
+from ..wording import plural
 from .deadlines import Deadline
 from .delegation import Delegations
 from .outbox import Outbox, retrieved_future
@@ -511,10 +512,32 @@ def new_task(message: Message, deadline: Deadline | None, timestamp: str) -> Tas
 
 
 def store_full(exc: StoreFullError) -> ServerBusyError:
-    """What the caller of a new task is told when the store is full."""
+    """What the caller of a new task is told when the store is full (``exc``
+    says how many tasks it holds, and its cap)."""
     return ServerBusyError(
-        "The server is at its task limit and every stored task is still in flight "
-        f"({exc}); retry later, or cancel tasks you no longer need"
+        f"The server can't take a new task: {exc}; retry later, or cancel a task you no longer need"
+    )
+
+
+def too_many_in_flight(tenant: str, principal: str, count: int, limit: int) -> QuotaExceededError:
+    """What the caller of a new task is told when ``principal`` (``""``:
+    anonymous) has its quota of tasks in flight in ``tenant``."""
+    if principal:
+        who = f"principal {principal!r} has"
+    else:  # every anonymous caller shares the one count
+        who = "anonymous callers, counted together, have"
+    where = f" in tenant {tenant!r}" if tenant else ""
+    return QuotaExceededError(
+        f"{who} {plural(count, 'task')} in flight{where}, the server's limit "
+        f"(maxTasksPerPrincipal {limit}); wait for one to finish or ask for input, "
+        "cancel one, or ask the operator to raise it (a2ad serve --max-tasks-per-principal)",
+        metadata={
+            "quota": "maxTasksPerPrincipal",
+            "limit": str(limit),
+            "count": str(count),
+            "principal": principal,
+            "tenant": tenant,
+        },
     )
 
 

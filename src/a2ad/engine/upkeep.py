@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 
 from ..protocol.types import Clock, TaskId, format_timestamp
 from ..store.base import StoreUnavailableError, Upkeep
+from ..wording import plural
 from .metrics import NULL_METRICS, EngineMetrics
 
 __all__ = ["ORPHANED", "OVERDUE", "Maintenance"]
@@ -84,7 +85,8 @@ class Maintenance:
             deleted = await upkeep.delete_terminal(cutoff, RETENTION_BATCH)
             if deleted:
                 self.metrics.retention_deleted(len(deleted))
-                log.info("retention deleted %d tasks", len(deleted), extra={"count": len(deleted)})
+                said = plural(len(deleted), "task")
+                log.info("retention deleted %s", said, extra={"count": len(deleted)})
 
     async def _fail_orphans(self, now: float) -> int:
         """Fail a batch of orphans; how many the store reported."""

@@ -52,6 +52,7 @@ from ..protocol.card import (
     OpenIdConnectSecurityScheme,
     SecurityScheme,
 )
+from ..wording import plural
 from .types import Scope, header
 
 __all__ = [
@@ -439,8 +440,8 @@ class JwtVerifier:
             self._keys = _key_map(document)
         except Exception as exc:  # keep the keys we had; the next due request tries again
             log.warning(
-                "JWKS fetch failed; keeping the %d keys fetched before: %s",
-                len(self._keys),
+                "JWKS fetch failed; keeping the %s fetched before: %s",
+                plural(len(self._keys), "key"),
                 exc,
                 extra={"jwks": self.jwks},
             )
@@ -544,7 +545,7 @@ class CredentialAuthenticator:
         said = []
         if self.keys is not None:
             count = len(self.keys)
-            said.append(f"API keys from {self.keys.path} ({count} key{'' if count == 1 else 's'})")
+            said.append(f"API keys from {self.keys.path} ({plural(count, 'key')})")
         if self.jwt is not None:
             jwt = self.jwt
             said.append(

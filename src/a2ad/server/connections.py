@@ -38,6 +38,7 @@ from uvicorn.server import ServerState
 from ..durations import format_duration
 from ..protocol.errors import A2AError, InvalidRequestError, ServerBusyError
 from ..protocol.jsonrpc import encode_error
+from ..wording import plural
 
 if sys.platform != "win32":  # Windows has no limit on open files to raise
     import resource
@@ -189,7 +190,8 @@ class _Replies:
         self.busy = _reply(
             503,
             ServerBusyError(
-                f"The server is serving its limit of {limits.max_connections} connections; "
+                "The server is serving its limit of "
+                f"{plural(limits.max_connections, 'connection')}; "
                 "retry shortly, or reuse an open connection",
                 metadata={"maxConnections": str(limits.max_connections)},
             ),

@@ -174,5 +174,12 @@ class JsonRpcEndpoint:
             return encode_error(request_id, wire_error(error, method))
 
         await stream_sse(
-            send, receive, events, encode, fail, keepalive=self.keepalive_seconds, headers=echo
+            send,
+            receive,
+            events,
+            encode,
+            fail,
+            keepalive=self.keepalive_seconds,
+            headers=echo,
+            client=scope.get("client"),
         )

@@ -28,6 +28,7 @@ from ..agent import Caller
 from ..protocol.errors import A2AError, InvalidParamsError, InvalidRequestError, QuotaExceededError
 from ..protocol.model import MAX_PARTS, Message
 from ..store.base import MAX_ARTIFACTS, MAX_HISTORY
+from ..wording import plural
 from .types import Scope
 
 __all__ = [
@@ -89,8 +90,8 @@ class Limits:
 
 def body_too_large(limit: int) -> InvalidRequestError:
     return InvalidRequestError(
-        f"Request body is larger than the limit of {limit} bytes; send less, or raise the "
-        "limit (a2ad serve --max-body-bytes, create_app(max_body_bytes=...))",
+        f"Request body is larger than the limit of {plural(limit, 'byte')}; send less, "
+        "or raise the limit (a2ad serve --max-body-bytes, create_app(max_body_bytes=...))",
         metadata={"limit": "maxBodyBytes", "value": str(limit)},
     )
 
@@ -106,7 +107,7 @@ def check_message(message: Message, limits: Limits) -> None:
             f"has {len(parts)} parts",
             "maxParts",
             limits.max_parts,
-            "parts",
+            "part",
             "--max-parts",
         )
     cap = limits.max_part_bytes
@@ -128,7 +129,7 @@ def check_message(message: Message, limits: Limits) -> None:
                 f"is {size} bytes",
                 "maxPartBytes",
                 cap,
-                "bytes",
+                "byte",
                 "--max-part-bytes",
             )
 
@@ -139,7 +140,7 @@ def _over(
     option = "".join(w if i == 0 else w.title() for i, w in enumerate(flag[2:].split("-")))
     snake = flag[2:].replace("-", "_")
     return InvalidParamsError(
-        f"`{field}` {what}, over the server's limit of {value} {unit} ({option}); "
+        f"`{field}` {what}, over the server's limit of {plural(value, unit)} ({option}); "
         f"send less, or ask the operator to raise it (a2ad serve {flag}, "
         f"create_app({snake}=...))",
         field=field,
@@ -181,7 +182,7 @@ class StreamSlots:
         held = self._open.get(key, 0)
         if held >= self.limit:
             raise QuotaExceededError(
-                f"{_who(key)} has {held} streams open, the server's limit "
+                f"{_who(key)} has {plural(held, 'stream')} open, the server's limit "
                 f"(maxStreamsPerPrincipal {self.limit}); close one first, or ask the operator "
                 "to raise it (a2ad serve --max-streams-per-principal)",
                 metadata={
@@ -231,7 +232,8 @@ class RateLimiter:
             return
         wait = max(1, math.ceil((1.0 - tokens) / self.rate))
         error = QuotaExceededError(
-            f"{_who(key)} is over the server's rate limit of {self.rate:g} requests a second "
+            f"{_who(key)} is over the server's rate limit of "
+            f"{plural(self.rate, 'request')} a second "
             f"(bursts of {self.burst}); retry in {wait} s, or ask the operator to raise it "
             "(a2ad serve --rate-limit, --rate-burst)",
             metadata={"quota": "rateLimit", "limit": f"{self.rate:g}", "burst": str(self.burst)},

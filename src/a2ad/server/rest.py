@@ -390,7 +390,14 @@ class RestEndpoint:
             return error_body(dialect.wire_error(error, route.rpc_method), v03=v03)
 
         await stream_sse(
-            send, receive, events, encode, fail, keepalive=self.keepalive_seconds, headers=echo
+            send,
+            receive,
+            events,
+            encode,
+            fail,
+            keepalive=self.keepalive_seconds,
+            headers=echo,
+            client=scope.get("client"),
         )
 
     @staticmethod

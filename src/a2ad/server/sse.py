@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Callable
+from typing import Any
 
 from ..engine import EventStream
 from ..protocol.errors import A2AError, StreamFellBehindError
@@ -25,6 +27,8 @@ from .dispatch import store_unavailable
 from .types import Receive, Send
 
 __all__ = ["KEEPALIVE_SECONDS", "stream_sse"]
+
+log = logging.getLogger("a2ad.server")
 
 KEEPALIVE_SECONDS = 15.0
 _FINISH_SECONDS = 1.0
@@ -79,10 +83,12 @@ async def stream_sse(
     *,
     keepalive: float = KEEPALIVE_SECONDS,
     headers: list[tuple[bytes, bytes]] | None = None,
+    client: Any = None,
 ) -> None:
     """Send ``events`` as ``id:``/``data:`` frames; ``encode(item, last)`` makes a
     data line, ``fail(error)`` the error event that ends a stream cut short.
-    ``headers`` go with the response's own."""
+    ``headers`` go with the response's own; ``client`` is the reader's address
+    (the ASGI scope's ``client``), named by the warning logged if it falls behind."""
     await send(
         {
             "type": "http.response.start",
@@ -155,14 +161,27 @@ async def stream_sse(
         closing.append(
             b"data: %s\n\n" % _one_line(fail(store_unavailable(cut, last_event_id=last_id)))
         )
-    elif events.fell_behind and not ended and jobs[1] not in done:
-        closing.append(b"data: %s\n\n" % _one_line(fail(_fell_behind(events, last_id))))
+    elif events.fell_behind and not ended:
+        _log_fell_behind(events, last_id, client)
+        if jobs[1] not in done:  # still connected: tell it
+            closing.append(b"data: %s\n\n" % _one_line(fail(_fell_behind(events, last_id))))
     # A stalled client may never take the closing chunk; don't wait on it forever.
     with contextlib.suppress(TimeoutError, OSError):
         async with asyncio.timeout(_BEHIND_SECONDS if closing else _FINISH_SECONDS):
             for body in closing:
                 await send({"type": "http.response.body", "body": body, "more_body": True})
             await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _log_fell_behind(events: EventStream, last_id: Seq | None, client: Any) -> None:
+    """One line for a stream whose reader was dropped (its buffer filled), naming
+    the task, the reader's address and the last event it was sent."""
+    remote = f"{client[0]}:{client[1]}" if client else ""
+    log.warning(
+        "a stream's reader at %s fell too far behind: its stream was ended, the task goes on",
+        remote or "an unknown address",
+        extra={"task_id": events.task_id or "", "remote": remote, "last_event_id": last_id},
+    )
 
 
 async def _after(event: asyncio.Event, seconds: float) -> None:

@@ -36,6 +36,7 @@ from ..protocol.model import (
 )
 from ..protocol.types import IN_FLIGHT, Cursor, Seq
 from ..protocol.usage import TokenCounts, UsageRecord, UsageRow, with_usage
+from ..wording import plural
 from .base import (
     DEFAULT_BOUNDS,
     MAX_EVENTS,
@@ -235,7 +236,8 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
             task = msgspec.structs.replace(task, metadata=with_usage(task.metadata, usage))
         if len(self._tasks) >= self.max_tasks and not self._evict_one():
             raise StoreFullError(
-                f"the store holds {len(self._tasks)} tasks (its cap) and all are in flight"
+                f"the store holds {plural(len(self._tasks), 'task')} (its cap is "
+                f"{self.max_tasks}), all still in flight"
             )
         record = StoredTask(task, 0, tenant, principal, agent)
         if tenant or principal or agent:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import logging
 import time
 
+from ..wording import plural
+
 __all__ = ["Outage"]
 
 log = logging.getLogger("a2ad.store")
@@ -64,9 +66,9 @@ class Outage:
         lasted = time.monotonic() - self._since
         failed, self._since = self._failed, None
         log.warning(
-            "the task store answers again after %.1f s: %s (%d calls failed meanwhile)",
+            "the task store answers again after %.1f s: %s (%s failed meanwhile)",
             lasted,
             self.where,
-            failed,
+            plural(failed, "call"),
             extra={"store": self.where, "outage_seconds": round(lasted, 1), "failed_calls": failed},
         )

@@ -68,6 +68,7 @@ from ..protocol.model import (
 )
 from ..protocol.types import IN_FLIGHT, Cursor, Seq
 from ..protocol.usage import UsageRecord, UsageRow, with_usage
+from ..wording import plural
 from . import postgres_turns
 from .base import (
     DEFAULT_BOUNDS,
@@ -894,7 +895,8 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns, PostgresWorkerRol
         victims: builtins.list[Any] = await conn.fetch(_EVICTABLE, excess)
         if len(victims) < excess:
             raise StoreFullError(
-                f"the store holds {count} tasks (its cap is {self.max_tasks}) and all are in flight"
+                f"the store holds {plural(count, 'task')} (its cap is {self.max_tasks}), "
+                "all still in flight"
             )
         return victims
 

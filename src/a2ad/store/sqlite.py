@@ -67,6 +67,7 @@ from ..protocol.model import (
 )
 from ..protocol.types import IN_FLIGHT, Cursor, Seq
 from ..protocol.usage import UsageRecord, UsageRow, with_usage
+from ..wording import plural
 from .base import (
     DEFAULT_BOUNDS,
     MAX_EVENTS,
@@ -765,8 +766,8 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
                 victims = conn.execute(_EVICTABLE, (task.id, excess)).fetchall()
                 if len(victims) < excess:
                     raise StoreFullError(
-                        f"the store holds {count - 1} tasks (its cap is {self.max_tasks}) "
-                        "and all are in flight"
+                        f"the store holds {plural(count - 1, 'task')} (its cap is "
+                        f"{self.max_tasks}), all still in flight"
                     )
                 conn.executemany(_DELETE_TASK, [(victim,) for victim, _, _ in victims])
                 if evicted is not None:

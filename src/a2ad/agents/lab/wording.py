@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from ...wording import plural
 from .request import Lang
 
 __all__ = ["money", "units"]
@@ -19,5 +20,5 @@ def money(amount: Decimal, lang: Lang) -> str:
 
 def units(count: int, lang: Lang) -> str:
     if lang == "en":
-        return f"{count} unit" if count == 1 else f"{count} units"
+        return plural(count, "unit")
     return f"{count} unité" if count <= 1 else f"{count} unités"

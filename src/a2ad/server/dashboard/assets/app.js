@@ -287,6 +287,11 @@ function barChart(title, columns, { width = 360, height = 120, label = (c) => c.
   return svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": title, class: "chart" }, svg("title", {}, title), bars, ticks, svg("text", { x: 2, y: 9, class: "tick" }, `max ${top}`));
 }
 
+// A count and its noun, as a2ad/wording.py words it: "1 task", "3 tasks".
+function plural(count, noun) {
+  return `${count.toLocaleString()} ${noun}${count === 1 ? "" : "s"}`;
+}
+
 function rate(count, minutes) {
   const perMinute = count / minutes;
   if (perMinute >= 10) return `${Math.round(perMinute)} a minute`;
@@ -624,13 +629,13 @@ function fillTable(body, pager, filters, page, first = false) {
   );
   const searched = page.searched === undefined ? "" : ` · "${filters.text}" in ${tasks.length} of the ${page.searched.toLocaleString()} searched`;
   pager.replaceChildren(
-    el("span", { id: "page-summary" }, `${(page.totalSize || 0).toLocaleString()} tasks${searched}`),
+    el("span", { id: "page-summary" }, `${plural(page.totalSize || 0, "task")}${searched}`),
     filters.page ? el("button", { type: "button", onclick: () => setFilters({ page: "" }) }, "First page") : "",
     page.nextPageToken
       ? el("button", { type: "button", onclick: () => setFilters({ page: page.nextPageToken }) }, "Next page")
       : "",
   );
-  if (first) say(`${tasks.length} tasks shown`);
+  if (first) say(`${plural(tasks.length, "task")} shown`);
 }
 
 async function cancelOverdue(filters) {
@@ -648,9 +653,10 @@ async function cancelOverdue(filters) {
     return;
   }
   const confirmed = await confirmDialog(
-    tasks.length ? `Cancel these ${tasks.length} overdue tasks?` : "No task of this view is overdue.",
+    tasks.length === 1 ? "Cancel this overdue task?" : tasks.length ? `Cancel these ${tasks.length} overdue tasks?` : "No task of this view is overdue.",
     tasks.map((t) => el("li", { dataset: { taskId: t.id } }, idCode(t.id), ` ${overdueReason(t)}: `, firstWords(requestText(t), 8))),
     tasks.length > 0,
+    tasks.length === 1 ? "Cancel task" : "Cancel tasks",
   );
   if (!confirmed) return;
   const outcomes = await Promise.allSettled(tasks.map((t) => api("POST", `/tasks/${encodeURIComponent(t.id)}:cancel`, {})));
@@ -659,11 +665,12 @@ async function cancelOverdue(filters) {
   route();
 }
 
-function confirmDialog(title, items, canConfirm = true) {
+function confirmDialog(title, items, canConfirm = true, confirm = "Cancel task") {
   const dialog = document.getElementById("confirm-dialog");
   document.getElementById("confirm-title").textContent = title;
   document.getElementById("confirm-body").replaceChildren(items.length ? el("ul", {}, items) : "");
   document.getElementById("confirm-ok").hidden = !canConfirm;
+  document.getElementById("confirm-ok").textContent = confirm;
   dialog.returnValue = ""; // Escape closes without setting it: not the last one's "ok"
   dialog.showModal();
   return new Promise((resolve) => {
@@ -800,7 +807,7 @@ async function fillTimeline(task, into) {
   const total = Date.parse(events[events.length - 1].timestamp) - first;
   into.replaceChildren(
     el("ol", { class: "timeline" }, items),
-    el("p", { class: "muted" }, `${events.length} status changes over ${seconds(total)}; ${timeline.artifactUpdates} artifact updates.`),
+    el("p", { class: "muted" }, `${plural(events.length, "status change")} over ${seconds(total)}; ${plural(timeline.artifactUpdates, "artifact update")}.`),
   );
 }
 
