@@ -25,10 +25,10 @@ __all__ = ["Lazy", "LazyGroup"]
 
 @dataclass(frozen=True)
 class Lazy:
-    """Where a command lives: ``attribute`` of the module ``module`` (both in
-    ``a2ad.cli``), either a function (one command, of class ``cls``, named
-    ``"module:attribute"`` too, when not typer's) or a ``typer.Typer`` (a group
-    of commands)."""
+    """Where a command lives: ``attribute`` of the module ``module`` of
+    ``a2ad.cli``, either a function (one command) or a ``typer.Typer`` (a group
+    of commands). ``cls``: the function's command class, as ``"module:attribute"``
+    (imported with it), when it is not typer's own."""
 
     module: str
     attribute: str
