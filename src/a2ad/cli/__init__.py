@@ -7,43 +7,53 @@ prints what ``serve`` would run with (``config`` also gives ``serve`` and
 ``worker`` their ``--config`` file and ``A2AD_*`` variables); ``health`` asks
 a server's ``/healthz`` or ``/readyz``, for container health checks.
 
-One module per command group; ``remote`` holds what the client commands share,
-``output`` how they print, ``logs`` the server's JSON log lines.
+One module per command group, imported only when its command runs (``lazy``);
+``remote`` holds what the client commands share, ``output`` how they print,
+``logs`` the server's JSON log lines.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import ClassVar
+
 import typer
 
-from . import auth, card, config, demo, health, mcp, send, serve, tasks, usage, worker
 from .help import Group
+from .lazy import Lazy, LazyGroup
 
 __all__ = ["app", "main"]
 
+
+class _A2ad(Group, LazyGroup):
+    # Each command's module is imported when that command runs (cli/lazy.py says why);
+    # options shown as typed, and plain help when piped (cli/help.py).
+    lazy: ClassVar[Mapping[str, Lazy]] = {
+        "serve": Lazy("serve", "serve", cls="config:ConfiguredCommand"),
+        "worker": Lazy("worker", "worker", cls="config:ConfiguredCommand"),
+        "demo": Lazy("demo", "demo"),
+        "mcp": Lazy("mcp", "mcp"),
+        "send": Lazy("send", "send"),
+        "tasks": Lazy("tasks", "tasks_app"),
+        "card": Lazy("card", "card"),
+        "usage": Lazy("usage", "usage"),
+        "auth": Lazy("auth", "auth_app"),
+        "config": Lazy("config", "config_app"),
+        "health": Lazy("health", "health"),
+    }
+
+
 app = typer.Typer(
     name="a2ad",
-    cls=Group,  # options shown as typed; piped, plain help (help.py)
     help="a2ad: an A2A task server. `a2ad serve` starts one; send, tasks and card talk to one.",
     no_args_is_help=True,
+    cls=_A2ad,
 )
 
 
 @app.callback()
 def _root() -> None:
     """a2ad: an A2A (Agent2Agent protocol) task server."""
-
-
-app.command("serve", cls=config.ConfiguredCommand)(serve.serve)
-app.command("worker", cls=config.ConfiguredCommand)(worker.worker)
-app.command("demo")(demo.demo)
-app.command("mcp")(mcp.mcp)
-app.command("send")(send.send)
-app.add_typer(tasks.tasks_app)
-app.command("card")(card.card)
-app.command("usage")(usage.usage)
-app.add_typer(auth.auth_app)
-app.add_typer(config.config_app)
-app.command("health")(health.health)
 
 
 def main() -> None:

@@ -39,7 +39,9 @@ class Group(TyperGroup):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        as_typed(self)
+        # Its commands as each is looked up (get_command): a group that imports a
+        # command's module on its first lookup (cli/lazy.py) imports none here.
+        as_typed(self, recurse=False)
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         command = super().get_command(ctx, cmd_name)
@@ -55,9 +57,10 @@ class Group(TyperGroup):
         return super().main(*args, **kwargs)
 
 
-def as_typed(command: Any, *, plain: bool = False) -> None:
-    """Give ``command``'s parameters, and its subcommands', placeholders a user
-    can type; with ``plain``, their help without rich's boxes."""
+def as_typed(command: Any, *, plain: bool = False, recurse: bool = True) -> None:
+    """Give ``command``'s parameters, and its subcommands' (unless not
+    ``recurse``), placeholders a user can type; with ``plain``, their help
+    without rich's boxes."""
     if plain and hasattr(command, "rich_markup_mode"):
         command.rich_markup_mode = None
     for param in command.params:
@@ -74,8 +77,9 @@ def as_typed(command: Any, *, plain: bool = False) -> None:
             return option
 
         command.get_help_option = get_help_option
-    for sub in getattr(command, "commands", {}).values():
-        as_typed(sub, plain=plain)
+    if recurse:
+        for sub in getattr(command, "commands", {}).values():
+            as_typed(sub, plain=plain)
 
 
 def _fix(param: Any) -> None:

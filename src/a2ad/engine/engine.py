@@ -177,7 +177,7 @@ class Engine:
         if not runs_agents and not isinstance(store, Turns):
             raise ValueError(
                 f"an engine that runs no agents queues turns for workers in its store; "
-                f"{store!r} can't (PostgreSQL can)"
+                f"a {type(store).__name__} can't (PostgreSQL can)"
             )
         self.runs_agents = runs_agents
         if lease_seconds <= 0:

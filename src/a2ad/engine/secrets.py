@@ -150,10 +150,12 @@ def server_key(store: object, key_file: str | None = None) -> bytes:
         if isinstance(database, str):
             key_file = key_file_for(database)
         elif getattr(store, "durable", False):
+            where = getattr(store, "where", "a database server")  # "PostgreSQL at host:port"
             raise KeyFileError(
-                f"{store!r} keeps webhook credentials for every a2ad instance that uses it, "
-                "encrypted with a key they must share: give each the same "
-                "--secret-key-file PATH (or A2AD_SECRET_KEY_FILE); a missing file is made"
+                f"a store on {where} needs --secret-key-file PATH (or A2AD_SECRET_KEY_FILE): "
+                "the webhook credentials it keeps are encrypted with a key that every a2ad "
+                "instance using it must share. Give each instance the same file; a missing "
+                "file is made with a new key"
             )
         else:
             return random_key()

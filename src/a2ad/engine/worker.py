@@ -56,7 +56,9 @@ class Worker:
             raise ValueError("concurrency must be at least 1")
         store = engine.store
         if not isinstance(store, Turns):
-            raise ValueError(f"a worker takes queued turns from its store; {store!r} has none")
+            raise ValueError(
+                f"a worker takes queued turns from its store; a {type(store).__name__} has none"
+            )
         self._engine = engine
         self._store = store
         self._agents = list(engine.agents)

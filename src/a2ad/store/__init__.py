@@ -53,7 +53,8 @@ def store_from_url(
             from .postgres import PostgresStore
         except ImportError:
             raise ValueError(
-                "a PostgreSQL store needs asyncpg: pip install 'a2ad[postgres]'"
+                "a PostgreSQL store needs asyncpg: pip install 'a2ad[postgres]' (in a checkout "
+                "set up by ./run: A2AD_EXTRAS=postgres ./run serve ...)"
             ) from None
         return PostgresStore(text, max_tasks=max_tasks)
     raise ValueError(
