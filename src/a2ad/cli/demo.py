@@ -22,9 +22,10 @@ from rich.markup import escape
 from ..agent import Agent
 from ..agents.lab import OrchestratorAgent, PricingAgent, StockAgent
 from ..agents.llm import ENV_API_KEY, ENV_BASE_URL
+from ..agents.settings import AgentSettings
 from ..durations import parse_duration
 from ..server.agent_ports import AgentPorts
-from ..server.app import create_app
+from ..server.app import A2AApp, create_app
 from ..server.auth import ApiKeys, CredentialAuthenticator, KeyFileError
 from ..server.types import ASGIApp
 from .logs import configure_logging
@@ -88,29 +89,13 @@ def demo(
         console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
     listening = _listen_or_exit(host, port, "--port")
+    own_ports = _own_ports(host, port) if lab_ports else {}
     base = _url(listening)
-    own_ports = (
-        {
-            name: _listen_or_exit(host, port + offset if port else 0, "--port")
-            for offset, name in enumerate(LAB_AGENTS, start=1)
-        }
-        if lab_ports
-        else {}
-    )
     settings = _agent_settings(base, model)
     orchestrator = OrchestratorAgent(
         settings, stock_url=f"{base}/agents/stock", pricing_url=f"{base}/agents/pricing"
     )
-    agents: dict[str, Agent] = {
-        "orchestrator": orchestrator,
-        "stock": StockAgent(settings, delay=lookup),
-        "pricing": PricingAgent(settings, delay=lookup),
-    }
-    # the orchestrator first: the default, at /
-    application = create_app(agents, authenticator=authenticator)
-    served: ASGIApp = application
-    if own_ports:
-        served = AgentPorts(application, {s.getsockname()[1]: n for n, s in own_ports.items()})
+    application, served = _apps(orchestrator, settings, lookup, authenticator, own_ports)
     config = uvicorn.Config(
         served,
         host=host,
@@ -124,6 +109,36 @@ def demo(
     if server.startup_failed:
         raise typer.Exit(STARTUP_FAILURE)
     console.print("a2ad demo stopped.")
+
+
+def _apps(
+    orchestrator: OrchestratorAgent,
+    settings: AgentSettings,
+    lookup: float,
+    authenticator: CredentialAuthenticator | None,
+    own_ports: dict[str, socket.socket],
+) -> tuple[A2AApp, ASGIApp]:
+    """The three agents in one app, the orchestrator first (the default, at /),
+    and what uvicorn serves: that app, behind the agents' own ports if any."""
+    agents: dict[str, Agent] = {
+        "orchestrator": orchestrator,
+        "stock": StockAgent(settings, delay=lookup),
+        "pricing": PricingAgent(settings, delay=lookup),
+    }
+    application = create_app(agents, authenticator=authenticator)
+    if not own_ports:
+        return application, application
+    ports = {s.getsockname()[1]: name for name, s in own_ports.items()}
+    return application, AgentPorts(application, ports)
+
+
+def _own_ports(host: str, port: int) -> dict[str, socket.socket]:
+    """stock's and pricing's own ports (--lab-ports): the two after --port, or
+    any free ones with --port 0."""
+    return {
+        name: _listen_or_exit(host, port + offset if port else 0, "--port")
+        for offset, name in enumerate(LAB_AGENTS, start=1)
+    }
 
 
 def _listen_or_exit(host: str, port: int, flag: str) -> socket.socket:
