@@ -231,9 +231,16 @@ def test_a_blocking_send_for_an_agent_no_worker_runs_ends_saying_so(setup: Setup
     # `doomed` has no worker (until a test below starts one): its tasks wait.
     served, front = setup.served, setup.front
     served.expect(r"warning: no worker is connected for [^\n]*agent doomed[^\n]*a2ad worker")
-    ready = front.http.get(front.url + "/readyz")
-    assert ready.status_code == 200  # the front still takes and serves tasks
-    assert ready.json()["workers"] == {"work": 1, "doomed": 0}  # the module's worker
+    # The module's worker is on the roll once it has written its row, which the
+    # front reads every 2 s: under load, after the warning above.
+    deadline = time.monotonic() + 30
+    while True:
+        ready = front.http.get(front.url + "/readyz")
+        assert ready.status_code == 200  # the front still takes and serves tasks
+        if ready.json()["workers"]["work"] == 1 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert ready.json()["workers"] == {"work": 1, "doomed": 0}
     assert "no worker is connected for agent doomed" in ready.json()["warning"]
     started = time.monotonic()
     body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": message("echo hi")}
