@@ -10,34 +10,18 @@ count if larger); scripts/fuzz runs a long one.
 from __future__ import annotations
 
 import os
-from collections import Counter
 from collections.abc import Iterator
-from typing import Any
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import settings
 
 from a2ad.server import auth
 
-from .wire_fuzz import FuzzServer, Seeds, WireRequest, check_answer, send, wire_requests
+from .fuzz_round import fuzz_round
+from .wire_fuzz import FuzzServer, Seeds, check_answer, wire_requests
 
 EXAMPLES = int(os.environ.get("A2AD_FUZZ_EXAMPLES", 0)) or max(300, settings.default.max_examples)
-
-
-def fuzz_settings(examples: int) -> Any:
-    """Hypothesis settings for a run of ``examples`` requests against a real server."""
-    return settings(
-        max_examples=examples,
-        deadline=None,
-        suppress_health_check=[
-            HealthCheck.too_slow,
-            HealthCheck.data_too_large,
-            HealthCheck.large_base_example,
-            HealthCheck.filter_too_much,
-        ],
-    )
 
 
 @pytest.fixture(scope="module")
@@ -53,16 +37,7 @@ def test_mutated_requests_never_break_the_server_nor_change_stored_tasks(
         seeds = Seeds.store(http)
         before = seeds.snapshot(http)
         assert server.new_troubles() == []
-
-        @fuzz_settings(EXAMPLES)
-        @given(request=wire_requests(seeds))
-        def fuzz(request: WireRequest) -> None:
-            tally[check_answer(request, send(http, request))] += 1
-            troubles = server.new_troubles()
-            assert not troubles, "the server logged:\n" + "\n".join(troubles)
-
-        tally: Counter[str] = Counter()
-        fuzz()
+        tally = fuzz_round(server, http, wire_requests(seeds), check_answer, examples=EXAMPLES)
         assert seeds.snapshot(http) == before
         assert tally["HTTP 413 (body too large)"] > 0  # oversized bodies were tried
         # Shown with -s (scripts/fuzz): what the answers were.
@@ -104,17 +79,14 @@ def test_with_auth_on_mutated_requests_and_credentials_never_break_the_server_no
     ):
         seeds = Seeds.store(owner)
         before = seeds.snapshot(owner)
-
-        @fuzz_settings(max(100, EXAMPLES // 3))
-        @given(request=wire_requests(seeds), credential=st.sampled_from(credentials))
-        def fuzz(request: WireRequest, credential: dict[str, str]) -> None:
-            request.headers.update(credential)
-            tally[check_answer(request, send(http, request))] += 1
-            troubles = server.new_troubles()
-            assert not troubles, "the server logged:\n" + "\n".join(troubles)
-
-        tally: Counter[str] = Counter()
-        fuzz()
+        tally = fuzz_round(
+            server,
+            http,
+            wire_requests(seeds),
+            check_answer,
+            examples=max(100, EXAMPLES // 3),
+            credentials=credentials,
+        )
         assert seeds.snapshot(owner) == before
         assert tally["HTTP 401"] > 0 and sum(tally.values()) > tally["HTTP 401"]
         # No credential reached the log.

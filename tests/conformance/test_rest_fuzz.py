@@ -12,19 +12,17 @@ else 1,000 requests; with auth on a third as many); scripts/fuzz runs a long one
 from __future__ import annotations
 
 import os
-from collections import Counter
 from collections.abc import Iterator
 
 import httpx
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import settings
 
 from a2ad.server import auth
 
+from .fuzz_round import fuzz_round
 from .rest_fuzz import AGENTS, check_rest_answer, rest_requests
-from .test_fuzz import fuzz_settings
-from .wire_fuzz import FuzzServer, Seeds, WireRequest, send
+from .wire_fuzz import FuzzServer, Seeds
 
 EXAMPLES = int(os.environ.get("A2AD_FUZZ_EXAMPLES", 0)) or max(1000, settings.default.max_examples)
 
@@ -42,16 +40,7 @@ def test_mutated_rest_requests_never_break_the_server_nor_change_stored_tasks(
         seeds = Seeds.store(http)
         before = seeds.snapshot(http)
         assert server.new_troubles() == []
-
-        @fuzz_settings(EXAMPLES)
-        @given(request=rest_requests(seeds))
-        def fuzz(request: WireRequest) -> None:
-            tally[check_rest_answer(request, send(http, request))] += 1
-            troubles = server.new_troubles()
-            assert not troubles, "the server logged:\n" + "\n".join(troubles)
-
-        tally: Counter[str] = Counter()
-        fuzz()
+        tally = fuzz_round(server, http, rest_requests(seeds), check_rest_answer, examples=EXAMPLES)
         assert seeds.snapshot(http) == before
         assert tally["result"] > 0 and tally["stream"] > 0
         assert tally["HTTP 400 INVALID_REQUEST"] > 0 and tally["HTTP 404 TASK_NOT_FOUND"] > 0
@@ -90,17 +79,14 @@ def test_with_auth_on_mutated_rest_requests_never_break_the_server_nor_anns_task
     ):
         seeds = Seeds.store(owner)
         before = seeds.snapshot(owner)
-
-        @fuzz_settings(max(100, EXAMPLES // 3))
-        @given(request=rest_requests(seeds), credential=st.sampled_from(credentials))
-        def fuzz(request: WireRequest, credential: dict[str, str]) -> None:
-            request.headers.update(credential)
-            tally[check_rest_answer(request, send(http, request))] += 1
-            troubles = server.new_troubles()
-            assert not troubles, "the server logged:\n" + "\n".join(troubles)
-
-        tally: Counter[str] = Counter()
-        fuzz()
+        tally = fuzz_round(
+            server,
+            http,
+            rest_requests(seeds),
+            check_rest_answer,
+            examples=max(100, EXAMPLES // 3),
+            credentials=credentials,
+        )
         assert seeds.snapshot(owner) == before
         assert tally["HTTP 401 UNAUTHENTICATED"] > 0 and tally["result"] > 0
         log = server.log()
