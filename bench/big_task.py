@@ -48,15 +48,15 @@ KEPT = 1000  # the default history bound
 
 
 def message(role: Role, size: int, task_id: str) -> Message:
-    return Message(
-        message_id=new_id(), role=role, parts=[TextPart("x" * size)], task_id=task_id
-    )
+    return Message(message_id=new_id(), role=role, parts=[TextPart("x" * size)], task_id=task_id)
 
 
 def status(task_id: str, state: TaskState, answer: Message | None = None) -> TaskStatusUpdateEvent:
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
-    body = TaskStatus(state=state, timestamp=stamp, message=answer) if answer else TaskStatus(
-        state=state, timestamp=stamp
+    body = (
+        TaskStatus(state=state, timestamp=stamp, message=answer)
+        if answer
+        else TaskStatus(state=state, timestamp=stamp)
     )
     return TaskStatusUpdateEvent(task_id=task_id, context_id="ctx", status=body)
 
@@ -188,7 +188,9 @@ async def one_store(name: str, args: argparse.Namespace) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--stores", default="memory,sqlite")
-    parser.add_argument("--earlier", default="1,100,10000", type=lambda s: [int(x) for x in s.split(",")])
+    parser.add_argument(
+        "--earlier", default="1,100,10000", type=lambda s: [int(x) for x in s.split(",")]
+    )
     parser.add_argument("--message-kib", type=int, default=4)
     parser.add_argument("--followups", type=int, default=20)
     parser.add_argument("--big", type=int, default=30)

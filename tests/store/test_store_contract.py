@@ -31,7 +31,7 @@ from a2ad import (
 )
 from a2ad.protocol.model import TaskPushNotificationConfig
 from a2ad.store import memory as memory_backend
-from a2ad.store import sqlite as sqlite_backend
+from a2ad.store import sqlite_tasks as sqlite_backend
 from a2ad.store.base import (
     MAX_ARTIFACT_PARTS,
     MAX_ARTIFACTS,
