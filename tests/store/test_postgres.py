@@ -258,7 +258,7 @@ async def test_a_database_at_version_1_is_upgraded_and_keeps_its_tasks(url: str)
         async with conn.transaction():
             await conn.execute("CREATE TABLE a2ad_schema (version integer NOT NULL)")
             await conn.execute("INSERT INTO a2ad_schema (version) VALUES (1)")
-            for statement in postgres_schema._MIGRATIONS[0]:
+            for statement in postgres_schema._MIGRATIONS[0][0]:
                 await conn.execute(statement)
         async with PostgresStore(url) as store:
             task = new_task()
@@ -271,6 +271,6 @@ async def test_a_database_at_version_1_is_upgraded_and_keeps_its_tasks(url: str)
             assert claimed == [(task.id, "w")]
             assert await store.due_webhooks(1.0, 5, claim_until=61.0, claimant="b") == []
             assert await store.get(task.id) == created
-        assert await conn.fetchval("SELECT version FROM a2ad_schema") == SCHEMA_VERSION == 2
+        assert await conn.fetchval("SELECT version FROM a2ad_schema") == SCHEMA_VERSION == 3
     finally:
         await conn.close()

@@ -752,7 +752,7 @@ def max_events(monkeypatch: pytest.MonkeyPatch) -> int:
     for backend in (memory_backend, sqlite_backend):
         monkeypatch.setattr(backend, "MAX_EVENTS", 5)
     try:
-        from a2ad.store import postgres as postgres_backend
+        from a2ad.store import postgres_tasks as postgres_backend
     except ImportError:  # no asyncpg: the postgresql store's tests skip
         pass
     else:
