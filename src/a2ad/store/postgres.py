@@ -761,8 +761,10 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns):
 
         return await self._read(census)
 
-    async def get(self, task_id: str) -> StoredTask | None:
-        found = await self._read(lambda conn: read(conn, self._snapshots, task_id), task_id)
+    async def get(self, task_id: str, *, history_length: int | None = None) -> StoredTask | None:
+        found = await self._read(
+            lambda conn: read(conn, self._snapshots, task_id, history_length), task_id
+        )
         if found is None:
             return None
         if found.size is not None:  # read back from its rows: keep it

@@ -61,6 +61,11 @@ ROWS_OF = """(SELECT array_agg(m.body ORDER BY m.pos) FROM task_messages m
 _SELECT_HEAD = "SELECT seq, body, tenant, principal, agent FROM tasks WHERE id = $1"
 _SELECT_WHOLE = f"""SELECT id, seq, body, tenant, principal, agent, {ROWS_OF}
     FROM tasks WHERE id = ANY($1::text[])"""
+_SELECT_NEWEST = """SELECT id, seq, body, tenant, principal, agent,
+        (SELECT array_agg(m.body ORDER BY m.pos) FROM (SELECT pos, body FROM task_messages
+            WHERE task_id = tasks.id ORDER BY pos DESC LIMIT $2) m),
+        (SELECT array_agg(a.body ORDER BY a.pos) FROM task_artifacts a WHERE a.task_id = tasks.id)
+    FROM tasks WHERE id = $1"""
 _SELECT_FOR_APPEND = """SELECT seq, state, evict_class, lease_owner, lease_expires, body,
     webhooks, tenant, principal, agent FROM tasks WHERE id = $1 FOR UPDATE"""
 _MESSAGES = "SELECT body FROM task_messages WHERE task_id = $1 ORDER BY pos"
@@ -117,19 +122,27 @@ def assembled(
     return assemble(head, messages, artifacts), size
 
 
-async def read(conn: Connection, snapshots: SnapshotCache, task_id: str) -> Read | None:
+async def read(
+    conn: Connection, snapshots: SnapshotCache, task_id: str, history_length: int | None = None
+) -> Read | None:
+    """The task (with ``history_length``, from the cache or with only its
+    newest that many messages read)."""
     row = await conn.fetchrow(_SELECT_HEAD, task_id)
     if row is None:
         return None
     found = snapshots.get(task_id, row[0])
     if found is not None:
         return Read(StoredTask(found[0], row[0], row[2], row[3], row[4]), None)
-    rows = await conn.fetch(_SELECT_WHOLE, [task_id])
+    if history_length is None:
+        rows = await conn.fetch(_SELECT_WHOLE, [task_id])
+    else:
+        rows = await conn.fetch(_SELECT_NEWEST, task_id, history_length)
     if not rows:  # deleted meanwhile
         return None
     _, seq, head, tenant, principal, agent, messages, artifacts = rows[0]
     task, size = assembled(head, messages, artifacts)
-    return Read(StoredTask(task, seq, tenant, principal, agent), size)
+    stored = StoredTask(task, seq, tenant, principal, agent)
+    return Read(stored, size if history_length is None else None)  # a part: not for the cache
 
 
 async def page_tasks(

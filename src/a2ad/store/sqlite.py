@@ -358,8 +358,8 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
                 log_evicted(task_id, TaskState(state), self.max_tasks or 0)
         return stored
 
-    async def get(self, task_id: str) -> StoredTask | None:
-        found = await self._run(lambda conn: read(conn, self._snapshots, task_id))
+    async def get(self, task_id: str, *, history_length: int | None = None) -> StoredTask | None:
+        found = await self._run(lambda conn: read(conn, self._snapshots, task_id, history_length))
         if found is None:
             return None
         if found.size is not None:  # read back from its rows: keep it

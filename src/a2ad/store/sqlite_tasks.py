@@ -53,6 +53,7 @@ _SELECT_FOR_APPEND = """SELECT seq, state, evict_class, lease_owner, lease_expir
     webhooks, tenant, principal, agent FROM tasks WHERE id = ?"""
 _MESSAGES = "SELECT body FROM task_messages WHERE task_id = ? ORDER BY pos"
 _ARTIFACTS = "SELECT body FROM task_artifacts WHERE task_id = ? ORDER BY pos"
+_NEWEST = "SELECT body FROM task_messages WHERE task_id = ? ORDER BY pos DESC LIMIT ?"
 _INSERT_MESSAGE = "INSERT INTO task_messages (task_id, pos, body) VALUES (?, ?, ?)"
 _DROP_MESSAGES = "DELETE FROM task_messages WHERE task_id = ? AND pos < ?"
 _PUT_ARTIFACT = """INSERT INTO task_artifacts (task_id, pos, body) VALUES (?, ?, ?)
@@ -108,11 +109,23 @@ def _snapshot(
     return task, size, False
 
 
-def read(conn: sqlite3.Connection, snapshots: SnapshotCache, task_id: str) -> Read | None:
+def read(
+    conn: sqlite3.Connection,
+    snapshots: SnapshotCache,
+    task_id: str,
+    history_length: int | None = None,
+) -> Read | None:
+    """The task (with ``history_length``, from the cache or with only its
+    newest that many messages read)."""
     row = conn.execute(_SELECT_TASK, (task_id,)).fetchone()
     if row is None:
         return None
     seq, head, *whose = row
+    if history_length is not None and snapshots.get(task_id, seq) is None:
+        newest = [body for (body,) in conn.execute(_NEWEST, (task_id, history_length))]
+        artifacts = [body for (body,) in conn.execute(_ARTIFACTS, (task_id,))]
+        task = assemble(head, newest[::-1], artifacts)
+        return Read(StoredTask(task, seq, *whose), None)  # a part: not for the cache
     task, size, cached = _snapshot(conn, snapshots, task_id, seq, head)
     return Read(StoredTask(task, seq, *whose), None if cached else size)
 
