@@ -44,6 +44,7 @@ each other over ``signals()`` (sqlite_signals.py).
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import os
 import sqlite3
@@ -108,7 +109,7 @@ from .sqlite_schema import SCHEMA_VERSION, SchemaVersionError
 from .sqlite_signals import SocketSignals
 from .sqlite_tasks import INSERT_DELIVERY, Read, add_usage, log_events, page_tasks, read, write_rows
 from .sqlite_tasks import append as append_events
-from .sqlite_worker import Worker
+from .sqlite_worker import PendingWrites, Worker
 from .task_rows import rows_of
 
 __all__ = ["SCHEMA_VERSION", "SchemaVersionError", "SqliteStore"]  # the first two: schema
@@ -246,6 +247,8 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
         self.path = os.fspath(path)
         self.max_tasks = max_tasks
         self._worker = Worker(self.path)
+        self._reads = Worker(self.path, "a2ad-sqlite-reads")  # get, list, events: apart
+        self._pending = PendingWrites()
         self._snapshots = SnapshotCache()  # the tasks written and read last
         self._closed = False
         self._group = group
@@ -293,6 +296,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
         try:
             await self._worker.stop()
         finally:
+            await self._reads.stop()
             if self._reader is not None:
                 self._reader.close()
             if self._lock is not None:
@@ -350,7 +354,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
             add_usage(conn, tenant, principal, usage)
             return made
 
-        stored, size = await self._run(create, write=True)
+        stored, size = await self._run(create, write=True, task_id=task.id)
         self._snapshots.put(task.id, stored.seq, stored.task, size)
         self.evictions += len(evicted)
         for task_id, state in evicted:  # committed: say so now
@@ -359,7 +363,9 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
         return stored
 
     async def get(self, task_id: str, *, history_length: int | None = None) -> StoredTask | None:
-        found = await self._run(lambda conn: read(conn, self._snapshots, task_id, history_length))
+        found = await self._read(
+            lambda conn: read(conn, self._snapshots, task_id, history_length), task_id
+        )
         if found is None:
             return None
         if found.size is not None:  # read back from its rows: keep it
@@ -409,7 +415,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
                 conn.execute(_INSERT_MESSAGE_KEY, (message_key, task_id))
             return stored
 
-        written = await self._run(append, write=True)
+        written = await self._run(append, write=True, task_id=task_id)
         self._snapshots.put(task_id, written.stored.seq, written.stored.task, written.size or 0)
         return written.stored
 
@@ -443,7 +449,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
         return _find_message(self._reader, message_key)
 
     async def events(self, task_id: str, after_seq: Seq) -> builtins.list[LoggedEvent]:
-        return await self._run(lambda conn: _events(conn, task_id, after_seq))
+        return await self._read(lambda conn: _events(conn, task_id, after_seq), task_id)
 
     def signals(self) -> Signals | None:
         group = self._group
@@ -472,7 +478,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
         )
 
     async def list(self, query: ListQuery) -> ListPage:
-        return await self._run(lambda conn: _list(conn, self._snapshots, query))
+        return await self._read(lambda conn: _list(conn, self._snapshots, query), None)
 
     async def overdue(self, now: str, limit: int) -> builtins.list[str]:
         return await self._run(
@@ -578,10 +584,25 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
 
         return await self._run(failed, write=True)
 
-    async def _run(self, job: Callable[[sqlite3.Connection], T], *, write: bool = False) -> T:
+    async def _read(self, job: Callable[[sqlite3.Connection], T], task_id: str | None) -> T:
+        """Run ``job`` on the reading worker, after this process's earlier
+        writes of ``task_id`` (None: of any task)."""
         if self._closed:
             raise RuntimeError(f"{self!r} is closed; open a new one")
-        return await self._worker.submit(job, write)
+        await self._pending.settled(task_id)
+        return await self._reads.submit(job, False)
+
+    async def _run(
+        self, job: Callable[[sqlite3.Connection], T], *, write: bool = False, task_id: str = ""
+    ) -> T:
+        if self._closed:
+            raise RuntimeError(f"{self!r} is closed; open a new one")
+        future = self._worker.submit(job, write)
+        if not write:
+            return await future
+        self._pending.add(future, task_id)
+        # Shielded: a cancelled caller leaves the job's own future to say when it is done.
+        return await asyncio.shield(future)
 
     def _create(
         self,

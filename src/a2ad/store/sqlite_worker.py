@@ -4,7 +4,9 @@ One sqlite3 connection lives on one dedicated thread and every call of the store
 runs its SQL there, in submission order, so this process's writes are serialized
 and never meet "database is locked". The worker commits whatever queued up while
 it was busy in one transaction (group commit), because on small machines a commit
-and a thread round trip each cost more than the SQL itself.
+and a thread round trip each cost more than the SQL itself. A store reads tasks
+on a second worker, so that a read never waits behind a large write (in WAL
+mode a reader sees the last commit without waiting for the writer).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from .sqlite_schema import connect
 
-__all__ = ["Worker"]
+__all__ = ["PendingWrites", "Worker"]
 
 T = TypeVar("T")
 
@@ -48,12 +50,12 @@ class Worker:
     trips become one of each; alone, a job is a batch of one.
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, name: str = "a2ad-sqlite") -> None:
         self._path = path
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         # A daemon, so that a store nobody closed cannot hang interpreter exit; its
         # unfinished batch then dies uncommitted, and no caller saw those results.
-        self._thread = threading.Thread(target=self._main, name="a2ad-sqlite", daemon=True)
+        self._thread = threading.Thread(target=self._main, name=name, daemon=True)
 
     def submit(self, run: Callable[[sqlite3.Connection], T], write: bool) -> asyncio.Future[T]:
         if self._thread.ident is None:
@@ -153,3 +155,33 @@ def _settle(outcomes: list[_Outcome]) -> None:
             job.future.set_result(value)
         else:
             job.future.set_exception(value)
+
+
+class PendingWrites:
+    """The writes submitted to the writing worker that have not finished, so that
+    a read on the reading worker still sees every write this process submitted
+    before it (as when both shared one queue), without waiting for others': a
+    read of a task waits for the earlier writes of that task, a listing for
+    every earlier write. A write goes on when its caller is cancelled, and a
+    read after it waits for it all the same."""
+
+    def __init__(self) -> None:
+        self._last: asyncio.Future[Any] | None = None
+        self._of_task: dict[str, asyncio.Future[Any]] = {}
+
+    def add(self, future: asyncio.Future[Any], task_id: str) -> None:
+        self._last = future
+        if task_id:
+            self._of_task[task_id] = future
+            future.add_done_callback(lambda done: self._forget(task_id, done))
+
+    def _forget(self, task_id: str, done: asyncio.Future[Any]) -> None:
+        if self._of_task.get(task_id) is done:
+            del self._of_task[task_id]
+
+    async def settled(self, task_id: str | None) -> None:
+        """Once the earlier writes of ``task_id`` (None: of every task) are done."""
+        future = self._last if task_id is None else self._of_task.get(task_id)
+        if future is None or future.done() or future.get_loop() is not asyncio.get_running_loop():
+            return
+        await asyncio.wait([future])  # not cancelled with the reader: the write goes on
