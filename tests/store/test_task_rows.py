@@ -6,7 +6,9 @@ after an upgrade from the one-body layout) sees the same task.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -212,6 +214,26 @@ async def test_the_history_bound_and_streamed_artifacts_read_back_alike(opener: 
     assert stored.task.metadata == {"a2ad": {"historyDropped": 6}}
     assert [p.text for p in stored.task.artifacts[0].parts] == ["one", "two", "three"]
     assert await (await opener()).get(task.id) == stored
+
+
+async def test_sqlite_reads_another_task_while_a_huge_append_is_written(tmp_path: Path) -> None:
+    async with SqliteStore(tmp_path / "tasks.db") as store:
+        small = await store.create(new_task())
+        big = await store.create(new_task())
+        huge = message("x" * (32 * 1024 * 1024))
+        started = time.perf_counter()
+        append = asyncio.ensure_future(
+            store.append(big.task.id, 0, [status(big.task, TaskState.WORKING)], user_message=huge)
+        )
+        await asyncio.sleep(0.01)  # the append is on the writing thread
+        asked = time.perf_counter()
+        assert await store.get(small.task.id) == small
+        answered = time.perf_counter()
+        stored = await append
+        # Once queued behind the append (one thread for both), the read now goes
+        # to a thread of its own and is answered while the append is written.
+        assert answered - asked < (time.perf_counter() - asked) / 2
+        assert await store.get(big.task.id) == stored
 
 
 # --- upgrades from the one-body layout ---
