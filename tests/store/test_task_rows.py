@@ -221,7 +221,6 @@ async def test_sqlite_reads_another_task_while_a_huge_append_is_written(tmp_path
         small = await store.create(new_task())
         big = await store.create(new_task())
         huge = message("x" * (32 * 1024 * 1024))
-        started = time.perf_counter()
         append = asyncio.ensure_future(
             store.append(big.task.id, 0, [status(big.task, TaskState.WORKING)], user_message=huge)
         )
