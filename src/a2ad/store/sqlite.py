@@ -44,7 +44,6 @@ each other over ``signals()`` (sqlite_signals.py).
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import os
 import sqlite3
@@ -597,12 +596,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
     ) -> T:
         if self._closed:
             raise RuntimeError(f"{self!r} is closed; open a new one")
-        future = self._worker.submit(job, write)
-        if not write:
-            return await future
-        self._pending.add(future, task_id)
-        # Shielded: a cancelled caller leaves the job's own future to say when it is done.
-        return await asyncio.shield(future)
+        return await self._worker.submit(job, write, self._pending.add(task_id) if write else None)
 
     def _create(
         self,

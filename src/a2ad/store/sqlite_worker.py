@@ -32,6 +32,7 @@ class _Job(NamedTuple):
     write: bool
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future[Any]
+    ran: asyncio.Future[None] | None = None  # set once the job ran, whoever still waits
 
 
 class _Outcome(NamedTuple):
@@ -57,14 +58,21 @@ class Worker:
         # unfinished batch then dies uncommitted, and no caller saw those results.
         self._thread = threading.Thread(target=self._main, name=name, daemon=True)
 
-    def submit(self, run: Callable[[sqlite3.Connection], T], write: bool) -> asyncio.Future[T]:
+    def submit(
+        self,
+        run: Callable[[sqlite3.Connection], T],
+        write: bool,
+        ran: asyncio.Future[None] | None = None,
+    ) -> asyncio.Future[T]:
+        """The job's result (cancelling it leaves the job to run); ``ran``, if
+        given, is set once the job ran, even for a caller who left."""
         if self._thread.ident is None:
             self._thread.start()  # the first call opens the store
         elif not self._thread.is_alive():
             raise RuntimeError("the SQLite worker thread has ended")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self._jobs.put(_Job(run, write, loop, future))
+        self._jobs.put(_Job(run, write, loop, future, ran))
         return future
 
     async def stop(self) -> None:
@@ -149,6 +157,8 @@ def _deliver(outcomes: list[_Outcome]) -> None:
 
 def _settle(outcomes: list[_Outcome]) -> None:
     for job, ok, value in outcomes:
+        if job.ran is not None and not job.ran.done():
+            job.ran.set_result(None)
         if job.future.cancelled():
             continue  # its caller left; the job ran all the same
         if ok:
@@ -166,16 +176,20 @@ class PendingWrites:
     read after it waits for it all the same."""
 
     def __init__(self) -> None:
-        self._last: asyncio.Future[Any] | None = None
-        self._of_task: dict[str, asyncio.Future[Any]] = {}
+        self._last: asyncio.Future[None] | None = None
+        self._of_task: dict[str, asyncio.Future[None]] = {}
 
-    def add(self, future: asyncio.Future[Any], task_id: str) -> None:
-        self._last = future
+    def add(self, task_id: str) -> asyncio.Future[None]:
+        """A write of ``task_id`` ("": of no one task) is submitted: the future
+        to hand the worker as its ``ran``."""
+        ran: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._last = ran
         if task_id:
-            self._of_task[task_id] = future
-            future.add_done_callback(lambda done: self._forget(task_id, done))
+            self._of_task[task_id] = ran
+            ran.add_done_callback(lambda done: self._forget(task_id, done))
+        return ran
 
-    def _forget(self, task_id: str, done: asyncio.Future[Any]) -> None:
+    def _forget(self, task_id: str, done: asyncio.Future[None]) -> None:
         if self._of_task.get(task_id) is done:
             del self._of_task[task_id]
 
@@ -184,4 +198,4 @@ class PendingWrites:
         future = self._last if task_id is None else self._of_task.get(task_id)
         if future is None or future.done() or future.get_loop() is not asyncio.get_running_loop():
             return
-        await asyncio.wait([future])  # not cancelled with the reader: the write goes on
+        await asyncio.shield(future)  # not cancelled with the reader: others wait for it too
