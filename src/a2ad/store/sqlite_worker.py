@@ -54,6 +54,7 @@ class Worker:
     def __init__(self, path: str, name: str = "a2ad-sqlite") -> None:
         self._path = path
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self.unanswered = 0  # jobs submitted whose answer has not reached their loop yet
         # A daemon, so that a store nobody closed cannot hang interpreter exit; its
         # unfinished batch then dies uncommitted, and no caller saw those results.
         self._thread = threading.Thread(target=self._main, name=name, daemon=True)
@@ -73,6 +74,7 @@ class Worker:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         self._jobs.put(_Job(run, write, loop, future, ran))
+        self.unanswered += 1
         return future
 
     async def stop(self) -> None:
@@ -83,8 +85,13 @@ class Worker:
         # Queued behind every call already made, which so finish first. If this
         # await is cancelled, the worker still closes the connection and ends.
         self._jobs.put(_Job(None, False, loop, stopped))
+        self.unanswered += 1
         await stopped
         self._thread.join()  # it has only to return
+
+    def _settle(self, outcomes: list[_Outcome]) -> None:
+        self.unanswered -= len(outcomes)
+        _settle(outcomes)
 
     def _main(self) -> None:
         conn: sqlite3.Connection | None = None
@@ -108,7 +115,7 @@ class Worker:
                 if conn is not None:
                     conn.close()
                 outcomes.append(_Outcome(stop, True, None))
-            _deliver(outcomes)
+            _deliver(outcomes, self._settle)
             if stop is not None:
                 return
 
@@ -144,13 +151,13 @@ def _run_batch(conn: sqlite3.Connection, jobs: list[_Job]) -> list[_Outcome]:
     return outcomes
 
 
-def _deliver(outcomes: list[_Outcome]) -> None:
+def _deliver(outcomes: list[_Outcome], settle: Callable[[list[_Outcome]], None]) -> None:
     by_loop: dict[asyncio.AbstractEventLoop, list[_Outcome]] = {}
     for outcome in outcomes:
         by_loop.setdefault(outcome.job.loop, []).append(outcome)
     for loop, settled in by_loop.items():
         try:
-            loop.call_soon_threadsafe(_settle, settled)
+            loop.call_soon_threadsafe(settle, settled)
         except RuntimeError:
             pass  # that loop is closed: nobody waits for these any more
 
