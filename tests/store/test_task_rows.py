@@ -31,7 +31,7 @@ from a2ad import (
 from a2ad.store import sqlite_schema
 from a2ad.store.base import StoredTask, TaskBounds, TaskStore, apply_event
 from a2ad.store.sqlite import SqliteStore
-from a2ad.store.task_rows import changed_rows, rows_of
+from a2ad.store.task_rows import INLINE, TaskRows, changed_rows, rows_of, split_rows
 
 from ..postgres import fresh_schema
 
@@ -92,7 +92,7 @@ def test_an_append_writes_the_messages_it_adds_at_the_next_positions() -> None:
     after = apply_event(
         before, status(before, TaskState.WORKING, "thinking"), user_message=message("more")
     )
-    rows = changed_rows(before, after)
+    rows = changed_rows(before, after, True)
     assert [pos for pos, _ in rows.messages] == [3, 4]
     assert rows.drop_below is None and rows.artifacts == []
     # The head has the status (with its message), not the history.
@@ -103,12 +103,12 @@ def test_past_the_history_bound_the_oldest_positions_are_dropped() -> None:
     before = new_task(history=3)
     bounds = TaskBounds(history=3)
     after = apply_event(before, status(before, TaskState.WORKING, "a"), message("b"), bounds)
-    rows = changed_rows(before, after)
+    rows = changed_rows(before, after, True)
     assert [pos for pos, _ in rows.messages] == [3, 4]
     assert rows.drop_below == 2  # positions 0 and 1 went; 2, 3, 4 are kept
     again = apply_event(after, status(after, TaskState.WORKING, "c"), None, bounds)
-    assert changed_rows(after, again).drop_below == 3
-    assert [pos for pos, _ in changed_rows(after, again).messages] == [5]
+    assert changed_rows(after, again, True).drop_below == 3
+    assert [pos for pos, _ in changed_rows(after, again, True).messages] == [5]
 
 
 def test_a_streamed_chunk_rewrites_only_its_artifact() -> None:
@@ -116,9 +116,17 @@ def test_a_streamed_chunk_rewrites_only_its_artifact() -> None:
     task = apply_event(task, chunk(task, "a", "first", append=False))
     task = apply_event(task, chunk(task, "b", "other", append=False))
     after = apply_event(task, chunk(task, "a", "more", append=True))
-    rows = changed_rows(task, after)
+    rows = changed_rows(task, after, True)
     assert [pos for pos, _ in rows.artifacts] == [0] and rows.messages == []
-    assert rows_of(after).artifacts[1] == (1, rows_of(task).artifacts[1][1])
+    assert split_rows(after).artifacts[1] == (1, split_rows(task).artifacts[1][1])
+
+
+def test_a_small_task_is_one_body_until_it_grows_past_inline() -> None:
+    small = new_task(history=2)
+    assert rows_of(small) == TaskRows(msgspec.json.encode(small), [], None, [], split=False)
+    grown = apply_event(small, status(small, TaskState.WORKING, "x" * INLINE))
+    rows = changed_rows(small, grown, False)
+    assert rows.split and [pos for pos, _ in rows.messages] == [0, 1, 2]
 
 
 # --- the stores ---
@@ -200,10 +208,13 @@ async def test_a_task_another_process_appended_to_is_read_as_it_now_stands(opene
     assert (await one.list_tasks()) == (await two.list_tasks()) == [mine.task]
 
 
-async def test_the_history_bound_and_streamed_artifacts_read_back_alike(opener: Opener) -> None:
+@pytest.mark.parametrize("size", [5, INLINE], ids=["inline", "split"])
+async def test_the_history_bound_and_streamed_artifacts_read_back_alike(
+    opener: Opener, size: int
+) -> None:
     store = await opener()
     bounds = TaskBounds(history=3)
-    stored = await store.create(new_task(history=1))
+    stored = await store.create(new_task(history=1, size=size))
     task = stored.task
     for i in range(4):
         stored = await follow_up(store, stored, f"m{i}", bounds=bounds)
@@ -239,8 +250,9 @@ async def test_sqlite_reads_another_task_while_a_huge_append_is_written(tmp_path
 
 
 def rich_task() -> Task:
-    """A task as an older a2ad stored it: history (some dropped), artifacts."""
-    task = new_task(history=3)
+    """A task as an older a2ad stored it: history (some dropped), artifacts;
+    past INLINE bytes, so the upgrade splits it."""
+    task = new_task(history=3, size=INLINE)
     task = msgspec.structs.replace(
         task,
         metadata={"a2ad": {"historyDropped": 4}, "mine": True},

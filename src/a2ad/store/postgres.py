@@ -142,7 +142,7 @@ _TRIES = 3  # runs of a transaction PostgreSQL aborted for a deadlock or seriali
 # once the transaction that took it has committed.
 _INSERT_TASK = """INSERT INTO tasks (id, context_id, state, status_ts, seq, evict_class,
     evict_order, lease_owner, lease_expires, deadline, body, message_key, tenant, principal,
-    agent) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+    agent, split) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
     ON CONFLICT (message_key) WHERE message_key IS NOT NULL DO NOTHING RETURNING 1"""
 _KEY_OF_TASK = "SELECT id FROM tasks WHERE message_key = $1"
 # _COUNTER_ORDER: creating or deleting a task updates three counter rows (triggers
@@ -207,7 +207,7 @@ _COUNT_ATTEMPT = "UPDATE deliveries SET attempts = attempts + 1 WHERE id = $1"
 _DELETE_DELIVERY = "DELETE FROM deliveries WHERE id = $1"
 _DELETE_WEBHOOK = "DELETE FROM webhooks WHERE task_id = $1 AND id = $2"
 _TASK_EXISTS = "SELECT 1 FROM tasks WHERE id = $1"
-_TASK_FOR_WEBHOOK = "SELECT seq, body, webhooks FROM tasks WHERE id = $1 FOR UPDATE"
+_TASK_FOR_WEBHOOK = "SELECT seq, body, split, webhooks FROM tasks WHERE id = $1 FOR UPDATE"
 _WEBHOOK_EXISTS = "SELECT 1 FROM webhooks WHERE task_id = $1 AND id = $2"
 _UPDATE_WEBHOOK = "UPDATE webhooks SET version = $1, body = $2 WHERE task_id = $3 AND id = $4"
 _COUNT_WEBHOOKS = "UPDATE tasks SET webhooks = webhooks + $2 WHERE id = $1"
@@ -268,9 +268,9 @@ def _list_sql(
         page_names += ["cursor_ts", "cursor_id"]
         terms.append(f"(status_ts, id) < (${len(page_names) - 1}, ${len(page_names)})")
     page_names.append("limit")
-    statement = f"""SELECT total.n, page.status_ts, page.id, page.seq, page.body
+    statement = f"""SELECT total.n, page.status_ts, page.id, page.seq, page.body, page.split
         FROM ({count}) AS total (n)
-        LEFT JOIN LATERAL (SELECT status_ts, id, seq, body FROM tasks{_where(terms)}
+        LEFT JOIN LATERAL (SELECT status_ts, id, seq, body, split FROM tasks{_where(terms)}
             ORDER BY status_ts DESC, id DESC LIMIT ${len(page_names)}) AS page ON true
         ORDER BY page.status_ts DESC, page.id DESC"""
     return statement, tuple(page_names)
@@ -329,12 +329,14 @@ async def _put_webhook(conn: Connection, snapshots: SnapshotCache, webhook: Webh
     if await conn.fetchval(_WEBHOOK_EXISTS, *key) is not None:
         await conn.execute(_UPDATE_WEBHOOK, webhook.version, body, *key)
         return False
-    seq, head, count = row
+    seq, head, split, count = row
     if count >= MAX_WEBHOOKS:
         raise WebhookLimitError(f"task {config.task_id} has {count} webhooks already")
     await conn.execute(_INSERT_WEBHOOK, *key, webhook.version, body)
     await conn.execute(_COUNT_WEBHOOKS, config.task_id, 1)
-    task_body = encode((await locked_snapshot(conn, snapshots, config.task_id, seq, head))[0])
+    task_body = encode(
+        (await locked_snapshot(conn, snapshots, config.task_id, seq, head, split))[0]
+    )
     snapshot = task_body if webhook.version == "0.3" else None
     await conn.execute(INSERT_DELIVERY, *key, seq, TASK, task_body, snapshot)
     return True
@@ -684,6 +686,7 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns):
             tenant,
             principal,
             agent,
+            rows.split,
         )
         evicted: builtins.list[tuple[str, str]] = []
 

@@ -37,7 +37,7 @@ from typing import Any
 from .base import StoreError
 from .postgres_signals import CHANNEL_OF_SCHEMA
 from .rows import decode_task
-from .task_rows import rows_of
+from .task_rows import INLINE, split_rows
 
 __all__ = ["SCHEMA_LOCK", "SCHEMA_VERSION", "SchemaVersionError", "migrate"]
 
@@ -256,10 +256,12 @@ _SCHEMA_V2 = (
     'ALTER TABLE webhooks ADD COLUMN claimed_by text COLLATE "C"',
 )
 
-# Version 3: a task's history and artifacts in rows of their own (task_rows.py),
-# so that an append writes what it adds, not the task again: ``tasks.body``
-# becomes the task's head. Existing tasks are laid out a batch at a time.
+# Version 3: a large task's history and artifacts in rows of their own
+# (task_rows.py), so that an append writes what it adds, not the task again:
+# ``tasks.body`` of a task whose ``split`` is true is its head. Existing tasks
+# past INLINE bytes are laid out a batch at a time.
 _SCHEMA_V3 = (
+    "ALTER TABLE tasks ADD COLUMN split boolean NOT NULL DEFAULT false",
     """CREATE TABLE task_messages (
         task_id text COLLATE "C" NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
         pos bigint NOT NULL,
@@ -273,16 +275,17 @@ _SCHEMA_V3 = (
         PRIMARY KEY (task_id, pos)
     )""",
 )
-_BATCH = "SELECT id, body FROM tasks WHERE id > $1 ORDER BY id LIMIT 500"
+_BATCH = """SELECT id, body FROM tasks WHERE id > $1 AND length(body) > $2
+    ORDER BY id LIMIT 500"""
 
 
 async def _lay_out_tasks(conn: Any) -> None:
     """Version 3's rows of every existing task."""
     after = ""
-    while batch := await conn.fetch(_BATCH, after):
+    while batch := await conn.fetch(_BATCH, after, INLINE):
         messages, artifacts, heads = [], [], []
         for task_id, body in batch:
-            rows = rows_of(decode_task(body))
+            rows = split_rows(decode_task(body))
             messages += [(task_id, pos, message) for pos, message in rows.messages]
             artifacts += [(task_id, pos, artifact) for pos, artifact in rows.artifacts]
             heads.append((rows.head, task_id))
@@ -292,7 +295,7 @@ async def _lay_out_tasks(conn: Any) -> None:
         await conn.executemany(
             "INSERT INTO task_artifacts (task_id, pos, body) VALUES ($1, $2, $3)", artifacts
         )
-        await conn.executemany("UPDATE tasks SET body = $1 WHERE id = $2", heads)
+        await conn.executemany("UPDATE tasks SET body = $1, split = true WHERE id = $2", heads)
         after = batch[-1][0]
 
 

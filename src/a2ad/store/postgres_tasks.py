@@ -58,7 +58,7 @@ Connection = Any  # asyncpg.Connection; asyncpg ships no type hints
 ROWS_OF = """(SELECT array_agg(m.body ORDER BY m.pos) FROM task_messages m
         WHERE m.task_id = tasks.id),
     (SELECT array_agg(a.body ORDER BY a.pos) FROM task_artifacts a WHERE a.task_id = tasks.id)"""
-_SELECT_HEAD = "SELECT seq, body, tenant, principal, agent FROM tasks WHERE id = $1"
+_SELECT_HEAD = "SELECT seq, body, split, tenant, principal, agent FROM tasks WHERE id = $1"
 _SELECT_WHOLE = f"""SELECT id, seq, body, tenant, principal, agent, {ROWS_OF}
     FROM tasks WHERE id = ANY($1::text[])"""
 _SELECT_NEWEST = """SELECT id, seq, body, tenant, principal, agent,
@@ -66,7 +66,7 @@ _SELECT_NEWEST = """SELECT id, seq, body, tenant, principal, agent,
             WHERE task_id = tasks.id ORDER BY pos DESC LIMIT $2) m),
         (SELECT array_agg(a.body ORDER BY a.pos) FROM task_artifacts a WHERE a.task_id = tasks.id)
     FROM tasks WHERE id = $1"""
-_SELECT_FOR_APPEND = """SELECT seq, state, evict_class, lease_owner, lease_expires, body,
+_SELECT_FOR_APPEND = """SELECT seq, state, evict_class, lease_owner, lease_expires, body, split,
     webhooks, tenant, principal, agent FROM tasks WHERE id = $1 FOR UPDATE"""
 _MESSAGES = "SELECT body FROM task_messages WHERE task_id = $1 ORDER BY pos"
 _ARTIFACTS = "SELECT body FROM task_artifacts WHERE task_id = $1 ORDER BY pos"
@@ -130,9 +130,12 @@ async def read(
     row = await conn.fetchrow(_SELECT_HEAD, task_id)
     if row is None:
         return None
-    found = snapshots.get(task_id, row[0])
+    seq, head, split, *whose = row
+    found = snapshots.get(task_id, seq)
     if found is not None:
-        return Read(StoredTask(found[0], row[0], row[2], row[3], row[4]), None)
+        return Read(StoredTask(found[0], seq, *whose), None)
+    if not split:
+        return Read(StoredTask(assemble(head, (), ()), seq, *whose), len(head))
     if history_length is None:
         rows = await conn.fetch(_SELECT_WHOLE, [task_id])
     else:
@@ -146,32 +149,36 @@ async def read(
 
 
 async def page_tasks(
-    conn: Connection, snapshots: SnapshotCache, rows: Sequence[tuple[str, int, bytes]]
+    conn: Connection, snapshots: SnapshotCache, rows: Sequence[tuple[str, int, bytes, bool]]
 ) -> list[Task]:
-    """The tasks of a listing's rows (id, seq, head), in order; those the cache
-    lacks read whole in one statement (a task written meanwhile is read as it
-    then stands)."""
+    """The tasks of a listing's rows (id, seq, head, split), in order; split ones
+    the cache lacks read whole in one statement (a task written meanwhile is
+    read as it then stands)."""
     tasks: dict[str, Task] = {}
     missing = []
-    for task_id, seq, _ in rows:
+    for task_id, seq, head, split in rows:
         found = snapshots.get(task_id, seq)
-        if found is None:
-            missing.append(task_id)
-        else:
+        if found is not None:
             tasks[task_id] = found[0]
+        elif not split:
+            tasks[task_id] = assemble(head, (), ())
+        else:
+            missing.append(task_id)
     if missing:
         for task_id, _, head, *_, messages, artifacts in await conn.fetch(_SELECT_WHOLE, missing):
             tasks[task_id] = assembled(head, messages, artifacts)[0]
-    return [tasks[task_id] for task_id, _, _ in rows if task_id in tasks]
+    return [tasks[row[0]] for row in rows if row[0] in tasks]
 
 
 async def locked_snapshot(
-    conn: Connection, snapshots: SnapshotCache, task_id: str, seq: int, head: bytes
+    conn: Connection, snapshots: SnapshotCache, task_id: str, seq: int, head: bytes, split: bool
 ) -> tuple[Task, int]:
     """The task at ``seq`` (its row locked): from the cache, or from its rows."""
     found = snapshots.get(task_id, seq)
     if found is not None:
         return found
+    if not split:
+        return assemble(head, (), ()), len(head)
     messages = [body for (body,) in await conn.fetch(_MESSAGES, task_id)]
     artifacts = [body for (body,) in await conn.fetch(_ARTIFACTS, task_id)]
     return assembled(head, messages, artifacts)
@@ -200,12 +207,12 @@ async def append(
         _INSERT_MESSAGE_KEY, message_key, task_id
     ):
         raise DuplicateMessageError(str(await conn.fetchval(_KEY_OF_FOLLOW_UP, message_key)))
-    seq, state_value, old_class, owner, expires, head, webhook_count, *whose = row
+    seq, state_value, old_class, owner, expires, head, split, webhook_count, *whose = row
     tenant, principal = whose[0], whose[1]
     if seq != expected_seq:
         raise SequenceConflictError(f"task {task_id} is at {seq}, not {expected_seq}")
     state = TaskState(state_value)
-    before, size = await locked_snapshot(conn, snapshots, task_id, seq, head)
+    before, size = await locked_snapshot(conn, snapshots, task_id, seq, head, split)
     new = before
     webhooks = (
         [(r[0], r[1]) for r in await conn.fetch(_TASK_WEBHOOKS, task_id)] if webhook_count else []
@@ -220,11 +227,13 @@ async def append(
     if usage:
         new = msgspec.structs.replace(new, metadata=with_usage(new.metadata, usage))
         await add_usage(conn, tenant, principal, usage)
-    rows = changed_rows(before, new)
+    rows = changed_rows(before, new, split)
     await write_rows(conn, task_id, rows)
     seq += len(events)
     new_state = new.status.state
     changes: dict[str, Any] = {"seq": seq, "body": rows.head}
+    if rows.split != split:
+        changes["split"] = rows.split
     new_lease = (None, None) if new_state not in IN_FLIGHT else lease or (owner, expires)
     if new_lease != (owner, expires):
         changes["lease_owner"], changes["lease_expires"] = new_lease
@@ -244,7 +253,8 @@ async def append(
         await _enqueue(conn, task_id, webhooks, logged, snapshots_03)
     if seq > MAX_EVENTS:
         await conn.execute(_TRIM_EVENTS, task_id, seq - MAX_EVENTS)
-    return Read(StoredTask(new, seq, *whose), size_after(size, before, new, rows))
+    size = size_after(size, before, new, rows) if split else rows.size
+    return Read(StoredTask(new, seq, *whose), size)
 
 
 @cache

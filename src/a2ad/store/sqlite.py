@@ -117,7 +117,7 @@ T = TypeVar("T")
 
 _INSERT_TASK = """INSERT INTO tasks (id, context_id, state, status_ts, seq, evict_class,
     evict_order, lease_owner, lease_expires, deadline, body, message_key, tenant, principal,
-    agent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+    agent, split) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
 _EVICTABLE = """SELECT id, evict_class, state FROM tasks WHERE evict_class IS NOT NULL AND id != ?
     ORDER BY evict_class, evict_order LIMIT ?"""
 _DELETE_TASK = "DELETE FROM tasks WHERE id = ?"
@@ -215,7 +215,7 @@ def _list_sql(
         terms.append("(status_ts, id) < (:cursor_ts, :cursor_id)")
     where = "".join(f" {'WHERE' if i == 0 else 'AND'} {term}" for i, term in enumerate(terms))
     page = (
-        f"SELECT status_ts, id, seq, body FROM tasks{where}"
+        f"SELECT status_ts, id, seq, body, split FROM tasks{where}"
         " ORDER BY status_ts DESC, id DESC LIMIT :limit"
     )
     return count, page
@@ -639,6 +639,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
                     tenant,
                     principal,
                     agent,
+                    rows.split,
                 ),
             )
         except sqlite3.IntegrityError:

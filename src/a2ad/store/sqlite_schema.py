@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from .base import StoreError
 from .rows import decode_task
-from .task_rows import rows_of
+from .task_rows import INLINE, split_rows
 
 __all__ = ["BUSY_TIMEOUT", "SCHEMA_VERSION", "SchemaVersionError", "connect"]
 
@@ -243,10 +243,12 @@ def _create_v6(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE webhooks ADD COLUMN claimed_by TEXT")
 
 
-# Version 7: a task's history and artifacts in rows of their own (task_rows.py),
-# so that an append writes what it adds, not the task again: ``tasks.body``
-# becomes the task's head. Existing tasks are laid out a batch at a time.
+# Version 7: a large task's history and artifacts in rows of their own
+# (task_rows.py), so that an append writes what it adds, not the task again:
+# ``tasks.body`` of a task whose ``split`` is 1 is its head. Existing tasks past
+# INLINE bytes are laid out a batch at a time.
 _SCHEMA_V7 = (
+    "ALTER TABLE tasks ADD COLUMN split INTEGER NOT NULL DEFAULT 0",
     """CREATE TABLE task_messages (
         task_id TEXT NOT NULL,
         pos INTEGER NOT NULL,
@@ -266,16 +268,16 @@ _SCHEMA_V7 = (
         DELETE FROM task_artifacts WHERE task_id = old.id;
     END""",
 )
-_BATCH = "SELECT id, body FROM tasks WHERE id > ? ORDER BY id LIMIT 500"
+_BATCH = "SELECT id, body FROM tasks WHERE id > ? AND length(body) > ? ORDER BY id LIMIT 500"
 
 
 def _create_v7(conn: sqlite3.Connection) -> None:
     for statement in _SCHEMA_V7:
         conn.execute(statement)
     after = ""
-    while batch := conn.execute(_BATCH, (after,)).fetchall():
+    while batch := conn.execute(_BATCH, (after, INLINE)).fetchall():
         for task_id, body in batch:
-            rows = rows_of(decode_task(body))
+            rows = split_rows(decode_task(body))
             conn.executemany(
                 "INSERT INTO task_messages (task_id, pos, body) VALUES (?, ?, ?)",
                 [(task_id, pos, message) for pos, message in rows.messages],
@@ -284,7 +286,7 @@ def _create_v7(conn: sqlite3.Connection) -> None:
                 "INSERT INTO task_artifacts (task_id, pos, body) VALUES (?, ?, ?)",
                 [(task_id, pos, artifact) for pos, artifact in rows.artifacts],
             )
-            conn.execute("UPDATE tasks SET body = ? WHERE id = ?", (rows.head, task_id))
+            conn.execute("UPDATE tasks SET body = ?, split = 1 WHERE id = ?", (rows.head, task_id))
         after = batch[-1][0]
 
 

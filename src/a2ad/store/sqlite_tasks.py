@@ -48,8 +48,8 @@ __all__ = [
     "write_rows",
 ]
 
-_SELECT_TASK = "SELECT seq, body, tenant, principal, agent FROM tasks WHERE id = ?"
-_SELECT_FOR_APPEND = """SELECT seq, state, evict_class, lease_owner, lease_expires, body,
+_SELECT_TASK = "SELECT seq, body, split, tenant, principal, agent FROM tasks WHERE id = ?"
+_SELECT_FOR_APPEND = """SELECT seq, state, evict_class, lease_owner, lease_expires, body, split,
     webhooks, tenant, principal, agent FROM tasks WHERE id = ?"""
 _MESSAGES = "SELECT body FROM task_messages WHERE task_id = ? ORDER BY pos"
 _ARTIFACTS = "SELECT body FROM task_artifacts WHERE task_id = ? ORDER BY pos"
@@ -90,8 +90,10 @@ def write_rows(conn: sqlite3.Connection, task_id: str, rows: TaskRows) -> None:
         conn.executemany(_PUT_ARTIFACT, [(task_id, pos, body) for pos, body in rows.artifacts])
 
 
-def _whole(conn: sqlite3.Connection, task_id: str, head: bytes) -> tuple[Task, int]:
+def _whole(conn: sqlite3.Connection, task_id: str, head: bytes, split: int) -> tuple[Task, int]:
     """The task put back together from its rows, and their size."""
+    if not split:
+        return assemble(head, (), ()), len(head)
     messages = [body for (body,) in conn.execute(_MESSAGES, (task_id,))]
     artifacts = [body for (body,) in conn.execute(_ARTIFACTS, (task_id,))]
     size = len(head) + sum(map(len, messages)) + sum(map(len, artifacts))
@@ -99,13 +101,18 @@ def _whole(conn: sqlite3.Connection, task_id: str, head: bytes) -> tuple[Task, i
 
 
 def _snapshot(
-    conn: sqlite3.Connection, snapshots: SnapshotCache, task_id: str, seq: int, head: bytes
+    conn: sqlite3.Connection,
+    snapshots: SnapshotCache,
+    task_id: str,
+    seq: int,
+    head: bytes,
+    split: int,
 ) -> tuple[Task, int, bool]:
     """The task at ``seq``, its size, and whether it came from the cache."""
     found = snapshots.get(task_id, seq)
     if found is not None:
         return found[0], found[1], True
-    task, size = _whole(conn, task_id, head)
+    task, size = _whole(conn, task_id, head, split)
     return task, size, False
 
 
@@ -120,21 +127,23 @@ def read(
     row = conn.execute(_SELECT_TASK, (task_id,)).fetchone()
     if row is None:
         return None
-    seq, head, *whose = row
-    if history_length is not None and snapshots.get(task_id, seq) is None:
+    seq, head, split, *whose = row
+    if history_length is not None and split and snapshots.get(task_id, seq) is None:
         newest = [body for (body,) in conn.execute(_NEWEST, (task_id, history_length))]
         artifacts = [body for (body,) in conn.execute(_ARTIFACTS, (task_id,))]
         task = assemble(head, newest[::-1], artifacts)
         return Read(StoredTask(task, seq, *whose), None)  # a part: not for the cache
-    task, size, cached = _snapshot(conn, snapshots, task_id, seq, head)
+    task, size, cached = _snapshot(conn, snapshots, task_id, seq, head, split)
     return Read(StoredTask(task, seq, *whose), None if cached else size)
 
 
 def page_tasks(
-    conn: sqlite3.Connection, snapshots: SnapshotCache, rows: Sequence[tuple[str, int, bytes]]
+    conn: sqlite3.Connection,
+    snapshots: SnapshotCache,
+    rows: Sequence[tuple[str, int, bytes, int]],
 ) -> list[Task]:
-    """The tasks of a listing's rows (id, seq, head), in order."""
-    return [_snapshot(conn, snapshots, task_id, seq, head)[0] for task_id, seq, head in rows]
+    """The tasks of a listing's rows (id, seq, head, split), in order."""
+    return [_snapshot(conn, snapshots, *row)[0] for row in rows]
 
 
 def append(
@@ -152,12 +161,12 @@ def append(
     row = conn.execute(_SELECT_FOR_APPEND, (task_id,)).fetchone()
     if row is None:
         raise MissingTaskError(task_id)
-    seq, state_value, old_class, owner, expires, head, webhook_count, *whose = row
+    seq, state_value, old_class, owner, expires, head, split, webhook_count, *whose = row
     tenant, principal = whose[0], whose[1]
     if seq != expected_seq:
         raise SequenceConflictError(f"task {task_id} is at {seq}, not {expected_seq}")
     state = TaskState(state_value)
-    before, size, _ = _snapshot(conn, snapshots, task_id, seq, head)
+    before, size, _ = _snapshot(conn, snapshots, task_id, seq, head, split)
     new = before
     webhooks = conn.execute(_TASK_WEBHOOKS, (task_id,)).fetchall() if webhook_count else []
     snapshots_03: list[Task] | None = [] if any(v == "0.3" for _, v in webhooks) else None
@@ -171,13 +180,15 @@ def append(
     if usage:
         new = msgspec.structs.replace(new, metadata=with_usage(new.metadata, usage))
         add_usage(conn, tenant, principal, usage)
-    rows = changed_rows(before, new)
+    rows = changed_rows(before, new, bool(split))
     write_rows(conn, task_id, rows)
     seq += len(events)
     new_state = new.status.state
     # Only the columns whose value changes are set: SQLite rewrites the entries of
     # every index over a column named in SET, changed or not.
     changes: dict[str, Any] = {"seq": seq, "body": rows.head}
+    if rows.split != bool(split):
+        changes["split"] = 1
     new_lease = (None, None) if new_state not in IN_FLIGHT else lease or (owner, expires)
     if new_lease != (owner, expires):
         changes["lease_owner"], changes["lease_expires"] = new_lease
@@ -197,7 +208,8 @@ def append(
         _enqueue(conn, task_id, webhooks, logged, snapshots_03)
     if seq > MAX_EVENTS:
         conn.execute(_TRIM_EVENTS, (task_id, seq - MAX_EVENTS))
-    return Read(StoredTask(new, seq, *whose), size_after(size, before, new, rows))
+    size = size_after(size, before, new, rows) if split else rows.size
+    return Read(StoredTask(new, seq, *whose), size)
 
 
 def add_usage(

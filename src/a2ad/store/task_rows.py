@@ -1,8 +1,11 @@
 """How the SQL stores lay a task out in rows, so that an append writes what it
-adds and not the task again: a small *head* (the task without its history and
-artifacts: status, metadata) in the task's row, one row per history message and
-one per artifact. Pure: which rows a write makes, and the task put back together
-from rows; each store runs the statements.
+adds and not the task again. A small task is one body in its row (*inline*):
+rewriting a few KiB costs less than writing to two more tables. Once its body
+would pass ``INLINE`` bytes it is *split*, for good: a *head* (the task without
+its history and artifacts: status, metadata) in the task's row, one row per
+history message and one per artifact. Pure: which rows a write makes, and the
+task put back together from rows; each store runs the statements and keeps
+whether the task is split (``tasks.split``).
 
 A message's *position* is its place among every message the task ever kept: the
 count of those dropped from the front of its history (``historyDropped`` in its
@@ -22,12 +25,14 @@ import msgspec
 from ..protocol.model import Artifact, Message, Task
 
 __all__ = [
+    "INLINE",
     "TaskRows",
     "assemble",
     "changed_rows",
     "first_position",
     "rows_of",
     "size_after",
+    "split_rows",
 ]
 
 _encode = msgspec.json.Encoder().encode
@@ -36,13 +41,17 @@ _decode_messages = msgspec.json.Decoder(list[Message]).decode
 _decode_artifacts = msgspec.json.Decoder(list[Artifact]).decode
 
 
+INLINE = 16 * 1024  # bytes of body up to which a task stays inline
+
+
 class TaskRows(NamedTuple):
     """What a write of a task puts in its rows."""
 
-    head: bytes  # the task row's body
+    head: bytes  # the task row's body: the whole task while inline
     messages: list[tuple[int, bytes]]  # (position, body) to insert
     drop_below: int | None  # delete the messages below this position (None: none)
     artifacts: list[tuple[int, bytes]]  # (position, body) to insert or replace
+    split: bool = True  # the task is laid out in rows (after this write)
 
     @property
     def size(self) -> int:
@@ -68,7 +77,16 @@ def _head(task: Task) -> bytes:
 
 
 def rows_of(task: Task) -> TaskRows:
-    """Every row of ``task``: a new task's, or an old one's being laid out."""
+    """Every row of a new task: its body, while it is small; else split."""
+    whole = _encode(task)
+    if len(whole) <= INLINE:
+        return TaskRows(whole, [], None, [], split=False)
+    return split_rows(task)
+
+
+def split_rows(task: Task) -> TaskRows:
+    """Every row of ``task`` split: a task that grew past INLINE, or an old one's
+    being laid out."""
     first = first_position(task)
     return TaskRows(
         _head(task),
@@ -78,10 +96,14 @@ def rows_of(task: Task) -> TaskRows:
     )
 
 
-def changed_rows(before: Task, after: Task) -> TaskRows:
-    """The rows an append that made ``after`` of ``before`` writes: the head,
-    the messages it added (those still kept), the messages it dropped, and the
-    artifacts it added or changed (apply_event shares the unchanged ones)."""
+def changed_rows(before: Task, after: Task, split: bool) -> TaskRows:
+    """The rows an append that made ``after`` of ``before`` writes (``split``:
+    whether ``before`` is): the body of an inline task that stays small; every
+    row of one that grows past INLINE; else the head, the messages it added
+    (those still kept), the messages it dropped, and the artifacts it added or
+    changed (apply_event shares the unchanged ones)."""
+    if not split:
+        return rows_of(after)
     old_first, new_first = first_position(before), first_position(after)
     old_end = old_first + len(before.history)
     start = max(0, old_end - new_first)  # the first new message's index in ``after``
