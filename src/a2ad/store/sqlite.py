@@ -586,11 +586,11 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
     async def _read(self, job: Callable[[sqlite3.Connection], T], task_id: str | None) -> T:
         """Run ``job`` on the reading worker, after this process's earlier
         writes of ``task_id`` (None: of any task); on the writing worker while
-        that is idle, where a read costs less (its connection's page cache is
-        current, and one thread is woken instead of two)."""
+        no write is under way, where a read costs less (its connection's page
+        cache is current, reads share its transactions, one thread is woken)."""
         if self._closed:
             raise RuntimeError(f"{self!r} is closed; open a new one")
-        if not self._worker.unanswered:  # the writer is idle: no thread is cheaper
+        if not self._worker.writing:  # no write under way: the writer answers as soon
             return await self._worker.submit(job, False)
         await self._pending.settled(task_id)
         return await self._reads.submit(job, False)

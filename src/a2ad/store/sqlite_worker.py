@@ -54,7 +54,7 @@ class Worker:
     def __init__(self, path: str, name: str = "a2ad-sqlite") -> None:
         self._path = path
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
-        self.unanswered = 0  # jobs submitted whose answer has not reached their loop yet
+        self.writing = 0  # writes submitted whose answer has not reached their loop yet
         # A daemon, so that a store nobody closed cannot hang interpreter exit; its
         # unfinished batch then dies uncommitted, and no caller saw those results.
         self._thread = threading.Thread(target=self._main, name=name, daemon=True)
@@ -74,7 +74,7 @@ class Worker:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         self._jobs.put(_Job(run, write, loop, future, ran))
-        self.unanswered += 1
+        self.writing += write
         return future
 
     async def stop(self) -> None:
@@ -85,12 +85,11 @@ class Worker:
         # Queued behind every call already made, which so finish first. If this
         # await is cancelled, the worker still closes the connection and ends.
         self._jobs.put(_Job(None, False, loop, stopped))
-        self.unanswered += 1
         await stopped
         self._thread.join()  # it has only to return
 
     def _settle(self, outcomes: list[_Outcome]) -> None:
-        self.unanswered -= len(outcomes)
+        self.writing -= sum(outcome.job.write for outcome in outcomes)
         _settle(outcomes)
 
     def _main(self) -> None:
