@@ -57,7 +57,6 @@ from types import TracebackType
 from typing import Any, Self, TypeVar
 
 import asyncpg  # type: ignore[import-untyped]
-import msgspec
 
 from ..protocol.model import (
     Message,
@@ -66,7 +65,7 @@ from ..protocol.model import (
     TaskState,
 )
 from ..protocol.types import IN_FLIGHT, Cursor, Seq
-from ..protocol.usage import UsageRecord, UsageRow, with_usage
+from ..protocol.usage import UsageRecord, UsageRow
 from . import postgres_turns
 from .base import (
     DEFAULT_BOUNDS,
@@ -87,7 +86,6 @@ from .base import (
     StoreUnavailableError,
     TaskBounds,
     TaskStore,
-    TerminalTaskError,
     Turns,
     Upkeep,
     Usage,
@@ -98,10 +96,10 @@ from .base import (
     Webhooks,
     WebhookState,
     WorkWatch,
-    apply_event,
     log_evicted,
     status_timestamp,
 )
+from .created import created
 from .outage import Outage
 from .postgres_schema import SCHEMA_VERSION, SchemaVersionError, migrate
 from .postgres_signals import PostgresSignals
@@ -659,13 +657,7 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns):
         bounds: TaskBounds = DEFAULT_BOUNDS,
         turn: QueuedTurn | None = None,
     ) -> StoredTask:
-        final = task
-        for event in events:
-            if final.status.state.terminal:
-                raise TerminalTaskError(task.id, final.status.state)
-            final = apply_event(final, event, bounds=bounds)
-        if usage:
-            final = msgspec.structs.replace(final, metadata=with_usage(final.metadata, usage))
+        final = created(task, events, bounds, usage)
         if final.status.state not in IN_FLIGHT:
             lease = None
         evict_class = eviction_class(final.status.state)

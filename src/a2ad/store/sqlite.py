@@ -52,8 +52,6 @@ from functools import cache
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-import msgspec
-
 from ..protocol.model import (
     Message,
     Task,
@@ -61,7 +59,7 @@ from ..protocol.model import (
     TaskState,
 )
 from ..protocol.types import IN_FLIGHT, Cursor, Seq
-from ..protocol.usage import UsageRecord, UsageRow, with_usage
+from ..protocol.usage import UsageRecord, UsageRow
 from .base import (
     DEFAULT_BOUNDS,
     MAX_WEBHOOKS,
@@ -77,7 +75,6 @@ from .base import (
     StoreFullError,
     TaskBounds,
     TaskStore,
-    TerminalTaskError,
     Upkeep,
     Usage,
     UsageQuery,
@@ -86,10 +83,10 @@ from .base import (
     WebhookLimitError,
     Webhooks,
     WebhookState,
-    apply_event,
     log_evicted,
     status_timestamp,
 )
+from .created import created
 from .key_filter import KeyFilter
 from .rows import (
     TASK,
@@ -319,14 +316,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
     ) -> StoredTask:
         # The row goes in once, as it stands after the events: one set of index
         # entries instead of one per event.
-        final = task
-        for event in events:
-            if final.status.state.terminal:
-                raise TerminalTaskError(task.id, final.status.state)
-            final = apply_event(final, event, bounds=bounds)  # may raise EventLimitError
-        if usage:
-            metadata = with_usage(final.metadata, usage)
-            final = msgspec.structs.replace(final, metadata=metadata)
+        final = created(task, events, bounds, usage)
         if final.status.state not in IN_FLIGHT:
             lease = None
 
