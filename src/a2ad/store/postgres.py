@@ -858,7 +858,9 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns):
                 await conn.executemany(_DELETE_TASK, [(row[0],) for row in ordered])
             return [row[0] for row in rows]
 
-        return await self._write(delete)
+        deleted = await self._write(delete)
+        self._snapshots.drop(deleted)
+        return deleted
 
     # --- the Usage contract ---
 

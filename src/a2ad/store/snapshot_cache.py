@@ -4,7 +4,8 @@
 A snapshot of a task past task_rows.INLINE bytes is kept with its sequence
 number, and used only when the task's row, read in the same transaction, is at
 that number: a task's content is fixed by its id and sequence number, so
-another process's write makes the entry stale, never wrong. Bounded by
+another process's write makes the entry stale, never wrong (ids are made by
+the server and never reused; a task deleted here is dropped at once). Bounded by
 ``budget`` bytes (the rows' encoded sizes) and ``most`` entries, least recently
 used out first; the entry used last is kept whatever its size, so that a task
 larger than the budget still appends without a re-read while it is the one
@@ -17,6 +18,7 @@ while the event loop puts: a lock guards it.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from ..protocol.model import Task
@@ -79,8 +81,10 @@ class SnapshotCache:
             first = next(iter(self._entries))
             self._size -= self._entries.pop(first).size
 
-    def drop(self, task_id: str) -> None:
+    def drop(self, task_ids: Iterable[str]) -> None:
+        """Forget the tasks deleted here."""
         with self._lock:
-            entry = self._entries.pop(task_id, None)
-            if entry is not None:
-                self._size -= entry.size
+            for task_id in task_ids:
+                entry = self._entries.pop(task_id, None)
+                if entry is not None:
+                    self._size -= entry.size

@@ -346,6 +346,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
         stored, size = await self._run(create, write=True, task_id=task.id)
         self._snapshots.put(task.id, stored.seq, stored.task, size)
         self.evictions += len(evicted)
+        self._snapshots.drop([task_id for task_id, _ in evicted])
         for task_id, state in evicted:  # committed: say so now
             if TaskState(state).interrupted:  # a terminal one is the cap doing its job
                 log_evicted(task_id, TaskState(state), self.max_tasks or 0)
@@ -462,9 +463,11 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
         return await self._run(lambda conn: [row[0] for row in conn.execute(_ORPHANS, params)])
 
     async def delete_terminal(self, updated_before: str, limit: int) -> builtins.list[str]:
-        return await self._run(
+        deleted = await self._run(
             lambda conn: _delete_terminal(conn, updated_before, limit), write=True
         )
+        self._snapshots.drop(deleted)
+        return deleted
 
     async def list(self, query: ListQuery) -> ListPage:
         return await self._read(lambda conn: _list(conn, self._snapshots, query), None)
