@@ -14,9 +14,10 @@ It is optional, because the first call opens the store (so a store handed to
 SchemaVersionError at startup rather than at the first request.
 
 Schema (created, versioned and upgraded in ``sqlite_schema.py``): ``tasks`` has one
-row per task: the task's head as msgspec JSON (``body``: the task without its
-history and artifacts, which are rows of ``task_messages`` and ``task_artifacts``,
-see task_rows.py and sqlite_tasks.py) beside the columns that queries use.
+row per task: the task as msgspec JSON (``body``) beside the columns that queries
+use; for a task past 16 KiB (``split``) only its head, its history and artifacts
+being rows of ``task_messages`` and ``task_artifacts`` (task_rows.py,
+sqlite_tasks.py).
 ``events`` is the log (``kind`` says which struct ``body`` decodes to), deleted with
 its task by ON DELETE CASCADE. ``task_count`` is kept by triggers, so that a capped
 ``create`` need not count the table. ``webhooks`` and ``deliveries`` are the push
