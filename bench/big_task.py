@@ -39,6 +39,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from msgspec import UNSET
+
 from a2ad import MemoryStore, Message, Role, SqliteStore, TextPart
 from a2ad.protocol.model import Task, TaskState, TaskStatus, TaskStatusUpdateEvent, new_id
 from a2ad.store.base import TaskStore
@@ -74,16 +76,10 @@ async def new_task(store: TaskStore, earlier: int, size: int) -> tuple[str, int]
         context_id="ctx",
         status=TaskStatus(state=TaskState.INPUT_REQUIRED, timestamp=stamp),
         history=history,
-        metadata=metadata or msgspec_unset(),
+        metadata=metadata or UNSET,
     )
     stored = await store.create(task)
     return task_id, stored.seq
-
-
-def msgspec_unset() -> Any:
-    from msgspec import UNSET
-
-    return UNSET
 
 
 async def follow_up(store: TaskStore, task_id: str, seq: int, size: int) -> int:
