@@ -163,6 +163,7 @@ async def test_not_yours_and_not_found_run_the_same_queries(tmp_path: Path) -> N
             conn.set_trace_callback(statements.append)
 
         await store._run(trace)
+        await store._read(trace, None)  # tasks are read on a connection of their own
 
         async def traced(task_id: str) -> list[str]:
             statements.clear()

@@ -264,7 +264,7 @@ async def test_a_database_at_version_1_is_upgraded_and_keeps_its_tasks(url: str)
         async with conn.transaction():
             await conn.execute("CREATE TABLE a2ad_schema (version integer NOT NULL)")
             await conn.execute("INSERT INTO a2ad_schema (version) VALUES (1)")
-            for statement in postgres_schema._MIGRATIONS[0]:
+            for statement in postgres_schema._MIGRATIONS[0][0]:
                 await conn.execute(statement)
         async with PostgresStore(url) as store:
             task = new_task()
@@ -279,6 +279,6 @@ async def test_a_database_at_version_1_is_upgraded_and_keeps_its_tasks(url: str)
             assert await store.get(task.id) == created
             await store.worker_seen("w", ["x"], until=2.0)  # version 3's roll of workers
             assert await store.agent_workers(["x"], now=1.0) == {"x": AgentWorkers(1, False)}
-        assert await conn.fetchval("SELECT version FROM a2ad_schema") == SCHEMA_VERSION == 3
+        assert await conn.fetchval("SELECT version FROM a2ad_schema") == SCHEMA_VERSION == 4
     finally:
         await conn.close()

@@ -222,13 +222,14 @@ async def test_everything_written_is_read_back_identically_after_reopening(path:
 async def test_a_new_file_gets_the_current_schema_in_wal_mode(
     store: SqliteStore, path: Path
 ) -> None:
-    assert SCHEMA_VERSION == 6
+    assert SCHEMA_VERSION == 7
     assert pragma(path, "user_version") == SCHEMA_VERSION
     assert pragma(path, "journal_mode") == "wal"
     with raw(path) as conn:
         names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
     assert {"tasks", "events", "tasks_of_owner", "tasks_of_tenant", "owner_count"} <= names
     assert {"webhooks", "deliveries", "message_keys", "usage_totals"} <= names
+    assert {"task_messages", "task_artifacts"} <= names
     assert "state_count" not in names
 
 
@@ -253,7 +254,7 @@ def old_file(path: Path, version: int) -> Task:
     return task
 
 
-@pytest.mark.parametrize("version", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("version", [1, 2, 3, 4, 5, 6])
 async def test_an_older_file_is_upgraded_and_keeps_its_tasks_as_nobodys(
     path: Path, version: int
 ) -> None:

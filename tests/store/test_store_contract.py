@@ -31,7 +31,7 @@ from a2ad import (
 )
 from a2ad.protocol.model import TaskPushNotificationConfig
 from a2ad.store import memory as memory_backend
-from a2ad.store import sqlite as sqlite_backend
+from a2ad.store import sqlite_tasks as sqlite_backend
 from a2ad.store.base import (
     MAX_ARTIFACT_PARTS,
     MAX_ARTIFACTS,
@@ -752,7 +752,7 @@ def max_events(monkeypatch: pytest.MonkeyPatch) -> int:
     for backend in (memory_backend, sqlite_backend):
         monkeypatch.setattr(backend, "MAX_EVENTS", 5)
     try:
-        from a2ad.store import postgres as postgres_backend
+        from a2ad.store import postgres_tasks as postgres_backend
     except ImportError:  # no asyncpg: the postgresql store's tests skip
         pass
     else:

@@ -512,19 +512,22 @@ class Engine:
         self, task_id: TaskId, history_length: int | Any = UNSET, *, access: Access | None = None
     ) -> Task:
         """GetTask: the task, if ``access`` (None: any) reaches it."""
-        stored = await self._reachable(task_id, access)
+        newest = history_length if isinstance(history_length, int) else None
+        stored = await self._reachable(task_id, access, newest)
         return task_view(stored.task, history_length)
 
     async def check_access(self, task_id: TaskId, access: Access | None) -> None:
         """Raise TaskNotFoundError unless the task exists and ``access`` reaches it."""
         await self._reachable(task_id, access)
 
-    async def _reachable(self, task_id: TaskId, access: Access | None) -> StoredTask:
+    async def _reachable(
+        self, task_id: TaskId, access: Access | None, history_length: int | None = None
+    ) -> StoredTask:
         # One read, whether the task is missing or another caller's: both answer
         # the same error after the same query.
         metrics = self.metrics
         started = time.perf_counter() if metrics.on else 0.0
-        stored = await self.store.get(task_id)
+        stored = await self.store.get(task_id, history_length=history_length)
         if metrics.on:
             metrics.store_op("get", time.perf_counter() - started)
         if stored is None or (access is not None and not access.sees(stored)):

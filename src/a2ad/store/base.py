@@ -307,8 +307,9 @@ class TaskStore(abc.ABC):
         ``Usage`` (which says what it does with it)."""
 
     @abc.abstractmethod
-    async def get(self, task_id: str) -> StoredTask | None:
-        """The task's snapshot, or None."""
+    async def get(self, task_id: str, *, history_length: int | None = None) -> StoredTask | None:
+        """The task's snapshot, or None; with ``history_length``, its history may
+        hold only the newest that many messages (a store may return more)."""
 
     @abc.abstractmethod
     async def append(

@@ -315,7 +315,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
         deliveries = sum(len(hook.queue) for hook in self._due.values())
         return Census(tasks, deliveries)
 
-    async def get(self, task_id: str) -> StoredTask | None:
+    async def get(self, task_id: str, *, history_length: int | None = None) -> StoredTask | None:
         record = self._tasks.get(task_id)
         if isinstance(record, bytes):
             frozen = _thaw(record)

@@ -57,22 +57,19 @@ from types import TracebackType
 from typing import Any, Self, TypeVar
 
 import asyncpg  # type: ignore[import-untyped]
-import msgspec
 
 from ..protocol.model import (
     Message,
     Task,
     TaskEvent,
     TaskState,
-    TaskStatusUpdateEvent,
 )
 from ..protocol.types import IN_FLIGHT, Cursor, Seq
-from ..protocol.usage import UsageRecord, UsageRow, with_usage
+from ..protocol.usage import UsageRecord, UsageRow
 from ..wording import plural
 from . import postgres_turns
 from .base import (
     DEFAULT_BOUNDS,
-    MAX_EVENTS,
     MAX_WEBHOOKS,
     Census,
     ClaimedTurn,
@@ -84,14 +81,12 @@ from .base import (
     LoggedEvent,
     MissingTaskError,
     QueuedTurn,
-    SequenceConflictError,
     StoredTask,
     StoreError,
     StoreFullError,
     StoreUnavailableError,
     TaskBounds,
     TaskStore,
-    TerminalTaskError,
     Turns,
     Upkeep,
     Usage,
@@ -102,19 +97,28 @@ from .base import (
     Webhooks,
     WebhookState,
     WorkWatch,
-    apply_event,
     log_evicted,
     status_timestamp,
 )
+from .created import created
 from .outage import Outage
 from .postgres_schema import SCHEMA_VERSION, SchemaVersionError, migrate
 from .postgres_signals import PostgresSignals
+from .postgres_tasks import (
+    INSERT_DELIVERY,
+    Read,
+    add_usage,
+    locked_snapshot,
+    log_events,
+    page_tasks,
+    read,
+    write_rows,
+)
+from .postgres_tasks import append as append_events
 from .postgres_url import host_port, parse_url, safe_url
 from .postgres_workers import PostgresWorkerRoll
 from .rows import (
-    ARTIFACT_EVENT,
     INTERRUPTED,
-    STATUS_EVENT,
     TASK,
     decode_config,
     decode_event,
@@ -123,6 +127,8 @@ from .rows import (
     eviction_class,
     eviction_order,
 )
+from .snapshot_cache import SnapshotCache
+from .task_rows import rows_of
 
 __all__ = ["SCHEMA_VERSION", "PostgresStore", "SchemaVersionError", "parse_url", "safe_url"]
 
@@ -136,7 +142,7 @@ _TRIES = 3  # runs of a transaction PostgreSQL aborted for a deadlock or seriali
 # once the transaction that took it has committed.
 _INSERT_TASK = """INSERT INTO tasks (id, context_id, state, status_ts, seq, evict_class,
     evict_order, lease_owner, lease_expires, deadline, body, message_key, tenant, principal,
-    agent) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+    agent, split) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
     ON CONFLICT (message_key) WHERE message_key IS NOT NULL DO NOTHING RETURNING 1"""
 _KEY_OF_TASK = "SELECT id FROM tasks WHERE message_key = $1"
 # _COUNTER_ORDER: creating or deleting a task updates three counter rows (triggers
@@ -158,11 +164,6 @@ _DELETE_TASK = "DELETE FROM tasks WHERE id = $1"
 _CENSUS = """SELECT agent, state, sum(n)::bigint FROM owner_count GROUP BY agent, state
     HAVING sum(n) > 0"""
 _COUNT_DELIVERIES = "SELECT count(*) FROM deliveries"
-_SELECT_TASK = "SELECT seq, body, tenant, principal, agent FROM tasks WHERE id = $1"
-_SELECT_FOR_APPEND = """SELECT seq, state, evict_class, lease_owner, lease_expires, body,
-    webhooks, tenant, principal, agent FROM tasks WHERE id = $1 FOR UPDATE"""
-_INSERT_EVENT = "INSERT INTO events (task_id, seq, kind, body) VALUES ($1, $2, $3, $4)"
-_TRIM_EVENTS = "DELETE FROM events WHERE task_id = $1 AND seq <= $2"
 _SELECT_EVENTS = "SELECT seq, kind, body FROM events WHERE task_id = $1 AND seq > $2 ORDER BY seq"
 _RENEW = "UPDATE tasks SET lease_expires = $1 WHERE lease_owner = $2"
 _ORPHANS = f"""(SELECT id FROM tasks WHERE state IN ($1, $2) AND lease_expires IS NULL
@@ -173,15 +174,8 @@ _OLD_TERMINAL = f"""SELECT id, {_COUNTED} FROM tasks WHERE evict_class = 0 AND s
     ORDER BY status_ts, id LIMIT $2 FOR UPDATE SKIP LOCKED"""
 _OVERDUE = "SELECT id FROM tasks WHERE deadline < $1 ORDER BY deadline, id LIMIT $2"
 _COUNT_ALL = "SELECT coalesce(sum(n), 0)::bigint FROM task_count"
-_INSERT_MESSAGE_KEY = """INSERT INTO message_keys (key, task_id) VALUES ($1, $2)
-    ON CONFLICT (key) DO NOTHING RETURNING 1"""
-_KEY_OF_FOLLOW_UP = "SELECT task_id FROM message_keys WHERE key = $1"
 _FIND_MESSAGE_KEY = """(SELECT id FROM tasks WHERE message_key = $1)
     UNION ALL (SELECT task_id FROM message_keys WHERE key = $1) LIMIT 1"""
-_TASK_WEBHOOKS = "SELECT id, version FROM webhooks WHERE task_id = $1 ORDER BY n"
-_INSERT_DELIVERY = """INSERT INTO deliveries (task_id, webhook_id, seq, kind, body, snapshot)
-    VALUES ($1, $2, $3, $4, $5, $6)"""
-_MARK_DUE = "UPDATE webhooks SET due_at = 0 WHERE task_id = $1 AND due_at IS NULL"
 _PENDING = "(SELECT count(*) FROM deliveries d WHERE d.task_id = w.task_id AND d.webhook_id = w.id)"
 _SELECT_WEBHOOK = f"""SELECT version, body, {_PENDING}, delivered, dead_lettered, last_error
     FROM webhooks w WHERE task_id = $1 AND id = $2"""
@@ -213,20 +207,12 @@ _COUNT_ATTEMPT = "UPDATE deliveries SET attempts = attempts + 1 WHERE id = $1"
 _DELETE_DELIVERY = "DELETE FROM deliveries WHERE id = $1"
 _DELETE_WEBHOOK = "DELETE FROM webhooks WHERE task_id = $1 AND id = $2"
 _TASK_EXISTS = "SELECT 1 FROM tasks WHERE id = $1"
-_TASK_FOR_WEBHOOK = "SELECT seq, body, webhooks FROM tasks WHERE id = $1 FOR UPDATE"
+_TASK_FOR_WEBHOOK = "SELECT seq, body, split, webhooks FROM tasks WHERE id = $1 FOR UPDATE"
 _WEBHOOK_EXISTS = "SELECT 1 FROM webhooks WHERE task_id = $1 AND id = $2"
 _UPDATE_WEBHOOK = "UPDATE webhooks SET version = $1, body = $2 WHERE task_id = $3 AND id = $4"
 _COUNT_WEBHOOKS = "UPDATE tasks SET webhooks = webhooks + $2 WHERE id = $1"
 _INSERT_WEBHOOK = """INSERT INTO webhooks (task_id, id, version, body, due_at)
     VALUES ($1, $2, $3, $4, 0)"""
-_ADD_USAGE = """INSERT INTO usage_totals AS u (day, tenant, principal, model, prompt_tokens,
-        completion_tokens, total_tokens) VALUES ($1, $2, $3, $4, $5, $6, $7)
-    ON CONFLICT (day, tenant, principal, model) DO UPDATE SET
-        prompt_tokens = u.prompt_tokens + excluded.prompt_tokens,
-        completion_tokens = u.completion_tokens + excluded.completion_tokens,
-        total_tokens = u.total_tokens + excluded.total_tokens"""
-
-
 # --- listing ---
 
 
@@ -251,7 +237,7 @@ def _list_sql(
 
     One statement, so the total and the page come from one snapshot in one
     round trip, with no transaction around them. Each row is (total, status
-    timestamp, id, body), newest first; an empty page is one row of the total
+    timestamp, id, seq, head), newest first; an empty page is one row of the total
     and NULLs. The total is an exact count only where no count rows answer it:
     with a time, deadline or context-and-state filter."""
     terms: list[str] = []
@@ -282,14 +268,15 @@ def _list_sql(
         page_names += ["cursor_ts", "cursor_id"]
         terms.append(f"(status_ts, id) < (${len(page_names) - 1}, ${len(page_names)})")
     page_names.append("limit")
-    statement = f"""SELECT total.n, page.status_ts, page.id, page.body FROM ({count}) AS total (n)
-        LEFT JOIN LATERAL (SELECT status_ts, id, body FROM tasks{_where(terms)}
+    statement = f"""SELECT total.n, page.status_ts, page.id, page.seq, page.body, page.split
+        FROM ({count}) AS total (n)
+        LEFT JOIN LATERAL (SELECT status_ts, id, seq, body, split FROM tasks{_where(terms)}
             ORDER BY status_ts DESC, id DESC LIMIT ${len(page_names)}) AS page ON true
         ORDER BY page.status_ts DESC, page.id DESC"""
     return statement, tuple(page_names)
 
 
-async def _list(conn: Connection, query: ListQuery) -> ListPage:
+async def _list(conn: Connection, snapshots: SnapshotCache, query: ListQuery) -> ListPage:
     statement, names = _list_sql(
         query.tenant is not None,
         query.principal is not None,
@@ -318,7 +305,7 @@ async def _list(conn: Connection, query: ListQuery) -> ListPage:
     total = rows[0][0]
     if rows[0][2] is None:  # no task on this page
         rows = []
-    tasks = [decode_task(row[3]) for row in rows[: query.page_size]]
+    tasks = await page_tasks(conn, snapshots, [row[2:] for row in rows[: query.page_size]])
     next_cursor: Cursor | None = None
     if len(rows) > query.page_size:
         last = rows[query.page_size - 1]
@@ -329,145 +316,7 @@ async def _list(conn: Connection, query: ListQuery) -> ListPage:
 # --- writes ---
 
 
-async def _log_events(
-    conn: Connection, task_id: str, first_seq: int, events: Sequence[TaskEvent]
-) -> list[tuple[str, int, int, bytes]]:
-    """Log ``events``; the rows written: (task id, seq, kind, body)."""
-    rows = [
-        (
-            task_id,
-            first_seq + i,
-            STATUS_EVENT if isinstance(event, TaskStatusUpdateEvent) else ARTIFACT_EVENT,
-            encode(event),
-        )
-        for i, event in enumerate(events)
-    ]
-    if rows:
-        await conn.executemany(_INSERT_EVENT, rows)
-    return rows
-
-
-async def _add_usage(
-    conn: Connection, tenant: str, principal: str, usage: Sequence[UsageRecord]
-) -> None:
-    if not usage:
-        return
-    await conn.executemany(
-        _ADD_USAGE,
-        [
-            (
-                record.day,
-                tenant,
-                principal,
-                record.model,
-                record.counts.prompt_tokens,
-                record.counts.completion_tokens,
-                record.counts.total_tokens,
-            )
-            for record in usage
-        ],
-    )
-
-
-async def _append(
-    conn: Connection,
-    task_id: str,
-    expected_seq: int,
-    events: Sequence[TaskEvent],
-    user_message: Message | None,
-    message_key: bytes | None,
-    lease: Lease | None,
-    bounds: TaskBounds,
-    usage: Sequence[UsageRecord],
-) -> StoredTask:
-    row = await conn.fetchrow(_SELECT_FOR_APPEND, task_id)
-    if row is None:
-        raise MissingTaskError(task_id)
-    # The key before the sequence number: the same follow-up sent to another
-    # instance too, and stored there first, moved the number on; under the
-    # task's row lock the key says so.
-    if message_key is not None and not await conn.fetchval(
-        _INSERT_MESSAGE_KEY, message_key, task_id
-    ):
-        raise DuplicateMessageError(str(await conn.fetchval(_KEY_OF_FOLLOW_UP, message_key)))
-    seq, state_value, old_class, owner, expires, body, webhook_count, *whose = row
-    tenant, principal = whose[0], whose[1]
-    if seq != expected_seq:
-        raise SequenceConflictError(f"task {task_id} is at {seq}, not {expected_seq}")
-    state = TaskState(state_value)
-    new = decode_task(body)
-    webhooks = (
-        [(r[0], r[1]) for r in await conn.fetch(_TASK_WEBHOOKS, task_id)] if webhook_count else []
-    )
-    snapshots: list[Task] | None = [] if any(v == "0.3" for _, v in webhooks) else None
-    for i, event in enumerate(events):
-        if new.status.state.terminal:
-            raise TerminalTaskError(task_id, new.status.state)
-        new = apply_event(new, event, user_message if i == 0 else None, bounds)
-        if snapshots is not None:
-            snapshots.append(new)
-    if usage:
-        new = msgspec.structs.replace(new, metadata=with_usage(new.metadata, usage))
-        await _add_usage(conn, tenant, principal, usage)
-    seq += len(events)
-    new_state = new.status.state
-    changes: dict[str, Any] = {"seq": seq, "body": encode(new)}
-    new_lease = (None, None) if new_state not in IN_FLIGHT else lease or (owner, expires)
-    if new_lease != (owner, expires):
-        changes["lease_owner"], changes["lease_expires"] = new_lease
-    if any(isinstance(event, TaskStatusUpdateEvent) for event in events):
-        if new_state is not state:
-            changes["state"] = new_state.value
-        changes["status_ts"] = status_timestamp(new)
-        evict_class = eviction_class(new_state)
-        if evict_class != old_class:
-            changes["evict_class"] = evict_class
-            changes["evict_order"] = eviction_order(evict_class)
-        if new_state.terminal:
-            changes["deadline"] = None
-    await conn.execute(_update_sql(tuple(changes)), *changes.values(), task_id)
-    logged = await _log_events(conn, task_id, expected_seq + 1, events)
-    if webhooks:
-        await _enqueue(conn, task_id, webhooks, logged, snapshots)
-    if seq > MAX_EVENTS:
-        await conn.execute(_TRIM_EVENTS, task_id, seq - MAX_EVENTS)
-    return StoredTask(new, seq, *whose)
-
-
-@cache
-def _update_sql(columns: tuple[str, ...]) -> str:
-    sets = ", ".join(f"{column} = ${i}" for i, column in enumerate(columns, 1))
-    return f"UPDATE tasks SET {sets} WHERE id = ${len(columns) + 1}"
-
-
-async def _enqueue(
-    conn: Connection,
-    task_id: str,
-    webhooks: list[tuple[str, str]],
-    logged: list[tuple[str, int, int, bytes]],
-    snapshots: list[Task] | None,
-) -> None:
-    """A delivery of each logged event to each of the task's webhooks."""
-    tasks = [encode(task) for task in snapshots] if snapshots is not None else None
-    await conn.executemany(
-        _INSERT_DELIVERY,
-        [
-            (
-                task_id,
-                webhook_id,
-                seq,
-                kind,
-                body,
-                tasks[i] if version == "0.3" and tasks is not None else None,
-            )
-            for webhook_id, version in webhooks
-            for i, (_, seq, kind, body) in enumerate(logged)
-        ],
-    )
-    await conn.execute(_MARK_DUE, task_id)
-
-
-async def _put_webhook(conn: Connection, webhook: Webhook) -> bool:
+async def _put_webhook(conn: Connection, snapshots: SnapshotCache, webhook: Webhook) -> bool:
     config = webhook.config
     key = (config.task_id, config.id)
     body = encode(config)
@@ -480,13 +329,16 @@ async def _put_webhook(conn: Connection, webhook: Webhook) -> bool:
     if await conn.fetchval(_WEBHOOK_EXISTS, *key) is not None:
         await conn.execute(_UPDATE_WEBHOOK, webhook.version, body, *key)
         return False
-    seq, task_body, count = row
+    seq, head, split, count = row
     if count >= MAX_WEBHOOKS:
         raise WebhookLimitError(f"task {config.task_id} has {count} webhooks already")
     await conn.execute(_INSERT_WEBHOOK, *key, webhook.version, body)
     await conn.execute(_COUNT_WEBHOOKS, config.task_id, 1)
+    task_body = encode(
+        (await locked_snapshot(conn, snapshots, config.task_id, seq, head, split))[0]
+    )
     snapshot = task_body if webhook.version == "0.3" else None
-    await conn.execute(_INSERT_DELIVERY, *key, seq, TASK, task_body, snapshot)
+    await conn.execute(INSERT_DELIVERY, *key, seq, TASK, task_body, snapshot)
     return True
 
 
@@ -590,6 +442,7 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns, PostgresWorkerRol
         self._opening: asyncio.Lock | None = None
         self._closed = False
         self._writes: set[asyncio.Task[Any]] = set()
+        self._snapshots = SnapshotCache()  # the tasks written and read last
         self._outage = Outage(self.where)
 
     durable = True  # it outlives the process, with no file to put a key beside
@@ -806,16 +659,11 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns, PostgresWorkerRol
         bounds: TaskBounds = DEFAULT_BOUNDS,
         turn: QueuedTurn | None = None,
     ) -> StoredTask:
-        final = task
-        for event in events:
-            if final.status.state.terminal:
-                raise TerminalTaskError(task.id, final.status.state)
-            final = apply_event(final, event, bounds=bounds)
-        if usage:
-            final = msgspec.structs.replace(final, metadata=with_usage(final.metadata, usage))
+        final = created(task, events, bounds, usage)
         if final.status.state not in IN_FLIGHT:
             lease = None
         evict_class = eviction_class(final.status.state)
+        rows = rows_of(final)
         row = (
             task.id,
             final.context_id,
@@ -827,11 +675,12 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns, PostgresWorkerRol
             lease.owner if lease is not None else None,
             lease.expires_at if lease is not None else None,
             None if final.status.state.terminal else deadline,
-            encode(final),
+            rows.head,
             message_key,
             tenant,
             principal,
             agent,
+            rows.split,
         )
         evicted: builtins.list[tuple[str, str]] = []
 
@@ -839,6 +688,7 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns, PostgresWorkerRol
             for _ in range(_TRIES):
                 try:
                     if await conn.fetchval(_INSERT_TASK, *row):
+                        await write_rows(conn, task.id, rows)
                         return
                 except asyncpg.UniqueViolationError:
                     raise ValueError(f"task {task.id} already exists") from None
@@ -871,13 +721,14 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns, PostgresWorkerRol
                     else:
                         await insert(conn)
                 evicted.extend((v[0], v[6]) for v in victims if v[1] == INTERRUPTED)
-            await _log_events(conn, task.id, 1, events)
-            await _add_usage(conn, tenant, principal, usage)
+            await log_events(conn, task.id, 1, events)
+            await add_usage(conn, tenant, principal, usage)
             if turn is not None:
                 await postgres_turns.queue(conn, task.id, agent, turn)
             return StoredTask(final, len(events), tenant, principal, agent)
 
         stored = await self._write(create, task.id)
+        self._snapshots.put(task.id, stored.seq, stored.task, rows.size)
         self.evictions += evictions
         for task_id, state in evicted:
             log_evicted(task_id, TaskState(state), self.max_tasks or 0)
@@ -908,14 +759,15 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns, PostgresWorkerRol
 
         return await self._read(census)
 
-    async def get(self, task_id: str) -> StoredTask | None:
-        async def get(conn: Connection) -> StoredTask | None:
-            row = await conn.fetchrow(_SELECT_TASK, task_id)
-            if row is None:
-                return None
-            return StoredTask(decode_task(row[1]), row[0], row[2], row[3], row[4])
-
-        return await self._read(get, task_id)
+    async def get(self, task_id: str, *, history_length: int | None = None) -> StoredTask | None:
+        found = await self._read(
+            lambda conn: read(conn, self._snapshots, task_id, history_length), task_id
+        )
+        if found is None:
+            return None
+        if found.size is not None:  # read back from its rows: keep it
+            self._snapshots.put(task_id, found.stored.seq, found.stored.task, found.size)
+        return found.stored
 
     async def append(
         self,
@@ -933,15 +785,27 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns, PostgresWorkerRol
         if not events:
             raise ValueError("append needs at least one event")
 
-        async def append(conn: Connection) -> StoredTask:
-            stored = await _append(
-                conn, task_id, expected_seq, events, user_message, message_key, lease, bounds, usage
+        async def append(conn: Connection) -> Read:
+            written = await append_events(
+                conn,
+                self._snapshots,
+                task_id,
+                expected_seq,
+                events,
+                user_message,
+                message_key,
+                lease,
+                bounds,
+                usage,
             )
+            stored = written.stored
             if turn is not None and stored.task.status.state in IN_FLIGHT:
                 await postgres_turns.queue(conn, task_id, stored.agent, turn)
-            return stored
+            return written
 
-        return await self._write(append, task_id)
+        written = await self._write(append, task_id)
+        self._snapshots.put(task_id, written.stored.seq, written.stored.task, written.size or 0)
+        return written.stored
 
     async def find_message(self, message_key: bytes) -> str | None:
         async def find(conn: Connection) -> str | None:
@@ -958,7 +822,7 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns, PostgresWorkerRol
         return await self._read(events, task_id)
 
     async def list(self, query: ListQuery) -> ListPage:
-        return await self._read(lambda conn: _list(conn, query))
+        return await self._read(lambda conn: _list(conn, self._snapshots, query))
 
     # --- the Upkeep contract ---
 
@@ -997,13 +861,15 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns, PostgresWorkerRol
                 await conn.executemany(_DELETE_TASK, [(row[0],) for row in ordered])
             return [row[0] for row in rows]
 
-        return await self._write(delete)
+        deleted = await self._write(delete)
+        self._snapshots.drop(deleted)
+        return deleted
 
     # --- the Usage contract ---
 
     async def record_usage(self, tenant: str, principal: str, usage: Sequence[UsageRecord]) -> None:
         if usage:
-            await self._write(lambda conn: _add_usage(conn, tenant, principal, usage))
+            await self._write(lambda conn: add_usage(conn, tenant, principal, usage))
 
     async def usage_totals(self, query: UsageQuery) -> builtins.list[UsageRow]:
         return await self._read(lambda conn: _usage_totals(conn, query))
@@ -1011,7 +877,9 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns, PostgresWorkerRol
     # --- the Webhooks contract ---
 
     async def put_webhook(self, webhook: Webhook) -> bool:
-        return await self._write(lambda conn: _put_webhook(conn, webhook), webhook.config.task_id)
+        return await self._write(
+            lambda conn: _put_webhook(conn, self._snapshots, webhook), webhook.config.task_id
+        )
 
     async def get_webhook(self, key: WebhookKey) -> WebhookState | None:
         async def get(conn: Connection) -> WebhookState | None:

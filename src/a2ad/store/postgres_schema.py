@@ -31,10 +31,13 @@ these differences:
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .base import StoreError
 from .postgres_signals import CHANNEL_OF_SCHEMA
+from .rows import decode_task
+from .task_rows import INLINE, split_rows
 
 __all__ = ["SCHEMA_LOCK", "SCHEMA_VERSION", "SchemaVersionError", "migrate"]
 
@@ -263,8 +266,57 @@ _SCHEMA_V3 = (
     )""",
 )
 
+# Version 4: a large task's history and artifacts in rows of their own
+# (task_rows.py), so that an append writes what it adds, not the task again:
+# ``tasks.body`` of a task whose ``split`` is true is its head. Existing tasks
+# past INLINE bytes are laid out a batch at a time.
+_SCHEMA_V4 = (
+    "ALTER TABLE tasks ADD COLUMN split boolean NOT NULL DEFAULT false",
+    """CREATE TABLE task_messages (
+        task_id text COLLATE "C" NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
+        pos bigint NOT NULL,
+        body bytea NOT NULL,
+        PRIMARY KEY (task_id, pos)
+    )""",
+    """CREATE TABLE task_artifacts (
+        task_id text COLLATE "C" NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
+        pos bigint NOT NULL,
+        body bytea NOT NULL,
+        PRIMARY KEY (task_id, pos)
+    )""",
+)
+_BATCH = """SELECT id, body FROM tasks WHERE id > $1 AND length(body) > $2
+    ORDER BY id LIMIT 500"""
+
+
+async def _lay_out_tasks(conn: Any) -> None:
+    """Version 4's rows of every existing task."""
+    after = ""
+    while batch := await conn.fetch(_BATCH, after, INLINE):
+        messages, artifacts, heads = [], [], []
+        for task_id, body in batch:
+            rows = split_rows(decode_task(body))
+            messages += [(task_id, pos, message) for pos, message in rows.messages]
+            artifacts += [(task_id, pos, artifact) for pos, artifact in rows.artifacts]
+            heads.append((rows.head, task_id))
+        await conn.executemany(
+            "INSERT INTO task_messages (task_id, pos, body) VALUES ($1, $2, $3)", messages
+        )
+        await conn.executemany(
+            "INSERT INTO task_artifacts (task_id, pos, body) VALUES ($1, $2, $3)", artifacts
+        )
+        await conn.executemany("UPDATE tasks SET body = $1, split = true WHERE id = $2", heads)
+        after = batch[-1][0]
+
+
 # Step i upgrades a database at version i to version i + 1; append, never edit.
-_MIGRATIONS: tuple[tuple[str, ...], ...] = (_SCHEMA_V1, _SCHEMA_V2, _SCHEMA_V3)
+# A step is its statements, then (if any) a function run after them.
+_MIGRATIONS: tuple[tuple[tuple[str, ...], Callable[[Any], Awaitable[None]] | None], ...] = (
+    (_SCHEMA_V1, None),
+    (_SCHEMA_V2, None),
+    (_SCHEMA_V3, None),
+    (_SCHEMA_V4, _lay_out_tasks),
+)
 SCHEMA_VERSION = len(_MIGRATIONS)
 
 
@@ -301,7 +353,9 @@ async def migrate(conn: Any, where: str) -> None:
         if version == 0:
             await conn.execute("CREATE TABLE a2ad_schema (version integer NOT NULL)")
             await conn.execute("INSERT INTO a2ad_schema (version) VALUES (0)")
-        for step in _MIGRATIONS[version:]:
-            for statement in step:
+        for statements, then in _MIGRATIONS[version:]:
+            for statement in statements:
                 await conn.execute(statement)
+            if then is not None:
+                await then(conn)
         await conn.execute("UPDATE a2ad_schema SET version = $1", SCHEMA_VERSION)

@@ -29,7 +29,7 @@ import asyncpg  # type: ignore[import-untyped]
 
 from ..protocol.model import TaskState
 from .base import ClaimedTurn, Lease, QueuedTurn, StoredTask, StoreError, WorkWatch
-from .rows import decode_task
+from .postgres_tasks import ROWS_OF, assembled
 
 __all__ = ["WORK_CHANNEL", "WorkListener", "claim", "end", "queue"]
 
@@ -48,7 +48,7 @@ _QUEUE_AND_WAKE = f"""WITH queued AS ({_QUEUE} RETURNING agent)
 # A claim is one statement (so one round trip, in its own transaction): the waiting
 # turns, locked or skipped; their tasks' leases, where the task is still in flight;
 # those turns taken, and the others (their tasks ended while they waited) dropped.
-_CLAIM = """WITH waiting AS (
+_CLAIM = f"""WITH waiting AS (
         SELECT task_id, request FROM turns
         WHERE queued AND agent = ANY($1::text[]) AND (owner IS NULL OR expires < $2)
         ORDER BY n LIMIT $3 FOR UPDATE SKIP LOCKED),
@@ -63,7 +63,8 @@ _CLAIM = """WITH waiting AS (
     dropped AS (
         DELETE FROM turns USING waiting WHERE turns.task_id = waiting.task_id
         AND NOT EXISTS (SELECT 1 FROM leased WHERE leased.id = waiting.task_id))
-    SELECT id, seq, body, tenant, principal, agent, request FROM leased"""
+    SELECT id, seq, body, tenant, principal, agent, request,
+        {ROWS_OF.replace("tasks.id", "leased.id")} FROM leased"""
 # Ending a turn: its row goes, unless a follow-up waits in it, which is freed (and
 # its workers woken). One statement; the two parts never touch the same row.
 _END = f"""WITH ended AS (
@@ -106,8 +107,11 @@ async def claim(
         TaskState.WORKING.value,
     )
     return [
-        ClaimedTurn(StoredTask(decode_task(body), seq, tenant, principal, agent), request)
-        for _, seq, body, tenant, principal, agent, request in rows
+        ClaimedTurn(
+            StoredTask(assembled(head, messages, artifacts)[0], seq, tenant, principal, agent),
+            request,
+        )
+        for _, seq, head, tenant, principal, agent, request, messages, artifacts in rows
     ]
 
 

@@ -1,11 +1,9 @@
 """A persistent task store in one SQLite file: the embedded default.
 
-Threading: one sqlite3 connection lives on one dedicated worker thread (``_Worker``)
-and every method runs its SQL there, so this process's writes are serialized and
-never meet "database is locked"; another process on the same file is met by WAL
-mode, ``BEGIN IMMEDIATE`` and a busy timeout. The worker commits whatever queued up
-while it was busy in one transaction (group commit), because on small machines a
-commit and a thread round trip each cost more than the SQL itself. A call whose
+Threading: one sqlite3 connection lives on one dedicated worker thread
+(sqlite_worker.py) and every method runs its SQL there, so this process's writes
+are serialized and never meet "database is locked"; another process on the same
+file is met by WAL mode, ``BEGIN IMMEDIATE`` and a busy timeout. A call whose
 caller is cancelled still runs: an append may be stored although its caller never
 saw the result, and a retry then meets it as a SequenceConflictError.
 
@@ -16,8 +14,10 @@ It is optional, because the first call opens the store (so a store handed to
 SchemaVersionError at startup rather than at the first request.
 
 Schema (created, versioned and upgraded in ``sqlite_schema.py``): ``tasks`` has one
-row per task: the snapshot as msgspec JSON (``body``) beside the columns that
-queries use.
+row per task: the task as msgspec JSON (``body``) beside the columns that queries
+use; for a task past 16 KiB (``split``) only its head, its history and artifacts
+being rows of ``task_messages`` and ``task_artifacts`` (task_rows.py,
+sqlite_tasks.py).
 ``events`` is the log (``kind`` says which struct ``body`` decodes to), deleted with
 its task by ON DELETE CASCADE. ``task_count`` is kept by triggers, so that a capped
 ``create`` need not count the table. ``webhooks`` and ``deliveries`` are the push
@@ -45,32 +45,25 @@ each other over ``signals()`` (sqlite_signals.py).
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import os
-import queue
 import sqlite3
-import threading
 from collections.abc import Callable, Sequence
 from functools import cache
 from types import TracebackType
-from typing import Any, NamedTuple, Self, TypeVar
-
-import msgspec
+from typing import Any, Self, TypeVar
 
 from ..protocol.model import (
     Message,
     Task,
     TaskEvent,
     TaskState,
-    TaskStatusUpdateEvent,
 )
 from ..protocol.types import IN_FLIGHT, Cursor, Seq
-from ..protocol.usage import UsageRecord, UsageRow, with_usage
+from ..protocol.usage import UsageRecord, UsageRow
 from ..wording import plural
 from .base import (
     DEFAULT_BOUNDS,
-    MAX_EVENTS,
     MAX_WEBHOOKS,
     Census,
     Delivery,
@@ -80,12 +73,10 @@ from .base import (
     ListQuery,
     LoggedEvent,
     MissingTaskError,
-    SequenceConflictError,
     StoredTask,
     StoreFullError,
     TaskBounds,
     TaskStore,
-    TerminalTaskError,
     Upkeep,
     Usage,
     UsageQuery,
@@ -94,14 +85,12 @@ from .base import (
     WebhookLimitError,
     Webhooks,
     WebhookState,
-    apply_event,
     log_evicted,
     status_timestamp,
 )
+from .created import created
 from .key_filter import KeyFilter
 from .rows import (
-    ARTIFACT_EVENT,
-    STATUS_EVENT,
     TASK,
     decode_config,
     decode_event,
@@ -112,28 +101,25 @@ from .rows import (
 )
 from .serving_lock import ServingLock, lock_path
 from .signals import Signals
+from .snapshot_cache import SnapshotCache
 from .sqlite_group import SqliteGroup
-from .sqlite_schema import SCHEMA_VERSION, SchemaVersionError, connect
+from .sqlite_schema import SCHEMA_VERSION, SchemaVersionError
 from .sqlite_signals import SocketSignals
+from .sqlite_tasks import INSERT_DELIVERY, Read, add_usage, log_events, page_tasks, read, write_rows
+from .sqlite_tasks import append as append_events
+from .sqlite_worker import PendingWrites, Worker
+from .task_rows import rows_of
 
 __all__ = ["SCHEMA_VERSION", "SchemaVersionError", "SqliteStore"]  # the first two: schema
 
 T = TypeVar("T")
 
-_MAX_BATCH = 256  # jobs per transaction, so one batch cannot hold the lock for long
-
-
 _INSERT_TASK = """INSERT INTO tasks (id, context_id, state, status_ts, seq, evict_class,
     evict_order, lease_owner, lease_expires, deadline, body, message_key, tenant, principal,
-    agent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+    agent, split) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
 _EVICTABLE = """SELECT id, evict_class, state FROM tasks WHERE evict_class IS NOT NULL AND id != ?
     ORDER BY evict_class, evict_order LIMIT ?"""
 _DELETE_TASK = "DELETE FROM tasks WHERE id = ?"
-_SELECT_TASK = "SELECT seq, body, tenant, principal, agent FROM tasks WHERE id = ?"
-_SELECT_FOR_APPEND = """SELECT seq, state, evict_class, lease_owner, lease_expires, body,
-    webhooks, tenant, principal, agent FROM tasks WHERE id = ?"""
-_INSERT_EVENT = "INSERT INTO events (task_id, seq, kind, body) VALUES (?, ?, ?, ?)"
-_TRIM_EVENTS = "DELETE FROM events WHERE task_id = ? AND seq <= ?"
 _SELECT_EVENTS = "SELECT seq, kind, body FROM events WHERE task_id = ? AND seq > ? ORDER BY seq"
 _RENEW = "UPDATE tasks SET lease_expires = ? WHERE lease_owner = ?"
 _EXPIRE_OTHERS = "UPDATE tasks SET lease_expires = 0 WHERE lease_owner != ?"
@@ -154,10 +140,6 @@ _ALL_MESSAGE_KEYS = """SELECT message_key FROM tasks WHERE message_key IS NOT NU
     UNION ALL SELECT key FROM message_keys"""
 _FIND_MESSAGE_KEY = """SELECT id FROM tasks WHERE message_key = ?1
     UNION ALL SELECT task_id FROM message_keys WHERE key = ?1 LIMIT 1"""
-_TASK_WEBHOOKS = "SELECT id, version FROM webhooks WHERE task_id = ?"
-_INSERT_DELIVERY = """INSERT INTO deliveries (task_id, webhook_id, seq, kind, body, snapshot)
-    VALUES (?, ?, ?, ?, ?, ?)"""
-_MARK_DUE = "UPDATE webhooks SET due_at = 0 WHERE task_id = ? AND due_at IS NULL"
 _PENDING = "(SELECT count(*) FROM deliveries d WHERE d.task_id = w.task_id AND d.webhook_id = w.id)"
 _SELECT_WEBHOOK = f"""SELECT version, body, {_PENDING}, delivered, dead_lettered, last_error
     FROM webhooks w WHERE task_id = ? AND id = ?"""
@@ -190,12 +172,6 @@ _TASK_EXISTS = "SELECT 1 FROM tasks WHERE id = ?"
 _WEBHOOK_EXISTS = "SELECT 1 FROM webhooks WHERE task_id = ? AND id = ?"
 _UPDATE_WEBHOOK = "UPDATE webhooks SET version = ?, body = ? WHERE task_id = ? AND id = ?"
 _COUNT_WEBHOOKS = "SELECT count(*) FROM webhooks WHERE task_id = ?"
-_ADD_USAGE = """INSERT INTO usage_totals (day, tenant, principal, model, prompt_tokens,
-        completion_tokens, total_tokens) VALUES (?, ?, ?, ?, ?, ?, ?)
-    ON CONFLICT (day, tenant, principal, model) DO UPDATE SET
-        prompt_tokens = prompt_tokens + excluded.prompt_tokens,
-        completion_tokens = completion_tokens + excluded.completion_tokens,
-        total_tokens = total_tokens + excluded.total_tokens"""
 _INSERT_WEBHOOK = """INSERT INTO webhooks (task_id, id, version, body, due_at)
     VALUES (?, ?, ?, ?, 0)"""
 
@@ -238,140 +214,10 @@ def _list_sql(
         terms.append("(status_ts, id) < (:cursor_ts, :cursor_id)")
     where = "".join(f" {'WHERE' if i == 0 else 'AND'} {term}" for i, term in enumerate(terms))
     page = (
-        f"SELECT status_ts, id, body FROM tasks{where}"
+        f"SELECT status_ts, id, seq, body, split FROM tasks{where}"
         " ORDER BY status_ts DESC, id DESC LIMIT :limit"
     )
     return count, page
-
-
-class _Job(NamedTuple):
-    run: Callable[[sqlite3.Connection], Any] | None  # None: close the connection and stop
-    write: bool
-    loop: asyncio.AbstractEventLoop
-    future: asyncio.Future[Any]
-
-
-class _Outcome(NamedTuple):
-    job: _Job
-    ok: bool
-    value: Any  # the result, or the exception raised
-
-
-class _Worker:
-    """The thread that owns the connection and runs jobs on it in submission order.
-
-    It takes every job queued while it was busy as one batch (group commit): one
-    transaction per batch, each write job in its own savepoint so that a job that
-    raises undoes only itself, and results handed back after the COMMIT in one
-    wake-up of the caller's event loop. Under load, N commits and N thread round
-    trips become one of each; alone, a job is a batch of one.
-    """
-
-    def __init__(self, path: str) -> None:
-        self._path = path
-        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
-        # A daemon, so that a store nobody closed cannot hang interpreter exit; its
-        # unfinished batch then dies uncommitted, and no caller saw those results.
-        self._thread = threading.Thread(target=self._main, name="a2ad-sqlite", daemon=True)
-
-    def submit(self, run: Callable[[sqlite3.Connection], T], write: bool) -> asyncio.Future[T]:
-        if self._thread.ident is None:
-            self._thread.start()  # the first call opens the store
-        elif not self._thread.is_alive():
-            raise RuntimeError("the SQLite worker thread has ended")
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
-        self._jobs.put(_Job(run, write, loop, future))
-        return future
-
-    async def stop(self) -> None:
-        if self._thread.ident is None:
-            return  # never started: no connection, and the file was never touched
-        loop = asyncio.get_running_loop()
-        stopped: asyncio.Future[None] = loop.create_future()
-        # Queued behind every call already made, which so finish first. If this
-        # await is cancelled, the worker still closes the connection and ends.
-        self._jobs.put(_Job(None, False, loop, stopped))
-        await stopped
-        self._thread.join()  # it has only to return
-
-    def _main(self) -> None:
-        conn: sqlite3.Connection | None = None
-        while True:
-            jobs = [self._jobs.get()]
-            while len(jobs) < _MAX_BATCH:
-                try:
-                    jobs.append(self._jobs.get_nowait())
-                except queue.Empty:
-                    break
-            stop = jobs.pop() if jobs[-1].run is None else None  # always the last job
-            outcomes: list[_Outcome] = []
-            if jobs:
-                try:
-                    if conn is None:
-                        conn = connect(self._path)
-                    outcomes = _run_batch(conn, jobs)
-                except Exception as exc:
-                    outcomes = [_Outcome(job, False, exc) for job in jobs]
-            if stop is not None:
-                if conn is not None:
-                    conn.close()
-                outcomes.append(_Outcome(stop, True, None))
-            _deliver(outcomes)
-            if stop is not None:
-                return
-
-
-def _run_batch(conn: sqlite3.Connection, jobs: list[_Job]) -> list[_Outcome]:
-    # Reads share the transaction too: a list's count and page see one snapshot,
-    # and the batch takes one read lock instead of one per statement.
-    conn.execute("BEGIN IMMEDIATE" if any(job.write for job in jobs) else "BEGIN")
-    outcomes: list[_Outcome] = []
-    try:
-        for job in jobs:
-            assert job.run is not None
-            if job.write:
-                conn.execute("SAVEPOINT job")
-            try:
-                result = job.run(conn)
-            except Exception as exc:
-                if not conn.in_transaction:
-                    raise  # SQLite rolled back the whole batch (disk full, I/O error)
-                if job.write:
-                    conn.execute("ROLLBACK TO job")
-                    conn.execute("RELEASE job")
-                outcomes.append(_Outcome(job, False, exc))
-            else:
-                if job.write:
-                    conn.execute("RELEASE job")
-                outcomes.append(_Outcome(job, True, result))
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    return outcomes
-
-
-def _deliver(outcomes: list[_Outcome]) -> None:
-    by_loop: dict[asyncio.AbstractEventLoop, list[_Outcome]] = {}
-    for outcome in outcomes:
-        by_loop.setdefault(outcome.job.loop, []).append(outcome)
-    for loop, settled in by_loop.items():
-        try:
-            loop.call_soon_threadsafe(_settle, settled)
-        except RuntimeError:
-            pass  # that loop is closed: nobody waits for these any more
-
-
-def _settle(outcomes: list[_Outcome]) -> None:
-    for job, ok, value in outcomes:
-        if job.future.cancelled():
-            continue  # its caller left; the job ran all the same
-        if ok:
-            job.future.set_result(value)
-        else:
-            job.future.set_exception(value)
 
 
 def _nothing(conn: sqlite3.Connection) -> None:
@@ -398,7 +244,10 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
             raise ValueError("max_tasks must be at least 1 (or None for no cap)")
         self.path = os.fspath(path)
         self.max_tasks = max_tasks
-        self._worker = _Worker(self.path)
+        self._worker = Worker(self.path)
+        self._reads = Worker(self.path, "a2ad-sqlite-reads")  # get, list, events: apart
+        self._pending = PendingWrites()
+        self._snapshots = SnapshotCache()  # the tasks written and read last
         self._closed = False
         self._group = group
         # Held while this process serves the file; a member holds the group's.
@@ -445,6 +294,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
         try:
             await self._worker.stop()
         finally:
+            await self._reads.stop()
             if self._reader is not None:
                 self._reader.close()
             if self._lock is not None:
@@ -468,14 +318,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
     ) -> StoredTask:
         # The row goes in once, as it stands after the events: one set of index
         # entries instead of one per event.
-        final = task
-        for event in events:
-            if final.status.state.terminal:
-                raise TerminalTaskError(task.id, final.status.state)
-            final = apply_event(final, event, bounds=bounds)  # may raise EventLimitError
-        if usage:
-            metadata = with_usage(final.metadata, usage)
-            final = msgspec.structs.replace(final, metadata=metadata)
+        final = created(task, events, bounds, usage)
         if final.status.state not in IN_FLIGHT:
             lease = None
 
@@ -483,10 +326,10 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
         known = self._maybe_known(message_key)
         self._remember(message_key)
 
-        def create(conn: sqlite3.Connection) -> StoredTask:
+        def create(conn: sqlite3.Connection) -> tuple[StoredTask, int]:
             if known:
                 _refuse_known(conn, message_key)
-            stored = self._create(
+            made = self._create(
                 conn,
                 final,
                 lease,
@@ -498,19 +341,28 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
                 principal=principal,
                 agent=agent,
             )
-            _log_events(conn, task.id, 1, events)  # a new task has no webhooks yet
-            _add_usage(conn, tenant, principal, usage)
-            return stored
+            log_events(conn, task.id, 1, events)  # a new task has no webhooks yet
+            add_usage(conn, tenant, principal, usage)
+            return made
 
-        stored = await self._run(create, write=True)
+        stored, size = await self._run(create, write=True, task_id=task.id)
+        self._snapshots.put(task.id, stored.seq, stored.task, size)
         self.evictions += len(evicted)
+        self._snapshots.drop([task_id for task_id, _ in evicted])
         for task_id, state in evicted:  # committed: say so now
             if TaskState(state).interrupted:  # a terminal one is the cap doing its job
                 log_evicted(task_id, TaskState(state), self.max_tasks or 0)
         return stored
 
-    async def get(self, task_id: str) -> StoredTask | None:
-        return await self._run(lambda conn: _get(conn, task_id))
+    async def get(self, task_id: str, *, history_length: int | None = None) -> StoredTask | None:
+        found = await self._read(
+            lambda conn: read(conn, self._snapshots, task_id, history_length), task_id
+        )
+        if found is None:
+            return None
+        if found.size is not None:  # read back from its rows: keep it
+            self._snapshots.put(task_id, found.stored.seq, found.stored.task, found.size)
+        return found.stored
 
     async def census(self) -> Census:
         def census(conn: sqlite3.Connection) -> Census:
@@ -537,17 +389,27 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
         known = self._maybe_known(message_key)
         self._remember(message_key)
 
-        def append(conn: sqlite3.Connection) -> StoredTask:
+        def append(conn: sqlite3.Connection) -> Read:
             if known:
                 _refuse_known(conn, message_key)
-            stored = _append(
-                conn, task_id, expected_seq, events, user_message, lease, bounds, usage
+            stored = append_events(
+                conn,
+                self._snapshots,
+                task_id,
+                expected_seq,
+                events,
+                user_message,
+                lease,
+                bounds,
+                usage,
             )
             if message_key is not None:
                 conn.execute(_INSERT_MESSAGE_KEY, (message_key, task_id))
             return stored
 
-        return await self._run(append, write=True)
+        written = await self._run(append, write=True, task_id=task_id)
+        self._snapshots.put(task_id, written.stored.seq, written.stored.task, written.size or 0)
+        return written.stored
 
     def _maybe_known(self, message_key: bytes | None) -> bool:
         """Whether the write must look for ``message_key`` first: not when the
@@ -579,7 +441,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
         return _find_message(self._reader, message_key)
 
     async def events(self, task_id: str, after_seq: Seq) -> builtins.list[LoggedEvent]:
-        return await self._run(lambda conn: _events(conn, task_id, after_seq))
+        return await self._read(lambda conn: _events(conn, task_id, after_seq), task_id)
 
     def signals(self) -> Signals | None:
         group = self._group
@@ -603,12 +465,14 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
         return await self._run(lambda conn: [row[0] for row in conn.execute(_ORPHANS, params)])
 
     async def delete_terminal(self, updated_before: str, limit: int) -> builtins.list[str]:
-        return await self._run(
+        deleted = await self._run(
             lambda conn: _delete_terminal(conn, updated_before, limit), write=True
         )
+        self._snapshots.drop(deleted)
+        return deleted
 
     async def list(self, query: ListQuery) -> ListPage:
-        return await self._run(lambda conn: _list(conn, query))
+        return await self._read(lambda conn: _list(conn, self._snapshots, query), None)
 
     async def overdue(self, now: str, limit: int) -> builtins.list[str]:
         return await self._run(
@@ -619,7 +483,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
 
     async def record_usage(self, tenant: str, principal: str, usage: Sequence[UsageRecord]) -> None:
         if usage:
-            await self._run(lambda conn: _add_usage(conn, tenant, principal, usage), write=True)
+            await self._run(lambda conn: add_usage(conn, tenant, principal, usage), write=True)
 
     async def usage_totals(self, query: UsageQuery) -> builtins.list[UsageRow]:
         return await self._run(lambda conn: _usage_totals(conn, query))
@@ -627,7 +491,9 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
     # --- the Webhooks contract ---
 
     async def put_webhook(self, webhook: Webhook) -> bool:
-        return await self._run(lambda conn: _put_webhook(conn, webhook), write=True)
+        return await self._run(
+            lambda conn: _put_webhook(conn, self._snapshots, webhook), write=True
+        )
 
     async def get_webhook(self, key: WebhookKey) -> WebhookState | None:
         def get(conn: sqlite3.Connection) -> WebhookState | None:
@@ -712,10 +578,24 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
 
         return await self._run(failed, write=True)
 
-    async def _run(self, job: Callable[[sqlite3.Connection], T], *, write: bool = False) -> T:
+    async def _read(self, job: Callable[[sqlite3.Connection], T], task_id: str | None) -> T:
+        """Run ``job`` on the reading worker, after this process's earlier
+        writes of ``task_id`` (None: of any task); on the writing worker while
+        no write is under way, where a read costs less (its connection's page
+        cache is current, reads share its transactions, one thread is woken)."""
         if self._closed:
             raise RuntimeError(f"{self!r} is closed; open a new one")
-        return await self._worker.submit(job, write)
+        if not self._worker.writing:  # no write under way: the writer answers as soon
+            return await self._worker.submit(job, False)
+        await self._pending.settled(task_id)
+        return await self._reads.submit(job, False)
+
+    async def _run(
+        self, job: Callable[[sqlite3.Connection], T], *, write: bool = False, task_id: str = ""
+    ) -> T:
+        if self._closed:
+            raise RuntimeError(f"{self!r} is closed; open a new one")
+        return await self._worker.submit(job, write, self._pending.add(task_id) if write else None)
 
     def _create(
         self,
@@ -730,10 +610,11 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
         tenant: str = "",
         principal: str = "",
         agent: str = "",
-    ) -> StoredTask:
+    ) -> tuple[StoredTask, int]:
         """Insert ``task``; past the cap, evict, adding each task evicted to
-        ``evicted`` as (id, state)."""
+        ``evicted`` as (id, state). Returns it and its rows' size."""
         evict_class = eviction_class(task.status.state)
+        rows = rows_of(task)
         try:
             conn.execute(
                 _INSERT_TASK,
@@ -748,15 +629,17 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
                     lease.owner if lease is not None else None,
                     lease.expires_at if lease is not None else None,
                     None if task.status.state.terminal else deadline,
-                    encode(task),
+                    rows.head,
                     key,
                     tenant,
                     principal,
                     agent,
+                    rows.split,
                 ),
             )
         except sqlite3.IntegrityError:
             raise ValueError(f"task {task.id} already exists") from None
+        write_rows(conn, task.id, rows)
         if self.max_tasks is not None:
             # Inserted first and evicted after, in the same transaction: a refusal
             # rolls back both, and the new task is never the one evicted.
@@ -772,7 +655,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
                 conn.executemany(_DELETE_TASK, [(victim,) for victim, _, _ in victims])
                 if evicted is not None:
                     evicted.extend((victim, state) for victim, _, state in victims)
-        return StoredTask(task, seq, tenant, principal, agent)
+        return StoredTask(task, seq, tenant, principal, agent), rows.size
 
 
 def _key_filter(conn: sqlite3.Connection) -> KeyFilter:
@@ -797,89 +680,6 @@ def _connect_reader(path: str) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=1.0, isolation_level=None, check_same_thread=False)
     conn.execute("PRAGMA query_only = ON")
     return conn
-
-
-def _get(conn: sqlite3.Connection, task_id: str) -> StoredTask | None:
-    row = conn.execute(_SELECT_TASK, (task_id,)).fetchone()
-    return None if row is None else StoredTask(decode_task(row[1]), row[0], *row[2:])
-
-
-def _append(
-    conn: sqlite3.Connection,
-    task_id: str,
-    expected_seq: int,
-    events: Sequence[TaskEvent],
-    user_message: Message | None,
-    lease: Lease | None,
-    bounds: TaskBounds,
-    usage: Sequence[UsageRecord] = (),
-) -> StoredTask:
-    row = conn.execute(_SELECT_FOR_APPEND, (task_id,)).fetchone()
-    if row is None:
-        raise MissingTaskError(task_id)
-    seq, state_value, old_class, owner, expires, body, webhook_count, *whose = row
-    tenant, principal = whose[0], whose[1]
-    if seq != expected_seq:
-        raise SequenceConflictError(f"task {task_id} is at {seq}, not {expected_seq}")
-    state = TaskState(state_value)
-    new = decode_task(body)
-    webhooks = conn.execute(_TASK_WEBHOOKS, (task_id,)).fetchall() if webhook_count else []
-    snapshots: list[Task] | None = [] if any(v == "0.3" for _, v in webhooks) else None
-    for i, event in enumerate(events):
-        if new.status.state.terminal:
-            raise TerminalTaskError(task_id, new.status.state)
-        # may raise EventLimitError
-        new = apply_event(new, event, user_message if i == 0 else None, bounds)
-        if snapshots is not None:
-            snapshots.append(new)
-    if usage:
-        new = msgspec.structs.replace(new, metadata=with_usage(new.metadata, usage))
-        _add_usage(conn, tenant, principal, usage)
-    seq += len(events)
-    new_state = new.status.state
-    # Only the columns whose value changes are set: SQLite rewrites the entries of
-    # every index over a column named in SET, changed or not.
-    changes: dict[str, Any] = {"seq": seq, "body": encode(new)}
-    new_lease = (None, None) if new_state not in IN_FLIGHT else lease or (owner, expires)
-    if new_lease != (owner, expires):
-        changes["lease_owner"], changes["lease_expires"] = new_lease
-    if any(isinstance(event, TaskStatusUpdateEvent) for event in events):
-        if new_state is not state:
-            changes["state"] = new_state.value
-        changes["status_ts"] = status_timestamp(new)
-        evict_class = eviction_class(new_state)
-        if evict_class != old_class:
-            changes["evict_class"] = evict_class
-            changes["evict_order"] = eviction_order(evict_class)
-        if new_state.terminal:
-            changes["deadline"] = None  # a terminal task is overdue no more
-    conn.execute(_update_sql(tuple(changes)), (*changes.values(), task_id))
-    logged = _log_events(conn, task_id, expected_seq + 1, events)
-    if webhooks:
-        _enqueue(conn, task_id, webhooks, logged, snapshots)
-    if seq > MAX_EVENTS:
-        conn.execute(_TRIM_EVENTS, (task_id, seq - MAX_EVENTS))
-    return StoredTask(new, seq, *whose)
-
-
-def _add_usage(
-    conn: sqlite3.Connection, tenant: str, principal: str, usage: Sequence[UsageRecord]
-) -> None:
-    conn.executemany(
-        _ADD_USAGE,
-        [
-            (
-                record.day,
-                tenant,
-                principal,
-                record.model,
-                record.counts.prompt_tokens,
-                record.counts.completion_tokens,
-                record.counts.total_tokens,
-            )
-            for record in usage
-        ],
-    )
 
 
 def _usage_totals(conn: sqlite3.Connection, query: UsageQuery) -> list[UsageRow]:
@@ -909,67 +709,23 @@ def _usage_totals(conn: sqlite3.Connection, query: UsageQuery) -> list[UsageRow]
     return rows
 
 
-def _log_events(
-    conn: sqlite3.Connection, task_id: str, first_seq: int, events: Sequence[TaskEvent]
-) -> list[tuple[str, int, int, bytes]]:
-    """Log ``events``; the rows written: (task id, seq, kind, body)."""
-    rows = [
-        (
-            task_id,
-            first_seq + i,
-            STATUS_EVENT if isinstance(event, TaskStatusUpdateEvent) else ARTIFACT_EVENT,
-            encode(event),
-        )
-        for i, event in enumerate(events)
-    ]
-    conn.executemany(_INSERT_EVENT, rows)
-    return rows
-
-
-def _enqueue(
-    conn: sqlite3.Connection,
-    task_id: str,
-    webhooks: list[tuple[str, str]],
-    logged: list[tuple[str, int, int, bytes]],
-    snapshots: list[Task] | None,
-) -> None:
-    """A delivery of each logged event to each of the task's webhooks."""
-    tasks = [encode(task) for task in snapshots] if snapshots is not None else None
-    conn.executemany(
-        _INSERT_DELIVERY,
-        [
-            (
-                task_id,
-                webhook_id,
-                seq,
-                kind,
-                body,
-                tasks[i] if version == "0.3" and tasks is not None else None,
-            )
-            for webhook_id, version in webhooks
-            for i, (_, seq, kind, body) in enumerate(logged)
-        ],
-    )
-    conn.execute(_MARK_DUE, (task_id,))
-
-
-def _put_webhook(conn: sqlite3.Connection, webhook: Webhook) -> bool:
+def _put_webhook(conn: sqlite3.Connection, snapshots: SnapshotCache, webhook: Webhook) -> bool:
     config = webhook.config
     key = (config.task_id, config.id)
     body = encode(config)
     if conn.execute(_WEBHOOK_EXISTS, key).fetchone() is not None:
         conn.execute(_UPDATE_WEBHOOK, (webhook.version, body, *key))
         return False
-    row = conn.execute(_SELECT_TASK, (config.task_id,)).fetchone()
-    if row is None:
+    found = read(conn, snapshots, config.task_id)
+    if found is None:
         raise MissingTaskError(config.task_id)
     (count,) = conn.execute(_COUNT_WEBHOOKS, (config.task_id,)).fetchone()
     if count >= MAX_WEBHOOKS:
         raise WebhookLimitError(f"task {config.task_id} has {count} webhooks already")
-    seq, task_body = row[0], row[1]
+    seq, task_body = found.stored.seq, encode(found.stored.task)
     conn.execute(_INSERT_WEBHOOK, (*key, webhook.version, body))
     snapshot = task_body if webhook.version == "0.3" else None
-    conn.execute(_INSERT_DELIVERY, (*key, seq, TASK, task_body, snapshot))
+    conn.execute(INSERT_DELIVERY, (*key, seq, TASK, task_body, snapshot))
     return True
 
 
@@ -991,13 +747,6 @@ def _delivery(key: WebhookKey, row: tuple[Any, ...]) -> Delivery:
         decode_task(snapshot) if snapshot is not None else None,
         attempts,
     )
-
-
-@cache
-def _update_sql(columns: tuple[str, ...]) -> str:
-    """The UPDATE of a task row setting ``columns``; one text per combination,
-    so that sqlite3's statement cache keeps each prepared."""
-    return f"UPDATE tasks SET {', '.join(f'{c} = ?' for c in columns)} WHERE id = ?"
 
 
 def _events(conn: sqlite3.Connection, task_id: str, after_seq: int) -> list[LoggedEvent]:
@@ -1033,7 +782,7 @@ def _count_owned_sql(query: ListQuery) -> str:
     return "SELECT coalesce(sum(n), 0) FROM owner_count WHERE " + " AND ".join(terms)
 
 
-def _list(conn: sqlite3.Connection, query: ListQuery) -> ListPage:
+def _list(conn: sqlite3.Connection, snapshots: SnapshotCache, query: ListQuery) -> ListPage:
     count_sql, page_sql = _list_sql(
         query.tenant is not None,
         query.principal is not None,
@@ -1070,7 +819,7 @@ def _list(conn: sqlite3.Connection, query: ListQuery) -> ListPage:
     else:
         (total,) = conn.execute(_count_owned_sql(query), params).fetchone()
     rows = conn.execute(page_sql, params).fetchall()
-    tasks = [decode_task(body) for _, _, body in rows[: query.page_size]]
+    tasks = page_tasks(conn, snapshots, [row[1:] for row in rows[: query.page_size]])
     next_cursor: Cursor | None = None
     if len(rows) > query.page_size:
         last = rows[query.page_size - 1]

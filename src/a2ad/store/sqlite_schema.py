@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable
 
 from .base import StoreError
+from .rows import decode_task
+from .task_rows import INLINE, split_rows
 
 __all__ = ["BUSY_TIMEOUT", "SCHEMA_VERSION", "SchemaVersionError", "connect"]
 
@@ -241,6 +243,53 @@ def _create_v6(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE webhooks ADD COLUMN claimed_by TEXT")
 
 
+# Version 7: a large task's history and artifacts in rows of their own
+# (task_rows.py), so that an append writes what it adds, not the task again:
+# ``tasks.body`` of a task whose ``split`` is 1 is its head. Existing tasks past
+# INLINE bytes are laid out a batch at a time.
+_SCHEMA_V7 = (
+    "ALTER TABLE tasks ADD COLUMN split INTEGER NOT NULL DEFAULT 0",
+    """CREATE TABLE task_messages (
+        task_id TEXT NOT NULL,
+        pos INTEGER NOT NULL,
+        body BLOB NOT NULL,
+        PRIMARY KEY (task_id, pos)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE task_artifacts (
+        task_id TEXT NOT NULL,
+        pos INTEGER NOT NULL,
+        body BLOB NOT NULL,
+        PRIMARY KEY (task_id, pos)
+    ) WITHOUT ROWID""",
+    # Deleted with their task by a trigger rather than a foreign key, which would
+    # look the task up again for every row inserted.
+    """CREATE TRIGGER tasks_rows_delete AFTER DELETE ON tasks BEGIN
+        DELETE FROM task_messages WHERE task_id = old.id;
+        DELETE FROM task_artifacts WHERE task_id = old.id;
+    END""",
+)
+_BATCH = "SELECT id, body FROM tasks WHERE id > ? AND length(body) > ? ORDER BY id LIMIT 500"
+
+
+def _create_v7(conn: sqlite3.Connection) -> None:
+    for statement in _SCHEMA_V7:
+        conn.execute(statement)
+    after = ""
+    while batch := conn.execute(_BATCH, (after, INLINE)).fetchall():
+        for task_id, body in batch:
+            rows = split_rows(decode_task(body))
+            conn.executemany(
+                "INSERT INTO task_messages (task_id, pos, body) VALUES (?, ?, ?)",
+                [(task_id, pos, message) for pos, message in rows.messages],
+            )
+            conn.executemany(
+                "INSERT INTO task_artifacts (task_id, pos, body) VALUES (?, ?, ?)",
+                [(task_id, pos, artifact) for pos, artifact in rows.artifacts],
+            )
+            conn.execute("UPDATE tasks SET body = ?, split = 1 WHERE id = ?", (rows.head, task_id))
+        after = batch[-1][0]
+
+
 # Step i upgrades a file at version i to version i + 1; append, never edit.
 _MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _create_v1,
@@ -249,6 +298,7 @@ _MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _create_v4,
     _create_v5,
     _create_v6,
+    _create_v7,
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 
