@@ -47,6 +47,7 @@ from .changes import CHANGES_PATH, ChangesEndpoint
 from .dashboard import DEFAULT_PATH as DASHBOARD_PATH
 from .dashboard import DashboardEndpoint
 from .delegation import DelegatingAuthenticator
+from .errors import error_body
 from .gate import JSONRPC_PATHS, admit
 from .handler import ExtendedCardCheck, RequestHandler, allow_everyone
 from .health import HEALTH_PATHS, HealthEndpoint
@@ -62,7 +63,7 @@ from .limits import (
 )
 from .metrics import METRICS_PATH, Metrics, MetricsEndpoint
 from .observed import RECORD_KEY, REQUEST_ID_HEADER, RequestObserver, RequestRecord
-from .rest import RestEndpoint, error_body
+from .rest import RestEndpoint
 from .sse import KEEPALIVE_SECONDS
 from .timeline import TIMELINE_PREFIX, TimelineEndpoint, timeline_task_id
 from .types import Message, Receive, Scope, Send, caller_of, respond

@@ -32,7 +32,8 @@ from ..protocol.jsonrpc import (
 from ..protocol.types import StreamItem
 from ..protocol.usage import USAGE_METHOD
 from . import audit
-from .dispatch import Dispatcher, internal_error, parse_event_id, version_text
+from .dispatch import Dispatcher, parse_event_id, version_text
+from .errors import internal_error
 from .extensions import echo_headers, requested_extensions
 from .handler import RequestHandler
 from .limits import Limits, StreamSlots, body_too_large, caller_key, refusal

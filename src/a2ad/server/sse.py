@@ -23,7 +23,7 @@ from ..engine import EventStream
 from ..protocol.errors import A2AError, StreamFellBehindError
 from ..protocol.types import Seq, StreamItem
 from ..store.base import StoreUnavailableError
-from .dispatch import store_unavailable
+from .errors import store_unavailable
 from .types import Receive, Send
 
 __all__ = ["KEEPALIVE_SECONDS", "stream_sse"]
