@@ -58,14 +58,13 @@ from .auth import ENV_AUTH_FILE
 from .auth_flags import authenticator_from_flags
 from .config import DURATION, ENV_AGENTS
 from .logs import access_fraction, configure_logging, keep_logging
+from .startup import READY, STARTUP_FAILURE
 from .terminal import make_console
 
 __all__ = ["serve", "workers_store"]
 
 console = make_console(stderr=True)
 T = TypeVar("T")
-STARTUP_FAILURE = 3  # can't start: the port or the store is taken, the store or key unreadable
-READY = b"ready\n"  # what a process of a group tells its parent once it serves
 log = logging.getLogger("a2ad.serve")
 
 
