@@ -35,7 +35,8 @@ from ..protocol.types import StreamItem
 from ..protocol.v03_rest import V03Rest
 from ..protocol.v1 import V1
 from . import audit
-from .dispatch import Dispatcher, ServerDialect, parse_event_id, version_text
+from .dialect import ServerDialect
+from .dispatch import Dispatcher, parse_event_id, version_text
 from .errors import error_body, internal_error
 from .extensions import echo_headers, requested_extensions
 from .handler import RequestHandler
