@@ -49,7 +49,7 @@ from ..server.limits import MAX_BODY_BYTES, MAX_PART_BYTES
 from ..server.metrics import Metrics
 from ..store import DEFAULT_STORE, store_from_url
 from ..store.base import MAX_ARTIFACTS, MAX_HISTORY, StoreError, TaskStore, Turns
-from ..store.memory import MemoryStore
+from ..store.memory import DEFAULT_MAX_TASKS, MemoryStore
 from ..store.sqlite_group import SqliteGroup
 from ..tools import ENV_TOKEN, ENV_URL
 from ..wording import plural
@@ -184,7 +184,7 @@ def serve(
         typer.Option(
             min=1,
             help="Most tasks the store keeps; the oldest finished go first. "
-            "Default: 10000 in memory, no cap in SQLite.",
+            f"Default: {DEFAULT_MAX_TASKS} in memory, no cap in SQLite.",
         ),
     ] = None,
     shutdown_grace: Annotated[

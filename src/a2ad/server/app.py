@@ -29,6 +29,7 @@ from ..engine import AgentStartError, Engine
 from ..engine.delegation import Delegations
 from ..engine.push import PushPolicy
 from ..engine.secrets import WebhookSecrets, server_key
+from ..protocol.dialect import CARD_PATHS
 from ..protocol.errors import (
     A2AError,
     InvalidRequestError,
@@ -39,7 +40,7 @@ from ..protocol.errors import (
 from ..protocol.jsonrpc import encode_error
 from ..protocol.usage import USAGE_PATH
 from ..store.base import MAX_ARTIFACTS, MAX_HISTORY, StoreError, TaskStore
-from ..store.memory import MemoryStore
+from ..store.memory import DEFAULT_MAX_TASKS, MemoryStore
 from . import audit
 from .activity import ACTIVITY_PATH, ActivityEndpoint
 from .auth import Authenticator
@@ -68,7 +69,7 @@ from .sse import KEEPALIVE_SECONDS
 from .timeline import TIMELINE_PREFIX, TimelineEndpoint, timeline_task_id
 from .types import Message, Receive, Scope, Send, caller_of, respond
 from .usage import UsageEndpoint
-from .well_known import CARD_PATHS, CardEndpoint
+from .well_known import CardEndpoint
 
 __all__ = ["A2AApp", "authenticated_only", "check_agent_name", "create_app", "load_agent"]
 
@@ -381,7 +382,7 @@ def create_app(
     *,
     default_agent: str | None = None,
     store: TaskStore | None = None,
-    max_tasks: int = 10_000,
+    max_tasks: int = DEFAULT_MAX_TASKS,
     max_body_bytes: int = MAX_BODY_BYTES,
     max_parts: int = 256,
     max_part_bytes: int = MAX_PART_BYTES,
