@@ -687,7 +687,7 @@ def _config(flags: dict[str, Any], parsed: Parsed, application: A2AApp) -> uvico
         log_config=None,  # uvicorn's lines go through a2ad's log format (cli/logs.py)
         access_log=False,  # a2ad writes its own (--access-log)
         # a2ad has shut down before uvicorn starts to (see _Server): what is left
-        # is sending the last bytes, which sse.py bounds at 3 s.
+        # is sending the last bytes, which server/bindings/sse.py bounds at 3 s.
         timeout_graceful_shutdown=5,
         lifespan="on",
     )

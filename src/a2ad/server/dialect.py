@@ -1,5 +1,5 @@
 """The server's half of a ``protocol.dialect.Dialect``: the one type every
-binding (dispatch.py, rest.py) and the request handler (handler.py) share
+binding (dispatch.py, bindings/rest.py) and the request handler (handler.py) share
 about a protocol version, in a module of its own so that none of them needs
 another for it."""
 

@@ -7,7 +7,7 @@ InternalError naming an incident id under which the traceback is logged.
 ``error_body`` is the HTTP+JSON form of an A2AError (a google.rpc.Status), which
 the REST binding and a2ad's own endpoints (card, dashboard reads, gate) answer
 with; ``respond_read`` answers one of a2ad's reads with its JSON or that error.
-The JSON-RPC binding puts the same A2AErrors in its error object (jsonrpc.py).
+The JSON-RPC binding puts the same A2AErrors in its error object (bindings/jsonrpc.py).
 """
 
 from __future__ import annotations

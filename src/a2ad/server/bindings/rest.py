@@ -23,28 +23,28 @@ from contextlib import ExitStack
 from types import MappingProxyType
 from typing import NamedTuple
 
-from ..protocol.dialect import METHODS, Operation, Version, requested_version
-from ..protocol.errors import (
+from ...protocol.dialect import METHODS, Operation, Version, requested_version
+from ...protocol.errors import (
     A2AError,
     InvalidRequestError,
     MethodNotFoundError,
     QuotaExceededError,
     VersionNotSupportedError,
 )
-from ..protocol.types import StreamItem
-from ..protocol.v03_rest import V03Rest
-from ..protocol.v1 import V1
-from . import audit
-from .dialect import ServerDialect
-from .dispatch import Dispatcher, parse_event_id, version_text
-from .errors import error_body, internal_error
-from .extensions import echo_headers, requested_extensions
-from .handler import RequestHandler
-from .limits import Limits, StreamSlots, body_too_large, caller_key, retry_headers
-from .observed import record_of
+from ...protocol.types import StreamItem
+from ...protocol.v03_rest import V03Rest
+from ...protocol.v1 import V1
+from .. import audit
+from ..dialect import ServerDialect
+from ..dispatch import Dispatcher, parse_event_id, version_text
+from ..errors import error_body, internal_error
+from ..extensions import echo_headers, requested_extensions
+from ..handler import RequestHandler
+from ..limits import Limits, StreamSlots, body_too_large, caller_key, retry_headers
+from ..observed import record_of
+from ..types import ClientGone, Receive, Scope, Send, caller_of, header, read_body, respond
 from .rest_params import query_params, request_params
 from .sse import KEEPALIVE_SECONDS, stream_sse
-from .types import ClientGone, Receive, Scope, Send, caller_of, header, read_body, respond
 
 __all__ = ["RestEndpoint"]
 
