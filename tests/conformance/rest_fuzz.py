@@ -32,7 +32,7 @@ from a2a.types import StreamResponse
 from hypothesis import strategies as st
 
 from a2ad.protocol.dialect import Operation
-from a2ad.server.rest import ROUTES, _find
+from a2ad.server.bindings.rest import ROUTES, _find
 
 from .oracles import assert_status, parse_03_rest, parse_v1
 from .wire_fuzz import (

@@ -1,4 +1,4 @@
-"""``GET /a2ad/changes`` (server/changes.py): the SSE stream of the caller's
+"""``GET /a2ad/changes`` (server/reads/changes.py): the SSE stream of the caller's
 tasks as they change, which the dashboard redraws on. On a real port, with API
 keys: a caller hears of its own tasks only."""
 

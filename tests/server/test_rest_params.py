@@ -1,5 +1,5 @@
 """What every HTTP+JSON body goes through before its route reads it
-(server/rest_params.py): a body nested too deep, or holding a number Python
+(server/bindings/rest_params.py): a body nested too deep, or holding a number Python
 cannot read, is the caller's 400 with ErrorInfo on every route of both versions,
 never a 500 and a traceback in the log. One regression test per cause an
 adversarial pass found (issue 23), each over a real uvicorn.
@@ -17,8 +17,8 @@ import pytest
 from a2ad import create_app
 from a2ad.cli.log_bound import MAX_LINE
 from a2ad.cli.logs import JsonFormatter
-from a2ad.server.rest import ROUTES
-from a2ad.server.rest_params import MAX_BODY_DEPTH
+from a2ad.server.bindings.rest import ROUTES
+from a2ad.server.bindings.rest_params import MAX_BODY_DEPTH
 
 from ..conformance.oracles import assert_status
 from ..conftest import LiveServer

@@ -29,7 +29,8 @@ from ..server.app import A2AApp, create_app
 from ..server.auth import ApiKeys, CredentialAuthenticator, KeyFileError
 from ..server.types import ASGIApp
 from .logs import configure_logging
-from .serve import STARTUP_FAILURE, _agent_settings, _listen, _Server, _url, console
+from .serve import _agent_settings, _listen, _Server, _url, console
+from .startup import STARTUP_FAILURE
 
 __all__ = ["demo"]
 

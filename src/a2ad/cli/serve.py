@@ -49,7 +49,7 @@ from ..server.limits import MAX_BODY_BYTES, MAX_PART_BYTES
 from ..server.metrics import Metrics
 from ..store import DEFAULT_STORE, store_from_url
 from ..store.base import MAX_ARTIFACTS, MAX_HISTORY, StoreError, TaskStore, Turns
-from ..store.memory import MemoryStore
+from ..store.memory import DEFAULT_MAX_TASKS, MemoryStore
 from ..store.sqlite_group import SqliteGroup
 from ..tools import ENV_TOKEN, ENV_URL
 from ..wording import plural
@@ -58,14 +58,13 @@ from .auth import ENV_AUTH_FILE
 from .auth_flags import authenticator_from_flags
 from .config import DURATION, ENV_AGENTS
 from .logs import access_fraction, configure_logging, keep_logging
+from .startup import READY, STARTUP_FAILURE
 from .terminal import make_console
 
 __all__ = ["serve", "workers_store"]
 
 console = make_console(stderr=True)
 T = TypeVar("T")
-STARTUP_FAILURE = 3  # can't start: the port or the store is taken, the store or key unreadable
-READY = b"ready\n"  # what a process of a group tells its parent once it serves
 log = logging.getLogger("a2ad.serve")
 
 
@@ -185,7 +184,7 @@ def serve(
         typer.Option(
             min=1,
             help="Most tasks the store keeps; the oldest finished go first. "
-            "Default: 10000 in memory, no cap in SQLite.",
+            f"Default: {DEFAULT_MAX_TASKS} in memory, no cap in SQLite.",
         ),
     ] = None,
     shutdown_grace: Annotated[
@@ -688,7 +687,7 @@ def _config(flags: dict[str, Any], parsed: Parsed, application: A2AApp) -> uvico
         log_config=None,  # uvicorn's lines go through a2ad's log format (cli/logs.py)
         access_log=False,  # a2ad writes its own (--access-log)
         # a2ad has shut down before uvicorn starts to (see _Server): what is left
-        # is sending the last bytes, which sse.py bounds at 3 s.
+        # is sending the last bytes, which server/bindings/sse.py bounds at 3 s.
         timeout_graceful_shutdown=5,
         lifespan="on",
     )

@@ -20,7 +20,6 @@ import sys
 from ..store.sqlite_group import SqliteGroup
 from .logs import access_fraction, configure_logging, keep_logging
 from .serve import (
-    STARTUP_FAILURE,
     _application,
     _config,
     _find_modules_here,
@@ -31,6 +30,7 @@ from .serve import (
     _url,
     console,
 )
+from .startup import STARTUP_FAILURE
 
 
 def main(argv: list[str]) -> int:

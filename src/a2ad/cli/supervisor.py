@@ -51,9 +51,12 @@ from ..store.base import StoreError, TaskStore
 from ..store.serving_lock import ServingLock
 from ..store.sqlite import SqliteStore
 from ..store.sqlite_group import claim_for_group
-from .serve import READY, STARTUP_FAILURE, console
+from .startup import READY, STARTUP_FAILURE
+from .terminal import make_console
 
 __all__ = ["Group"]
+
+console = make_console(stderr=True)
 
 log = logging.getLogger("a2ad.serve")
 

@@ -33,7 +33,8 @@ from ..tools import ENV_URL
 from .agent_threads import AGENT_THREADS, AgentThreadsOption
 from .config import DURATION, ENV_AGENTS
 from .logs import configure_logging, keep_logging
-from .serve import STARTUP_FAILURE, _duration, _load_agents, workers_store
+from .serve import _duration, _load_agents, workers_store
+from .startup import STARTUP_FAILURE
 from .terminal import make_console
 
 __all__ = ["worker"]

@@ -21,7 +21,7 @@ import msgspec
 from httpx_sse import aconnect_sse
 from msgspec import UNSET
 
-from ..protocol.dialect import DIALECTS, Dialect, Operation, Version, method_name
+from ..protocol.dialect import CARD_PATHS, DIALECTS, Dialect, Operation, Version, method_name
 from ..protocol.errors import (
     ERROR_DOMAIN,
     ERRORS_BY_CODE,
@@ -61,7 +61,6 @@ __all__ = [
 ]
 
 DEFAULT_URL = "http://127.0.0.1:8000"
-CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 
 StreamEvent = StreamItem  # what streams yield: a Task or Message, then update events
 T = TypeVar("T")

@@ -39,7 +39,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import msgspec
 from msgspec import UNSET
@@ -75,14 +75,23 @@ from .delegation import Delegations
 from .outbox import Outbox, retrieved_future
 from .writer import Batch, Writer
 
-if TYPE_CHECKING:
-    from .runner import TurnObserver
-
-__all__ = ["Invocation", "agent_message", "new_task", "store_full"]
+__all__ = ["Invocation", "TurnObserver", "agent_message", "new_task", "store_full"]
 
 log = logging.getLogger("a2ad.engine")
 
 SHUTDOWN_FAILED = "The server shut down while the agent was working."
+
+
+class TurnObserver(Protocol):
+    """Told of every agent turn this process runs. ``began`` runs in the turn's
+    own asyncio task before the agent does (what it sets in context variables,
+    the agent's code sees); what it returns is given back to ``ended``, which
+    runs in the same task once the turn is over, however it ended (its
+    ``outcome``, if done, says how). Neither may raise."""
+
+    def began(self, invocation: Invocation) -> Any: ...
+
+    def ended(self, invocation: Invocation, token: Any) -> None: ...
 
 
 class Invocation:

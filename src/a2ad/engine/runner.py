@@ -1,31 +1,18 @@
 """Owns the invocations running in this process: at most one per task, each an
 asyncio task that ``aclose`` cancels and awaits. ``TurnObserver``s (metrics,
-tracing, log context) are told when each turn begins and ends."""
+tracing, log context; invocation.py) are told when each turn begins and ends."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Protocol
 
 from ..protocol.types import TaskId
-from .invocation import Invocation
+from .invocation import Invocation, TurnObserver
 
-__all__ = ["Runner", "TurnObserver"]
+__all__ = ["Runner", "TurnObserver"]  # TurnObserver: defined beside Invocation, which it is told of
 
 log = logging.getLogger("a2ad.engine")
-
-
-class TurnObserver(Protocol):
-    """Told of every agent turn this process runs. ``began`` runs in the turn's
-    own asyncio task before the agent does (what it sets in context variables,
-    the agent's code sees); what it returns is given back to ``ended``, which
-    runs in the same task once the turn is over, however it ended (its
-    ``outcome``, if done, says how). Neither may raise."""
-
-    def began(self, invocation: Invocation) -> Any: ...
-
-    def ended(self, invocation: Invocation, token: Any) -> None: ...
 
 
 class Runner:

@@ -1,4 +1,4 @@
-"""The log context of agent turns: a TurnObserver (runner.py) that names the
+"""The log context of agent turns: a TurnObserver (invocation.py) that names the
 task, its context and the agent on every line logged during a turn, the agent's
 own ``logging`` lines among them (log_context.py). A turn runs in a copy of the
 context of the request that started it, if any; that request is told the task."""

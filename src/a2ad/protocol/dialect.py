@@ -42,6 +42,7 @@ from .v03 import V03
 from .v1 import V1
 
 __all__ = [
+    "CARD_PATHS",
     "DIALECTS",
     "METHODS",
     "Dialect",
@@ -54,6 +55,10 @@ __all__ = [
 ]
 
 Version = Literal["1.0", "0.3"]
+
+# Where a server serves its agent card: 1.0's well-known path, then 0.3's
+# (which a client tries when the first is not there).
+CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 
 
 class Operation(enum.Enum):

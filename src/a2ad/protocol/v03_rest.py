@@ -416,7 +416,7 @@ def _task_out(t: Task) -> _TaskOut:
 
 
 class V03Rest:
-    """The server side of A2A 0.3 over HTTP+JSON (a ``dispatch.ServerDialect``).
+    """The server side of A2A 0.3 over HTTP+JSON (a ``server.dialect.ServerDialect``).
     a2ad's client speaks JSON-RPC, so there is no client side."""
 
     version: ClassVar[Literal["0.3"]] = "0.3"

@@ -1,7 +1,7 @@
 """The ASGI application: routes, lifespan, and ``create_app``.
 
 JSON-RPC at ``/`` and ``/a2a``, the agent card at its well-known paths, the
-token usage report at ``/a2ad/usage`` (usage.py), and every other path to the
+token usage report at ``/a2ad/usage`` (reads/usage.py), and every other path to the
 HTTP+JSON binding (which answers 404 for one it lacks).
 With an authenticator, every request but the card's is authenticated first
 (gate.py), also one for an agent the server lacks, before its 404 names the
@@ -29,6 +29,7 @@ from ..engine import AgentStartError, Engine
 from ..engine.delegation import Delegations
 from ..engine.push import PushPolicy
 from ..engine.secrets import WebhookSecrets, server_key
+from ..protocol.dialect import CARD_PATHS
 from ..protocol.errors import (
     A2AError,
     InvalidRequestError,
@@ -39,18 +40,19 @@ from ..protocol.errors import (
 from ..protocol.jsonrpc import encode_error
 from ..protocol.usage import USAGE_PATH
 from ..store.base import MAX_ARTIFACTS, MAX_HISTORY, StoreError, TaskStore
-from ..store.memory import MemoryStore
+from ..store.memory import DEFAULT_MAX_TASKS, MemoryStore
 from . import audit
-from .activity import ACTIVITY_PATH, ActivityEndpoint
 from .auth import Authenticator
-from .changes import CHANGES_PATH, ChangesEndpoint
+from .bindings.jsonrpc import JsonRpcEndpoint
+from .bindings.rest import RestEndpoint
+from .bindings.sse import KEEPALIVE_SECONDS
 from .dashboard import DEFAULT_PATH as DASHBOARD_PATH
 from .dashboard import DashboardEndpoint
 from .delegation import DelegatingAuthenticator
+from .errors import error_body
 from .gate import JSONRPC_PATHS, admit
 from .handler import ExtendedCardCheck, RequestHandler, allow_everyone
 from .health import HEALTH_PATHS, HealthEndpoint
-from .jsonrpc import JsonRpcEndpoint
 from .limits import (
     MAX_BODY_BYTES,
     MAX_PART_BYTES,
@@ -62,12 +64,12 @@ from .limits import (
 )
 from .metrics import METRICS_PATH, Metrics, MetricsEndpoint
 from .observed import RECORD_KEY, REQUEST_ID_HEADER, RequestObserver, RequestRecord
-from .rest import RestEndpoint, error_body
-from .sse import KEEPALIVE_SECONDS
-from .timeline import TIMELINE_PREFIX, TimelineEndpoint, timeline_task_id
+from .reads.activity import ACTIVITY_PATH, ActivityEndpoint
+from .reads.changes import CHANGES_PATH, ChangesEndpoint
+from .reads.timeline import TIMELINE_PREFIX, TimelineEndpoint, timeline_task_id
+from .reads.usage import UsageEndpoint
 from .types import Message, Receive, Scope, Send, caller_of, respond
-from .usage import UsageEndpoint
-from .well_known import CARD_PATHS, CardEndpoint
+from .well_known import CardEndpoint
 
 __all__ = ["A2AApp", "authenticated_only", "check_agent_name", "create_app", "load_agent"]
 
@@ -380,7 +382,7 @@ def create_app(
     *,
     default_agent: str | None = None,
     store: TaskStore | None = None,
-    max_tasks: int = 10_000,
+    max_tasks: int = DEFAULT_MAX_TASKS,
     max_body_bytes: int = MAX_BODY_BYTES,
     max_parts: int = 256,
     max_part_bytes: int = MAX_PART_BYTES,

@@ -6,8 +6,8 @@ and the params as JSON; ``Dispatcher`` decodes the params with the dialect, so
 validation and its errors are the same whichever binding a request came by,
 calls the request handler, and encodes the answer: one result's JSON, or the
 EventStream of a streaming operation. A2AErrors pass through for the binding to
-put on its wire; ``internal_error`` is how a binding answers anything else (a
-store outage as TaskStoreUnavailableError, a bug with an incident id).
+put on its wire; ``errors.internal_error`` is how a binding answers anything
+else (a store outage as TaskStoreUnavailableError, a bug with an incident id).
 
 Every task, message and event leaves through here, so here internal parts are
 hidden (protocol/internal.py) from callers without the ``operator`` role,
@@ -16,98 +16,29 @@ unless the server exposes them (``RequestHandler.expose_internal_parts``).
 
 from __future__ import annotations
 
-import logging
-import sys
-import uuid
-from typing import Protocol
 from urllib.parse import parse_qsl
 
 import msgspec
 
 from ..agent import RequestContext
 from ..engine import EventStream
-from ..protocol.dialect import Operation, Version
-from ..protocol.errors import A2AError, InternalError, TaskStoreUnavailableError
+from ..protocol.dialect import Operation
 from ..protocol.internal import visible, visible_page, visible_reply, visible_task
 from ..protocol.model import (
-    GetTaskPushNotificationConfigRequest,
-    GetTaskRequest,
-    ListTaskPushNotificationConfigsRequest,
-    ListTaskPushNotificationConfigsResponse,
-    ListTasksResponse,
     Message,
-    SendMessageRequest,
     Task,
-    TaskIdRequest,
-    TaskPushNotificationConfig,
 )
-from ..protocol.requests import TaskQuery
-from ..protocol.types import StreamItem
-from ..store.base import StoreUnavailableError
 from .card import base_url, render_card
+from .dialect import ServerDialect
 from .handler import RequestHandler
 from .observed import RequestRecord, record_of
 from .types import Scope, header
 
 __all__ = [
     "Dispatcher",
-    "ServerDialect",
-    "internal_error",
     "parse_event_id",
-    "store_unavailable",
     "version_text",
 ]
-
-log = logging.getLogger("a2ad.server")
-
-
-class ServerDialect(Protocol):
-    """The server's half of a ``protocol.dialect.Dialect``: what the dispatcher
-    decodes requests and encodes results with. ``V1`` and ``V03`` (both bindings
-    of 1.0, JSON-RPC 0.3) and ``V03Rest`` (0.3 over HTTP+JSON) are ones."""
-
-    @property
-    def version(self) -> Version: ...
-
-    @property
-    def send_push_field(self) -> str: ...
-
-    @property
-    def push_config_field(self) -> str: ...
-
-    def wire_error(self, error: A2AError, method: str) -> A2AError: ...
-
-    def decode_send(self, raw: msgspec.Raw, method: str) -> SendMessageRequest: ...
-
-    def decode_get(self, raw: msgspec.Raw, method: str) -> GetTaskRequest: ...
-
-    def decode_list(self, raw: msgspec.Raw, method: str) -> TaskQuery: ...
-
-    def decode_task_id(self, raw: msgspec.Raw, method: str) -> TaskIdRequest: ...
-
-    def encode_send_result(self, result: Task | Message) -> bytes: ...
-
-    def encode_task(self, task: Task) -> bytes: ...
-
-    def encode_page(self, page: ListTasksResponse) -> bytes: ...
-
-    def encode_stream_item(self, item: StreamItem, final: bool) -> bytes: ...
-
-    def decode_push_config(self, raw: msgspec.Raw, method: str) -> TaskPushNotificationConfig: ...
-
-    def encode_push_config(self, config: TaskPushNotificationConfig) -> bytes: ...
-
-    def decode_push_config_id(
-        self, raw: msgspec.Raw, method: str
-    ) -> GetTaskPushNotificationConfigRequest: ...
-
-    def decode_list_push_configs(
-        self, raw: msgspec.Raw, method: str
-    ) -> ListTaskPushNotificationConfigsRequest: ...
-
-    def encode_push_config_page(self, page: ListTaskPushNotificationConfigsResponse) -> bytes: ...
-
-    def encode_deleted(self) -> bytes: ...
 
 
 def version_text(scope: Scope) -> str:
@@ -125,43 +56,6 @@ def parse_event_id(text: str) -> int | None:
     if 0 < len(text) <= 18 and text.isascii() and text.isdigit():
         return int(text)
     return None
-
-
-def internal_error() -> InternalError:
-    """The answer to the exception being handled, which is no A2AError: for a
-    store outage (which the store logs, once), TaskStoreUnavailableError;
-    for anything else, an error naming a new incident id under which the
-    exception is logged. The caller never gets the traceback."""
-    failed = sys.exc_info()[1]
-    if isinstance(failed, StoreUnavailableError):
-        return store_unavailable(failed)
-    incident = uuid.uuid4().hex[:12]
-    log.exception("request failed", extra={"incident": incident})
-    return InternalError(f"Internal error (incident {incident}); the server log has the details")
-
-
-def store_unavailable(
-    failed: StoreUnavailableError, *, last_event_id: int | None = None
-) -> TaskStoreUnavailableError:
-    """What a caller is told of a store outage, naming the task where there is
-    one; with ``last_event_id``, for a stream it cut short after that event."""
-    task_id = failed.task_id
-    log.debug(
-        "request answered: task store unavailable", extra={"task_id": task_id, "error": str(failed)}
-    )
-    metadata = {"taskId": task_id} if task_id else {}
-    about = f"Task {task_id}: the" if task_id else "The"
-    if last_event_id is None:
-        return TaskStoreUnavailableError(
-            f"{about} task store is unavailable right now; retry shortly", metadata=metadata
-        )
-    metadata["lastEventId"] = str(last_event_id)
-    return TaskStoreUnavailableError(
-        f"{about} task store became unavailable, so the server ended this stream; the task "
-        "goes on: resubscribe (SubscribeToTask, or tasks/resubscribe in 0.3) shortly with the "
-        f"header Last-Event-ID: {last_event_id} to get the events after the last one it carried",
-        metadata=metadata,
-    )
 
 
 class Dispatcher:

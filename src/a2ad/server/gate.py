@@ -17,8 +17,8 @@ from ..agent import Caller
 from ..protocol.errors import UnauthenticatedError
 from ..protocol.jsonrpc import encode_error
 from .auth import AuthenticationFailed, Authenticator
+from .errors import error_body
 from .observed import RECORD_KEY
-from .rest import error_body
 from .types import CALLER_KEY, Scope, Send, respond
 
 __all__ = ["JSONRPC_PATHS", "admit", "refuse"]

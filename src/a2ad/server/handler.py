@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Collection, Mapping
-from typing import TYPE_CHECKING
 
 import msgspec
 from msgspec import UNSET
@@ -50,11 +49,9 @@ from ..store.base import LoggedEvent, Webhook
 from . import audit
 from .card import with_security
 from .delegation import with_via
+from .dialect import ServerDialect
 from .extensions import PUSH_DELIVERY, SERVER_EXTENSIONS
 from .limits import Limits, check_message
-
-if TYPE_CHECKING:  # dispatch.py imports this module
-    from .dispatch import ServerDialect as Dialect
 
 __all__ = ["ExtendedCardCheck", "RequestHandler", "allow_everyone"]
 
@@ -128,7 +125,7 @@ class RequestHandler:
         return RequestContext(version=version, binding=binding, extensions=asked & self.extensions)
 
     async def send_message(
-        self, request: SendMessageRequest, context: RequestContext, *, dialect: Dialect
+        self, request: SendMessageRequest, context: RequestContext, *, dialect: ServerDialect
     ) -> Task | Message:
         access = self._access(context, request.tenant)
         check_message(request.message, self.limits)
@@ -137,7 +134,7 @@ class RequestHandler:
         return await self.engine.send(request, context, webhooks=webhooks, access=access)
 
     async def send_streaming_message(
-        self, request: SendMessageRequest, context: RequestContext, *, dialect: Dialect
+        self, request: SendMessageRequest, context: RequestContext, *, dialect: ServerDialect
     ) -> EventStream:
         access = self._access(context, request.tenant)
         check_message(request.message, self.limits)
@@ -173,7 +170,7 @@ class RequestHandler:
         return await self.engine.subscribe(request.id, last_event_id=last_event_id, access=access)
 
     async def create_push_config(
-        self, config: TaskPushNotificationConfig, context: RequestContext, *, dialect: Dialect
+        self, config: TaskPushNotificationConfig, context: RequestContext, *, dialect: ServerDialect
     ) -> TaskPushNotificationConfig:
         push = self._push()
         await self.engine.check_access(config.task_id, self._access(context, config.tenant))
@@ -208,7 +205,9 @@ class RequestHandler:
         await self.engine.check_access(request.task_id, self._access(context, request.tenant))
         await push.delete(request.task_id, request.id)
 
-    async def _webhooks(self, request: SendMessageRequest, dialect: Dialect) -> tuple[Webhook, ...]:
+    async def _webhooks(
+        self, request: SendMessageRequest, dialect: ServerDialect
+    ) -> tuple[Webhook, ...]:
         """The webhook a send names for its task, checked."""
         config = request.configuration
         if config is UNSET or config.task_push_notification_config is UNSET:

@@ -9,7 +9,7 @@ parser is what the tests read them with.
 
 - ``Metrics`` is a ``RequestObserver`` (server/observed.py: requests by method,
   binding and code, their duration, those in flight, open streams), a
-  ``TurnObserver`` (engine/runner.py: agent turns in flight, time to a new
+  ``TurnObserver`` (engine/invocation.py: agent turns in flight, time to a new
   task's first event) and the engine's ``EngineMetrics`` (engine/metrics.py:
   transitions, task durations, store latency, drops, upkeep, push failures).
 - Store-wide gauges (tasks by agent and state, the push outbox) are read from

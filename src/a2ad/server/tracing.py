@@ -225,7 +225,7 @@ class _RequestSpans:
 
 
 class _TurnSpans:
-    """A span per agent turn (runner.py's ``TurnObserver``), current while the
+    """A span per agent turn (engine/invocation.py's ``TurnObserver``), current while the
     agent runs, so what it calls is beneath it."""
 
     def __init__(self, tracer: Tracer, calls: CallTracer, names: dict[str, str]) -> None:

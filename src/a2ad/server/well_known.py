@@ -37,12 +37,11 @@ from ..protocol.dialect import dialect_of, requested_version
 from ..protocol.errors import VersionNotSupportedError
 from .card import agent_card, base_url, render_card, with_security
 from .dispatch import version_text
-from .rest import error_body
+from .errors import error_body
 from .types import Scope, Send, header, respond, respond_empty
 
-__all__ = ["CACHE_SECONDS", "CARD_PATHS", "CardEndpoint"]
+__all__ = ["CACHE_SECONDS", "CardEndpoint"]
 
-CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 CACHE_SECONDS = 300
 _MAX_CACHED = 64  # one entry per Host a client used and variant; keep that bounded
 

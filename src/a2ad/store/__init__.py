@@ -12,7 +12,6 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_STORE", "store_from_url"]
 
 DEFAULT_STORE = "sqlite:///a2ad.db"
-MEMORY_DEFAULT_MAX_TASKS = 10_000
 
 
 def store_from_url(
@@ -34,9 +33,9 @@ def store_from_url(
     processes need nothing of the kind. Raises ValueError naming what is wrong."""
     text = url.strip()
     if text == "memory":
-        from .memory import MemoryStore
+        from .memory import DEFAULT_MAX_TASKS, MemoryStore
 
-        return MemoryStore(max_tasks=max_tasks or MEMORY_DEFAULT_MAX_TASKS)
+        return MemoryStore(max_tasks=max_tasks or DEFAULT_MAX_TASKS)
     if text == "sqlite":
         text = DEFAULT_STORE
     if text.startswith("sqlite:///"):

@@ -69,7 +69,9 @@ from .base import (
     status_timestamp,
 )
 
-__all__ = ["MemoryStore"]
+__all__ = ["DEFAULT_MAX_TASKS", "MemoryStore"]
+
+DEFAULT_MAX_TASKS = 10_000  # also create_app's and `a2ad serve --store memory`'s
 
 
 class _Hook:
@@ -180,7 +182,7 @@ def _thaw_log(frozen: _Frozen) -> list[TaskEvent]:
 class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
     """Tasks in a dict, plus sorted keys for listing (O(log n) search)."""
 
-    def __init__(self, *, max_tasks: int = 10_000) -> None:
+    def __init__(self, *, max_tasks: int = DEFAULT_MAX_TASKS) -> None:
         if max_tasks < 1:
             raise ValueError("max_tasks must be at least 1")
         self.max_tasks = max_tasks

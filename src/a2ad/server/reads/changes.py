@@ -25,16 +25,15 @@ from contextlib import ExitStack
 
 import msgspec
 
-from ..agent import RequestContext
-from ..protocol.errors import A2AError, InvalidRequestError, QuotaExceededError
-from ..protocol.model import parse_timestamp
-from ..protocol.requests import TaskQuery
-from ..protocol.types import format_timestamp
-from .dispatch import internal_error
-from .handler import RequestHandler
-from .limits import StreamSlots, caller_key, retry_headers
-from .rest import error_body
-from .types import Receive, Scope, Send, caller_of, respond
+from ...agent import RequestContext
+from ...protocol.errors import A2AError, InvalidRequestError, QuotaExceededError
+from ...protocol.model import parse_timestamp
+from ...protocol.requests import TaskQuery
+from ...protocol.types import format_timestamp
+from ..errors import error_body, internal_error
+from ..handler import RequestHandler
+from ..limits import StreamSlots, caller_key, retry_headers
+from ..types import Receive, Scope, Send, caller_of, respond
 
 __all__ = ["CHANGES_PATH", "MAX_BATCH", "ChangesEndpoint"]
 

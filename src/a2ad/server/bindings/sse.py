@@ -19,12 +19,12 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from ..engine import EventStream
-from ..protocol.errors import A2AError, StreamFellBehindError
-from ..protocol.types import Seq, StreamItem
-from ..store.base import StoreUnavailableError
-from .dispatch import store_unavailable
-from .types import Receive, Send
+from ...engine import EventStream
+from ...protocol.errors import A2AError, StreamFellBehindError
+from ...protocol.types import Seq, StreamItem
+from ...store.base import StoreUnavailableError
+from ..errors import store_unavailable
+from ..types import Receive, Send
 
 __all__ = ["KEEPALIVE_SECONDS", "stream_sse"]
 

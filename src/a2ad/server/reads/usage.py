@@ -14,15 +14,14 @@ from urllib.parse import parse_qsl
 
 import msgspec
 
-from ..agent import Caller
-from ..engine import Engine
-from ..engine.usage import usage_report
-from ..protocol.errors import A2AError, InvalidParamsError, InvalidRequestError
-from ..protocol.usage import USAGE_METHOD, USAGE_PATH
-from . import audit
-from .dispatch import internal_error
-from .rest import error_body
-from .types import Scope, Send, caller_of, respond
+from ...agent import Caller
+from ...engine import Engine
+from ...engine.usage import usage_report
+from ...protocol.errors import A2AError, InvalidParamsError, InvalidRequestError
+from ...protocol.usage import USAGE_METHOD, USAGE_PATH
+from .. import audit
+from ..errors import error_body, internal_error
+from ..types import Scope, Send, caller_of, respond
 
 __all__ = ["UsageEndpoint"]
 

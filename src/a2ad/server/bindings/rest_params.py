@@ -20,9 +20,9 @@ from urllib.parse import parse_qsl
 
 import msgspec
 
-from ..protocol.dialect import Operation
-from ..protocol.errors import InvalidParamsError, InvalidRequestError, JSONParseError
-from ..protocol.jsonrpc import check_utf8
+from ...protocol.dialect import Operation
+from ...protocol.errors import InvalidParamsError, InvalidRequestError, JSONParseError
+from ...protocol.jsonrpc import check_utf8
 
 __all__ = ["MAX_BODY_DEPTH", "check_body", "query_params", "request_params", "snake"]
 

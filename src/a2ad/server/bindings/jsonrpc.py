@@ -4,7 +4,7 @@ Read the body, decode the envelope, look up (dialect, operation) from the
 method and the ``A2A-Version`` header (or query parameter of that name), and
 hand the params to the ``Dispatcher`` (decode with the dialect, call the
 handler, encode): one JSON result, or an SSE stream for the streaming
-operations. a2ad's own ``a2ad/GetUsage`` (usage.py) is answered beside them,
+operations. a2ad's own ``a2ad/GetUsage`` (reads/usage.py) is answered beside them,
 whatever the version. Every A2AError becomes a JSON-RPC error in the dialect's terms,
 with the request's ``id`` whenever it can be read; anything else is logged with
 an incident id and answered -32603 with that id, never a traceback. A
@@ -19,9 +19,9 @@ from contextlib import ExitStack
 
 from msgspec import UNSET
 
-from ..protocol.dialect import Dialect, requested_version, resolve
-from ..protocol.errors import A2AError, JSONParseError
-from ..protocol.jsonrpc import (
+from ...protocol.dialect import Dialect, requested_version, resolve
+from ...protocol.errors import A2AError, JSONParseError
+from ...protocol.jsonrpc import (
     Request,
     RequestId,
     decode_request,
@@ -29,16 +29,17 @@ from ..protocol.jsonrpc import (
     encode_result,
     readable_id,
 )
-from ..protocol.types import StreamItem
-from ..protocol.usage import USAGE_METHOD
-from . import audit
-from .dispatch import Dispatcher, internal_error, parse_event_id, version_text
-from .extensions import echo_headers, requested_extensions
-from .handler import RequestHandler
-from .limits import Limits, StreamSlots, body_too_large, caller_key, refusal
-from .observed import record_of
-from .sse import KEEPALIVE_SECONDS, stream_sse
-from .types import (
+from ...protocol.types import StreamItem
+from ...protocol.usage import USAGE_METHOD
+from .. import audit
+from ..dispatch import Dispatcher, parse_event_id, version_text
+from ..errors import internal_error
+from ..extensions import echo_headers, requested_extensions
+from ..handler import RequestHandler
+from ..limits import Limits, StreamSlots, body_too_large, caller_key, refusal
+from ..observed import record_of
+from ..reads.usage import UsageEndpoint
+from ..types import (
     ClientGone,
     Receive,
     Scope,
@@ -49,7 +50,7 @@ from .types import (
     respond,
     respond_empty,
 )
-from .usage import UsageEndpoint
+from .sse import KEEPALIVE_SECONDS, stream_sse
 
 __all__ = ["JsonRpcEndpoint"]
 

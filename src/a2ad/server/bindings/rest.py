@@ -18,101 +18,35 @@ query parameters and bodies too large (413).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Mapping
+from collections.abc import Mapping
 from contextlib import ExitStack
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-import msgspec
-
-from ..protocol.dialect import METHODS, Operation, Version, requested_version
-from ..protocol.errors import (
+from ...protocol.dialect import METHODS, Operation, Version, requested_version
+from ...protocol.errors import (
     A2AError,
     InvalidRequestError,
     MethodNotFoundError,
     QuotaExceededError,
     VersionNotSupportedError,
 )
-from ..protocol.types import StreamItem
-from ..protocol.v03_rest import V03Rest
-from ..protocol.v1 import V1
-from . import audit
-from .dispatch import Dispatcher, ServerDialect, internal_error, parse_event_id, version_text
-from .extensions import echo_headers, requested_extensions
-from .handler import RequestHandler
-from .limits import Limits, StreamSlots, body_too_large, caller_key, retry_headers
-from .observed import record_of
+from ...protocol.types import StreamItem
+from ...protocol.v03_rest import V03Rest
+from ...protocol.v1 import V1
+from .. import audit
+from ..dialect import ServerDialect
+from ..dispatch import Dispatcher, parse_event_id, version_text
+from ..errors import error_body, internal_error
+from ..extensions import echo_headers, requested_extensions
+from ..handler import RequestHandler
+from ..limits import Limits, StreamSlots, body_too_large, caller_key, retry_headers
+from ..observed import record_of
+from ..types import ClientGone, Receive, Scope, Send, caller_of, header, read_body, respond
 from .rest_params import query_params, request_params
 from .sse import KEEPALIVE_SECONDS, stream_sse
-from .types import ClientGone, Receive, Scope, Send, caller_of, header, read_body, respond
 
-__all__ = ["RestEndpoint", "error_body", "respond_read"]
-
-_encode = msgspec.json.Encoder().encode
-
-# The google.rpc.Code name beside each ErrorInfo reason (the spec's table; the
-# official SDK's); by HTTP status for any other.
-_RPC_STATUS = MappingProxyType(
-    {
-        "TASK_NOT_CANCELABLE": "FAILED_PRECONDITION",
-        "PUSH_NOTIFICATION_NOT_SUPPORTED": "FAILED_PRECONDITION",
-        "UNSUPPORTED_OPERATION": "FAILED_PRECONDITION",
-        "EXTENDED_AGENT_CARD_NOT_CONFIGURED": "FAILED_PRECONDITION",
-        "EXTENSION_SUPPORT_REQUIRED": "FAILED_PRECONDITION",
-        "VERSION_NOT_SUPPORTED": "FAILED_PRECONDITION",
-    }
-)
-_RPC_STATUS_BY_HTTP = MappingProxyType(
-    {
-        400: "INVALID_ARGUMENT",
-        401: "UNAUTHENTICATED",
-        403: "PERMISSION_DENIED",
-        404: "NOT_FOUND",
-        405: "UNIMPLEMENTED",
-        413: "INVALID_ARGUMENT",
-        429: "RESOURCE_EXHAUSTED",
-    }
-    | {500: "INTERNAL", 503: "UNAVAILABLE"}
-)
-
-
-def error_body(error: A2AError, status: int | None = None, *, v03: bool = False) -> bytes:
-    """A google.rpc.Status JSON body (AIP-193) for ``error``. For 0.3 paths also
-    ``type`` (the error's name in the spec) and ``message`` beside it: 0.3 named
-    no error format, and that is the one 0.3 clients (the Python SDK's) read."""
-    code = status if status is not None else error.http_status
-    name = _RPC_STATUS.get(error.reason) or _RPC_STATUS_BY_HTTP.get(code, "UNKNOWN")
-    body: dict[str, Any] = {
-        "error": {
-            "code": code,
-            "status": name,
-            "message": error.message,
-            "details": error.details(),
-        }
-    }
-    if v03:
-        body["type"] = type(error).__name__
-        body["message"] = error.message
-    return _encode(body)
-
-
-async def respond_read(
-    send: Send, read: Awaitable[bytes], *, headers: list[tuple[bytes, bytes]] | None = None
-) -> None:
-    """Answer 200 with the JSON body ``read`` makes; an A2AError it raises as its
-    HTTP+JSON error, anything else as ``internal_error`` says (503 for a store
-    outage, else 500 naming an incident: never a traceback). For a2ad's own
-    reads beside A2A's (the dashboard's timeline and activity)."""
-    try:
-        body = await read
-    except A2AError as exc:
-        await respond(send, exc.http_status, error_body(exc))
-        return
-    except Exception:
-        failed = internal_error()
-        await respond(send, failed.http_status, error_body(failed))
-        return
-    await respond(send, 200, body, headers=headers)
+__all__ = ["RestEndpoint"]
 
 
 class _Route(NamedTuple):

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import msgspec
 
-from ..protocol.errors import InvalidRequestError
-from ..protocol.internal import is_internal
-from ..protocol.model import TaskStatusUpdateEvent
-from .handler import RequestHandler
-from .rest import respond_read
-from .types import Scope, Send, caller_of
+from ...protocol.errors import InvalidRequestError
+from ...protocol.internal import is_internal
+from ...protocol.model import TaskStatusUpdateEvent
+from ..errors import respond_read
+from ..handler import RequestHandler
+from ..types import Scope, Send, caller_of
 
 __all__ = ["TIMELINE_PREFIX", "TimelineEndpoint", "timeline_task_id"]
 

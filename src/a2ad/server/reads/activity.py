@@ -27,14 +27,14 @@ from urllib.parse import parse_qsl
 
 import msgspec
 
-from ..agent import RequestContext
-from ..protocol.errors import InvalidParamsError, InvalidRequestError
-from ..protocol.model import TaskState
-from ..protocol.requests import TaskQuery, decode_page_token
-from ..protocol.types import format_timestamp
-from .handler import RequestHandler
-from .rest import respond_read
-from .types import Scope, Send, caller_of
+from ...agent import RequestContext
+from ...protocol.errors import InvalidParamsError, InvalidRequestError
+from ...protocol.model import TaskState
+from ...protocol.requests import TaskQuery, decode_page_token
+from ...protocol.types import format_timestamp
+from ..errors import respond_read
+from ..handler import RequestHandler
+from ..types import Scope, Send, caller_of
 
 __all__ = ["ACTIVITY_PATH", "MAX_SAMPLE", "ActivityEndpoint", "created_ms"]
 
