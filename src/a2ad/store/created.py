@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import msgspec
-
 from ..protocol.model import Task, TaskEvent
-from ..protocol.usage import UsageRecord, with_usage
-from .base import TaskBounds, TerminalTaskError, apply_event
+from ..protocol.usage import UsageRecord
+from .base import TaskBounds
+from .plan import applied
 
 __all__ = ["created"]
 
@@ -20,11 +19,4 @@ def created(
     """``task`` after ``events``, within ``bounds``, with ``usage`` added. Raises
     TerminalTaskError for an event after a terminal one, EventLimitError for one
     past a bound."""
-    final = task
-    for event in events:
-        if final.status.state.terminal:
-            raise TerminalTaskError(task.id, final.status.state)
-        final = apply_event(final, event, bounds=bounds)
-    if usage:
-        final = msgspec.structs.replace(final, metadata=with_usage(final.metadata, usage))
-    return final
+    return applied(task.id, task, events, None, bounds, usage)[0]

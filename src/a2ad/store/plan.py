@@ -1,4 +1,4 @@
-"""What an append does to a task, computed once for every SQL store: the rules
+"""What an append does to a task, computed once for every store: the rules
 (the sequence check, no event after a terminal one, the events applied within
 the bounds, usage into the metadata, the lease dropped on leaving in-flight, the
 columns that change, the event log and its trim, one delivery per webhook per
@@ -33,7 +33,7 @@ from .base import (
 from .rows import ARTIFACT_EVENT, STATUS_EVENT, encode, eviction_class, eviction_order
 from .task_rows import TaskRows, changed_rows, size_after
 
-__all__ = ["AppendPlan", "Current", "check_sequence", "log_rows", "plan_append"]
+__all__ = ["AppendPlan", "Current", "applied", "check_sequence", "log_rows", "plan_append"]
 
 LogRow = tuple[str, int, int, bytes]  # task id, seq, kind, body
 DeliveryRow = tuple[str, str, int, int, bytes, bytes | None]  # ... and the snapshot
@@ -85,6 +85,34 @@ def log_rows(task_id: str, first_seq: int, events: Sequence[TaskEvent]) -> list[
     ]
 
 
+def applied(
+    task_id: str,
+    task: Task,
+    events: Sequence[TaskEvent],
+    user_message: Message | None,
+    bounds: TaskBounds,
+    usage: Sequence[UsageRecord],
+    snapshots: bool = False,
+) -> tuple[Task, list[Task]]:
+    """``task`` after ``events`` (``user_message`` joining the history with the
+    first), within ``bounds``, with ``usage`` added to its metadata; and if
+    ``snapshots``, the task as each event left it (before the usage; else no
+    task). Raises
+    TerminalTaskError for an event after a terminal one, EventLimitError for
+    one past a bound."""
+    new = task
+    after: list[Task] = []
+    for i, event in enumerate(events):
+        if new.status.state.terminal:
+            raise TerminalTaskError(task_id, new.status.state)
+        new = apply_event(new, event, user_message if i == 0 else None, bounds)
+        if snapshots:
+            after.append(new)
+    if usage:
+        new = msgspec.structs.replace(new, metadata=with_usage(new.metadata, usage))
+    return new, after
+
+
 def plan_append(
     task_id: str,
     current: Current,
@@ -100,17 +128,9 @@ def plan_append(
     ``current.seq``, its rows about ``size`` bytes; check_sequence has passed).
     Raises TerminalTaskError for an event after a terminal one, EventLimitError
     for one past a bound: then nothing is written."""
-    new = before
     webhooks = current.webhooks
-    snapshots: list[Task] | None = [] if any(v == "0.3" for _, v in webhooks) else None
-    for i, event in enumerate(events):
-        if new.status.state.terminal:
-            raise TerminalTaskError(task_id, new.status.state)
-        new = apply_event(new, event, user_message if i == 0 else None, bounds)
-        if snapshots is not None:
-            snapshots.append(new)
-    if usage:
-        new = msgspec.structs.replace(new, metadata=with_usage(new.metadata, usage))
+    wanted = any(v == "0.3" for _, v in webhooks)
+    new, snapshots = applied(task_id, before, events, user_message, bounds, usage, wanted)
     rows = changed_rows(before, new, current.split)
     seq = current.seq + len(events)
     log = log_rows(task_id, current.seq + 1, events)
@@ -120,7 +140,7 @@ def plan_append(
         rows,
         _changes(current, events, new, seq, rows, lease),
         log,
-        _deliveries(webhooks, log, snapshots) if webhooks else [],
+        _deliveries(webhooks, log, snapshots if wanted else None) if webhooks else [],
         seq - MAX_EVENTS if seq > MAX_EVENTS else None,
         usage,
         size_after(size, before, new, rows) if current.split else rows.size,
