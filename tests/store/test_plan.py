@@ -12,6 +12,7 @@ from a2ad import Message, Role, Task, TaskState, TaskStatus, TaskStatusUpdateEve
 from a2ad.protocol.usage import TokenCounts, UsageRecord
 from a2ad.store import plan as plan_module
 from a2ad.store.base import DEFAULT_BOUNDS, Lease, SequenceConflictError, TerminalTaskError
+from a2ad.store.created import plan_create
 from a2ad.store.plan import Current, check_sequence, plan_append
 from a2ad.store.rows import INTERRUPTED, STATUS_EVENT, TERMINAL, decode_task
 from a2ad.store.task_rows import rows_of
@@ -118,3 +119,27 @@ def test_the_users_message_joins_the_history() -> None:
         current(TaskState.INPUT_REQUIRED), [status(TaskState.WORKING)], user_message=said
     )
     assert written.task.history == [said]
+
+
+def test_a_create_writes_the_task_as_its_events_left_it_in_one_row() -> None:
+    events = [status(TaskState.WORKING), status(TaskState.COMPLETED)]
+    made = plan_create(
+        task(TaskState.SUBMITTED),
+        events,
+        lease=Lease("me", 10.0),
+        deadline="2026-01-02T00:00:00.000Z",
+        message_key=b"k",
+        tenant="t",
+        principal="p",
+        agent="a",
+        bounds=DEFAULT_BOUNDS,
+        usage=(),
+    )
+    assert made.seq == 2 and made.task.status.state is TaskState.COMPLETED
+    assert [row[1] for row in made.log] == [1, 2]
+    (task_id, _, state, _, seq, evict_class, _, owner, expires, deadline, body, *rest) = made.row
+    assert (task_id, state, seq, evict_class) == ("t1", TaskState.COMPLETED.value, 2, TERMINAL)
+    # A finished task holds no lease and is overdue never.
+    assert (owner, expires, deadline) == (None, None, None)
+    assert decode_task(body) == made.task
+    assert rest == [b"k", "t", "p", "a", False]

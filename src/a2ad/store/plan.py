@@ -33,7 +33,15 @@ from .base import (
 from .rows import ARTIFACT_EVENT, STATUS_EVENT, encode, eviction_class, eviction_order
 from .task_rows import TaskRows, changed_rows, size_after
 
-__all__ = ["AppendPlan", "Current", "applied", "check_sequence", "log_rows", "plan_append"]
+__all__ = [
+    "AppendPlan",
+    "Current",
+    "LogRow",
+    "applied",
+    "check_sequence",
+    "log_rows",
+    "plan_append",
+]
 
 LogRow = tuple[str, int, int, bytes]  # task id, seq, kind, body
 DeliveryRow = tuple[str, str, int, int, bytes, bytes | None]  # ... and the snapshot

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 from ..protocol.model import Message, Task, TaskEvent
 from ..protocol.usage import UsageRecord
 from .base import DuplicateMessageError, Lease, MissingTaskError, StoredTask, TaskBounds
-from .plan import Current, check_sequence, log_rows, plan_append
+from .plan import Current, LogRow, check_sequence, plan_append
 from .snapshot_cache import SnapshotCache
 from .task_rows import TaskRows, assemble
 
@@ -205,7 +205,7 @@ async def append(
     await add_usage(conn, whose[0], whose[1], plan.usage)
     await write_rows(conn, task_id, plan.rows)
     await conn.execute(_update_sql(tuple(plan.changes)), *plan.changes.values(), task_id)
-    await conn.executemany(_INSERT_EVENT, plan.log)
+    await log_events(conn, plan.log)
     if plan.deliveries:
         await conn.executemany(INSERT_DELIVERY, plan.deliveries)
         await conn.execute(_MARK_DUE, task_id)
@@ -220,12 +220,10 @@ def _update_sql(columns: tuple[str, ...]) -> str:
     return f"UPDATE tasks SET {sets} WHERE id = ${len(columns) + 1}"
 
 
-async def log_events(
-    conn: Connection, task_id: str, first_seq: int, events: Sequence[TaskEvent]
-) -> None:
-    """Log ``events``, the first at ``first_seq``."""
-    if events:
-        await conn.executemany(_INSERT_EVENT, log_rows(task_id, first_seq, events))
+async def log_events(conn: Connection, rows: Sequence[LogRow]) -> None:
+    """Insert the event-log ``rows`` a plan lists (plan.py)."""
+    if rows:
+        await conn.executemany(_INSERT_EVENT, rows)
 
 
 async def add_usage(

@@ -20,7 +20,7 @@ from typing import NamedTuple
 from ..protocol.model import Message, Task, TaskEvent
 from ..protocol.usage import UsageRecord
 from .base import Lease, MissingTaskError, StoredTask, TaskBounds
-from .plan import Current, check_sequence, log_rows, plan_append
+from .plan import Current, LogRow, check_sequence, plan_append
 from .snapshot_cache import SnapshotCache
 from .task_rows import TaskRows, assemble
 
@@ -158,7 +158,7 @@ def append(
     add_usage(conn, whose[0], whose[1], plan.usage)
     write_rows(conn, task_id, plan.rows)
     conn.execute(_update_sql(tuple(plan.changes)), (*plan.changes.values(), task_id))
-    conn.executemany(_INSERT_EVENT, plan.log)
+    log_events(conn, plan.log)
     if plan.deliveries:
         conn.executemany(INSERT_DELIVERY, plan.deliveries)
         conn.execute(_MARK_DUE, (task_id,))
@@ -189,12 +189,10 @@ def add_usage(
     )
 
 
-def log_events(
-    conn: sqlite3.Connection, task_id: str, first_seq: int, events: Sequence[TaskEvent]
-) -> None:
-    """Log ``events``, the first at ``first_seq``."""
-    if events:
-        conn.executemany(_INSERT_EVENT, log_rows(task_id, first_seq, events))
+def log_events(conn: sqlite3.Connection, rows: Sequence[LogRow]) -> None:
+    """Insert the event-log ``rows`` a plan lists (plan.py)."""
+    if rows:
+        conn.executemany(_INSERT_EVENT, rows)
 
 
 @cache
