@@ -41,6 +41,7 @@ __all__ = [
     "check_sequence",
     "log_rows",
     "plan_append",
+    "usage_rows",
 ]
 
 LogRow = tuple[str, int, int, bytes]  # task id, seq, kind, body
@@ -119,6 +120,25 @@ def applied(
     if usage:
         new = msgspec.structs.replace(new, metadata=with_usage(new.metadata, usage))
     return new, after
+
+
+def usage_rows(
+    tenant: str, principal: str, usage: Sequence[UsageRecord]
+) -> list[tuple[str, str, str, str, int, int, int]]:
+    """The rows ``usage`` adds to the usage totals: ``usage_totals (day, tenant,
+    principal, model, prompt_tokens, completion_tokens, total_tokens)``."""
+    return [
+        (
+            record.day,
+            tenant,
+            principal,
+            record.model,
+            record.counts.prompt_tokens,
+            record.counts.completion_tokens,
+            record.counts.total_tokens,
+        )
+        for record in usage
+    ]
 
 
 def plan_append(

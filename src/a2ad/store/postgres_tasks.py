@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 from ..protocol.model import Message, Task, TaskEvent
 from ..protocol.usage import UsageRecord
 from .base import DuplicateMessageError, Lease, MissingTaskError, StoredTask, TaskBounds
-from .plan import Current, LogRow, check_sequence, plan_append
+from .plan import Current, LogRow, check_sequence, plan_append, usage_rows
 from .snapshot_cache import SnapshotCache
 from .task_rows import TaskRows, assemble
 
@@ -231,18 +231,4 @@ async def add_usage(
 ) -> None:
     if not usage:
         return
-    await conn.executemany(
-        _ADD_USAGE,
-        [
-            (
-                record.day,
-                tenant,
-                principal,
-                record.model,
-                record.counts.prompt_tokens,
-                record.counts.completion_tokens,
-                record.counts.total_tokens,
-            )
-            for record in usage
-        ],
-    )
+    await conn.executemany(_ADD_USAGE, usage_rows(tenant, principal, usage))

@@ -20,7 +20,7 @@ from typing import NamedTuple
 from ..protocol.model import Message, Task, TaskEvent
 from ..protocol.usage import UsageRecord
 from .base import Lease, MissingTaskError, StoredTask, TaskBounds
-from .plan import Current, LogRow, check_sequence, plan_append
+from .plan import Current, LogRow, check_sequence, plan_append, usage_rows
 from .snapshot_cache import SnapshotCache
 from .task_rows import TaskRows, assemble
 
@@ -172,21 +172,7 @@ def add_usage(
 ) -> None:
     if not usage:
         return
-    conn.executemany(
-        _ADD_USAGE,
-        [
-            (
-                record.day,
-                tenant,
-                principal,
-                record.model,
-                record.counts.prompt_tokens,
-                record.counts.completion_tokens,
-                record.counts.total_tokens,
-            )
-            for record in usage
-        ],
-    )
+    conn.executemany(_ADD_USAGE, usage_rows(tenant, principal, usage))
 
 
 def log_events(conn: sqlite3.Connection, rows: Sequence[LogRow]) -> None:
