@@ -1,10 +1,11 @@
-"""What an append does to a task, computed once for every store: the rules
-(the sequence check, no event after a terminal one, the events applied within
-the bounds, usage into the metadata, the lease dropped on leaving in-flight, the
-columns that change, the event log and its trim, one delivery per webhook per
-event) in one place, so that a store only reads the task's row, runs the
-plan's statements in its transaction and maps its errors. Pure: no I/O (an
-eviction order reads the clock, as rows.py says).
+"""What an append does to a task, computed once: the rules (the sequence check,
+no event after a terminal one, the events applied within the bounds, usage into
+the metadata, the lease dropped on leaving in-flight, the columns that change,
+the event log and its trim, one delivery per webhook per event) in one place, so
+that a SQL store only reads the task's row, runs the plan's statements in its
+transaction and raises its errors; the memory store, which keeps objects and no
+rows, applies the events with ``applied``. Pure: no I/O (an eviction order
+reads the clock, as rows.py says).
 
 The rows are the parameters of the statements, in the column order both SQL
 stores use: ``events (task_id, seq, kind, body)`` and ``deliveries (task_id,
@@ -106,9 +107,8 @@ def applied(
     """``task`` after ``events`` (``user_message`` joining the history with the
     first), within ``bounds``, with ``usage`` added to its metadata; and if
     ``snapshots``, the task as each event left it (before the usage; else no
-    task). Raises
-    TerminalTaskError for an event after a terminal one, EventLimitError for
-    one past a bound."""
+    task). Raises TerminalTaskError for an event after a terminal one,
+    EventLimitError for one past a bound."""
     new = task
     after: list[Task] = []
     for i, event in enumerate(events):
