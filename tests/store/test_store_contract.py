@@ -31,7 +31,7 @@ from a2ad import (
 )
 from a2ad.protocol.model import TaskPushNotificationConfig
 from a2ad.store import memory as memory_backend
-from a2ad.store import sqlite_tasks as sqlite_backend
+from a2ad.store import plan as sql_plan
 from a2ad.store.base import (
     MAX_ARTIFACT_PARTS,
     MAX_ARTIFACTS,
@@ -749,14 +749,8 @@ async def test_a_refused_append_logs_nothing(store: TaskStore) -> None:
 def max_events(monkeypatch: pytest.MonkeyPatch) -> int:
     """MAX_EVENTS, shrunk in every backend so that a test goes past it in a few
     appends (the real 10,000 takes seconds through SQLite)."""
-    for backend in (memory_backend, sqlite_backend):
+    for backend in (memory_backend, sql_plan):  # the SQL stores trim as plan.py says
         monkeypatch.setattr(backend, "MAX_EVENTS", 5)
-    try:
-        from a2ad.store import postgres_tasks as postgres_backend
-    except ImportError:  # no asyncpg: the postgresql store's tests skip
-        pass
-    else:
-        monkeypatch.setattr(postgres_backend, "MAX_EVENTS", 5)
     return 5
 
 

@@ -63,11 +63,11 @@ from .base import (
     WebhookLimitError,
     Webhooks,
     WebhookState,
-    apply_event,
     group_usage,
     log_evicted,
     status_timestamp,
 )
+from .plan import applied
 
 __all__ = ["DEFAULT_MAX_TASKS", "MemoryStore"]
 
@@ -278,16 +278,8 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
             raise ValueError("append needs at least one event")
         record = self._appendable(task_id, expected_seq)
         # All or nothing: every event must apply before any is stored.
-        snapshots = []
-        task = record.task
-        for i, event in enumerate(events):
-            if task.status.state.terminal:
-                raise TerminalTaskError(task_id, task.status.state)
-            task = apply_event(task, event, user_message if i == 0 else None, bounds)
-            snapshots.append(task)
-        if usage:
-            metadata = with_usage(task.metadata, usage)
-            snapshots[-1] = msgspec.structs.replace(task, metadata=metadata)
+        task, snapshots = applied(task_id, record.task, events, user_message, bounds, usage, True)
+        snapshots[-1] = task  # the task as stored, with its usage
         hooks = self._hooks.get(task_id)
         for event, new in zip(events, snapshots, strict=True):
             record = self._commit(record, event, new, lease)

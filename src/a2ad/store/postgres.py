@@ -98,9 +98,8 @@ from .base import (
     WebhookState,
     WorkWatch,
     log_evicted,
-    status_timestamp,
 )
-from .created import created
+from .created import plan_create
 from .outage import Outage
 from .postgres_schema import SCHEMA_VERSION, SchemaVersionError, migrate
 from .postgres_signals import PostgresSignals
@@ -124,11 +123,8 @@ from .rows import (
     decode_event,
     decode_task,
     encode,
-    eviction_class,
-    eviction_order,
 )
 from .snapshot_cache import SnapshotCache
-from .task_rows import rows_of
 
 __all__ = ["SCHEMA_VERSION", "PostgresStore", "SchemaVersionError", "parse_url", "safe_url"]
 
@@ -659,35 +655,25 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns, PostgresWorkerRol
         bounds: TaskBounds = DEFAULT_BOUNDS,
         turn: QueuedTurn | None = None,
     ) -> StoredTask:
-        final = created(task, events, bounds, usage)
-        if final.status.state not in IN_FLIGHT:
-            lease = None
-        evict_class = eviction_class(final.status.state)
-        rows = rows_of(final)
-        row = (
-            task.id,
-            final.context_id,
-            final.status.state.value,
-            status_timestamp(final),
-            len(events),
-            evict_class,
-            eviction_order(evict_class),
-            lease.owner if lease is not None else None,
-            lease.expires_at if lease is not None else None,
-            None if final.status.state.terminal else deadline,
-            rows.head,
-            message_key,
-            tenant,
-            principal,
-            agent,
-            rows.split,
+        plan = plan_create(
+            task,
+            events,
+            lease=lease,
+            deadline=deadline,
+            message_key=message_key,
+            tenant=tenant,
+            principal=principal,
+            agent=agent,
+            bounds=bounds,
+            usage=usage,
         )
+        final, rows = plan.task, plan.rows
         evicted: builtins.list[tuple[str, str]] = []
 
         async def insert(conn: Connection) -> None:
             for _ in range(_TRIES):
                 try:
-                    if await conn.fetchval(_INSERT_TASK, *row):
+                    if await conn.fetchval(_INSERT_TASK, *plan.row):
                         await write_rows(conn, task.id, rows)
                         return
                 except asyncpg.UniqueViolationError:
@@ -721,11 +707,11 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns, PostgresWorkerRol
                     else:
                         await insert(conn)
                 evicted.extend((v[0], v[6]) for v in victims if v[1] == INTERRUPTED)
-            await log_events(conn, task.id, 1, events)
+            await log_events(conn, plan.log)
             await add_usage(conn, tenant, principal, usage)
             if turn is not None:
                 await postgres_turns.queue(conn, task.id, agent, turn)
-            return StoredTask(final, len(events), tenant, principal, agent)
+            return StoredTask(final, plan.seq, tenant, principal, agent)
 
         stored = await self._write(create, task.id)
         self._snapshots.put(task.id, stored.seq, stored.task, rows.size)

@@ -16,26 +16,12 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any, NamedTuple
 
-import msgspec
-
-from ..protocol.model import Message, Task, TaskEvent, TaskState, TaskStatusUpdateEvent
-from ..protocol.types import IN_FLIGHT
-from ..protocol.usage import UsageRecord, with_usage
-from .base import (
-    MAX_EVENTS,
-    DuplicateMessageError,
-    Lease,
-    MissingTaskError,
-    SequenceConflictError,
-    StoredTask,
-    TaskBounds,
-    TerminalTaskError,
-    apply_event,
-    status_timestamp,
-)
-from .rows import ARTIFACT_EVENT, STATUS_EVENT, encode, eviction_class, eviction_order
+from ..protocol.model import Message, Task, TaskEvent
+from ..protocol.usage import UsageRecord
+from .base import DuplicateMessageError, Lease, MissingTaskError, StoredTask, TaskBounds
+from .plan import Current, LogRow, check_sequence, plan_append, usage_rows
 from .snapshot_cache import SnapshotCache
-from .task_rows import TaskRows, assemble, changed_rows, size_after
+from .task_rows import TaskRows, assemble
 
 __all__ = [
     "INSERT_DELIVERY",
@@ -196,7 +182,8 @@ async def append(
     bounds: TaskBounds,
     usage: Sequence[UsageRecord],
 ) -> Read:
-    """``PostgresStore.append`` inside its transaction."""
+    """``PostgresStore.append`` inside its transaction: the row read (locked),
+    the plan (plan.py) run."""
     row = await conn.fetchrow(_SELECT_FOR_APPEND, task_id)
     if row is None:
         raise MissingTaskError(task_id)
@@ -207,54 +194,24 @@ async def append(
         _INSERT_MESSAGE_KEY, message_key, task_id
     ):
         raise DuplicateMessageError(str(await conn.fetchval(_KEY_OF_FOLLOW_UP, message_key)))
-    seq, state_value, old_class, owner, expires, head, split, webhook_count, *whose = row
-    tenant, principal = whose[0], whose[1]
-    if seq != expected_seq:
-        raise SequenceConflictError(f"task {task_id} is at {seq}, not {expected_seq}")
-    state = TaskState(state_value)
+    seq, state, evict_class, owner, expires, head, split, webhook_count, *whose = row
+    check_sequence(task_id, seq, expected_seq)
     before, size = await locked_snapshot(conn, snapshots, task_id, seq, head, split)
-    new = before
     webhooks = (
-        [(r[0], r[1]) for r in await conn.fetch(_TASK_WEBHOOKS, task_id)] if webhook_count else []
+        [(r[0], r[1]) for r in await conn.fetch(_TASK_WEBHOOKS, task_id)] if webhook_count else ()
     )
-    snapshots_03: list[Task] | None = [] if any(v == "0.3" for _, v in webhooks) else None
-    for i, event in enumerate(events):
-        if new.status.state.terminal:
-            raise TerminalTaskError(task_id, new.status.state)
-        new = apply_event(new, event, user_message if i == 0 else None, bounds)
-        if snapshots_03 is not None:
-            snapshots_03.append(new)
-    if usage:
-        new = msgspec.structs.replace(new, metadata=with_usage(new.metadata, usage))
-        await add_usage(conn, tenant, principal, usage)
-    rows = changed_rows(before, new, split)
-    await write_rows(conn, task_id, rows)
-    seq += len(events)
-    new_state = new.status.state
-    changes: dict[str, Any] = {"seq": seq, "body": rows.head}
-    if rows.split != split:
-        changes["split"] = rows.split
-    new_lease = (None, None) if new_state not in IN_FLIGHT else lease or (owner, expires)
-    if new_lease != (owner, expires):
-        changes["lease_owner"], changes["lease_expires"] = new_lease
-    if any(isinstance(event, TaskStatusUpdateEvent) for event in events):
-        if new_state is not state:
-            changes["state"] = new_state.value
-        changes["status_ts"] = status_timestamp(new)
-        evict_class = eviction_class(new_state)
-        if evict_class != old_class:
-            changes["evict_class"] = evict_class
-            changes["evict_order"] = eviction_order(evict_class)
-        if new_state.terminal:
-            changes["deadline"] = None
-    await conn.execute(_update_sql(tuple(changes)), *changes.values(), task_id)
-    logged = await log_events(conn, task_id, expected_seq + 1, events)
-    if webhooks:
-        await _enqueue(conn, task_id, webhooks, logged, snapshots_03)
-    if seq > MAX_EVENTS:
-        await conn.execute(_TRIM_EVENTS, task_id, seq - MAX_EVENTS)
-    size = size_after(size, before, new, rows) if split else rows.size
-    return Read(StoredTask(new, seq, *whose), size)
+    current = Current(seq, state, evict_class, owner, expires, split, webhooks)
+    plan = plan_append(task_id, current, before, size, events, user_message, lease, bounds, usage)
+    await add_usage(conn, whose[0], whose[1], plan.usage)
+    await write_rows(conn, task_id, plan.rows)
+    await conn.execute(_update_sql(tuple(plan.changes)), *plan.changes.values(), task_id)
+    await log_events(conn, plan.log)
+    if plan.deliveries:
+        await conn.executemany(INSERT_DELIVERY, plan.deliveries)
+        await conn.execute(_MARK_DUE, task_id)
+    if plan.trim_to is not None:
+        await conn.execute(_TRIM_EVENTS, task_id, plan.trim_to)
+    return Read(StoredTask(plan.task, plan.seq, *whose), plan.size)
 
 
 @cache
@@ -263,22 +220,10 @@ def _update_sql(columns: tuple[str, ...]) -> str:
     return f"UPDATE tasks SET {sets} WHERE id = ${len(columns) + 1}"
 
 
-async def log_events(
-    conn: Connection, task_id: str, first_seq: int, events: Sequence[TaskEvent]
-) -> list[tuple[str, int, int, bytes]]:
-    """Log ``events``; the rows written: (task id, seq, kind, body)."""
-    rows = [
-        (
-            task_id,
-            first_seq + i,
-            STATUS_EVENT if isinstance(event, TaskStatusUpdateEvent) else ARTIFACT_EVENT,
-            encode(event),
-        )
-        for i, event in enumerate(events)
-    ]
+async def log_events(conn: Connection, rows: Sequence[LogRow]) -> None:
+    """Insert the event-log ``rows`` a plan lists (plan.py)."""
     if rows:
         await conn.executemany(_INSERT_EVENT, rows)
-    return rows
 
 
 async def add_usage(
@@ -286,45 +231,4 @@ async def add_usage(
 ) -> None:
     if not usage:
         return
-    await conn.executemany(
-        _ADD_USAGE,
-        [
-            (
-                record.day,
-                tenant,
-                principal,
-                record.model,
-                record.counts.prompt_tokens,
-                record.counts.completion_tokens,
-                record.counts.total_tokens,
-            )
-            for record in usage
-        ],
-    )
-
-
-async def _enqueue(
-    conn: Connection,
-    task_id: str,
-    webhooks: list[tuple[str, str]],
-    logged: list[tuple[str, int, int, bytes]],
-    snapshots: list[Task] | None,
-) -> None:
-    """A delivery of each logged event to each of the task's webhooks."""
-    tasks = [encode(task) for task in snapshots] if snapshots is not None else None
-    await conn.executemany(
-        INSERT_DELIVERY,
-        [
-            (
-                task_id,
-                webhook_id,
-                seq,
-                kind,
-                body,
-                tasks[i] if version == "0.3" and tasks is not None else None,
-            )
-            for webhook_id, version in webhooks
-            for i, (_, seq, kind, body) in enumerate(logged)
-        ],
-    )
-    await conn.execute(_MARK_DUE, task_id)
+    await conn.executemany(_ADD_USAGE, usage_rows(tenant, principal, usage))

@@ -59,7 +59,7 @@ from ..protocol.model import (
     TaskEvent,
     TaskState,
 )
-from ..protocol.types import IN_FLIGHT, Cursor, Seq
+from ..protocol.types import Cursor, Seq
 from ..protocol.usage import UsageRecord, UsageRow
 from ..wording import plural
 from .base import (
@@ -86,29 +86,27 @@ from .base import (
     Webhooks,
     WebhookState,
     log_evicted,
-    status_timestamp,
 )
-from .created import created
+from .created import CreatePlan, plan_create
 from .key_filter import KeyFilter
-from .rows import (
-    TASK,
-    decode_config,
-    decode_event,
-    decode_task,
-    encode,
-    eviction_class,
-    eviction_order,
-)
+from .rows import TASK, decode_config, decode_event, decode_task, encode
 from .serving_lock import ServingLock, lock_path
 from .signals import Signals
 from .snapshot_cache import SnapshotCache
 from .sqlite_group import SqliteGroup
 from .sqlite_schema import SCHEMA_VERSION, SchemaVersionError
 from .sqlite_signals import SocketSignals
-from .sqlite_tasks import INSERT_DELIVERY, Read, add_usage, log_events, page_tasks, read, write_rows
+from .sqlite_tasks import (
+    INSERT_DELIVERY,
+    Read,
+    add_usage,
+    log_events,
+    page_tasks,
+    read,
+    write_rows,
+)
 from .sqlite_tasks import append as append_events
 from .sqlite_worker import PendingWrites, Worker
-from .task_rows import rows_of
 
 __all__ = ["SCHEMA_VERSION", "SchemaVersionError", "SqliteStore"]  # the first two: schema
 
@@ -316,12 +314,18 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
         usage: Sequence[UsageRecord] = (),
         bounds: TaskBounds = DEFAULT_BOUNDS,
     ) -> StoredTask:
-        # The row goes in once, as it stands after the events: one set of index
-        # entries instead of one per event.
-        final = created(task, events, bounds, usage)
-        if final.status.state not in IN_FLIGHT:
-            lease = None
-
+        plan = plan_create(
+            task,
+            events,
+            lease=lease,
+            deadline=deadline,
+            message_key=message_key,
+            tenant=tenant,
+            principal=principal,
+            agent=agent,
+            bounds=bounds,
+            usage=usage,
+        )
         evicted: builtins.list[tuple[str, str]] = []  # (id, state)
         known = self._maybe_known(message_key)
         self._remember(message_key)
@@ -329,21 +333,10 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
         def create(conn: sqlite3.Connection) -> tuple[StoredTask, int]:
             if known:
                 _refuse_known(conn, message_key)
-            made = self._create(
-                conn,
-                final,
-                lease,
-                deadline,
-                seq=len(events),
-                evicted=evicted,
-                key=message_key,
-                tenant=tenant,
-                principal=principal,
-                agent=agent,
-            )
-            log_events(conn, task.id, 1, events)  # a new task has no webhooks yet
+            self._create(conn, plan, evicted)
+            log_events(conn, plan.log)  # a new task has no webhooks yet
             add_usage(conn, tenant, principal, usage)
-            return made
+            return StoredTask(plan.task, plan.seq, tenant, principal, agent), plan.rows.size
 
         stored, size = await self._run(create, write=True, task_id=task.id)
         self._snapshots.put(task.id, stored.seq, stored.task, size)
@@ -598,48 +591,16 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
         return await self._worker.submit(job, write, self._pending.add(task_id) if write else None)
 
     def _create(
-        self,
-        conn: sqlite3.Connection,
-        task: Task,
-        lease: Lease | None,
-        deadline: str | None,
-        *,
-        seq: Seq = 0,
-        evicted: builtins.list[tuple[str, str]] | None = None,
-        key: bytes | None = None,
-        tenant: str = "",
-        principal: str = "",
-        agent: str = "",
-    ) -> tuple[StoredTask, int]:
-        """Insert ``task``; past the cap, evict, adding each task evicted to
-        ``evicted`` as (id, state). Returns it and its rows' size."""
-        evict_class = eviction_class(task.status.state)
-        rows = rows_of(task)
+        self, conn: sqlite3.Connection, plan: CreatePlan, evicted: builtins.list[tuple[str, str]]
+    ) -> None:
+        """Insert the planned task; past the cap, evict, adding each task evicted
+        to ``evicted`` as (id, state)."""
+        task = plan.task
         try:
-            conn.execute(
-                _INSERT_TASK,
-                (
-                    task.id,
-                    task.context_id,
-                    task.status.state.value,
-                    status_timestamp(task),
-                    seq,
-                    evict_class,
-                    eviction_order(evict_class),
-                    lease.owner if lease is not None else None,
-                    lease.expires_at if lease is not None else None,
-                    None if task.status.state.terminal else deadline,
-                    rows.head,
-                    key,
-                    tenant,
-                    principal,
-                    agent,
-                    rows.split,
-                ),
-            )
+            conn.execute(_INSERT_TASK, plan.row)
         except sqlite3.IntegrityError:
             raise ValueError(f"task {task.id} already exists") from None
-        write_rows(conn, task.id, rows)
+        write_rows(conn, task.id, plan.rows)
         if self.max_tasks is not None:
             # Inserted first and evicted after, in the same transaction: a refusal
             # rolls back both, and the new task is never the one evicted.
@@ -653,9 +614,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
                         f"{self.max_tasks}), all still in flight"
                     )
                 conn.executemany(_DELETE_TASK, [(victim,) for victim, _, _ in victims])
-                if evicted is not None:
-                    evicted.extend((victim, state) for victim, _, state in victims)
-        return StoredTask(task, seq, tenant, principal, agent), rows.size
+                evicted.extend((victim, state) for victim, _, state in victims)
 
 
 def _key_filter(conn: sqlite3.Connection) -> KeyFilter:

@@ -15,27 +15,14 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from functools import cache
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-import msgspec
-
-from ..protocol.model import Message, Task, TaskEvent, TaskState, TaskStatusUpdateEvent
-from ..protocol.types import IN_FLIGHT
-from ..protocol.usage import UsageRecord, with_usage
-from .base import (
-    MAX_EVENTS,
-    Lease,
-    MissingTaskError,
-    SequenceConflictError,
-    StoredTask,
-    TaskBounds,
-    TerminalTaskError,
-    apply_event,
-    status_timestamp,
-)
-from .rows import ARTIFACT_EVENT, STATUS_EVENT, encode, eviction_class, eviction_order
+from ..protocol.model import Message, Task, TaskEvent
+from ..protocol.usage import UsageRecord
+from .base import Lease, MissingTaskError, StoredTask, TaskBounds
+from .plan import Current, LogRow, check_sequence, plan_append, usage_rows
 from .snapshot_cache import SnapshotCache
-from .task_rows import TaskRows, assemble, changed_rows, size_after
+from .task_rows import TaskRows, assemble
 
 __all__ = [
     "INSERT_DELIVERY",
@@ -157,123 +144,41 @@ def append(
     bounds: TaskBounds,
     usage: Sequence[UsageRecord] = (),
 ) -> Read:
-    """``SqliteStore.append`` inside its transaction."""
+    """``SqliteStore.append`` inside its transaction: the row read, the plan
+    (plan.py) run."""
     row = conn.execute(_SELECT_FOR_APPEND, (task_id,)).fetchone()
     if row is None:
         raise MissingTaskError(task_id)
-    seq, state_value, old_class, owner, expires, head, split, webhook_count, *whose = row
-    tenant, principal = whose[0], whose[1]
-    if seq != expected_seq:
-        raise SequenceConflictError(f"task {task_id} is at {seq}, not {expected_seq}")
-    state = TaskState(state_value)
+    seq, state, evict_class, owner, expires, head, split, webhook_count, *whose = row
+    check_sequence(task_id, seq, expected_seq)
     before, size, _ = _snapshot(conn, snapshots, task_id, seq, head, split)
-    new = before
-    webhooks = conn.execute(_TASK_WEBHOOKS, (task_id,)).fetchall() if webhook_count else []
-    snapshots_03: list[Task] | None = [] if any(v == "0.3" for _, v in webhooks) else None
-    for i, event in enumerate(events):
-        if new.status.state.terminal:
-            raise TerminalTaskError(task_id, new.status.state)
-        # may raise EventLimitError
-        new = apply_event(new, event, user_message if i == 0 else None, bounds)
-        if snapshots_03 is not None:
-            snapshots_03.append(new)
-    if usage:
-        new = msgspec.structs.replace(new, metadata=with_usage(new.metadata, usage))
-        add_usage(conn, tenant, principal, usage)
-    rows = changed_rows(before, new, bool(split))
-    write_rows(conn, task_id, rows)
-    seq += len(events)
-    new_state = new.status.state
-    # Only the columns whose value changes are set: SQLite rewrites the entries of
-    # every index over a column named in SET, changed or not.
-    changes: dict[str, Any] = {"seq": seq, "body": rows.head}
-    if rows.split != bool(split):
-        changes["split"] = 1
-    new_lease = (None, None) if new_state not in IN_FLIGHT else lease or (owner, expires)
-    if new_lease != (owner, expires):
-        changes["lease_owner"], changes["lease_expires"] = new_lease
-    if any(isinstance(event, TaskStatusUpdateEvent) for event in events):
-        if new_state is not state:
-            changes["state"] = new_state.value
-        changes["status_ts"] = status_timestamp(new)
-        evict_class = eviction_class(new_state)
-        if evict_class != old_class:
-            changes["evict_class"] = evict_class
-            changes["evict_order"] = eviction_order(evict_class)
-        if new_state.terminal:
-            changes["deadline"] = None  # a terminal task is overdue no more
-    conn.execute(_update_sql(tuple(changes)), (*changes.values(), task_id))
-    logged = log_events(conn, task_id, expected_seq + 1, events)
-    if webhooks:
-        _enqueue(conn, task_id, webhooks, logged, snapshots_03)
-    if seq > MAX_EVENTS:
-        conn.execute(_TRIM_EVENTS, (task_id, seq - MAX_EVENTS))
-    size = size_after(size, before, new, rows) if split else rows.size
-    return Read(StoredTask(new, seq, *whose), size)
+    webhooks = conn.execute(_TASK_WEBHOOKS, (task_id,)).fetchall() if webhook_count else ()
+    current = Current(seq, state, evict_class, owner, expires, bool(split), webhooks)
+    plan = plan_append(task_id, current, before, size, events, user_message, lease, bounds, usage)
+    add_usage(conn, whose[0], whose[1], plan.usage)
+    write_rows(conn, task_id, plan.rows)
+    conn.execute(_update_sql(tuple(plan.changes)), (*plan.changes.values(), task_id))
+    log_events(conn, plan.log)
+    if plan.deliveries:
+        conn.executemany(INSERT_DELIVERY, plan.deliveries)
+        conn.execute(_MARK_DUE, (task_id,))
+    if plan.trim_to is not None:
+        conn.execute(_TRIM_EVENTS, (task_id, plan.trim_to))
+    return Read(StoredTask(plan.task, plan.seq, *whose), plan.size)
 
 
 def add_usage(
     conn: sqlite3.Connection, tenant: str, principal: str, usage: Sequence[UsageRecord]
 ) -> None:
-    conn.executemany(
-        _ADD_USAGE,
-        [
-            (
-                record.day,
-                tenant,
-                principal,
-                record.model,
-                record.counts.prompt_tokens,
-                record.counts.completion_tokens,
-                record.counts.total_tokens,
-            )
-            for record in usage
-        ],
-    )
+    if not usage:
+        return
+    conn.executemany(_ADD_USAGE, usage_rows(tenant, principal, usage))
 
 
-def log_events(
-    conn: sqlite3.Connection, task_id: str, first_seq: int, events: Sequence[TaskEvent]
-) -> list[tuple[str, int, int, bytes]]:
-    """Log ``events``; the rows written: (task id, seq, kind, body)."""
-    rows = [
-        (
-            task_id,
-            first_seq + i,
-            STATUS_EVENT if isinstance(event, TaskStatusUpdateEvent) else ARTIFACT_EVENT,
-            encode(event),
-        )
-        for i, event in enumerate(events)
-    ]
-    conn.executemany(_INSERT_EVENT, rows)
-    return rows
-
-
-def _enqueue(
-    conn: sqlite3.Connection,
-    task_id: str,
-    webhooks: list[tuple[str, str]],
-    logged: list[tuple[str, int, int, bytes]],
-    snapshots: list[Task] | None,
-) -> None:
-    """A delivery of each logged event to each of the task's webhooks."""
-    tasks = [encode(task) for task in snapshots] if snapshots is not None else None
-    conn.executemany(
-        INSERT_DELIVERY,
-        [
-            (
-                task_id,
-                webhook_id,
-                seq,
-                kind,
-                body,
-                tasks[i] if version == "0.3" and tasks is not None else None,
-            )
-            for webhook_id, version in webhooks
-            for i, (_, seq, kind, body) in enumerate(logged)
-        ],
-    )
-    conn.execute(_MARK_DUE, (task_id,))
+def log_events(conn: sqlite3.Connection, rows: Sequence[LogRow]) -> None:
+    """Insert the event-log ``rows`` a plan lists (plan.py)."""
+    if rows:
+        conn.executemany(_INSERT_EVENT, rows)
 
 
 @cache
