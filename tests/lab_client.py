@@ -76,3 +76,23 @@ def data(parts: list[dict[str, Any]]) -> dict[str, Any]:
 
 def status_text(task: dict[str, Any]) -> str:
     return texts(task["status"].get("message", {}).get("parts", []))
+
+
+def call(base: str, agent: str, key: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """A JSON-RPC call to ``agent`` of the server at ``base`` with an API key."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    headers = {"A2A-Version": "1.0", "X-API-Key": key}
+    r = httpx.post(f"{base.rstrip('/')}/agents/{agent}/", json=body, headers=headers, timeout=30)
+    return r.json()  # type: ignore[no-any-return]
+
+
+def assert_sub_tasks_are_only(base: str, quote_id: str, owner: str, other: str) -> None:
+    """Each of stock and pricing holds one completed task of ``owner``'s, made
+    for the quote, which ``other`` neither lists nor reads."""
+    for agent in ("stock", "pricing"):
+        (sub,) = call(base, agent, owner, "ListTasks", {})["result"]["tasks"]
+        assert sub["status"]["state"] == "TASK_STATE_COMPLETED"
+        via = sub["history"][0]["metadata"]["a2ad"]["via"]
+        assert via == {"taskId": quote_id, "agent": "orchestrator"}
+        assert call(base, agent, other, "ListTasks", {})["result"]["tasks"] == []
+        assert call(base, agent, other, "GetTask", {"id": sub["id"]})["error"]["code"] == -32001

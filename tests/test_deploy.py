@@ -34,8 +34,8 @@ import yaml
 from a2ad.cli import app
 
 from .conftest import free_port
+from .served import Served
 from .server.sse_client import Frame, frames, rpc_body
-from .test_cli import Served
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"

@@ -24,7 +24,7 @@ from a2ad.server.extensions import PUSH_DELIVERY
 
 from .conftest import V1, free_port
 from .scripted import ScriptedAgent
-from .test_cli import Served, run_a2ad
+from .served import Served, run_a2ad
 from .webhook_receiver import Receiver
 
 STOPPED = "stopped or was lost"  # what an orphaned task's status message says

@@ -22,8 +22,8 @@ import pytest
 
 from .conftest import V1
 from .postgres import fresh_schema_sync
+from .served import Served
 from .tcp_proxy import TcpProxy
-from .test_cli import Served
 
 asyncpg = pytest.importorskip("asyncpg")
 

@@ -18,8 +18,8 @@ from typing import Any
 import httpx
 
 from ..postgres import SERVER, fresh_schema_sync
+from ..served import Served
 from ..server.sse_client import Frame, frames
-from ..test_cli import Served
 from .wire import result_of, send_params, state_of, status_text  # noqa: F401  (the tests take them from here)
 
 V1 = {"A2A-Version": "1.0"}

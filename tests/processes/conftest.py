@@ -18,8 +18,8 @@ from typing import Any
 import httpx
 
 from ..multi.wire import result_of, send_params, state_of, status_text  # noqa: F401  (the tests take them from here)
+from ..served import Served
 from ..server.sse_client import Frame, frames
-from ..test_cli import Served
 
 V1 = {"A2A-Version": "1.0"}
 AGENT = ("--agent", "tests.multi.agents:MultiAgent")

@@ -18,7 +18,7 @@ from a2ad import Agent, TaskContext, create_app
 from a2ad.store.sqlite import SqliteStore
 
 from ..conftest import LiveServer, msg10
-from ..test_cli import Served
+from ..served import Served
 from ..threaded_server import free_port
 from .sse_client import frames
 

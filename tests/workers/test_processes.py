@@ -30,7 +30,7 @@ import pytest
 from ..conftest import V1, free_port
 from ..postgres import fresh_schema
 from ..process_output import ProcessOutput
-from ..test_cli import Served
+from ..served import Served
 from .agents import TURNS
 
 A2AD = Path(sys.executable).parent / "a2ad"

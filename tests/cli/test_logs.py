@@ -22,8 +22,7 @@ from a2ad.agent import TaskContext
 from a2ad.cli import logs
 from a2ad.cli.logs import JsonFormatter, TextFormatter, configure_logging
 
-from .test_cli import Served, run_a2ad
-from .test_cli_auth import add_key
+from ..served import Served, add_key, run_a2ad
 
 chatty_log = logging.getLogger("chatty")  # the agent's own logger, not a2ad's
 
@@ -41,7 +40,7 @@ class Chatty(Agent):
         await ctx.complete(f"said {ctx.text}")
 
 
-AGENT = ("--agent", "tests.test_logs:Chatty", "--store", "memory", "--shutdown-grace", "0")
+AGENT = ("--agent", "tests.cli.test_logs:Chatty", "--store", "memory", "--shutdown-grace", "0")
 V1 = {"A2A-Version": "1.0"}
 
 

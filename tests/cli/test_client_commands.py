@@ -14,20 +14,19 @@ import re
 import select
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, cast
 
 import pytest
 
 from a2ad import A2AApp, SyncClient, Task, TaskState, TaskStatusUpdateEvent, create_app, tools
 
-from .conftest import LiveServer, free_port
-from .scripted import ScriptedAgent
+from ..conftest import LiveServer, free_port
+from ..recording import Recording
+from ..scripted import ScriptedAgent
+from ..served import A2AD, WITH_DEFAULT_SIGINT
 
-A2AD = Path(sys.executable).parent / "a2ad"
 CLOCK = re.compile(r"^\d\d:\d\d:\d\d  ", re.MULTILINE)
 # Tasks made quiet by a 4.5 s sleep are past it; one made just before the command
 # has 4 s to spare: starting the `a2ad` process takes over a second on a busy
@@ -52,28 +51,6 @@ def a2ad(
 def _env(extra: dict[str, str] | None) -> dict[str, str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("A2AD_")}
     return {**clean, "COLUMNS": "200", **(extra or {})}
-
-
-class Recording:
-    """The a2ad app, noting each POST's A2A-Version header ("" for 0.3), and
-    answering 401 to requests without the bearer token, when one is set."""
-
-    def __init__(self, app: A2AApp, token: str | None = None) -> None:
-        self.app = app
-        self.engine = app.engine  # LiveServer sets its shutdown grace
-        self.token = token
-        self.versions: list[str] = []
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            headers = dict(scope["headers"])
-            if self.token and headers.get(b"authorization") != f"Bearer {self.token}".encode():
-                await send({"type": "http.response.start", "status": 401, "headers": []})
-                await send({"type": "http.response.body", "body": b"unauthorized"})
-                return
-            if scope["method"] == "POST":
-                self.versions.append(headers.get(b"a2a-version", b"").decode())
-        await self.app(scope, receive, send)
 
 
 class Server:
@@ -154,17 +131,6 @@ def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
     assert "\n" not in said, done.stderr
     assert "Traceback" not in done.stdout + done.stderr
     return said
-
-
-# Runs its arguments with SIGINT back to its default action. A process started
-# with SIGINT ignored (pytest as a background job of a non-interactive shell)
-# passes that on to its children, and Python then never raises KeyboardInterrupt.
-WITH_DEFAULT_SIGINT = [
-    sys.executable,
-    "-c",
-    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
-    "os.execv(sys.argv[1], sys.argv[1:])",
-]
 
 
 class Watching:
@@ -600,7 +566,7 @@ def test_card_shows_the_agent_its_interfaces_and_skills(server: Server) -> None:
 def test_card_shows_each_interface_of_a2ad_serve_once_with_its_versions() -> None:
     # The card names each twice: in supportedInterfaces (1.0 and 0.3) and in
     # the 0.3 fields (url, preferredTransport, additionalInterfaces).
-    from .test_cli import Served  # which imports this module
+    from ..served import Served
 
     with Served("--store", "memory") as served:
         url = served.url
