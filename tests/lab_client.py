@@ -11,6 +11,8 @@ from typing import Any
 
 import httpx
 
+from .jsonrpc import rpc_body
+
 HEADERS = {"A2A-Version": "1.0", "Content-Type": "application/json"}
 
 
@@ -22,12 +24,11 @@ def payload(method: str, text: str, *, task_id: str | None = None) -> dict[str, 
     }
     if task_id:  # a follow-up to a task that asked for input
         message["taskId"] = task_id
-    return {"jsonrpc": "2.0", "id": str(uuid.uuid4()), "method": method,
-            "params": {"message": message}}  # fmt: skip
+    return rpc_body(method, {"message": message}, str(uuid.uuid4()))
 
 
 def rpc(url: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    body = {"jsonrpc": "2.0", "id": str(uuid.uuid4()), "method": method, "params": params}
+    body = rpc_body(method, params, str(uuid.uuid4()))
     r = httpx.post(url, headers=HEADERS, json=body, timeout=30)
     r.raise_for_status()
     answer: dict[str, Any] = r.json()
@@ -80,7 +81,7 @@ def status_text(task: dict[str, Any]) -> str:
 
 def call(base: str, agent: str, key: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
     """A JSON-RPC call to ``agent`` of the server at ``base`` with an API key."""
-    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    body = rpc_body(method, params)
     headers = {"A2A-Version": "1.0", "X-API-Key": key}
     r = httpx.post(f"{base.rstrip('/')}/agents/{agent}/", json=body, headers=headers, timeout=30)
     return r.json()  # type: ignore[no-any-return]

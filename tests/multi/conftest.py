@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from ..jsonrpc import answer, rpc_body
 from ..postgres import SERVER, fresh_schema_sync
 from ..served import Served
 from ..server.sse_client import Frame, frames
@@ -42,12 +43,10 @@ class Instance:
 
     def body(self, method: str, params: Any) -> dict[str, Any]:
         self._ids += 1
-        return {"jsonrpc": "2.0", "id": self._ids, "method": method, "params": params}
+        return rpc_body(method, params, self._ids)
 
     async def raw(self, http: httpx.AsyncClient, method: str, params: Any) -> dict[str, Any]:
-        r = await http.post(self.url, json=self.body(method, params), headers=V1)
-        assert r.status_code == 200, r.text
-        return r.json()  # type: ignore[no-any-return]
+        return answer(await http.post(self.url, json=self.body(method, params), headers=V1))
 
     async def call(self, http: httpx.AsyncClient, method: str, params: Any) -> Any:
         answer = await self.raw(http, method, params)
