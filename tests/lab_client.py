@@ -5,6 +5,7 @@ of text parts), for tests that run the lab's scenario against a2ad."""
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -14,6 +15,8 @@ import httpx
 from .jsonrpc import rpc_body
 
 HEADERS = {"A2A-Version": "1.0", "Content-Type": "application/json"}
+# The lab's example request: a quote for 12 ergonomic chairs, in French.
+QUOTE = "Je voudrais un devis pour 12 CHAISE-ERGO"
 
 
 def payload(method: str, text: str, *, task_id: str | None = None) -> dict[str, Any]:
@@ -97,3 +100,16 @@ def assert_sub_tasks_are_only(base: str, quote_id: str, owner: str, other: str) 
         assert via == {"taskId": quote_id, "agent": "orchestrator"}
         assert call(base, agent, other, "ListTasks", {})["result"]["tasks"] == []
         assert call(base, agent, other, "GetTask", {"id": sub["id"]})["error"]["code"] == -32001
+
+
+def sub_task_states(url: str, wait: float = 10) -> list[str]:
+    """The states of the tasks ``url`` holds, once none is in flight."""
+    deadline = time.monotonic() + wait
+    while True:
+        tasks = rpc(url, "ListTasks", {})["tasks"]
+        states = [t["status"]["state"] for t in tasks]
+        if all(s in ("TASK_STATE_CANCELED", "TASK_STATE_COMPLETED") for s in states):
+            return states
+        if time.monotonic() > deadline:
+            return states
+        time.sleep(0.05)

@@ -19,10 +19,10 @@ from a2ad import create_app
 from a2ad.agents.lab import PricingAgent, StockAgent
 from a2ad.server.auth import add_key
 
-from ..agents.test_lab import QUOTE, sub_task_states
 from ..conftest import LiveServer
 from ..fake_model import FakeModel, Turn
 from ..lab_client import (
+    QUOTE,
     assert_sub_tasks_are_only,
     call,
     data,
@@ -33,6 +33,7 @@ from ..lab_client import (
     state,
     status_text,
     stream,
+    sub_task_states,
     texts,
 )
 from ..process_output import ProcessOutput

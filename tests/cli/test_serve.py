@@ -18,10 +18,10 @@ import pytest
 
 from a2ad import A2AApp, A2AError, SyncClient, Task, TaskState, create_app
 
-from ..agents.test_task_manager import ScriptedLLM, answer, status, status_text, texts, tool_call
 from ..conftest import LiveServer, free_port
 from ..recording import Recording
 from ..scripted import ScriptedAgent
+from ..scripted_llm import ScriptedLLM, answer, status, status_text, texts, tool_call
 from ..served import A2AD, PROJECT, Served, run_a2ad
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from a2ad import SyncClient, Task, TaskState
 
-from ..agents.test_task_manager import ScriptedLLM, answer, with_usage
+from ..scripted_llm import ScriptedLLM, answer, with_usage
 from ..served import Served, add_key, run_a2ad
 
 

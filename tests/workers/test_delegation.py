@@ -11,8 +11,7 @@ from pathlib import Path
 
 from a2ad.server.auth import add_key
 
-from ..agents.test_lab import QUOTE
-from ..lab_client import assert_sub_tasks_are_only, call, payload, texts
+from ..lab_client import QUOTE, assert_sub_tasks_are_only, call, payload, texts
 from ..postgres import fresh_schema_sync
 from ..process_output import ProcessOutput
 from ..served import A2AD, PROJECT, Served
