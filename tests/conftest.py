@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, settings
 
 from a2ad import A2AApp, create_app
 
+from .jsonrpc import answer, rpc_body
 from .scripted import ScriptedAgent
 from .threaded_server import ThreadedServer, free_port
 
@@ -63,7 +64,7 @@ class Rpc:
 
     def body(self, method: str, params: Any) -> dict[str, Any]:
         self.ids += 1
-        return {"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params}
+        return rpc_body(method, params, self.ids)
 
     async def __call__(
         self,
@@ -78,8 +79,7 @@ class Rpc:
             json=self.body(method, params),
             headers={**(V1 if v1 else {}), **(headers or {})},
         )  # type: ignore[misc]
-        assert r.status_code == 200, r.text
-        return r.json()  # type: ignore[no-any-return]
+        return answer(r)
 
 
 @pytest.fixture

@@ -5,13 +5,18 @@ of text parts), for tests that run the lab's scenario against a2ad."""
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 
+from .jsonrpc import rpc_body
+
 HEADERS = {"A2A-Version": "1.0", "Content-Type": "application/json"}
+# The lab's example request: a quote for 12 ergonomic chairs, in French.
+QUOTE = "Je voudrais un devis pour 12 CHAISE-ERGO"
 
 
 def payload(method: str, text: str, *, task_id: str | None = None) -> dict[str, Any]:
@@ -22,12 +27,11 @@ def payload(method: str, text: str, *, task_id: str | None = None) -> dict[str, 
     }
     if task_id:  # a follow-up to a task that asked for input
         message["taskId"] = task_id
-    return {"jsonrpc": "2.0", "id": str(uuid.uuid4()), "method": method,
-            "params": {"message": message}}  # fmt: skip
+    return rpc_body(method, {"message": message}, str(uuid.uuid4()))
 
 
 def rpc(url: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    body = {"jsonrpc": "2.0", "id": str(uuid.uuid4()), "method": method, "params": params}
+    body = rpc_body(method, params, str(uuid.uuid4()))
     r = httpx.post(url, headers=HEADERS, json=body, timeout=30)
     r.raise_for_status()
     answer: dict[str, Any] = r.json()
@@ -76,3 +80,36 @@ def data(parts: list[dict[str, Any]]) -> dict[str, Any]:
 
 def status_text(task: dict[str, Any]) -> str:
     return texts(task["status"].get("message", {}).get("parts", []))
+
+
+def call(base: str, agent: str, key: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """A JSON-RPC call to ``agent`` of the server at ``base`` with an API key."""
+    body = rpc_body(method, params)
+    headers = {"A2A-Version": "1.0", "X-API-Key": key}
+    r = httpx.post(f"{base.rstrip('/')}/agents/{agent}/", json=body, headers=headers, timeout=30)
+    return r.json()  # type: ignore[no-any-return]
+
+
+def assert_sub_tasks_are_only(base: str, quote_id: str, owner: str, other: str) -> None:
+    """Each of stock and pricing holds one completed task of ``owner``'s, made
+    for the quote, which ``other`` neither lists nor reads."""
+    for agent in ("stock", "pricing"):
+        (sub,) = call(base, agent, owner, "ListTasks", {})["result"]["tasks"]
+        assert sub["status"]["state"] == "TASK_STATE_COMPLETED"
+        via = sub["history"][0]["metadata"]["a2ad"]["via"]
+        assert via == {"taskId": quote_id, "agent": "orchestrator"}
+        assert call(base, agent, other, "ListTasks", {})["result"]["tasks"] == []
+        assert call(base, agent, other, "GetTask", {"id": sub["id"]})["error"]["code"] == -32001
+
+
+def sub_task_states(url: str, wait: float = 10) -> list[str]:
+    """The states of the tasks ``url`` holds, once none is in flight."""
+    deadline = time.monotonic() + wait
+    while True:
+        tasks = rpc(url, "ListTasks", {})["tasks"]
+        states = [t["status"]["state"] for t in tasks]
+        if all(s in ("TASK_STATE_CANCELED", "TASK_STATE_COMPLETED") for s in states):
+            return states
+        if time.monotonic() > deadline:
+            return states
+        time.sleep(0.05)

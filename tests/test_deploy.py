@@ -34,8 +34,9 @@ import yaml
 from a2ad.cli import app
 
 from .conftest import free_port
-from .server.sse_client import Frame, frames, rpc_body
-from .test_cli import Served
+from .jsonrpc import rpc_body
+from .served import Served
+from .server.sse_client import Frame, frames
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"

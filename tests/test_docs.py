@@ -30,8 +30,7 @@ from a2ad import SyncClient, Task, TaskState
 
 from . import doc_commands
 from .conftest import free_port
-from .test_cli import Served
-from .test_cli_client import WITH_DEFAULT_SIGINT
+from .served import WITH_DEFAULT_SIGINT, Served
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI_MD = ROOT / "docs" / "cli.md"

@@ -23,8 +23,9 @@ from a2ad.agents.echo import EchoAgent
 from a2ad.server.extensions import PUSH_DELIVERY
 
 from .conftest import V1, free_port
+from .jsonrpc import answer, rpc_body
 from .scripted import ScriptedAgent
-from .test_cli import Served, run_a2ad
+from .served import Served, run_a2ad
 from .webhook_receiver import Receiver
 
 STOPPED = "stopped or was lost"  # what an orphaned task's status message says
@@ -63,12 +64,12 @@ class Server:
 
     def body(self, method: str, params: Any) -> dict[str, Any]:
         self.ids += 1
-        return {"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params}
+        return rpc_body(method, params, self.ids)
 
     def raw(self, method: str, params: Any, *, v1: bool) -> dict[str, Any]:
-        r = self.http.post(self.url, json=self.body(method, params), headers=V1 if v1 else {})
-        assert r.status_code == 200, r.text
-        return r.json()  # type: ignore[no-any-return]
+        return answer(
+            self.http.post(self.url, json=self.body(method, params), headers=V1 if v1 else {})
+        )
 
     def call(self, method: str, params: Any, *, v1: bool) -> Any:
         answer = self.raw(method, params, v1=v1)

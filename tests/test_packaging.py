@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .test_cli import PROJECT, Served
+from .served import PROJECT, Served
 
 
 def test_the_metadata_builds_without_a_warning_and_names_the_license(tmp_path: Path) -> None:

@@ -21,9 +21,10 @@ import httpx
 import pytest
 
 from .conftest import V1
+from .jsonrpc import rpc_body
 from .postgres import fresh_schema_sync
+from .served import Served
 from .tcp_proxy import TcpProxy
-from .test_cli import Served
 
 asyncpg = pytest.importorskip("asyncpg")
 
@@ -44,7 +45,7 @@ class Instance:
         self.http = httpx.Client(timeout=20)
 
     def rpc(self, method: str, params: Any, *, v1: bool = True) -> tuple[int, dict[str, Any]]:
-        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        body = rpc_body(method, params)
         r = self.http.post(f"{self.base}/", json=body, headers=V1 if v1 else {})
         assert "Traceback" not in r.text, r.text
         return r.status_code, r.json()
@@ -417,7 +418,3 @@ def test_a_stream_the_outage_cuts_short_ends_with_the_error_and_where_to_resume(
     assert error["data"][0]["metadata"] == {"taskId": task_id, "lastEventId": str(first_id)}
     assert "task store became unavailable" in error["message"]
     assert f"Last-Event-ID: {first_id}" in error["message"]
-
-
-def rpc_body(method: str, params: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}

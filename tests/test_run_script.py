@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .test_cli import PROJECT
+from .served import PROJECT
 
 # Each stands in for the .venv's program: it notes its arguments in ../../calls.
 RECORDER = '#!/bin/sh\necho "{name} $*" >> "$(dirname "$0")/../../calls"\n'

@@ -25,7 +25,7 @@ from a2ad import (
 from a2ad.adapters.a2a_sdk import SdkExecutorAgent
 
 from ..conftest import SDK_PEER, LiveServer, wait_for
-from ..test_cli import Served
+from ..served import Served
 from . import sdk_executors as sample
 
 TIMEOUT = 10

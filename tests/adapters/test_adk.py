@@ -29,7 +29,7 @@ from a2ad.adapters.adk import AdkAgent
 
 from ..conftest import LiveServer, wait_for
 from ..fake_model import FakeModel, ToolCallTurn, Turn
-from ..test_cli import Served
+from ..served import Served
 from .adk_agents import stock_agent
 
 TIMEOUT = 15

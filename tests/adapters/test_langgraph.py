@@ -26,7 +26,7 @@ from a2ad.protocol.internal import is_internal
 
 from ..conftest import LiveServer
 from ..fake_model import MODEL, FakeModel, ToolCallTurn, Turn
-from ..test_cli import Served
+from ..served import Served
 from . import sample_graphs
 
 TIMEOUT = 10

@@ -26,6 +26,7 @@ from a2ad import (
 
 from ..conformance.oracles import assert_error, assert_status
 from ..conftest import V1, Rpc, msg03, msg10, wait_for
+from ..jsonrpc import rpc_body
 
 
 class Picky(Agent):
@@ -85,7 +86,7 @@ async def stream_response(
     client: httpx.AsyncClient, params: dict[str, Any], *, v1: bool
 ) -> httpx.Response:
     method = "SendStreamingMessage" if v1 else "message/stream"
-    body = {"jsonrpc": "2.0", "id": 9, "method": method, "params": params}
+    body = rpc_body(method, params, 9)
     return await client.post("/", json=body, headers=V1 if v1 else {})
 
 

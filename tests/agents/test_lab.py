@@ -4,7 +4,6 @@ a request lacks, and cancels its calls when it is canceled."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,9 +16,19 @@ from a2ad.agents.lab.request import read
 from a2ad.agents.settings import AgentSettings
 
 from ..conftest import LiveServer, free_port
-from ..lab_client import data, kind, rpc, send, state, status_text, stream, texts
+from ..lab_client import (
+    QUOTE,
+    data,
+    kind,
+    rpc,
+    send,
+    state,
+    status_text,
+    stream,
+    sub_task_states,
+    texts,
+)
 
-QUOTE = "Je voudrais un devis pour 12 CHAISE-ERGO"
 INTERNAL = {"a2ad": {"internal": True}}
 
 
@@ -210,19 +219,6 @@ def test_cancelling_the_quote_cancels_its_calls_to_stock_and_pricing() -> None:
         events.close()
         for server in (lab.stock, lab.pricing):
             assert sub_task_states(server.url + "/") == ["TASK_STATE_CANCELED"]
-
-
-def sub_task_states(url: str, wait: float = 10) -> list[str]:
-    """The states of the tasks ``url`` holds, once none is in flight."""
-    deadline = time.monotonic() + wait
-    while True:
-        tasks = rpc(url, "ListTasks", {})["tasks"]
-        states = [t["status"]["state"] for t in tasks]
-        if all(s in ("TASK_STATE_CANCELED", "TASK_STATE_COMPLETED") for s in states):
-            return states
-        if time.monotonic() > deadline:
-            return states
-        time.sleep(0.05)
 
 
 def test_a_stock_agent_that_cannot_be_reached_fails_the_quote_naming_it() -> None:

@@ -19,8 +19,7 @@ from a2ad.agents.settings import AgentSettings
 
 from ..conftest import LiveServer
 from ..fake_model import FakeModel, Turn
-from ..lab_client import data, kind, rpc, send, state, status_text, stream, texts
-from .test_lab import QUOTE
+from ..lab_client import QUOTE, data, kind, rpc, send, state, status_text, stream, texts
 
 WORDED = "Pour 12 CHAISE-ERGO : 189,00 € HT l'unité, remise de 10 %, soit 2 041,20 € HT."
 FIGURES = {

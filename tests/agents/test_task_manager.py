@@ -10,104 +10,33 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
 import pytest
 
-from a2ad import Client, Message, Task, create_app, load_agent
+from a2ad import Client, Task, create_app, load_agent
 from a2ad.agents.settings import AgentSettings
 from a2ad.agents.task_manager import TaskManagerAgent
 
 from ..conftest import LiveServer, free_port
 from ..scripted import ScriptedAgent
+from ..scripted_llm import (
+    Reply,
+    ScriptedLLM,
+    answer,
+    hang_up,
+    raw,
+    status,
+    status_text,
+    texts,
+    tool_call,
+    with_usage,
+)
 
 KEY = "sk-test-secret-0123456789"
 MODEL = "scripted-model"
-# A status and a JSON body (or raw bytes), or None to hang up without answering.
-Reply = Callable[[dict[str, Any]], tuple[int, dict[str, Any] | bytes] | None]
-
-
-class ScriptedLLM:
-    """``POST /v1/chat/completions`` answered by ``replies`` in order, each given
-    the request; the requests and their headers are kept."""
-
-    def __init__(self, replies: list[Reply]) -> None:
-        self.replies = list(replies)
-        self.requests: list[dict[str, Any]] = []
-        self.headers: list[dict[str, str]] = []
-        llm = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                llm.requests.append(body)
-                llm.headers.append(dict(self.headers))
-                if self.path != "/v1/chat/completions" or not llm.replies:
-                    planned = 500, {"error": {"message": f"unplanned {self.path}"}}
-                else:
-                    planned = llm.replies.pop(0)(body)
-                if planned is None:
-                    self.close_connection = True
-                    return
-                status, answer = planned
-                data = answer if isinstance(answer, bytes) else json.dumps(answer).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> ScriptedLLM:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(10)
-
-
-def tool_call(name: str, **arguments: Any) -> Reply:
-    def reply(request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        call = {
-            "id": f"call-{len(request['messages'])}",
-            "type": "function",
-            "function": {"name": name, "arguments": json.dumps(arguments)},
-        }
-        message = {"role": "assistant", "content": None, "tool_calls": [call]}
-        return 200, {"choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]}
-
-    return reply
-
-
-def answer(text: str) -> Reply:
-    def reply(request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        message = {"role": "assistant", "content": text}
-        return 200, {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
-
-    return reply
-
-
-def status(code: int, message: str) -> Reply:
-    return lambda request: (code, {"error": {"message": message, "type": "invalid_request"}})
-
-
-def raw(code: int, body: bytes) -> Reply:
-    return lambda request: (code, body)
-
-
-def hang_up(request: dict[str, Any]) -> None:
-    return None
 
 
 def manager(llm: ScriptedLLM, servers: list[str], **options: Any) -> LiveServer:
@@ -132,16 +61,6 @@ async def start(url: str, text: str) -> Task:
 async def state_of(url: str, task_id: str) -> str:
     async with Client(url) as client:
         return (await client.get_task(task_id)).status.state.word
-
-
-def texts(task: Task) -> list[str]:
-    return [m.text for m in task.history]
-
-
-def status_text(task: Task) -> str:
-    message = task.status.message
-    assert isinstance(message, Message)
-    return message.text
 
 
 @pytest.fixture
@@ -232,20 +151,6 @@ async def test_a_bad_tool_call_goes_back_to_the_model_as_an_error(tasks: LiveSer
     error = json.loads(llm.requests[1]["messages"][-1]["content"])["error"]
     assert "'http://elsewhere.example' is not a server this agent manages" in error
     assert texts(task)[2].startswith("list_tasks: error: server_url")
-
-
-def with_usage(reply: Reply, usage: Any, model: str | None = None) -> Reply:
-    """``reply`` with the ``usage`` (and the answering ``model``) an endpoint reports."""
-
-    def counted(request: dict[str, Any]) -> tuple[int, dict[str, Any] | bytes] | None:
-        planned = reply(request)
-        assert planned is not None and isinstance(planned[1], dict)
-        body = {**planned[1], "usage": usage}
-        if model is not None:
-            body["model"] = model
-        return planned[0], body
-
-    return counted
 
 
 async def test_reports_the_tokens_each_llm_call_used(tasks: LiveServer) -> None:

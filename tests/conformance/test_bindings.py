@@ -26,6 +26,7 @@ from a2a.types import ListTasksResponse, SendMessageResponse, StreamResponse, Ta
 from a2ad import create_app
 
 from ..conftest import LiveServer, wait_for
+from ..jsonrpc import rpc_body
 from ..scripted import ScriptedAgent
 from ..server.sse_client import frames
 from .oracles import assert_error, assert_status, parse_03_rest, parse_v1, validate_03
@@ -155,7 +156,7 @@ class Binding:
             "subscribe": ("SubscribeToTask", "tasks/resubscribe"),
         }[op]
         method = names[0] if self.v1 else names[1]
-        return {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        return rpc_body(method, params)
 
     @property
     def _headers(self) -> dict[str, str]:

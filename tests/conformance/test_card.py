@@ -21,6 +21,7 @@ from a2ad import AgentSkill, create_app
 from a2ad.server.extensions import PUSH_DELIVERY
 
 from ..agents.sample_agents import GLOSSARY, STYLE, Storefront
+from ..jsonrpc import rpc_body
 from ..scripted import ScriptedAgent
 from .oracles import (
     assert_status,
@@ -169,7 +170,7 @@ async def shop() -> AsyncIterator[httpx.AsyncClient]:
 
 async def extended(client: httpx.AsyncClient, *, v1: bool) -> dict[str, Any]:
     method = "GetExtendedAgentCard" if v1 else "agent/getAuthenticatedExtendedCard"
-    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {}}
+    body = rpc_body(method, {})
     headers = WITH_STYLE if v1 else {"X-A2A-Extensions": STYLE}
     r = await client.post("/", json=body, headers=headers)
     assert "result" in r.json(), r.json()

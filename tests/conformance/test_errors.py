@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from a2ad import create_app
 
 from ..conftest import V1, Rpc, msg03, msg10
+from ..jsonrpc import rpc_body
 from ..scripted import ScriptedAgent
 from .oracles import A2A_CODES_03, A2A_CODES_10, STANDARD_CODES, assert_error, parse_v1, validate_03
 
@@ -707,7 +708,7 @@ def _check_response(dialect: str, method: str, request_id: str, body: dict[str, 
 
 async def _post_random(client: httpx.AsyncClient, dialect: str, method: str, params: Any) -> None:
     request_id = str(uuid.uuid4())
-    payload = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+    payload = rpc_body(method, params, request_id)
     headers = V1 if dialect == "1.0" else {}
     r = await asyncio.wait_for(client.post("/", json=payload, headers=headers), timeout=10)
     assert r.status_code < 500, r.text[:500]

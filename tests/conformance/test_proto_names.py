@@ -15,6 +15,7 @@ import pytest
 from a2a.types import SendMessageResponse, Task
 
 from ..conftest import Rpc
+from ..jsonrpc import rpc_body
 from .dialects import V10, result_of
 from .oracles import assert_error, assert_status, parse_v1
 
@@ -62,7 +63,7 @@ async def send(
 ) -> httpx.Response:
     if binding == "rest":
         return await client.post("/message:send", json=params)
-    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    body = rpc_body(method, params)
     return await client.post("/", json=body, headers={"A2A-Version": "1.0"})
 
 

@@ -14,6 +14,7 @@ import pytest
 from a2a.types import SendMessageResponse, Task
 
 from ..conftest import V1, Rpc, msg10
+from ..jsonrpc import call
 from .dialects import V10, result_of
 from .oracles import assert_error, parse_v1
 
@@ -26,10 +27,7 @@ async def post(
     path: str = "/",
     headers: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    body = {"jsonrpc": "2.0", "id": "x1", "method": method, "params": params}
-    r = await client.post(path, json=body, headers=headers or {})
-    assert r.status_code == 200, r.text
-    return r.json()  # type: ignore[no-any-return]
+    return await call(client, method, params, url=path, headers=headers, request_id="x1")
 
 
 # --- version negotiation ---

@@ -46,6 +46,7 @@ from hypothesis import strategies as st
 from a2ad.cli.log_bound import MAX_LINE
 from a2ad.protocol.dialect import METHODS, Operation
 
+from ..jsonrpc import rpc_body
 from .fuzz_agent import HOLD
 from .oracles import assert_error, parse_v1, validate_03
 from .test_errors import KEYS as PARAM_KEYS
@@ -233,7 +234,7 @@ class Seeds:
 
 
 def rpc(http: httpx.Client, method: str, v1: bool, **params: Any) -> Any:
-    payload = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    payload = rpc_body(method, params)
     answer = http.post("/", json=payload, headers=V1 if v1 else {}).json()
     assert "result" in answer, answer
     return answer["result"]

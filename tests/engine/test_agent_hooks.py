@@ -13,7 +13,7 @@ from a2ad import Agent, Engine, MemoryStore, Task, TaskState
 from a2ad.agent import TaskContext
 from a2ad.engine import AgentStartError
 
-from ..test_cli import run_a2ad
+from ..served import run_a2ad
 from .requests import WAIT, request
 
 

@@ -16,7 +16,7 @@ import httpx
 from a2ad import Engine, MemoryStore, Task, TaskState
 from a2ad.adapters import FunctionAgent
 
-from ..test_cli import Served
+from ..served import Served
 from .requests import request
 
 TASKS = 12  # twice what Python's default executor runs at once on two cores

@@ -15,8 +15,9 @@ from a2ad import Agent, EchoAgent, TaskContext, TaskState, create_app
 from a2ad.protocol.errors import TaskNotCancelableError
 
 from ..conftest import LiveServer, Rpc, wait_for
+from ..jsonrpc import rpc_body
 from ..scripted import ScriptedAgent
-from ..server.sse_client import Dialect, body, frames, kind, rpc_body, state
+from ..server.sse_client import Dialect, body, frames, kind, state
 
 T = TypeVar("T")
 

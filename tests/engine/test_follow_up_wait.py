@@ -17,7 +17,8 @@ import pytest
 
 from a2ad import A2AApp, Agent, TaskContext, create_app
 
-from ..server.sse_client import Dialect, rpc_body
+from .. import jsonrpc
+from ..server.sse_client import Dialect
 
 FOLLOW_UP_WAIT = 5.0  # the engine's wait for the previous turn (not configurable)
 
@@ -63,9 +64,7 @@ async def client(agent: AsksThenLingers) -> AsyncIterator[httpx.AsyncClient]:
 
 
 async def call(client: httpx.AsyncClient, d: Dialect, op: str, params: Any) -> dict[str, Any]:
-    r = await client.post("/", json=rpc_body(d.method(op), params), headers=d.headers)
-    assert r.status_code == 200
-    return r.json()  # type: ignore[no-any-return]
+    return await jsonrpc.call(client, d.method(op), params, headers=d.headers)
 
 
 async def ask(client: httpx.AsyncClient, d: Dialect, text: str) -> dict[str, Any]:

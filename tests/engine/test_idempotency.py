@@ -19,7 +19,8 @@ from a2ad.protocol.model import SendMessageRequest, TaskStatusUpdateEvent
 from a2ad.store.base import ListQuery, TaskStore
 from a2ad.store.sqlite import SqliteStore
 
-from ..server.sse_client import Dialect, rpc_body
+from ..jsonrpc import rpc_body
+from ..server.sse_client import Dialect
 from .requests import WAIT, request
 
 

@@ -25,7 +25,7 @@ from a2ad.store.sqlite import SqliteStore
 
 from ..conftest import V1, free_port, wait_for
 from ..scripted import ScriptedAgent
-from ..test_cli import run_a2ad
+from ..served import run_a2ad
 from ..webhook_receiver import Receiver
 from .test_push import FAST, AppRpc, logged, name, send10, settled, started, webhook10
 

@@ -30,8 +30,9 @@ from a2ad import (
 from a2ad.store.base import LoggedEvent
 
 from ..conftest import Rpc, wait_for
+from ..jsonrpc import rpc_body
 from ..scripted import ScriptedAgent
-from ..server.sse_client import Dialect, Frame, body, frames, kind, rpc_body, state
+from ..server.sse_client import Dialect, Frame, body, frames, kind, state
 
 Json = dict[str, Any]
 Seen = tuple[int, str, str]  # (seq, what, text): what is a state word or "artifact"

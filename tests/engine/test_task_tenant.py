@@ -13,6 +13,8 @@ from a2ad import Agent, ApiKeys, CredentialAuthenticator, create_app
 from a2ad.agent import TaskContext
 from a2ad.server import auth
 
+from ..jsonrpc import rpc_body
+
 
 class SaysTenant(Agent):
     name = "says-tenant"
@@ -27,7 +29,7 @@ def _send(tenant: str = "") -> dict[str, Any]:
     }
     if tenant:
         params["tenant"] = tenant
-    return {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params}
+    return rpc_body("SendMessage", params)
 
 
 async def test_the_agent_sees_its_tasks_tenant(tmp_path: Path) -> None:

@@ -17,9 +17,10 @@ from typing import Any
 
 import httpx
 
+from ..jsonrpc import answer, rpc_body
 from ..postgres import SERVER, fresh_schema_sync
+from ..served import Served
 from ..server.sse_client import Frame, frames
-from ..test_cli import Served
 from .wire import result_of, send_params, state_of, status_text  # noqa: F401  (the tests take them from here)
 
 V1 = {"A2A-Version": "1.0"}
@@ -42,12 +43,10 @@ class Instance:
 
     def body(self, method: str, params: Any) -> dict[str, Any]:
         self._ids += 1
-        return {"jsonrpc": "2.0", "id": self._ids, "method": method, "params": params}
+        return rpc_body(method, params, self._ids)
 
     async def raw(self, http: httpx.AsyncClient, method: str, params: Any) -> dict[str, Any]:
-        r = await http.post(self.url, json=self.body(method, params), headers=V1)
-        assert r.status_code == 200, r.text
-        return r.json()  # type: ignore[no-any-return]
+        return answer(await http.post(self.url, json=self.body(method, params), headers=V1))
 
     async def call(self, http: httpx.AsyncClient, method: str, params: Any) -> Any:
         answer = await self.raw(http, method, params)

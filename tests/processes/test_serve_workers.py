@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from ..postgres import fresh_schema_sync
-from ..test_cli import Served, run_a2ad
+from ..served import Served, run_a2ad
 from .conftest import (
     AGENT,
     START_WAIT,

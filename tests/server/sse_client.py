@@ -51,10 +51,6 @@ async def frames(response: httpx.Response) -> AsyncIterator[Frame]:
     assert not data, "the stream ended in the middle of an event"
 
 
-def rpc_body(method: str, params: Any, request_id: int | str = 1) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
-
-
 async def collect(response: httpx.Response) -> list[Frame]:
     return [f async for f in frames(response)]
 

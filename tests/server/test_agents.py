@@ -14,6 +14,7 @@ from a2ad import Agent, SqliteStore, TaskContext, create_app
 from a2ad.server.app import A2AApp
 
 from ..conftest import V1, msg10
+from ..jsonrpc import rpc_body
 
 
 class Named(Agent):
@@ -43,12 +44,8 @@ async def http(app: A2AApp) -> AsyncIterator[httpx.AsyncClient]:
         yield c
 
 
-def rpc(method: str, params: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
-
-
 async def send(http: httpx.AsyncClient, path: str, text: str) -> dict[str, Any]:
-    r = await http.post(path, json=rpc("SendMessage", msg10(text)), headers=V1)
+    r = await http.post(path, json=rpc_body("SendMessage", msg10(text)), headers=V1)
     return r.json()["result"]["task"]  # type: ignore[no-any-return]
 
 
@@ -82,10 +79,10 @@ async def test_a_task_of_one_agent_is_never_visible_as_anothers(
 ) -> None:
     task = await send(http, "/agents/pricing/", "quote")
     missing = (
-        await http.post("/agents/stock/", json=rpc("GetTask", {"id": "x"}), headers=V1)
+        await http.post("/agents/stock/", json=rpc_body("GetTask", {"id": "x"}), headers=V1)
     ).json()
     theirs = (
-        await http.post("/agents/stock/", json=rpc("GetTask", {"id": task["id"]}), headers=V1)
+        await http.post("/agents/stock/", json=rpc_body("GetTask", {"id": task["id"]}), headers=V1)
     ).json()
     assert theirs["error"]["code"] == missing["error"]["code"] == -32001
     assert theirs["error"]["message"] == missing["error"]["message"].replace("x", task["id"], 1)
@@ -101,7 +98,7 @@ async def test_a_task_of_one_agent_is_never_visible_as_anothers(
 
 
 async def test_an_unknown_agent_is_404_naming_the_agents_there(http: httpx.AsyncClient) -> None:
-    r = await http.post("/agents/billing/", json=rpc("GetTask", {"id": "x"}), headers=V1)
+    r = await http.post("/agents/billing/", json=rpc_body("GetTask", {"id": "x"}), headers=V1)
     assert r.status_code == 404
     message = r.json()["error"]["message"]
     assert "'billing'" in message and "stock, pricing" in message

@@ -20,6 +20,7 @@ from a2ad.server import auth
 from a2ad.server.auth import ApiKeys, CredentialAuthenticator
 
 from ..conftest import V1, msg10
+from ..jsonrpc import rpc_body
 from ..scripted import ScriptedAgent
 
 
@@ -52,18 +53,14 @@ def lines(caplog: pytest.LogCaptureFixture, logger: str = "a2ad.audit") -> list[
     return [json.loads(formatter.format(r)) for r in caplog.records if r.name == logger]
 
 
-def rpc(method: str, params: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
-
-
 async def test_a_cancel_is_one_line_naming_who_and_which_task(
     http: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="a2ad.audit")
     params = {**msg10("hang"), "configuration": {"returnImmediately": True}}
-    sent = (await http.post("/", json=rpc("SendMessage", params), headers=V1)).json()
+    sent = (await http.post("/", json=rpc_body("SendMessage", params), headers=V1)).json()
     task_id = sent["result"]["task"]["id"]
-    canceled = await http.post("/", json=rpc("CancelTask", {"id": task_id}), headers=V1)
+    canceled = await http.post("/", json=rpc_body("CancelTask", {"id": task_id}), headers=V1)
     assert "result" in canceled.json()
     (line,) = [x for x in lines(caplog) if x["event"] == "canceled"]
     assert (line["principal"], line["tenant"], line["task_id"]) == ("ann", "acme", task_id)
@@ -77,7 +74,7 @@ async def test_a_refused_request_is_one_line_with_its_reason(
     caplog.set_level(logging.INFO, logger="a2ad.audit")
     missing = str(uuid.uuid4())
     if binding == "JSON-RPC":
-        r = await http.post("/", json=rpc("GetTask", {"id": missing}), headers=V1)
+        r = await http.post("/", json=rpc_body("GetTask", {"id": missing}), headers=V1)
         assert r.json()["error"]["code"] == -32001
     else:
         r = await http.get(f"/tasks/{missing}", headers=V1)
@@ -93,7 +90,7 @@ async def test_a_foreign_tenant_a_body_too_large_and_an_unknown_path_are_refusal
 ) -> None:
     caplog.set_level(logging.INFO, logger="a2ad.audit")
     params = {**msg10("echo x"), "tenant": "globex"}
-    await http.post("/", json=rpc("SendMessage", params), headers=V1)
+    await http.post("/", json=rpc_body("SendMessage", params), headers=V1)
     assert (await http.post("/", content=b"x" * 5000, headers=V1)).status_code == 413
     assert (await http.get("/no/such/path", headers=V1)).status_code == 404
     reasons = [(x["reason"], x["tenant"]) for x in lines(caplog)]
@@ -111,10 +108,12 @@ async def test_no_audit_line_holds_the_credential(
     _, key = ann_key
     wrong = "a2ad_" + "x" * 43
     r = await http.post(
-        "/", json=rpc("GetTask", {"id": "t"}), headers={**V1, "Authorization": f"Bearer {wrong}"}
+        "/",
+        json=rpc_body("GetTask", {"id": "t"}),
+        headers={**V1, "Authorization": f"Bearer {wrong}"},
     )
     assert r.status_code == 401
-    await http.post("/", json=rpc("GetTask", {"id": "t"}), headers=V1)
+    await http.post("/", json=rpc_body("GetTask", {"id": "t"}), headers=V1)
     (failed,) = lines(caplog, "a2ad.auth")
     assert failed["event"] == "auth_failed"
     written = "\n".join(JsonFormatter().format(r) for r in caplog.records)

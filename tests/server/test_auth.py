@@ -22,6 +22,7 @@ from a2ad.agent import TaskContext
 from a2ad.server import auth
 
 from ..conftest import msg03, msg10
+from ..jsonrpc import rpc_body
 from ..jwks_server import AUDIENCE, ISSUER, Issuer
 
 V1 = {"A2A-Version": "1.0"}
@@ -76,10 +77,6 @@ async def http(
     await app.aclose()
 
 
-def rpc(method: str, params: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": 7, "method": method, "params": params}
-
-
 def send(version: str) -> tuple[str, dict[str, Any], dict[str, str]]:
     """A fresh message each time (a messageId seen before returns its task)."""
     if version == "1.0":
@@ -113,7 +110,7 @@ async def test_jsonrpc_without_a_credential_is_401_with_a_jsonrpc_error(
     http: httpx.AsyncClient, recorder: Recorder, version: str
 ) -> None:
     method, params, headers = send(version)
-    r = await http.post("/", json=rpc(method, params), headers=headers)
+    r = await http.post("/", json=rpc_body(method, params), headers=headers)
     message = assert_jsonrpc_unauthenticated(assert_401(r, given=False))
     assert "Authorization: Bearer" in message
     assert recorder.callers == []
@@ -133,7 +130,7 @@ async def test_rest_without_a_credential_is_401_with_a_status_body(
 async def test_a_wrong_key_is_401_invalid_token(http: httpx.AsyncClient, version: str) -> None:
     method, params, headers = send(version)
     auth_header = {"Authorization": "Bearer a2ad_not-a-key-of-this-server"}
-    r = await http.post("/", json=rpc(method, params), headers={**headers, **auth_header})
+    r = await http.post("/", json=rpc_body(method, params), headers={**headers, **auth_header})
     assert "unknown or revoked" in assert_jsonrpc_unauthenticated(assert_401(r, given=True))
     r = await http.get("/v1/tasks/t1", headers={"X-API-Key": "wrong"})
     assert assert_401(r, given=True)["error"]["status"] == "UNAUTHENTICATED"
@@ -155,7 +152,7 @@ async def test_the_right_key_is_served_and_the_agent_sees_its_caller(
     credential = (
         {"Authorization": f"Bearer {alice_key}"} if how == "bearer" else {"X-API-Key": alice_key}
     )
-    r = await http.post("/", json=rpc(method, params), headers={**headers, **credential})
+    r = await http.post("/", json=rpc_body(method, params), headers={**headers, **credential})
     assert r.status_code == 200 and "result" in r.json(), r.text
     assert recorder.callers == [
         Caller(
@@ -188,7 +185,7 @@ async def test_a_key_removed_from_the_file_no_longer_works(
     app = key_app(recorder, tmp_path / "after.toml")
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://a2ad.test") as c:
-        r = await c.post("/", json=rpc(*send("0.3")[:2]), headers={"X-API-Key": old})
+        r = await c.post("/", json=rpc_body(*send("0.3")[:2]), headers={"X-API-Key": old})
     await app.aclose()
     assert_401(r, given=True)
 
@@ -217,7 +214,7 @@ async def test_an_auth_failure_logs_one_line_with_reason_and_address_never_the_t
 ) -> None:
     secret = "a2ad_this-token-must-never-be-logged"
     with caplog.at_level(logging.INFO, logger="a2ad"):
-        await http.post("/", json=rpc(*send("0.3")[:2]), headers={"X-API-Key": secret})
+        await http.post("/", json=rpc_body(*send("0.3")[:2]), headers={"X-API-Key": secret})
     (record,) = [r for r in caplog.records if r.name == "a2ad.auth"]
     fields = vars(record)
     assert (fields["reason"], fields["remote"], fields["path"]) == (
@@ -284,9 +281,9 @@ async def test_with_auth_on_only_authenticated_callers_get_the_extended_card(
     app = key_app(Extended(), keys_file)
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://a2ad.test") as c:
-        anonymous = await c.post("/", json=rpc(method, {}), headers=headers)
+        anonymous = await c.post("/", json=rpc_body(method, {}), headers=headers)
         member = await c.post(
-            "/", json=rpc(method, {}), headers={**headers, "X-API-Key": alice_key}
+            "/", json=rpc_body(method, {}), headers={**headers, "X-API-Key": alice_key}
         )
     await app.aclose()
     assert_jsonrpc_unauthenticated(assert_401(anonymous, given=False))
@@ -371,7 +368,7 @@ async def jwt_http(recorder: Recorder, issuer: Issuer) -> AsyncIterator[httpx.As
 
 async def send_with(http: httpx.AsyncClient, token: str) -> httpx.Response:
     return await http.post(
-        "/", json=rpc(*send("1.0")[:2]), headers={**V1, "Authorization": f"Bearer {token}"}
+        "/", json=rpc_body(*send("1.0")[:2]), headers={**V1, "Authorization": f"Bearer {token}"}
     )
 
 
@@ -548,7 +545,7 @@ async def agents_http(keys_file: Path, bob_key: str) -> AsyncIterator[httpx.Asyn
 async def test_an_unknown_agent_path_without_a_credential_is_401_and_names_no_agent(
     agents_http: httpx.AsyncClient, method: str, path: str, jsonrpc: bool
 ) -> None:
-    r = await agents_http.request(method, path, json=rpc("GetTask", {"id": "t1"}), headers=V1)
+    r = await agents_http.request(method, path, json=rpc_body("GetTask", {"id": "t1"}), headers=V1)
     body = assert_401(r, given=False)
     if jsonrpc:
         assert_jsonrpc_unauthenticated(body)

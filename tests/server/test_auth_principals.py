@@ -21,6 +21,7 @@ from a2ad.agent import TaskContext
 from a2ad.server import auth
 
 from ..conftest import V1, msg10
+from ..jsonrpc import rpc_body
 from ..jwks_server import AUDIENCE, ISSUER, Issuer
 
 HOOK = "https://93.184.215.14/hook"  # public: no DNS needed to accept it
@@ -73,7 +74,7 @@ class Caller:
         self.headers = {**V1, "Authorization": f"Bearer {token}"}
 
     async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        body = rpc_body(method, params)
         r = await self.http.post("/", json=body, headers=self.headers)
         assert r.status_code == 200, r.text
         return r.json()  # type: ignore[no-any-return]

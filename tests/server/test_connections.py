@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
+from ..jsonrpc import rpc_body
 from ..process_output import ProcessOutput
 
 A2AD = Path(sys.executable).parent / "a2ad"
@@ -92,13 +93,9 @@ def server() -> Iterator[Server]:
     assert "Exception in ASGI application" not in s.output
 
 
-def rpc(method: str, params: Any, request_id: int = 1) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
-
-
 def stream_request(text: str) -> dict[str, Any]:
     message = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": text}]}
-    return rpc("SendStreamingMessage", {"message": message})
+    return rpc_body("SendStreamingMessage", {"message": message})
 
 
 V1 = {"A2A-Version": "1.0"}
@@ -106,7 +103,7 @@ V1 = {"A2A-Version": "1.0"}
 
 def get_task(server: Server, task_id: str) -> httpx.Response:
     with httpx.Client(timeout=10) as http:
-        return http.post(server.url, json=rpc("GetTask", {"id": task_id}), headers=V1)
+        return http.post(server.url, json=rpc_body("GetTask", {"id": task_id}), headers=V1)
 
 
 def answer_of(raw: bytes) -> tuple[int, dict[str, Any]]:
@@ -169,7 +166,7 @@ def test_headers_over_the_limit_in_one_piece_get_431_and_under_it_are_served(
     server: Server,
 ) -> None:
     def send(header_bytes: int) -> tuple[int, dict[str, Any]]:
-        body = json.dumps(rpc("GetTask", {"id": "no-such-task"})).encode()
+        body = json.dumps(rpc_body("GetTask", {"id": "no-such-task"})).encode()
         request = (
             b"POST / HTTP/1.1\r\nhost: a2ad\r\na2a-version: 1.0\r\nconnection: close\r\n"
             b"x-big: %s\r\ncontent-length: %d\r\n\r\n%s" % (b"a" * header_bytes, len(body), body)

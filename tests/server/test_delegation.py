@@ -19,6 +19,7 @@ from a2ad.engine.delegation import Delegations
 from a2ad.server import auth
 
 from ..conftest import V1, msg10
+from ..jsonrpc import rpc_body
 
 
 class Delegating(Agent):
@@ -71,7 +72,7 @@ async def http(agent: Delegating, keys_file: Path, alice: str) -> AsyncIterator[
 async def call(
     http: httpx.AsyncClient, token: str, method: str, params: dict[str, Any]
 ) -> dict[str, Any]:
-    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    body = rpc_body(method, params)
     r = await http.post("/", json=body, headers={**V1, "Authorization": f"Bearer {token}"})
     return r.json()  # type: ignore[no-any-return]
 

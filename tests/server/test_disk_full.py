@@ -20,8 +20,9 @@ import pytest
 from a2ad import A2AApp, SqliteStore, create_app
 
 from ..full_disk import SmallDisk, small_disk
+from ..jsonrpc import rpc_body
 from ..scripted import ScriptedAgent
-from .sse_client import Dialect, rpc_body
+from .sse_client import Dialect
 
 # More than the blocks SQLite already holds, so that storing it needs new ones.
 BULK = "x" * 200_000

@@ -14,6 +14,7 @@ from a2ad import A2AApp, AgentCardInfo, RequestContext, create_app
 
 from ..agents.sample_agents import STYLE, Storefront
 from ..conformance.oracles import assert_error, assert_status
+from ..jsonrpc import rpc_body
 
 METHODS = {True: "GetExtendedAgentCard", False: "agent/getAuthenticatedExtendedCard"}
 
@@ -25,7 +26,7 @@ def v1(request: pytest.FixtureRequest) -> bool:
 
 async def get_card(app: A2AApp, *, v1: bool) -> dict[str, Any]:
     headers = {"A2A-Version": "1.0", "A2A-Extensions": STYLE} if v1 else {"X-A2A-Extensions": STYLE}
-    body = {"jsonrpc": "2.0", "id": 3, "method": METHODS[v1], "params": {}}
+    body = rpc_body(METHODS[v1], {}, 3)
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://a2ad.test") as client:
         r = await client.post("/", json=body, headers=headers)

@@ -16,6 +16,7 @@ from a2ad import A2AApp, Agent, AgentExtension, DataPart, TaskContext, create_ap
 
 from ..conformance.oracles import assert_error, assert_status
 from ..conftest import V1, msg03, msg10
+from ..jsonrpc import rpc_body
 
 GEO = "https://example.com/ext/geo/v1"
 TRACE = "https://example.com/ext/trace/v1"
@@ -78,7 +79,7 @@ async def call(
     v1: bool = True,
     headers: list[tuple[str, str]] | None = None,
 ) -> httpx.Response:
-    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    body = rpc_body(method, params)
     all_headers = [*(V1.items() if v1 else []), *(headers or [])]
     return await client.post("/", json=body, headers=all_headers)
 

@@ -28,8 +28,9 @@ from a2ad import (
 )
 from a2ad.cli.logs import JsonFormatter
 
+from ..jsonrpc import rpc_body
 from ..scripted import ScriptedAgent
-from .sse_client import Dialect, rpc_body
+from .sse_client import Dialect
 
 INCIDENT = re.compile(
     r"^Internal error \(incident ([0-9a-f]{12})\); the server log has the details$"

@@ -21,8 +21,9 @@ from a2ad.server import auth
 from a2ad.server.auth import ApiKeys, CredentialAuthenticator
 
 from ..conftest import LiveServer, wait_for
+from ..jsonrpc import rpc_body
 from ..webhook_receiver import Receiver
-from .sse_client import Frame, frames, rpc_body
+from .sse_client import Frame, frames
 
 SECRET = "SECRET"  # in every internal part's content, and in no public one
 TIMEOUT = 10

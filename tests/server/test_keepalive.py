@@ -16,8 +16,9 @@ import pytest
 
 from a2ad import A2AApp, create_app
 
+from ..jsonrpc import rpc_body
 from ..scripted import ScriptedAgent
-from .sse_client import Dialect, rpc_body, state
+from .sse_client import Dialect, state
 
 KEEPALIVE = 0.2  # seconds; the default is 15
 

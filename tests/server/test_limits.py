@@ -20,6 +20,7 @@ from a2ad.server.auth import ApiKeys, CredentialAuthenticator
 from a2ad.server.limits import Limits, RateLimiter
 
 from ..conftest import V1, LiveServer, Rpc, msg03, wait_for
+from ..jsonrpc import rpc_body
 from ..scripted import ScriptedAgent
 
 
@@ -30,7 +31,7 @@ def client_of(app: A2AApp, **headers: str) -> httpx.AsyncClient:
 
 
 def rpc_request(text: str, *, pad: int = 0) -> bytes:
-    body = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": msg03(text)}
+    body = rpc_body("message/send", msg03(text))
     return json.dumps(body).encode() + b" " * pad
 
 

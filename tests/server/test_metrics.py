@@ -18,7 +18,8 @@ from a2ad import Agent, TaskContext, create_app
 from a2ad.store.sqlite import SqliteStore
 
 from ..conftest import LiveServer, msg10
-from ..test_cli import Served
+from ..jsonrpc import rpc_body
+from ..served import Served
 from ..threaded_server import free_port
 from .sse_client import frames
 
@@ -77,9 +78,7 @@ async def _script(url: str) -> Samples:
     async with httpx.AsyncClient(base_url=url, headers=V1, timeout=10) as http:
 
         async def rpc(method: str, params: Any) -> dict[str, Any]:
-            r = await http.post(
-                "/", json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
-            )
+            r = await http.post("/", json=rpc_body(method, params))
             return r.json()  # type: ignore[no-any-return]
 
         for text in ("ok", "ok", "fail", "ask"):

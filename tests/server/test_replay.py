@@ -15,7 +15,8 @@ import pytest
 from a2ad import Agent, TaskContext
 
 from ..conftest import wait_for
-from .sse_client import Dialect, Frame, body, frames, kind, rpc_body, state
+from ..jsonrpc import rpc_body
+from .sse_client import Dialect, Frame, body, frames, kind, state
 
 
 class StepAgent(Agent):

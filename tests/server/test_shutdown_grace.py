@@ -17,8 +17,9 @@ import pytest
 
 from a2ad import A2AApp, Agent, TaskContext, create_app
 
+from ..jsonrpc import rpc_body
 from ..log_watch import watch_log
-from .sse_client import Dialect, rpc_body
+from .sse_client import Dialect
 
 
 class Gate(Agent):

@@ -17,9 +17,11 @@ import pytest
 
 from a2ad import Agent, TaskContext, create_app
 
+from .. import jsonrpc
 from ..conftest import LiveServer, msg10, wait_for
+from ..jsonrpc import rpc_body
 from ..scripted import ScriptedAgent
-from .sse_client import Dialect, Frame, body, frames, kind, rpc_body, state
+from .sse_client import Dialect, Frame, body, frames, kind, state
 
 
 class GatedAgent(ScriptedAgent):
@@ -47,9 +49,7 @@ def agent() -> GatedAgent:
 
 
 async def call(http: httpx.AsyncClient, d: Dialect, op: str, params: Any) -> dict[str, Any]:
-    r = await http.post("/", json=rpc_body(d.method(op), params, 99), headers=d.headers)
-    assert r.status_code == 200, r.text
-    return r.json()  # type: ignore[no-any-return]
+    return await jsonrpc.call(http, d.method(op), params, headers=d.headers, request_id=99)
 
 
 @contextlib.asynccontextmanager

@@ -17,9 +17,10 @@ from a2ad import create_app
 
 from ..conformance.oracles import assert_error
 from ..conftest import LiveServer
+from ..jsonrpc import rpc_body
 from ..log_watch import watch_log
 from .flood import CHUNKS, FloodAgent, chunk_number
-from .sse_client import Dialect, Frame, body, collect, frames, kind, rpc_body, state
+from .sse_client import Dialect, Frame, body, collect, frames, kind, state
 
 # A fixed receive window (no autotuning) keeps the kernel from buffering the whole
 # flood for a reader that does not read, so the server sees it stall; at 64 KiB it

@@ -17,8 +17,9 @@ import pytest
 
 from a2ad import A2AApp, create_app
 
+from ..jsonrpc import rpc_body
 from ..scripted import ScriptedAgent
-from .sse_client import Dialect, frames, rpc_body, state
+from .sse_client import Dialect, frames, state
 
 
 @pytest.fixture

@@ -28,6 +28,7 @@ from a2ad.server.tracing import instrument
 from a2ad.server.types import Scope
 
 from ..conftest import LiveServer, wait_for
+from ..jsonrpc import rpc_body
 from ..process_output import ProcessOutput
 from ..threaded_server import ThreadedServer, free_port
 
@@ -115,7 +116,7 @@ def untraced() -> Iterator[Pair]:
 
 def send_body(text: str) -> dict[str, Any]:
     message = {"messageId": "m-" + text, "role": "ROLE_USER", "parts": [{"text": text}]}
-    return {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
+    return rpc_body("SendMessage", {"message": message})
 
 
 def named(spans: Sequence[ReadableSpan], name: str, kind: SpanKind) -> list[ReadableSpan]:

@@ -16,6 +16,7 @@ from a2ad.agent import TaskContext
 from a2ad.server import auth
 
 from ..conftest import msg10
+from ..jsonrpc import call
 
 V1 = {"A2A-Version": "1.0"}
 
@@ -54,10 +55,7 @@ def bearer(key: str) -> dict[str, str]:
 
 
 async def rpc(http: httpx.AsyncClient, key: str, method: str, params: Any) -> dict[str, Any]:
-    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
-    r = await http.post("/", json=body, headers={**V1, **bearer(key)})
-    assert r.status_code == 200, r.text
-    return r.json()  # type: ignore[no-any-return]
+    return await call(http, method, params, headers={**V1, **bearer(key)})
 
 
 async def spend(http: httpx.AsyncClient, keys: dict[str, str]) -> None:

@@ -18,7 +18,7 @@ from a2ad.store.base import Lease, ListQuery, SequenceConflictError, StoreError,
 from a2ad.store.worker_roll import AgentWorkers
 
 from ..postgres import fresh_schema
-from ..test_cli import run_a2ad
+from ..served import run_a2ad
 
 asyncpg = pytest.importorskip("asyncpg")
 from a2ad.store.postgres import (  # noqa: E402  (after the skip: it needs asyncpg)

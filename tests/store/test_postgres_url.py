@@ -12,7 +12,7 @@ from a2ad.store.base import ListQuery, StoreError
 from a2ad.store.postgres_url import parse_url, safe_url
 
 from ..postgres import fresh_schema
-from ..test_cli import run_a2ad
+from ..served import run_a2ad
 
 BASE = "postgresql://me:hunter2@db.internal:5432/a2ad"
 

@@ -1,7 +1,7 @@
 """The lab's quote behind a front with auth, its three agents run by an
 ``a2ad worker`` that holds the fronts' secret key: the orchestrator calls stock
 and pricing through the front as its caller, as it does on a server that runs
-its agents (tests/test_cli_demo.py)."""
+its agents (tests/cli/test_demo.py)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,10 @@ from pathlib import Path
 
 from a2ad.server.auth import add_key
 
-from ..agents.test_lab import QUOTE
-from ..lab_client import payload, texts
+from ..lab_client import QUOTE, assert_sub_tasks_are_only, call, payload, texts
 from ..postgres import fresh_schema_sync
 from ..process_output import ProcessOutput
-from ..test_cli import A2AD, PROJECT, Served
-from ..test_cli_demo import assert_sub_tasks_are_only, call
+from ..served import A2AD, PROJECT, Served
 
 LAB = "a2ad.agents.lab"
 AGENTS = [f"orchestrator={LAB}:OrchestratorAgent", f"stock={LAB}:StockAgent",

@@ -28,9 +28,10 @@ import httpx
 import pytest
 
 from ..conftest import V1, free_port
+from ..jsonrpc import rpc_body
 from ..postgres import fresh_schema
 from ..process_output import ProcessOutput
-from ..test_cli import Served
+from ..served import Served
 from .agents import TURNS
 
 A2AD = Path(sys.executable).parent / "a2ad"
@@ -89,7 +90,7 @@ class Front:
 
     def call(self, method: str, params: Any, path: str = "/") -> Any:
         self.ids += 1
-        body = {"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params}
+        body = rpc_body(method, params, self.ids)
         answer = self.http.post(self.url + path, json=body, headers=V1).json()
         assert "error" not in answer, answer
         return answer["result"]

@@ -32,10 +32,10 @@ from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
 
 from a2ad import create_app
 
-from .conftest import LiveServer, wait_for
-from .scripted import ScriptedAgent
-from .test_interop_sdk import collect, request, send_task
-from .webhook_receiver import Receiver
+from ..conftest import LiveServer, wait_for
+from ..scripted import ScriptedAgent
+from ..webhook_receiver import Receiver
+from .sdk import collect, request, send_task
 
 TIMEOUT = 10
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from a2ad import SyncClient, Task, TaskArtifactUpdateEvent, TaskState
 
-from .fake_model import FakeModel, Turn
-from .test_cli import Served
+from ..fake_model import FakeModel, Turn
+from ..served import Served
 
 NO_LLM = {"OPENAI_BASE_URL": "", "OPENAI_API_KEY": "", "A2AD_MODEL": "", "A2AD_URL": ""}
 

@@ -14,8 +14,8 @@ import pytest
 
 from a2ad import SyncClient, Task, TaskState
 
-from .fake_model import MODEL, FakeModel, Turn
-from .test_cli import Served
+from ..fake_model import MODEL, FakeModel, Turn
+from ..served import Served
 
 # The library, the --agent serving a sample of it and the flags it needs.
 LIBRARIES = {

@@ -20,8 +20,8 @@ from a2a.types import AgentCard, GetTaskRequest, Message, Part, Role, SendMessag
 from a2ad import ApiKeys, CredentialAuthenticator, create_app
 from a2ad.server.auth import add_key
 
-from .conftest import LiveServer
-from .scripted import ScriptedAgent
+from ..conftest import LiveServer
+from ..scripted import ScriptedAgent
 
 SESSION = "session-1"
 

@@ -2,7 +2,7 @@
 
 The 0.3 SDK cannot share a venv with the 1.x SDK the suite runs on, so it gets one of
 its own, `.venv/sdk03`, made on the first run (and again when `SDK03` changes). A
-user's script, tests/sdk03_client.py, runs there once against one a2ad: it reads the
+user's script, tests/interop/sdk03_client.py, runs there once against one a2ad: it reads the
 card a2ad serves without `A2A-Version` with A2ACardResolver, lets ClientFactory pick
 JSON-RPC and then HTTP+JSON from it, runs every scenario through both and prints one
 JSON line per scenario. The tests below check those lines.
@@ -22,15 +22,15 @@ import pytest
 
 from a2ad import create_app
 
-from .conftest import LiveServer, wait_for
-from .scripted import ScriptedAgent
-from .webhook_receiver import Receiver
+from ..conftest import LiveServer, wait_for
+from ..scripted import ScriptedAgent
+from ..webhook_receiver import Receiver
 
 # The one place the 0.3 SDK is pinned. The client needs no extra: a2a-sdk itself
 # requires httpx and httpx-sse ([http-server] adds only the server's FastAPI/Starlette).
 SDK03 = "0.3.26"
 REQUIREMENT = f"a2a-sdk=={SDK03}"
-VENV = Path(__file__).parents[1] / ".venv" / "sdk03"  # git-ignored, kept between runs
+VENV = Path(__file__).parents[2] / ".venv" / "sdk03"  # git-ignored, kept between runs
 CLIENT = Path(__file__).with_name("sdk03_client.py")
 CLIENT_TIMEOUT = 60
 

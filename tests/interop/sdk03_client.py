@@ -1,6 +1,6 @@
 """A user of the official A2A 0.3 SDK (a2a-sdk 0.3.x) talking to a2ad.
 
-Run by tests/test_interop_sdk03.py with the Python of a venv that holds a2a-sdk
+Run by tests/interop/test_sdk03.py with the Python of a venv that holds a2a-sdk
 0.3.x (it cannot share one with the 1.x SDK the suite runs on), so this file
 imports nothing of a2ad's or of the tests':
 

@@ -8,12 +8,9 @@ import re
 import signal
 import socket
 import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from types import TracebackType
 from typing import cast
 
 import httpx
@@ -21,85 +18,11 @@ import pytest
 
 from a2ad import A2AApp, A2AError, SyncClient, Task, TaskState, create_app
 
-from .agents.test_task_manager import ScriptedLLM, answer, status, status_text, texts, tool_call
-from .conftest import LiveServer, free_port
-from .process_output import ProcessOutput
-from .scripted import ScriptedAgent
-from .test_cli_client import Recording
-
-A2AD = Path(sys.executable).parent / "a2ad"
-PROJECT = Path(__file__).resolve().parent.parent
-
-
-def run_a2ad(
-    *args: str, timeout: float = 20, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(A2AD), *args],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, "COLUMNS": "200", **(env or {})},
-    )
-
-
-class Served(ProcessOutput):
-    """``a2ad serve …`` in the background; its output (stdout and stderr) read
-    line by line on a thread so the test can wait for what it prints. With
-    ``port=0`` the system picks the port, and ``url`` reads it from the banner."""
-
-    # A server whose agent imports a framework (ADK with LiteLLM) took over 10 s to print
-    # its banner on a 2-core machine with another test process running beside it.
-    expect_timeout = 30.0
-
-    def __init__(
-        self,
-        *args: str,
-        env: dict[str, str] | None = None,
-        port: int | None = None,
-        cwd: Path = PROJECT,
-    ) -> None:
-        self.port = free_port() if port is None else port
-        self.dir: tempfile.TemporaryDirectory[str] | None = None
-        if not any(a == "--store" or a.startswith("--store=") for a in args):
-            # The default store is ./a2ad.db; keep it out of the project folder.
-            self.dir = tempfile.TemporaryDirectory()
-            args = (*args, "--store", f"sqlite:///{self.dir.name}/a2ad.db")
-        self.proc = subprocess.Popen(
-            [str(A2AD), "serve", "--port", str(self.port), *args],
-            cwd=cwd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env={**os.environ, "COLUMNS": "200", **(env or {})},
-        )
-        self.watch(self.proc)
-
-    @property
-    def url(self) -> str:
-        """The base URL the banner gives, once ``a2ad serve`` listens."""
-        return self.expect(r"JSON-RPC:\s+(http://\S+?)/\s").group(1)
-
-    def stop(self, timeout: float = 10.0) -> int:
-        """SIGINT, as Ctrl-C does; returns the exit code."""
-        self.proc.send_signal(signal.SIGINT)
-        return self.proc.wait(timeout)
-
-    def __enter__(self) -> Served:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
-        self.reader.join(10)
-        assert self.proc.stdout is not None
-        self.proc.stdout.close()
-        if self.dir is not None:
-            self.dir.cleanup()
+from ..conftest import LiveServer, free_port
+from ..recording import Recording
+from ..scripted import ScriptedAgent
+from ..scripted_llm import ScriptedLLM, answer, status, status_text, texts, tool_call
+from ..served import A2AD, PROJECT, Served, run_a2ad
 
 
 @pytest.fixture

@@ -27,9 +27,9 @@ from a2ad.cli.config import ENV_AGENTS, ConfiguredCommand, env_name, key_name, m
 from a2ad.store import store_from_url
 from a2ad.store.postgres_url import parse_url
 
-from .conftest import free_port
-from .process_output import ProcessOutput
-from .test_cli import A2AD
+from ..conftest import free_port
+from ..process_output import ProcessOutput
+from ..served import A2AD
 
 # Variables that keep a name a2ad gave them before the generated A2AD_<FLAG>
 # (docs/operations.md, "Configuration", says why).

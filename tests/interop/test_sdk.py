@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -23,13 +22,9 @@ from a2a.types import (
     GetTaskRequest,
     ListTaskPushNotificationConfigsRequest,
     ListTasksRequest,
-    Message,
-    Part,
     Role,
-    SendMessageRequest,
     StreamResponse,
     SubscribeToTaskRequest,
-    Task,
     TaskPushNotificationConfig,
     TaskState,
 )
@@ -37,33 +32,12 @@ from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError, Unsuppor
 
 from a2ad import create_app
 
-from .conftest import LiveServer, wait_for
-from .scripted import ScriptedAgent
-from .webhook_receiver import Receiver
-
-TIMEOUT = 10
+from ..conftest import LiveServer, wait_for
+from ..scripted import ScriptedAgent
+from ..webhook_receiver import Receiver
+from .sdk import TIMEOUT, collect, request, send_task
 
 MakeClient = Callable[..., Awaitable[Client]]
-
-
-def request(text: str, **message: Any) -> SendMessageRequest:
-    return SendMessageRequest(
-        message=Message(
-            message_id=str(uuid.uuid4()), role=Role.ROLE_USER, parts=[Part(text=text)], **message
-        )
-    )
-
-
-async def collect(events: AsyncIterator[StreamResponse]) -> list[StreamResponse]:
-    async with asyncio.timeout(TIMEOUT):
-        return [event async for event in events]
-
-
-async def send_task(client: Client, text: str, **message: Any) -> Task:
-    """Send with a non-streaming client; the single Task it answers with."""
-    (event,) = await collect(client.send_message(request(text, **message)))
-    assert event.WhichOneof("payload") == "task", event
-    return event.task
 
 
 @pytest.fixture

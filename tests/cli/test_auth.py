@@ -8,8 +8,8 @@ from pathlib import Path
 
 import httpx
 
-from .jwks_server import AUDIENCE, ISSUER, Issuer
-from .test_cli import Served, run_a2ad
+from ..jwks_server import AUDIENCE, ISSUER, Issuer
+from ..served import Served, add_key, run_a2ad
 
 SEND = {
     "jsonrpc": "2.0",
@@ -17,15 +17,6 @@ SEND = {
     "method": "message/send",
     "params": {"message": {"role": "user", "parts": [{"text": "hello"}]}},
 }
-
-
-def add_key(keys: Path, *args: str) -> str:
-    done = run_a2ad("auth", "add-key", "--file", str(keys), *args)
-    assert done.returncode == 0, done.stderr
-    key = done.stdout.strip()
-    assert done.stdout == key + "\n"  # the key alone on stdout, for KEY=$(...)
-    assert "shown this once" in done.stderr
-    return key
 
 
 def test_add_key_prints_the_key_once_and_stores_only_its_hash_in_a_0600_file(

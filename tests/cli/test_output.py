@@ -24,8 +24,8 @@ from typer.testing import CliRunner
 
 from a2ad.cli import app
 
-from .process_output import ProcessOutput
-from .test_cli import A2AD, PROJECT
+from ..process_output import ProcessOutput
+from ..served import A2AD, PROJECT
 
 # How typer names a value by its Python type: nothing a user can type.
 TYPE_PLACEHOLDER = re.compile(r"<(bool|str|int|float|list|tuple|path|datetime)\b[^>]*>", re.I)

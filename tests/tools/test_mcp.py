@@ -17,8 +17,8 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from a2ad import Client, Task, create_app
 from a2ad.tools.mcp import build_server
 
-from .conftest import LiveServer
-from .scripted import ScriptedAgent
+from ..conftest import LiveServer
+from ..scripted import ScriptedAgent
 
 TOOLS = ["list_tasks", "get_task", "cancel_task", "cancel_overdue_tasks"]
 

@@ -22,8 +22,8 @@ from a2ad.agent import TaskContext
 from a2ad.cli import logs
 from a2ad.cli.logs import JsonFormatter, TextFormatter, configure_logging
 
-from .test_cli import Served, run_a2ad
-from .test_cli_auth import add_key
+from ..jsonrpc import rpc_body
+from ..served import Served, add_key, run_a2ad
 
 chatty_log = logging.getLogger("chatty")  # the agent's own logger, not a2ad's
 
@@ -41,17 +41,13 @@ class Chatty(Agent):
         await ctx.complete(f"said {ctx.text}")
 
 
-AGENT = ("--agent", "tests.test_logs:Chatty", "--store", "memory", "--shutdown-grace", "0")
+AGENT = ("--agent", "tests.cli.test_logs:Chatty", "--store", "memory", "--shutdown-grace", "0")
 V1 = {"A2A-Version": "1.0"}
-
-
-def rpc(method: str, params: dict[str, Any]) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
 
 
 def send_body(text: str) -> dict[str, Any]:
     message = {"role": "ROLE_USER", "messageId": os.urandom(8).hex(), "parts": [{"text": text}]}
-    return rpc("SendMessage", {"message": message})
+    return rpc_body("SendMessage", {"message": message})
 
 
 def json_lines(output: str) -> list[dict[str, Any]]:
@@ -197,7 +193,7 @@ def test_access_log_0_writes_only_the_requests_answered_with_an_error(as_text: S
     with httpx.Client(timeout=10) as http:
         sent = http.post(as_text.url + "/", json=send_body("fine"), headers=V1)
         assert "result" in sent.json()
-        missing = http.post(as_text.url + "/", json=rpc("GetTask", {"id": "nope"}), headers=V1)
+        missing = http.post(as_text.url + "/", json=rpc_body("GetTask", {"id": "nope"}), headers=V1)
         assert missing.json()["error"]["code"] == -32001
         assert http.get(as_text.url + "/no/such/path").status_code == 404
     as_text.expect(r"a2ad\.access GET /no/such/path 404 .*status=404")

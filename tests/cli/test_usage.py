@@ -12,9 +12,8 @@ import pytest
 
 from a2ad import SyncClient, Task, TaskState
 
-from .agents.test_task_manager import ScriptedLLM, answer, with_usage
-from .test_cli import Served, run_a2ad
-from .test_cli_auth import add_key
+from ..scripted_llm import ScriptedLLM, answer, with_usage
+from ..served import Served, add_key, run_a2ad
 
 
 def today() -> str:

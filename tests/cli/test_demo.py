@@ -11,7 +11,6 @@ import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -20,12 +19,25 @@ from a2ad import create_app
 from a2ad.agents.lab import PricingAgent, StockAgent
 from a2ad.server.auth import add_key
 
-from .agents.test_lab import QUOTE, sub_task_states
-from .conftest import LiveServer
-from .fake_model import FakeModel, Turn
-from .lab_client import data, kind, payload, rpc, send, state, status_text, stream, texts
-from .process_output import ProcessOutput
-from .test_cli import A2AD, PROJECT, Served, run_a2ad
+from ..conftest import LiveServer
+from ..fake_model import FakeModel, Turn
+from ..lab_client import (
+    QUOTE,
+    assert_sub_tasks_are_only,
+    call,
+    data,
+    kind,
+    payload,
+    rpc,
+    send,
+    state,
+    status_text,
+    stream,
+    sub_task_states,
+    texts,
+)
+from ..process_output import ProcessOutput
+from ..served import A2AD, PROJECT, Served, run_a2ad
 
 
 class Demo(ProcessOutput):
@@ -217,26 +229,6 @@ def test_serve_runs_the_labs_three_agents_on_one_server_as_the_docs_show() -> No
         assert task["status"]["state"] == "TASK_STATE_COMPLETED", task
         assert sub_task_states(served.url + "/agents/stock/") == ["TASK_STATE_COMPLETED"]
         assert served.stop() == 0
-
-
-def call(base: str, agent: str, key: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    """A JSON-RPC call to ``agent`` of the server at ``base`` with an API key."""
-    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
-    headers = {"A2A-Version": "1.0", "X-API-Key": key}
-    r = httpx.post(f"{base.rstrip('/')}/agents/{agent}/", json=body, headers=headers, timeout=30)
-    return r.json()  # type: ignore[no-any-return]
-
-
-def assert_sub_tasks_are_only(base: str, quote_id: str, owner: str, other: str) -> None:
-    """Each of stock and pricing holds one completed task of ``owner``'s, made
-    for the quote, which ``other`` neither lists nor reads."""
-    for agent in ("stock", "pricing"):
-        (sub,) = call(base, agent, owner, "ListTasks", {})["result"]["tasks"]
-        assert sub["status"]["state"] == "TASK_STATE_COMPLETED"
-        via = sub["history"][0]["metadata"]["a2ad"]["via"]
-        assert via == {"taskId": quote_id, "agent": "orchestrator"}
-        assert call(base, agent, other, "ListTasks", {})["result"]["tasks"] == []
-        assert call(base, agent, other, "GetTask", {"id": sub["id"]})["error"]["code"] == -32001
 
 
 def test_with_auth_on_the_quote_completes_and_its_sub_tasks_are_the_callers(

@@ -28,9 +28,9 @@ from a2ad.tools import (
     list_tasks,
 )
 
-from .conftest import LiveServer, free_port
-from .scripted import ScriptedAgent
-from .test_cli_client import Recording
+from ..conftest import LiveServer, free_port
+from ..recording import Recording
+from ..scripted import ScriptedAgent
 
 
 @pytest.fixture
