@@ -874,9 +874,10 @@ function withArtifact(artifacts, update) {
 function drawArtifacts(task) {
   const section = document.getElementById("artifacts");
   if (!section) return;
+  // replaceChildren takes nodes, not a list of them (a list would be its text).
   section.replaceChildren(
     el("h2", {}, "Artifacts"),
-    task.artifacts && task.artifacts.length ? task.artifacts.map(artifactView) : el("p", {}, "None."),
+    ...(task.artifacts && task.artifacts.length ? task.artifacts.map(artifactView) : [el("p", {}, "None.")]),
   );
 }
 
