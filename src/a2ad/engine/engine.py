@@ -1137,6 +1137,9 @@ class Engine:
 
     async def _stop_ended_elsewhere(self) -> None:
         for task_id in self._runner.task_ids():
+            turn = self._runner.get(task_id)
+            if turn is None or turn.current is None:
+                continue  # not stored yet (its create is under way here): not ended anywhere
             try:
                 stored = await self.store.get(task_id)
             except StoreUnavailableError:
