@@ -36,12 +36,9 @@ from a2ad.server.bindings.rest import ROUTES, _find
 
 from .oracles import assert_status, parse_03_rest, parse_v1
 from .wire_fuzz import (
-    _KINDS,
-    _OF_KIND,
     _RAW,
     BAD_UTF8,
     DEPTHS,
-    HUGE_SIZES,
     INTERRUPTED,
     JSON_VALUES,
     KEYS,
@@ -61,6 +58,7 @@ from .wire_fuzz import (
     _templates,
     _valid_http,
     _without_delivery,
+    mutate_member,
 )
 
 __all__ = ["AGENTS", "check_rest_answer", "rest_requests"]
@@ -171,21 +169,8 @@ def _mutate_body(
     if not slots and how in ("wrong type", "remove", "odd string", "huge string"):
         how = "add member"
     container, key = draw(st.sampled_from(slots)) if slots else (body, "x")
-    if how == "wrong type":
-        kind = _KINDS[type(container[key])]
-        other = draw(st.sampled_from(sorted(set(_OF_KIND) - {kind})))
-        container[key] = draw(_OF_KIND[other])
-    elif how == "remove" and isinstance(container, dict):
-        del container[key]
-    elif how == "add member":
-        objects = [body] + [c[k] for c, k in slots if isinstance(c[k], dict)]
-        target = draw(st.sampled_from(objects))
-        target[draw(st.sampled_from(KEYS) | st.text(max_size=8))] = draw(JSON_VALUES)
-    elif how == "odd string":
-        container[key] = draw(st.sampled_from(ODD_STRINGS))
-    elif how == "huge string":
-        size = draw(st.sampled_from(HUGE_SIZES))
-        container[key] = draw(st.sampled_from(["x", "é", "\u2028", "7"])) * size
+    if mutate_member(draw, how, body, slots, container, key):
+        pass
     elif how in ("raw number", "deep nesting"):
         if how == "raw number":
             raws.append(draw(st.sampled_from(RAW_NUMBERS + OUT_OF_RANGE)))

@@ -525,6 +525,38 @@ def _dump(envelope: Any, raws: list[str]) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
 
+def mutate_member(
+    draw: st.DrawFn,
+    how: str,
+    root: dict[str, Any],
+    slots: list[tuple[Any, Any]],
+    container: Any,
+    key: Any,
+) -> bool:
+    """The mutations both fuzzers make alike, of ``container[key]`` (one of
+    ``root``'s ``slots``): a value of another type, the member removed, a member
+    added to ``root`` or an object in it, an odd or a huge string. False, and
+    nothing changed, when ``how`` is none of them (or a removal from a list)."""
+    if how == "wrong type":
+        kind = _KINDS[type(container[key])]
+        other = draw(st.sampled_from(sorted(set(_OF_KIND) - {kind})))
+        container[key] = draw(_OF_KIND[other])
+    elif how == "remove" and isinstance(container, dict):
+        del container[key]
+    elif how == "add member":
+        objects = [root] + [c[k] for c, k in slots if isinstance(c[k], dict)]
+        target = draw(st.sampled_from(objects))
+        target[draw(st.sampled_from(KEYS) | st.text(max_size=8))] = draw(JSON_VALUES)
+    elif how == "odd string":
+        container[key] = draw(st.sampled_from(ODD_STRINGS))
+    elif how == "huge string":
+        size = draw(st.sampled_from(HUGE_SIZES))
+        container[key] = draw(st.sampled_from(["x", "é", "\u2028", "7"])) * size
+    else:
+        return False
+    return True
+
+
 @st.composite
 def _mutated(draw: st.DrawFn, seeds: Seeds, templates: dict[str, list[dict[str, Any]]]) -> Any:
     method = draw(st.sampled_from(sorted(METHODS)), label="method")
@@ -563,23 +595,8 @@ def _mutated(draw: st.DrawFn, seeds: Seeds, templates: dict[str, list[dict[str, 
         ),
         label="mutation",
     )
-    if how == "nothing":
+    if how == "nothing" or mutate_member(draw, how, envelope, slots, container, key):
         pass
-    elif how == "wrong type":
-        kind = _KINDS[type(container[key])]
-        other = draw(st.sampled_from(sorted(set(_OF_KIND) - {kind})))
-        container[key] = draw(_OF_KIND[other])
-    elif how == "remove" and isinstance(container, dict):
-        del container[key]
-    elif how == "add member":
-        objects = [envelope] + [c[k] for c, k in slots if isinstance(c[k], dict)]
-        target = draw(st.sampled_from(objects))
-        target[draw(st.sampled_from(KEYS) | st.text(max_size=8))] = draw(JSON_VALUES)
-    elif how == "odd string":
-        container[key] = draw(st.sampled_from(ODD_STRINGS))
-    elif how == "huge string":
-        size = draw(st.sampled_from(HUGE_SIZES))
-        container[key] = draw(st.sampled_from(["x", "é", "\u2028", "7"])) * size
     elif how == "raw number":
         raws.append(draw(st.sampled_from(RAW_NUMBERS)))
         container[key] = _RAW.format(len(raws) - 1)
