@@ -6,30 +6,23 @@ values either way (``Task``, ``Message``, the two update events), so callers
 never see the dialect. Errors the server answers are raised as the A2A error
 classes of ``a2ad.protocol.errors`` (``TaskNotFoundError`` and so on, each with
 its ``code``); a server that cannot be reached, or that answers something that
-is not A2A, raises ``ClientError`` naming the server.
+is not A2A, raises ``ClientError`` naming the server. This module holds the
+operations (``Client``); the HTTP and JSON-RPC framing is ``rpc.py``'s, the
+errors ``errors.py``'s, and ``SyncClient`` is in ``sync.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 import httpx
 import msgspec
-from httpx_sse import aconnect_sse
 from msgspec import UNSET
 
-from ..protocol.dialect import CARD_PATHS, DIALECTS, Dialect, Operation, Version, method_name
-from ..protocol.errors import (
-    ERROR_DOMAIN,
-    ERRORS_BY_CODE,
-    ERRORS_BY_REASON,
-    A2AError,
-    StreamFellBehindError,
-    UnsupportedOperationError,
-)
+from ..protocol.dialect import CARD_PATHS, DIALECTS, Dialect, Operation, Version
+from ..protocol.errors import StreamFellBehindError, UnsupportedOperationError
 from ..protocol.model import (
     GetTaskRequest,
     ListTasksRequest,
@@ -49,61 +42,15 @@ from ..protocol.model import (
 )
 from ..protocol.types import StreamItem
 from ..protocol.usage import USAGE_METHOD, UsageReport
-from .traced import CALL_TRACER
+from .errors import ClientError, RemoteError
+from .rpc import JsonRpc
 
-__all__ = [
-    "DEFAULT_URL",
-    "Client",
-    "ClientError",
-    "RemoteError",
-    "StreamEvent",
-    "SyncClient",
-]
+__all__ = ["DEFAULT_URL", "Client", "ClientError", "RemoteError", "StreamEvent"]
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 
 StreamEvent = StreamItem  # what streams yield: a Task or Message, then update events
-T = TypeVar("T")
 _decode_usage = msgspec.json.Decoder(UsageReport).decode
-
-
-class ClientError(Exception):
-    """The server could not be reached, or did not answer as an A2A server does."""
-
-    def __init__(self, message: str, *, url: str) -> None:
-        super().__init__(message)
-        self.message = message
-        self.url = url
-
-
-class RemoteError(A2AError):
-    """An A2A error whose code a2ad does not know (another server's own)."""
-
-    def __init__(self, message: str, *, code: int) -> None:
-        super().__init__(message)
-        self.code = code  # type: ignore[misc]  # per instance: the server's code
-
-
-def _error_from(payload: Any, url: str) -> A2AError:
-    if not isinstance(payload, dict) or not isinstance(payload.get("code"), int):
-        return RemoteError(f"{url} answered a malformed JSON-RPC error: {payload!r}", code=-32603)
-    code, message = payload["code"], str(payload.get("message") or "(no message)")
-    metadata: dict[str, str] = {}
-    cls: type[A2AError] | None = None
-    data = payload.get("data")
-    for detail in data if isinstance(data, list) else []:
-        if isinstance(detail, dict) and isinstance(detail.get("metadata"), dict):
-            metadata.update({str(k): str(v) for k, v in detail["metadata"].items()})
-        if isinstance(detail, dict) and detail.get("domain") == ERROR_DOMAIN:
-            # The reason tells apart errors that share a code (a reader that fell
-            # behind is -32000 like a busy server).
-            by_reason = ERRORS_BY_REASON.get(str(detail.get("reason")))
-            if by_reason is not None and by_reason.code == code:
-                cls = by_reason
-    cls = cls or ERRORS_BY_CODE.get(code)
-    error = cls(message, metadata=metadata) if cls else RemoteError(message, code=code)
-    error.data = payload.get("data")  # type: ignore[attr-defined]
-    return error
 
 
 def _message(
@@ -171,20 +118,27 @@ class Client:
         if version not in (None, "1.0", "0.3"):
             raise ValueError(f"version must be '1.0' or '0.3', not {version!r}")
         self.url = url.rstrip("/")
-        self.timeout = timeout
-        self.stream_timeout = stream_timeout
-        self._dialect: Dialect | None = DIALECTS[version] if version else None
-        self._endpoint: str | None = self.url + "/" if version else None
         self._card: dict[str, Any] | None = None
         auth: dict[str, str] = dict(headers or {})
         if token:
             auth["Authorization"] = f"Bearer {token}"
         if api_key:
             auth[api_key_header] = api_key
-        self._own_http = http is None
-        self._http = http or httpx.AsyncClient(timeout=timeout)
-        self._headers = auth
-        self._ids = 0
+        self._rpc = JsonRpc(
+            self.url, headers=auth, timeout=timeout, stream_timeout=stream_timeout, http=http
+        )
+        if version:
+            self._rpc.dialect, self._rpc.endpoint = DIALECTS[version], self.url + "/"
+
+    @property
+    def timeout(self) -> float:
+        """Seconds allowed for connecting and for every answer but a stream's silences."""
+        return self._rpc.timeout
+
+    @property
+    def stream_timeout(self) -> float | None:
+        """Seconds a stream may stay silent (None: as long as the task runs)."""
+        return self._rpc.stream_timeout
 
     async def __aenter__(self) -> Client:
         return self
@@ -193,8 +147,7 @@ class Client:
         await self.aclose()
 
     async def aclose(self) -> None:
-        if self._own_http:
-            await self._http.aclose()
+        await self._rpc.aclose()
 
     # --- the card and the version ---
 
@@ -203,7 +156,7 @@ class Client:
         if self._card is None:
             last: str = ""
             for path in CARD_PATHS:
-                response = await self._request("GET", self.url + path, rpc_method="")
+                response = await self._rpc.request("GET", self.url + path, rpc_method="")
                 if response.status_code == 200:
                     try:
                         card = response.json()
@@ -230,10 +183,10 @@ class Client:
         return (await self._speaking()).version
 
     async def _speaking(self) -> Dialect:
-        if self._dialect is None:
-            version, self._endpoint = _choose(await self.card(), self.url)
-            self._dialect = DIALECTS[version]
-        return self._dialect
+        if self._rpc.dialect is None:
+            version, self._rpc.endpoint = _choose(await self.card(), self.url)
+            self._rpc.dialect = DIALECTS[version]
+        return self._rpc.dialect
 
     # --- operations ---
 
@@ -251,8 +204,8 @@ class Client:
         task ends or needs input, without it at once (``returnImmediately``)."""
         request = self._send_request(content, context_id, task_id, wait, history_length, metadata)
         dialect = await self._speaking()
-        raw = await self._call(Operation.SEND, dialect.encode_send(request))
-        return self._decode(dialect.decode_send_result, raw)
+        raw = await self._rpc.call(Operation.SEND, dialect.encode_send(request))
+        return self._rpc.decode(dialect.decode_send_result, raw)
 
     async def stream(
         self,
@@ -269,7 +222,7 @@ class Client:
         is where ``subscribe`` can pick the task up."""
         request = self._send_request(content, context_id, task_id, True, None, metadata)
         dialect = await self._speaking()
-        async for _, item in self._sse(Operation.STREAM, dialect.encode_send(request)):
+        async for _, item in self._rpc.events(Operation.STREAM, dialect.encode_send(request)):
             yield item
 
     async def get_task(self, task_id: str, *, history_length: int | None = None) -> Task:
@@ -277,14 +230,16 @@ class Client:
         request = GetTaskRequest(
             id=task_id, history_length=history_length if history_length is not None else UNSET
         )
-        raw = await self._call(Operation.GET, dialect.encode_get(request))
-        return self._decode(dialect.decode_task, raw)
+        raw = await self._rpc.call(Operation.GET, dialect.encode_get(request))
+        return self._rpc.decode(dialect.decode_task, raw)
 
     async def cancel_task(self, task_id: str) -> Task:
         """Cancel a task; returns it as the server holds it afterwards."""
         dialect = await self._speaking()
-        raw = await self._call(Operation.CANCEL, dialect.encode_task_id(TaskIdRequest(id=task_id)))
-        return self._decode(dialect.decode_task, raw)
+        raw = await self._rpc.call(
+            Operation.CANCEL, dialect.encode_task_id(TaskIdRequest(id=task_id))
+        )
+        return self._rpc.decode(dialect.decode_task, raw)
 
     async def list_page(
         self,
@@ -310,8 +265,8 @@ class Client:
             include_artifacts=include_artifacts,
         )
         dialect = await self._speaking()
-        raw = await self._call(Operation.LIST, dialect.encode_list(request))
-        return self._decode(dialect.decode_page, raw)
+        raw = await self._rpc.call(Operation.LIST, dialect.encode_list(request))
+        return self._rpc.decode(dialect.decode_page, raw)
 
     async def list_tasks(
         self,
@@ -368,19 +323,8 @@ class Client:
             params["to"] = to_day
         if tenant is not None:
             params["tenant"] = tenant
-        self._ids += 1
-        body = {"jsonrpc": "2.0", "id": self._ids, "method": USAGE_METHOD, "params": params}
-        headers = {"Content-Type": "application/json", **self._headers}
-        assert self._endpoint is not None
-        response = await self._request(
-            "POST",
-            self._endpoint,
-            content=msgspec.json.encode(body),
-            headers=headers,
-            rpc_method=USAGE_METHOD,
-        )
-        raw = self._result(response.content, response.status_code)
-        return self._decode(_decode_usage, raw)
+        raw = await self._rpc.call_method(USAGE_METHOD, params)
+        return self._rpc.decode(_decode_usage, raw)
 
     async def subscribe(
         self,
@@ -408,7 +352,7 @@ class Client:
         seen_any = False  # an event arrived: from then on a broken stream is retried
         while True:
             try:
-                async for event_id, item in self._sse(
+                async for event_id, item in self._rpc.events(
                     Operation.SUBSCRIBE, params, last_event_id=resume
                 ):
                     if not isinstance(item, Task):
@@ -462,141 +406,6 @@ class Client:
             metadata=metadata if metadata is not None else UNSET,
         )
 
-    def _rpc_body(self, op: Operation, params: bytes) -> tuple[str, bytes, dict[str, str]]:
-        """(method, body, headers) of a JSON-RPC call."""
-        assert self._dialect is not None
-        self._ids += 1
-        method = method_name(self._dialect, op)
-        body = {"jsonrpc": "2.0", "id": self._ids, "method": method, "params": msgspec.Raw(params)}
-        headers = {"Content-Type": "application/json", **self._headers, **self._dialect.headers}
-        return method, msgspec.json.encode(body), headers
-
-    async def _call(self, op: Operation, params: bytes) -> bytes:
-        """One JSON-RPC call; returns the raw JSON of its ``result``."""
-        method, body, headers = self._rpc_body(op, params)
-        assert self._endpoint is not None
-        response = await self._request(
-            "POST", self._endpoint, content=body, headers=headers, rpc_method=method
-        )
-        return self._result(response.content, response.status_code)
-
-    def _result(self, content: bytes, status: int) -> bytes:
-        try:
-            envelope = msgspec.json.decode(content, type=dict[str, msgspec.Raw])
-        except msgspec.DecodeError:
-            raise self._bad(f"HTTP {status} with a body that is not JSON-RPC") from None
-        if "error" in envelope:
-            raise _error_from(msgspec.json.decode(envelope["error"]), self.url)
-        if "result" not in envelope:
-            raise self._bad(f"HTTP {status}: a JSON-RPC answer with neither result nor error")
-        return bytes(envelope["result"])
-
-    async def _sse(
-        self, op: Operation, params: bytes, *, last_event_id: str | None = None
-    ) -> AsyncIterator[tuple[str, StreamEvent]]:
-        dialect = await self._speaking()
-        method, body, headers = self._rpc_body(op, params)
-        headers["Accept"] = "text/event-stream"
-        if last_event_id is not None:
-            headers["Last-Event-ID"] = last_event_id
-        assert self._endpoint is not None
-        timeout = httpx.Timeout(self.timeout, read=self.stream_timeout)
-        tracer = CALL_TRACER.get()
-        traced = (
-            tracer(method, "POST", self._endpoint, headers)
-            if tracer is not None
-            else contextlib.nullcontext(_unnoted)
-        )
-        try:
-            with traced as answered:
-                async with aconnect_sse(
-                    self._http,
-                    "POST",
-                    self._endpoint,
-                    content=body,
-                    headers=headers,
-                    timeout=timeout,
-                ) as source:
-                    answered(source.response.status_code)
-                    kind = source.response.headers.get("content-type", "")
-                    if not kind.startswith("text/event-stream"):
-                        # An error comes back as a plain JSON-RPC answer.
-                        await source.response.aread()
-                        self._result(source.response.content, source.response.status_code)
-                        raise self._bad(f"a {kind or 'untyped'} answer where a stream belongs")
-                    async for sse in source.aiter_sse():
-                        if not sse.data:
-                            continue
-                        raw = self._result(sse.data.encode(), 200)
-                        yield sse.id, self._decode(dialect.decode_stream_item, raw)
-        except httpx.HTTPError as exc:
-            raise self._unreachable(exc) from None
-
-    async def _request(
-        self,
-        method: str,
-        url: str,
-        *,
-        rpc_method: str,
-        headers: dict[str, str] | None = None,
-        **kwargs: Any,
-    ) -> httpx.Response:
-        """One HTTP exchange; ``rpc_method``: the A2A method it calls, if any (for a trace)."""
-        tracer = CALL_TRACER.get()
-        try:
-            if tracer is None:
-                return await self._http.request(
-                    method, url, headers=headers or self._headers, **kwargs
-                )
-            headers = dict(headers or self._headers)  # the trace context goes in a copy
-            with tracer(rpc_method, method, url, headers) as answered:
-                response = await self._http.request(method, url, headers=headers, **kwargs)
-                answered(response.status_code)
-                return response
-        except httpx.HTTPError as exc:
-            raise self._unreachable(exc) from None
-
-    def _unreachable(self, exc: httpx.HTTPError) -> ClientError:
-        if isinstance(exc, httpx.ConnectTimeout):
-            what = f"no connection within {self.timeout:g} s; is the URL right?"
-        elif isinstance(exc, httpx.TimeoutException):
-            what = (
-                f"no answer within {self.timeout:g} s (the server took the request; a task "
-                "may still be running: raise the timeout, or send without waiting)"
-            )
-        elif isinstance(exc, httpx.ConnectError):
-            what = "connection refused; is the server running, and is the URL right?"
-        else:
-            what = f"{type(exc).__name__}: {exc}"
-        verb = "can't reach" if not isinstance(exc, httpx.ReadTimeout) else "waited on"
-        return ClientError(f"{verb} {self.url}: {what}", url=self.url)
-
-    def _decode(self, decode: Callable[[bytes], T], raw: bytes) -> T:
-        try:
-            return decode(raw)
-        except (msgspec.DecodeError, A2AError, ValueError) as exc:
-            assert self._dialect is not None  # chosen before any call
-            raise self._bad(
-                f"a result that is not valid A2A {self._dialect.version}: {exc}"
-            ) from None
-
-    def _bad(self, what: str) -> ClientError:
-        return ClientError(f"{self.url} answered {what}", url=self.url)
-
-
-def _unnoted(status: int) -> None:
-    """What an untraced call does with its status."""
-
-
-def _no_running_loop() -> None:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return
-    raise RuntimeError(
-        "SyncClient can't run inside a running event loop; use a2ad.Client and await it"
-    )
-
 
 def _choose(card: dict[str, Any], base: str) -> tuple[Version, str]:
     """(version, JSON-RPC endpoint) from an agent card: 1.0 when offered."""
@@ -613,78 +422,3 @@ def _choose(card: dict[str, Any], base: str) -> tuple[Version, str]:
     if isinstance(url, str) and url:
         return "0.3", url
     return "0.3", base + "/"
-
-
-class SyncClient:
-    """The same operations without ``await``, for scripts and tools: each call
-    runs on a private event loop. Not for use inside a running event loop."""
-
-    def __init__(self, url: str = DEFAULT_URL, **options: Any) -> None:
-        _no_running_loop()
-        self._loop = asyncio.new_event_loop()
-        self._client = Client(url, **options)
-        self.url = self._client.url
-
-    def __enter__(self) -> SyncClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        _no_running_loop()
-        if not self._loop.is_closed():
-            self._loop.run_until_complete(self._client.aclose())
-            self._loop.close()
-
-    def _run(self, make: Callable[[], Awaitable[T]]) -> T:
-        # Checked before the awaitable exists, so none is left never awaited.
-        _no_running_loop()
-        return self._loop.run_until_complete(make())
-
-    def _iterate(self, agen: AsyncIterator[T]) -> Iterator[T]:
-        try:
-            while True:
-                try:
-                    yield self._run(agen.__anext__)
-                except StopAsyncIteration:
-                    return
-        finally:
-            close = getattr(agen, "aclose", None)
-            if close is not None:
-                with contextlib.suppress(RuntimeError):
-                    self._run(close)
-
-    def card(self) -> dict[str, Any]:
-        return self._run(self._client.card)
-
-    def version(self) -> Version:
-        return self._run(self._client.version)
-
-    def send(
-        self, content: str | Message | Part | Sequence[Part], **options: Any
-    ) -> Task | Message:
-        return self._run(lambda: self._client.send(content, **options))
-
-    def stream(
-        self, content: str | Message | Part | Sequence[Part], **options: Any
-    ) -> Iterator[StreamEvent]:
-        return self._iterate(self._client.stream(content, **options))
-
-    def get_task(self, task_id: str, *, history_length: int | None = None) -> Task:
-        return self._run(lambda: self._client.get_task(task_id, history_length=history_length))
-
-    def cancel_task(self, task_id: str) -> Task:
-        return self._run(lambda: self._client.cancel_task(task_id))
-
-    def list_page(self, **options: Any) -> ListTasksResponse:
-        return self._run(lambda: self._client.list_page(**options))
-
-    def list_tasks(self, **options: Any) -> Iterator[Task]:
-        return self._iterate(self._client.list_tasks(**options))
-
-    def subscribe(self, task_id: str, **options: Any) -> Iterator[StreamEvent]:
-        return self._iterate(self._client.subscribe(task_id, **options))
-
-    def usage(self, **options: Any) -> UsageReport:
-        return self._run(lambda: self._client.usage(**options))
