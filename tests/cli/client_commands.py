@@ -10,10 +10,14 @@ import os
 import re
 import select
 import subprocess
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, cast
 
-from a2ad import A2AApp, SyncClient, Task, TaskState, create_app
+from a2ad import A2AApp, MemoryStore, SyncClient, Task, TaskState
+from a2ad.engine.build import build_engine
+from a2ad.server.dashboard import DEFAULT_PATH as DASHBOARD_PATH
 
 from ..conftest import LiveServer
 from ..recording import Recording
@@ -21,11 +25,12 @@ from ..scripted import ScriptedAgent
 from ..served import A2AD, WITH_DEFAULT_SIGINT
 
 CLOCK = re.compile(r"^\d\d:\d\d:\d\d  ", re.MULTILINE)
-# Tasks made quiet by a 4.5 s sleep are past it; one made just before the command
-# has 4 s to spare: starting the `a2ad` process takes over a second on a busy
-# 2-core machine, and 2.5 s of slack failed there under a parallel benchmark.
-QUIET_SECONDS = 4.5
-STALE = "4s"
+# Tasks made with the server's clock QUIET_SECONDS behind (``Clock.behind``) are
+# that long quiet at once, well past STALE; one made just before the command has
+# 30 s to spare: starting the `a2ad` process takes over a second on a busy 2-core
+# machine, and 2.5 s of slack failed there under a parallel benchmark.
+QUIET_SECONDS = 60.0
+STALE = "30s"
 
 
 def a2ad(
@@ -46,11 +51,33 @@ def _env(extra: dict[str, str] | None) -> dict[str, str]:
     return {**clean, "COLUMNS": "200", **(extra or {})}
 
 
-class Server:
-    """A live a2ad, and the ``a2ad`` command pointed at it in one A2A version."""
+class Clock:
+    """The served engine's clock: the real time, or while ``behind(seconds)`` the
+    time it was ``seconds`` ago, so that the tasks made meanwhile have been quiet
+    that long at once, where a test used to sleep for it."""
 
-    def __init__(self, live: LiveServer, recording: Recording, version: str) -> None:
+    def __init__(self) -> None:
+        self.lag = 0.0
+
+    def __call__(self) -> float:
+        return time.time() - self.lag
+
+    @contextmanager
+    def behind(self, seconds: float) -> Iterator[None]:
+        self.lag = seconds
+        try:
+            yield
+        finally:
+            self.lag = 0.0
+
+
+class Server:
+    """A live a2ad, and the ``a2ad`` command pointed at it in one A2A version;
+    ``clock`` is its engine's."""
+
+    def __init__(self, live: LiveServer, recording: Recording, version: str, clock: Clock) -> None:
         self.live = live
+        self.clock = clock
         self.url = live.url
         self.recording = recording
         self.version = version
@@ -80,9 +107,13 @@ class Server:
 
 
 def serve(version: str, token: str | None = None) -> Iterator[Server]:
-    recording = Recording(create_app(ScriptedAgent()), token=token)
+    """A live a2ad as ``create_app(ScriptedAgent())`` makes it, but for its
+    clock: a ``Clock`` the test can set back."""
+    clock = Clock()
+    engine = build_engine(ScriptedAgent(), MemoryStore(), clock=clock)
+    recording = Recording(A2AApp(engine, dashboard_path=DASHBOARD_PATH), token=token)
     with LiveServer(cast(A2AApp, recording)) as live:
-        yield Server(live, recording, version)
+        yield Server(live, recording, version, clock)
 
 
 def parsed(done: subprocess.CompletedProcess[str]) -> Any:
