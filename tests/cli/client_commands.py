@@ -10,15 +10,12 @@ import os
 import re
 import select
 import subprocess
-import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any, cast
 
-from a2ad import A2AApp, MemoryStore, SyncClient, Task, TaskState
-from a2ad.engine.build import build_engine
-from a2ad.server.dashboard import DEFAULT_PATH as DASHBOARD_PATH
+from a2ad import A2AApp, SyncClient, Task, TaskState
 
+from ..clock import Clock, app_with_clock
 from ..conftest import LiveServer
 from ..recording import Recording
 from ..scripted import ScriptedAgent
@@ -49,26 +46,6 @@ def a2ad(
 def _env(extra: dict[str, str] | None) -> dict[str, str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("A2AD_")}
     return {**clean, "COLUMNS": "200", **(extra or {})}
-
-
-class Clock:
-    """The served engine's clock: the real time, or while ``behind(seconds)`` the
-    time it was ``seconds`` ago, so that the tasks made meanwhile have been quiet
-    that long at once, where a test used to sleep for it."""
-
-    def __init__(self) -> None:
-        self.lag = 0.0
-
-    def __call__(self) -> float:
-        return time.time() - self.lag
-
-    @contextmanager
-    def behind(self, seconds: float) -> Iterator[None]:
-        self.lag = seconds
-        try:
-            yield
-        finally:
-            self.lag = 0.0
 
 
 class Server:
@@ -110,8 +87,7 @@ def serve(version: str, token: str | None = None) -> Iterator[Server]:
     """A live a2ad as ``create_app(ScriptedAgent())`` makes it, but for its
     clock: a ``Clock`` the test can set back."""
     clock = Clock()
-    engine = build_engine(ScriptedAgent(), MemoryStore(), clock=clock)
-    recording = Recording(A2AApp(engine, dashboard_path=DASHBOARD_PATH), token=token)
+    recording = Recording(app_with_clock(ScriptedAgent(), clock), token=token)
     with LiveServer(cast(A2AApp, recording)) as live:
         yield Server(live, recording, version, clock)
 
