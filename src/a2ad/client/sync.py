@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 from ..protocol.dialect import Version
 from ..protocol.model import ListTasksResponse, Message, Part, Task
 from ..protocol.usage import UsageReport
-from .client import DEFAULT_URL, Client, StreamEvent
+from .operations import DEFAULT_URL, Client, StreamEvent
 
 __all__ = ["SyncClient"]
 
