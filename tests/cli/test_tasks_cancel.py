@@ -7,6 +7,7 @@ import json
 
 from a2ad import Task, TaskState
 
+from ..clock import reached
 from .client_commands import QUIET_SECONDS, STALE, Server, one_line_error, parsed
 
 
@@ -52,6 +53,7 @@ def overdue_scene(server: Server) -> dict[str, Task]:
             "hang": server.start("hang", wait=False),
             "input": server.start("input which?"),
         }
+        reached(server.url, scene["hang"].id)
     scene["fresh"] = server.start("hang", wait=False)
     scene["finished"] = server.start("echo done")
     return scene

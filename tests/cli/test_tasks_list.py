@@ -10,6 +10,7 @@ import pytest
 
 from a2ad import tools
 
+from ..clock import reached
 from .client_commands import QUIET_SECONDS, STALE, Server, parsed
 
 
@@ -54,6 +55,7 @@ def test_tasks_list_stale_after_shows_only_quiet_active_tasks(own_server: Server
     with own_server.clock.behind(QUIET_SECONDS):
         quiet = own_server.start("hang", wait=False)
         finished = own_server.start("echo done")
+        reached(own_server.url, quiet.id)
     fresh = own_server.start("hang", wait=False)
     done = own_server("tasks", "list", "--stale-after", STALE)
     assert done.returncode == 0, done.stderr

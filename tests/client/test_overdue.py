@@ -18,7 +18,7 @@ from a2ad.client.overdue import (
     parse_duration,
 )
 
-from ..clock import Clock, app_with_clock
+from ..clock import Clock, app_with_clock, areached
 from ..conftest import LiveServer
 from ..scripted import ScriptedAgent
 
@@ -116,6 +116,8 @@ async def test_find_and_cancel_only_the_overdue_tasks_on_a2ad(
             stuck = await client.send("hang", wait=False)
             waiting = await client.send("input which?")
             finished = await client.send("echo x")
+            assert isinstance(stuck, Task)
+            await areached(live.url, stuck.id)
         assert isinstance(stuck, Task) and isinstance(waiting, Task)
         assert isinstance(finished, Task)
         fresh = await client.send("hang", wait=False)

@@ -27,7 +27,7 @@ from a2ad.tools import (
     list_tasks,
 )
 
-from ..clock import Clock, app_with_clock
+from ..clock import Clock, app_with_clock, areached, reached
 from ..conftest import LiveServer, free_port
 from ..recording import Recording
 from ..scripted import ScriptedAgent
@@ -106,13 +106,14 @@ def test_list_tasks_filters_by_state_word_and_limits(live: LiveServer) -> None:
 def test_quiet_active_tasks_are_marked_overdue_with_the_reason(
     live: LiveServer, clock: Clock
 ) -> None:
-    with clock.behind(1.1):
+    with clock.behind(60):
         quiet = send(live, "hang")
+        reached(live.url, quiet.id)
     fresh = send(live, "hang")
 
-    tasks = by_id(list_tasks("active", stale_after="1s", server_url=live.url)["tasks"])
+    tasks = by_id(list_tasks("active", stale_after="30s", server_url=live.url)["tasks"])
 
-    assert tasks[quiet.id]["overdue"].startswith("no status change for 1s")
+    assert tasks[quiet.id]["overdue"].startswith("no status change for 1m")
     assert "overdue" not in tasks[fresh.id]
     off = by_id(list_tasks("active", stale_after="off", server_url=live.url)["tasks"])
     assert "overdue" not in off[quiet.id]
@@ -146,6 +147,7 @@ def test_cancel_overdue_tasks_cancels_only_overdue_ones(live: LiveServer, clock:
         quiet = send(live, "hang")
         asking = send(live, "input which one?")
         done = send(live, "echo finished")
+        reached(live.url, quiet.id)
     fresh = send(live, "hang")
 
     dry = cancel_overdue_tasks(stale_after="30s", dry_run=True, server_url=live.url)
@@ -259,6 +261,8 @@ async def test_cancel_overdue_keeps_the_tasks_it_is_told_to(live: LiveServer, cl
     with clock.behind(1.1):
         mine = await asyncio.to_thread(send, live, "hang")
         other = await asyncio.to_thread(send, live, "hang")
+        await areached(live.url, mine.id)
+        await areached(live.url, other.id)
     result = await acancel_overdue_tasks("1s", server_url=live.url, keep={mine.id})
     assert [c["id"] for c in result["canceled"]] == [other.id]
     assert await asyncio.to_thread(state_of, live, mine.id) == "working"
