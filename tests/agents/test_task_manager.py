@@ -7,7 +7,6 @@ arguments only: the environment these tests run in would mislead it."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 from collections.abc import Iterator
@@ -16,10 +15,11 @@ from typing import Any
 import msgspec
 import pytest
 
-from a2ad import Client, Task, create_app, load_agent
+from a2ad import Client, Task, TaskState, create_app, load_agent
 from a2ad.agents.settings import AgentSettings
 from a2ad.agents.task_manager import TaskManagerAgent
 
+from ..clock import Clock, app_with_clock, areached
 from ..conftest import LiveServer, free_port
 from ..scripted import ScriptedAgent
 from ..scripted_llm import (
@@ -64,8 +64,13 @@ async def state_of(url: str, task_id: str) -> str:
 
 
 @pytest.fixture
-def tasks() -> Iterator[LiveServer]:
-    with LiveServer(create_app(ScriptedAgent())) as server:
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def tasks(clock: Clock) -> Iterator[LiveServer]:
+    with LiveServer(app_with_clock(ScriptedAgent(), clock)) as server:
         yield server
 
 
@@ -83,16 +88,20 @@ def misleading_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 # --- end to end ---------------------------------------------------------------
 
 
-async def test_lists_active_tasks_and_cancels_the_overdue_ones(tasks: LiveServer) -> None:
-    quiet = await start(tasks.url, "hang")
-    asking = await start(tasks.url, "input which one?")
-    done = await start(tasks.url, "echo finished")
-    await asyncio.sleep(2.1)
+async def test_lists_active_tasks_and_cancels_the_overdue_ones(
+    tasks: LiveServer, clock: Clock
+) -> None:
+    with clock.behind(60):
+        quiet = await start(tasks.url, "hang")
+        asking = await start(tasks.url, "input which one?")
+        done = await start(tasks.url, "echo finished")
+        await areached(tasks.url, quiet.id)
+        await areached(tasks.url, done.id, TaskState.COMPLETED)
     fresh = await start(tasks.url, "hang")
     final = "Found 3 active tasks; canceled the 2 overdue ones."
     plan = [
-        tool_call("list_tasks", state="active", stale_after="2s"),
-        tool_call("cancel_overdue_tasks", stale_after="2s"),
+        tool_call("list_tasks", state="active", stale_after="30s"),
+        tool_call("cancel_overdue_tasks", stale_after="30s"),
         answer(final),
     ]
 
@@ -107,9 +116,9 @@ async def test_lists_active_tasks_and_cancels_the_overdue_ones(tasks: LiveServer
     assert await state_of(tasks.url, done.id) == "completed"
     assert texts(task)[0] == "List all active A2A tasks and cancel any that are overdue"
     assert texts(task)[1:] == [
-        'calling list_tasks(state="active", stale_after="2s")',
+        'calling list_tasks(state="active", stale_after="30s")',
         "list_tasks: 3 tasks, 2 overdue",
-        'calling cancel_overdue_tasks(stale_after="2s")',
+        'calling cancel_overdue_tasks(stale_after="30s")',
         "cancel_overdue_tasks: 2 overdue, 2 canceled, 0 failed",
     ]
 

@@ -13,19 +13,21 @@ import subprocess
 from collections.abc import Iterator
 from typing import Any, cast
 
-from a2ad import A2AApp, SyncClient, Task, TaskState, create_app
+from a2ad import A2AApp, SyncClient, Task, TaskState
 
+from ..clock import Clock, app_with_clock
 from ..conftest import LiveServer
 from ..recording import Recording
 from ..scripted import ScriptedAgent
 from ..served import A2AD, WITH_DEFAULT_SIGINT
 
 CLOCK = re.compile(r"^\d\d:\d\d:\d\d  ", re.MULTILINE)
-# Tasks made quiet by a 4.5 s sleep are past it; one made just before the command
-# has 4 s to spare: starting the `a2ad` process takes over a second on a busy
-# 2-core machine, and 2.5 s of slack failed there under a parallel benchmark.
-QUIET_SECONDS = 4.5
-STALE = "4s"
+# Tasks made with the server's clock QUIET_SECONDS behind (``Clock.behind``) are
+# that long quiet at once, well past STALE; one made just before the command has
+# 30 s to spare: starting the `a2ad` process takes over a second on a busy 2-core
+# machine, and 2.5 s of slack failed there under a parallel benchmark.
+QUIET_SECONDS = 60.0
+STALE = "30s"
 
 
 def a2ad(
@@ -47,10 +49,12 @@ def _env(extra: dict[str, str] | None) -> dict[str, str]:
 
 
 class Server:
-    """A live a2ad, and the ``a2ad`` command pointed at it in one A2A version."""
+    """A live a2ad, and the ``a2ad`` command pointed at it in one A2A version;
+    ``clock`` is its engine's."""
 
-    def __init__(self, live: LiveServer, recording: Recording, version: str) -> None:
+    def __init__(self, live: LiveServer, recording: Recording, version: str, clock: Clock) -> None:
         self.live = live
+        self.clock = clock
         self.url = live.url
         self.recording = recording
         self.version = version
@@ -80,9 +84,12 @@ class Server:
 
 
 def serve(version: str, token: str | None = None) -> Iterator[Server]:
-    recording = Recording(create_app(ScriptedAgent()), token=token)
+    """A live a2ad as ``create_app(ScriptedAgent())`` makes it, but for its
+    clock: a ``Clock`` the test can set back."""
+    clock = Clock()
+    recording = Recording(app_with_clock(ScriptedAgent(), clock), token=token)
     with LiveServer(cast(A2AApp, recording)) as live:
-        yield Server(live, recording, version)
+        yield Server(live, recording, version, clock)
 
 
 def parsed(done: subprocess.CompletedProcess[str]) -> Any:

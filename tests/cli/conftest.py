@@ -20,7 +20,7 @@ def shared() -> Iterator[Server]:
 @pytest.fixture(params=["1.0", "0.3"])
 def server(request: pytest.FixtureRequest, shared: Server) -> Server:
     """The module's server, spoken to in each A2A version."""
-    return Server(shared.live, shared.recording, str(request.param))
+    return Server(shared.live, shared.recording, str(request.param), shared.clock)
 
 
 @pytest.fixture

@@ -4,10 +4,10 @@ real a2ad, in A2A 1.0 and 0.3: each task's result, and which quiet tasks are ove
 from __future__ import annotations
 
 import json
-import time
 
 from a2ad import Task, TaskState
 
+from ..clock import reached
 from .client_commands import QUIET_SECONDS, STALE, Server, one_line_error, parsed
 
 
@@ -48,11 +48,12 @@ def test_tasks_cancel_of_running_tasks_exits_0(server10: Server) -> None:
 
 def overdue_scene(server: Server) -> dict[str, Task]:
     """Two active tasks quiet for QUIET_SECONDS, then a fresh one and a finished one."""
-    scene = {
-        "hang": server.start("hang", wait=False),
-        "input": server.start("input which?"),
-    }
-    time.sleep(QUIET_SECONDS)
+    with server.clock.behind(QUIET_SECONDS):
+        scene = {
+            "hang": server.start("hang", wait=False),
+            "input": server.start("input which?"),
+        }
+        reached(server.url, scene["hang"].id)
     scene["fresh"] = server.start("hang", wait=False)
     scene["finished"] = server.start("echo done")
     return scene

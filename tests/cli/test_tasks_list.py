@@ -5,12 +5,12 @@ each on a server of the test's own."""
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 
 from a2ad import tools
 
+from ..clock import reached
 from .client_commands import QUIET_SECONDS, STALE, Server, parsed
 
 
@@ -52,9 +52,10 @@ def test_tasks_list_shows_one_page_unless_all(own_server10: Server) -> None:
 
 
 def test_tasks_list_stale_after_shows_only_quiet_active_tasks(own_server: Server) -> None:
-    quiet = own_server.start("hang", wait=False)
-    finished = own_server.start("echo done")
-    time.sleep(QUIET_SECONDS)
+    with own_server.clock.behind(QUIET_SECONDS):
+        quiet = own_server.start("hang", wait=False)
+        finished = own_server.start("echo done")
+        reached(own_server.url, quiet.id)
     fresh = own_server.start("hang", wait=False)
     done = own_server("tasks", "list", "--stale-after", STALE)
     assert done.returncode == 0, done.stderr

@@ -27,7 +27,8 @@ from a2ad import (
     TaskStatusUpdateEvent,
     create_app,
 )
-from a2ad.client.client import RemoteError, _choose
+from a2ad.client.client import RemoteError
+from a2ad.client.operations import _choose
 from a2ad.protocol.errors import (
     InvalidParamsError,
     TaskNotCancelableError,

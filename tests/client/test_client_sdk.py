@@ -6,8 +6,8 @@ DefaultRequestHandler, InMemoryTaskStore, JSON-RPC, under uvicorn on a free port
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -80,8 +80,9 @@ async def test_overdue_tasks_are_found_and_cancelled_on_the_sdk_too(client: Clie
     slow = await client.send("sleep:30 stale", wait=False)
     done = await client.send("quick")
     assert isinstance(slow, Task) and isinstance(done, Task)
-    await asyncio.sleep(1.2)
-    found = await find_overdue(client, stale_after=1.0)
+    # Looked for 1.2 s from now: the SDK server's clock can't be set back.
+    later = datetime.now(UTC) + timedelta(seconds=1.2)
+    found = await find_overdue(client, stale_after=1.0, now=later)
     assert slow.id in [o.task.id for o in found]
     assert done.id not in [o.task.id for o in found]
     mine = [o for o in found if o.task.id == slow.id]

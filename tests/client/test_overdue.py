@@ -3,13 +3,12 @@ cancelling them: the rules on their own, then against a real a2ad."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from a2ad import Client, Task, TaskState, TaskStatus, create_app
+from a2ad import Client, Task, TaskState, TaskStatus
 from a2ad.client.overdue import (
     Overdue,
     cancel_overdue,
@@ -19,6 +18,7 @@ from a2ad.client.overdue import (
     parse_duration,
 )
 
+from ..clock import Clock, app_with_clock, areached
 from ..conftest import LiveServer
 from ..scripted import ScriptedAgent
 
@@ -98,23 +98,32 @@ def test_a_future_deadline_is_not_overdue() -> None:
 
 
 @pytest.fixture
-def live(agent: ScriptedAgent) -> Iterator[LiveServer]:
-    with LiveServer(create_app(agent)) as server:
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def live(agent: ScriptedAgent, clock: Clock) -> Iterator[LiveServer]:
+    with LiveServer(app_with_clock(agent, clock)) as server:
         yield server
 
 
-async def test_find_and_cancel_only_the_overdue_tasks_on_a2ad(live: LiveServer) -> None:
+async def test_find_and_cancel_only_the_overdue_tasks_on_a2ad(
+    live: LiveServer, clock: Clock
+) -> None:
     async with Client(live.url) as client:
-        stuck = await client.send("hang", wait=False)
-        waiting = await client.send("input which?")
-        finished = await client.send("echo x")
+        with clock.behind(60):
+            stuck = await client.send("hang", wait=False)
+            waiting = await client.send("input which?")
+            finished = await client.send("echo x")
+            assert isinstance(stuck, Task)
+            await areached(live.url, stuck.id)
         assert isinstance(stuck, Task) and isinstance(waiting, Task)
         assert isinstance(finished, Task)
-        await asyncio.sleep(1.1)
         fresh = await client.send("hang", wait=False)
         assert isinstance(fresh, Task)
 
-        found = await find_overdue(client, stale_after=1.0)
+        found = await find_overdue(client, stale_after=30.0)
         assert sorted(o.task.id for o in found) == sorted([stuck.id, waiting.id])
         assert all(o.reason.startswith("no status change for") for o in found)
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-import time
 import types
 from collections.abc import Iterator
 from typing import Any, cast
@@ -28,14 +27,20 @@ from a2ad.tools import (
     list_tasks,
 )
 
+from ..clock import Clock, app_with_clock, areached, reached
 from ..conftest import LiveServer, free_port
 from ..recording import Recording
 from ..scripted import ScriptedAgent
 
 
 @pytest.fixture
-def live() -> Iterator[LiveServer]:
-    with LiveServer(create_app(ScriptedAgent())) as server:
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def live(clock: Clock) -> Iterator[LiveServer]:
+    with LiveServer(app_with_clock(ScriptedAgent(), clock)) as server:
         yield server
 
 
@@ -98,14 +103,17 @@ def test_list_tasks_filters_by_state_word_and_limits(live: LiveServer) -> None:
     assert completed["more"] is True and completed["tasks"][0]["id"] != done.id
 
 
-def test_quiet_active_tasks_are_marked_overdue_with_the_reason(live: LiveServer) -> None:
-    quiet = send(live, "hang")
-    time.sleep(1.1)
+def test_quiet_active_tasks_are_marked_overdue_with_the_reason(
+    live: LiveServer, clock: Clock
+) -> None:
+    with clock.behind(60):
+        quiet = send(live, "hang")
+        reached(live.url, quiet.id)
     fresh = send(live, "hang")
 
-    tasks = by_id(list_tasks("active", stale_after="1s", server_url=live.url)["tasks"])
+    tasks = by_id(list_tasks("active", stale_after="30s", server_url=live.url)["tasks"])
 
-    assert tasks[quiet.id]["overdue"].startswith("no status change for 1s")
+    assert tasks[quiet.id]["overdue"].startswith("no status change for 1m")
     assert "overdue" not in tasks[fresh.id]
     off = by_id(list_tasks("active", stale_after="off", server_url=live.url)["tasks"])
     assert "overdue" not in off[quiet.id]
@@ -134,14 +142,15 @@ def test_cancel_task_stops_the_work_and_reports_the_new_state(live: LiveServer) 
     assert state_of(live, hanging.id) == "canceled"
 
 
-def test_cancel_overdue_tasks_cancels_only_overdue_ones(live: LiveServer) -> None:
-    quiet = send(live, "hang")
-    asking = send(live, "input which one?")
-    done = send(live, "echo finished")
-    time.sleep(1.1)
+def test_cancel_overdue_tasks_cancels_only_overdue_ones(live: LiveServer, clock: Clock) -> None:
+    with clock.behind(60):
+        quiet = send(live, "hang")
+        asking = send(live, "input which one?")
+        done = send(live, "echo finished")
+        reached(live.url, quiet.id)
     fresh = send(live, "hang")
 
-    dry = cancel_overdue_tasks(stale_after="1s", dry_run=True, server_url=live.url)
+    dry = cancel_overdue_tasks(stale_after="30s", dry_run=True, server_url=live.url)
 
     assert dry["dryRun"] is True and dry["foundCount"] == 2
     assert {s["id"] for s in dry["found"]} == {quiet.id, asking.id}
@@ -149,7 +158,7 @@ def test_cancel_overdue_tasks_cancels_only_overdue_ones(live: LiveServer) -> Non
     assert "canceled" not in dry
     assert state_of(live, quiet.id) == "working"
 
-    result = cancel_overdue_tasks(stale_after="1s", server_url=live.url)
+    result = cancel_overdue_tasks(stale_after="30s", server_url=live.url)
 
     json.dumps(result)
     assert result["canceledCount"] == 2 and result["failedCount"] == 0
@@ -248,10 +257,12 @@ async def test_async_tools_run_in_the_callers_loop(live: LiveServer) -> None:
     assert [s["state"] for s in result["tasks"]] == ["working"]
 
 
-async def test_cancel_overdue_keeps_the_tasks_it_is_told_to(live: LiveServer) -> None:
-    mine = await asyncio.to_thread(send, live, "hang")
-    other = await asyncio.to_thread(send, live, "hang")
-    await asyncio.sleep(1.1)
+async def test_cancel_overdue_keeps_the_tasks_it_is_told_to(live: LiveServer, clock: Clock) -> None:
+    with clock.behind(1.1):
+        mine = await asyncio.to_thread(send, live, "hang")
+        other = await asyncio.to_thread(send, live, "hang")
+        await areached(live.url, mine.id)
+        await areached(live.url, other.id)
     result = await acancel_overdue_tasks("1s", server_url=live.url, keep={mine.id})
     assert [c["id"] for c in result["canceled"]] == [other.id]
     assert await asyncio.to_thread(state_of, live, mine.id) == "working"

@@ -17,7 +17,8 @@ from ..durations import format_duration, parse_duration
 from ..protocol.errors import A2AError
 from ..protocol.model import Task, TaskState, parse_timestamp
 from ..protocol.types import ACTIVE_STATES
-from .client import Client, ClientError
+from .errors import ClientError
+from .operations import Client
 
 __all__ = [
     "ACTIVE_STATES",

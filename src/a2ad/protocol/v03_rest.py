@@ -56,14 +56,13 @@ from .model import (
 from .requests import TaskQuery, checked_push_config, checked_send
 from .types import StreamItem
 from .v03 import V03, push_config_from_03, push_config_to_03
+from .v03_wire import Id, Json
 
 __all__ = ["V03Rest"]
 
 _SEND_PUSH_FIELD = "configuration.pushNotification"
 
 _encode = msgspec.json.Encoder().encode
-Json = dict[str, Any]
-Id = Annotated[str, Meta(min_length=1, max_length=MAX_ID_LENGTH)]
 OptionalId = Annotated[str, Meta(max_length=MAX_ID_LENGTH)] | None
 
 # --- input (lenient) ---
