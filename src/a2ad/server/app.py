@@ -279,11 +279,18 @@ class A2AApp:
                 audit.refused(scope, exc, method=f"{method} {path[:200]}")
                 await self._too_many(exc, path, send)
                 return
+        await self._serve(served, path, scope, receive, send)
+
+    async def _serve(
+        self, served: _Served, path: str, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        """An admitted request, to the endpoint of ``served`` its path names."""
+        method = scope["method"]
         if path in JSONRPC_PATHS:
             if method == "POST":
                 await served.jsonrpc(scope, receive, send)
                 return
-            error = InvalidRequestError(
+            error: A2AError = InvalidRequestError(
                 f"{method} {path}: the A2A JSON-RPC endpoint takes POST requests; "
                 f"the agent card is at GET {CARD_PATHS[0]}"
             )

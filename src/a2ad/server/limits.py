@@ -83,7 +83,7 @@ class Limits:
 def body_too_large(limit: int) -> InvalidRequestError:
     return InvalidRequestError(
         f"Request body is larger than the limit of {plural(limit, 'byte')}; send less, "
-        "or raise the limit (a2ad serve --max-body-bytes, create_app(max_body_bytes=...))",
+        "or raise the limit (a2ad serve --max-body-bytes, Limits(max_body_bytes=...))",
         metadata={"limit": "maxBodyBytes", "value": str(limit)},
     )
 
@@ -134,7 +134,7 @@ def _over(
     return InvalidParamsError(
         f"`{field}` {what}, over the server's limit of {plural(value, unit)} ({option}); "
         f"send less, or ask the operator to raise it (a2ad serve {flag}, "
-        f"create_app({snake}=...))",
+        f"Limits({snake}=...))",
         field=field,
         metadata={"limit": limit, "value": str(value)},
     )
