@@ -46,6 +46,7 @@ from .store.memory import MemoryStore
 __all__ = ["assemble", "assemble_engine", "create_app", "served_names"]
 
 LIMITS = Limits()
+DEFAULT_SETTINGS = AppSettings()
 
 
 def create_app(
@@ -96,7 +97,7 @@ def create_app(
 
 def assemble(
     agent: Agent | Mapping[str, Agent] | None,
-    settings: AppSettings = AppSettings(),  # noqa: B008 (frozen: never changed)
+    settings: AppSettings = DEFAULT_SETTINGS,
     *,
     store: TaskStore | None = None,
 ) -> A2AApp:
@@ -106,15 +107,8 @@ def assemble(
     file it can't read or make."""
     agents = served_agents(agent, settings.default_agent)
     task_store = store if store is not None else MemoryStore()
-    auth = settings.auth
-    pushes = isinstance(task_store, Webhooks) and settings.engine.deliver_push
-    key = None
-    if pushes or auth.authenticator is not None:
-        key = settings.push.secret_key
-        if key is None:
-            key = server_key(task_store)
-    delegations = Delegations(key) if auth.authenticator is not None and key is not None else None
-    authenticator = auth.authenticator
+    secrets, delegations = _sealed(settings, task_store)
+    authenticator = settings.auth.authenticator
     if authenticator is not None and delegations is not None:
         # Agents' calls to this server, made as their callers.
         authenticator = DelegatingAuthenticator(authenticator, delegations)
@@ -126,10 +120,10 @@ def assemble(
         settings.engine,
         observability=seen,
         turn_observers=turns,
-        webhook_secrets=WebhookSecrets(key) if pushes and key is not None else None,
+        webhook_secrets=secrets,
         delegations=delegations,
     )
-    check = auth.extended_card_check
+    check = settings.auth.extended_card_check
     if check is None:
         check = allow_everyone if authenticator is None else authenticated_only
     return A2AApp(
@@ -175,6 +169,26 @@ def assemble_engine(
         webhook_secrets=webhook_secrets,
         delegations=delegations,
         metrics=metrics if metrics is not None else NULL_METRICS,
+    )
+
+
+def _sealed(
+    settings: AppSettings, store: TaskStore
+) -> tuple[WebhookSecrets | None, Delegations | None]:
+    """What the secret key seals: webhook secrets when the engine will deliver
+    push notifications (a store with webhooks), agents' delegation tokens when
+    auth is on. The key is read (or made) only when one of them needs it: a
+    store on a database server has no key file of its own to default to."""
+    pushes = isinstance(store, Webhooks) and settings.engine.deliver_push
+    delegates = settings.auth.authenticator is not None
+    if not pushes and not delegates:
+        return None, None
+    key = settings.push.secret_key
+    if key is None:
+        key = server_key(store)
+    return (
+        WebhookSecrets(key) if pushes else None,
+        Delegations(key) if delegates else None,
     )
 
 
