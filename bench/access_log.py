@@ -23,6 +23,8 @@ from typing import Any
 from a2ad import create_app
 from a2ad.cli.logs import access_fraction, configure_logging
 from a2ad.server.access_log import RequestLog
+from a2ad.settings import Observability
+from a2ad.store.memory import MemoryStore
 
 SETTINGS = ("off", "errors", "on")
 
@@ -90,9 +92,11 @@ async def timed_round(app: Any, gets: list[bytes], sends: range) -> tuple[float,
 async def main(args: argparse.Namespace) -> None:
     with tempfile.NamedTemporaryFile("w", suffix=".log") as out:
         configure_logging("warning", access=True, stream=out)  # as `a2ad serve` writes them
-        app = create_app(max_tasks=1_000_000)
         observer = RequestLog(access=None)
-        app.observers.append(observer)
+        app = create_app(
+            store=MemoryStore(max_tasks=1_000_000),
+            observability=Observability(observers=(observer,)),
+        )
         await app.engine.start()
         try:
             gets = await prefilled_gets(app, args.prefill, args.requests)

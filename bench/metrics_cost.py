@@ -22,14 +22,18 @@ from access_log import call, prefilled_gets, timed_round  # bench/access_log.py:
 
 from a2ad import create_app
 from a2ad.server.metrics import Metrics
+from a2ad.settings import Observability
+from a2ad.store.memory import MemoryStore
 
 SETTINGS = ("off", "on")
 
 
 async def main(args: argparse.Namespace) -> None:
     apps = {
-        "off": create_app(max_tasks=1_000_000),
-        "on": create_app(max_tasks=1_000_000, metrics=Metrics()),
+        "off": create_app(store=MemoryStore(max_tasks=1_000_000)),
+        "on": create_app(
+            observability=Observability(metrics=Metrics()), store=MemoryStore(max_tasks=1_000_000)
+        ),
     }
     gets: dict[str, list[bytes]] = {}
     for setting, app in apps.items():

@@ -369,7 +369,8 @@ def test_the_same_follow_up_sent_to_two_instances_at_once_is_taken_once(
 def test_a_stream_the_outage_cuts_short_ends_with_the_error_and_where_to_resume(
     database: str,
 ) -> None:
-    from a2ad import create_app
+    from a2ad import AppSettings, assemble
+    from a2ad.settings import PushSettings
     from a2ad.store.postgres import PostgresStore
 
     from .conftest import LiveServer
@@ -377,7 +378,8 @@ def test_a_stream_the_outage_cuts_short_ends_with_the_error_and_where_to_resume(
 
     cut = TcpProxy(("127.0.0.1", 5432))
     store = PostgresStore(cut.url(database) + "&connect_timeout=1", pool_min=1, pool_max=2)
-    app = create_app(ScriptedAgent(), store=store, keepalive_seconds=0.3, secret_key=bytes(32))
+    settings = AppSettings(keepalive_seconds=0.3, push=PushSettings(secret_key=bytes(32)))
+    app = assemble(ScriptedAgent(), settings, store=store)
     try:
         with (
             LiveServer(app) as live,

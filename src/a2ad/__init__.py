@@ -17,8 +17,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .agent import Agent, Caller, RequestContext, TaskContext
     from .agents.echo import EchoAgent
+    from .agents.loading import load_agent
+    from .assembly import assemble, create_app
     from .client import Client, ClientError, SyncClient
     from .engine import Engine
+    from .engine.config import EngineConfig
     from .engine.push import PushPolicy
     from .protocol.card import (
         AgentCardInfo,
@@ -56,7 +59,7 @@ if TYPE_CHECKING:
         TextPart,
     )
     from .protocol.usage import TokenCounts, UsageReport, UsageRow
-    from .server.app import A2AApp, create_app, load_agent
+    from .server.app import A2AApp
     from .server.auth import (
         ApiKeys,
         AuthenticationFailed,
@@ -64,6 +67,8 @@ if TYPE_CHECKING:
         CredentialAuthenticator,
         JwtVerifier,
     )
+    from .server.limits import Limits
+    from .settings import AppSettings, Observability
     from .store.base import TaskStore
     from .store.memory import MemoryStore
     from .store.sqlite import SqliteStore
@@ -113,7 +118,12 @@ _SOURCES = {
         "TextPart",
     ),
     "protocol.usage": ("TokenCounts", "UsageReport", "UsageRow"),
-    "server.app": ("A2AApp", "create_app", "load_agent"),
+    "agents.loading": ("load_agent",),
+    "assembly": ("assemble", "create_app"),
+    "engine.config": ("EngineConfig",),
+    "server.app": ("A2AApp",),
+    "server.limits": ("Limits",),
+    "settings": ("AppSettings", "Observability"),
     "server.auth": (
         "ApiKeys",
         "AuthenticationFailed",
@@ -137,6 +147,7 @@ __all__ = [
     "AgentProvider",
     "AgentSkill",
     "ApiKeys",
+    "AppSettings",
     "Artifact",
     "AuthenticationFailed",
     "Authenticator",
@@ -151,15 +162,18 @@ __all__ = [
     "DeviceCodeOAuthFlow",
     "EchoAgent",
     "Engine",
+    "EngineConfig",
     "ExtensionSupportRequiredError",
     "FilePart",
     "HTTPAuthSecurityScheme",
     "InvalidParamsError",
     "JwtVerifier",
+    "Limits",
     "MemoryStore",
     "Message",
     "MutualTlsSecurityScheme",
     "OAuth2SecurityScheme",
+    "Observability",
     "OpenIdConnectSecurityScheme",
     "Part",
     "PushPolicy",
@@ -179,6 +193,7 @@ __all__ = [
     "UnsupportedOperationError",
     "UsageReport",
     "UsageRow",
+    "assemble",
     "create_app",
     "load_agent",
 ]

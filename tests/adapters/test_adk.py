@@ -26,6 +26,7 @@ from a2ad import (
     load_agent,
 )
 from a2ad.adapters.adk import AdkAgent
+from a2ad.engine.config import EngineConfig
 
 from ..conftest import LiveServer, wait_for
 from ..fake_model import FakeModel, ToolCallTurn, Turn
@@ -131,7 +132,7 @@ async def test_function_call_and_response_are_internal_parts_and_usage_is_in_met
         Turn(tool_calls=[STOCK_CALL], prompt_tokens=350, completion_tokens=20),
         Turn(text=ANSWER, prompt_tokens=400, completion_tokens=126),
     ]
-    client, _ = await serve(turns, expose_internal_parts=True)
+    client, _ = await serve(turns, engine=EngineConfig(expose_internal_parts=True))
     async with asyncio.timeout(TIMEOUT):
         task = await client.send("Stock de CHAISE-ERGO ?")
     assert isinstance(task, Task)

@@ -22,6 +22,7 @@ from a2ad import (
     load_agent,
 )
 from a2ad.adapters.langgraph import GraphAgent
+from a2ad.engine.config import EngineConfig
 from a2ad.protocol.internal import is_internal
 
 from ..conftest import LiveServer
@@ -46,7 +47,7 @@ async def serve() -> AsyncIterator[Serve]:
         opened.append(model.__enter__())
         if callable(graph):
             graph = graph(model.url)
-        app = create_app(GraphAgent(graph), expose_internal_parts=True)
+        app = create_app(GraphAgent(graph), engine=EngineConfig(expose_internal_parts=True))
         opened.append(LiveServer(app).__enter__())
         clients.append(Client(opened[-1].url))
         return clients[-1], model

@@ -20,6 +20,7 @@ from a2ad import (
     load_agent,
 )
 from a2ad.adapters.praisonai import NO_ANSWER, PraisonAgent
+from a2ad.engine.config import EngineConfig
 from a2ad.protocol.internal import is_internal
 
 from ..conftest import LiveServer
@@ -39,7 +40,9 @@ async def serve() -> AsyncIterator[Serve]:
     async def start(turns: list[Turn]) -> tuple[Client, FakeModel]:
         model = FakeModel(turns)
         opened.append(model.__enter__())
-        app = create_app(PraisonAgent(sample.build(model.url)), expose_internal_parts=True)
+        app = create_app(
+            PraisonAgent(sample.build(model.url)), engine=EngineConfig(expose_internal_parts=True)
+        )
         opened.append(LiveServer(app).__enter__())
         clients.append(Client(opened[-1].url))
         return clients[-1], model

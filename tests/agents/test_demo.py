@@ -16,7 +16,7 @@ from a2ad import (
     create_app,
 )
 from a2ad.agents.demo import MAX_CHUNKS, DemoAgent
-from a2ad.server.app import load_agent
+from a2ad.agents.loading import load_agent
 
 from ..conftest import LiveServer
 

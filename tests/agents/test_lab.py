@@ -14,6 +14,7 @@ from a2ad import create_app
 from a2ad.agents.lab import OrchestratorAgent, PricingAgent, StockAgent
 from a2ad.agents.lab.request import read
 from a2ad.agents.settings import AgentSettings
+from a2ad.engine.config import EngineConfig
 
 from ..conftest import LiveServer, free_port
 from ..lab_client import (
@@ -34,12 +35,16 @@ INTERNAL = {"a2ad": {"internal": True}}
 
 class Lab:
     def __init__(self, *, delay: float = 0.0, expose: bool = False) -> None:
-        self.stock = LiveServer(create_app(StockAgent(delay=delay), expose_internal_parts=expose))
+        self.stock = LiveServer(
+            create_app(StockAgent(delay=delay), engine=EngineConfig(expose_internal_parts=expose))
+        )
         self.pricing = LiveServer(
-            create_app(PricingAgent(delay=delay), expose_internal_parts=expose)
+            create_app(PricingAgent(delay=delay), engine=EngineConfig(expose_internal_parts=expose))
         )
         orchestrator = OrchestratorAgent(stock_url=self.stock.url, pricing_url=self.pricing.url)
-        self.orchestrator = LiveServer(create_app(orchestrator, expose_internal_parts=expose))
+        self.orchestrator = LiveServer(
+            create_app(orchestrator, engine=EngineConfig(expose_internal_parts=expose))
+        )
 
     def __enter__(self) -> Lab:
         for server in (self.stock, self.pricing, self.orchestrator):

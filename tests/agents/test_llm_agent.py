@@ -28,6 +28,7 @@ from a2ad import (
 )
 from a2ad.agents.llm_agent import LLMAgent
 from a2ad.agents.llm_memory import ConversationMemory
+from a2ad.engine.config import EngineConfig
 from a2ad.server import auth
 from a2ad.server.auth import ApiKeys, CredentialAuthenticator
 
@@ -147,7 +148,7 @@ async def test_a_failing_or_unknown_tool_is_told_to_the_model(model: FakeModel) 
         Turn(text="Can't divide by zero."),
     ]
     agent = LLMAgent(model="m", base_url=model.url, tools=[divide], max_retries=0)
-    with served(agent, expose_internal_parts=True) as live:
+    with served(agent, engine=EngineConfig(expose_internal_parts=True)) as live:
         async with Client(live.url) as client:
             task = await client.send("1/0?")
     assert isinstance(task, Task) and task.status.state == TaskState.COMPLETED

@@ -13,6 +13,7 @@ import pytest
 
 from a2ad import Client, Task, TaskArtifactUpdateEvent, TaskState, TaskStatusUpdateEvent, create_app
 from a2ad.client.client import StreamEvent
+from a2ad.engine.config import EngineConfig
 from a2ad.protocol.errors import ServerBusyError, StreamFellBehindError
 
 from ..conftest import LiveServer
@@ -30,7 +31,7 @@ def agent() -> FloodAgent:
 
 @pytest.fixture(scope="module")
 def live(agent: FloodAgent) -> Iterator[LiveServer]:
-    with LiveServer(create_app(agent, stream_buffer=8)) as server:
+    with LiveServer(create_app(agent, engine=EngineConfig(stream_buffer=8))) as server:
         yield server
 
 

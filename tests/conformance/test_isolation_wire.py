@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from a2ad import create_app
+from a2ad.engine.config import EngineConfig
 from a2ad.server import auth
 from a2ad.server.auth import ApiKeys, CredentialAuthenticator
 
@@ -48,7 +49,9 @@ class Callers:
 async def callers(keys: tuple[Path, dict[str, str]]) -> AsyncIterator[Callers]:
     path, made = keys
     authenticator = CredentialAuthenticator(keys=ApiKeys.load(str(path)))
-    app = create_app(ScriptedAgent(), authenticator=authenticator, shutdown_grace=0)
+    app = create_app(
+        ScriptedAgent(), authenticator=authenticator, engine=EngineConfig(shutdown_grace=0)
+    )
     transport = httpx.ASGITransport(app=app)
     clients = {
         name: httpx.AsyncClient(
@@ -203,7 +206,9 @@ async def test_a_follow_up_to_anns_task_cannot_leave_bobs_webhook_on_it(
     path, made = keys
     authenticator = CredentialAuthenticator(keys=ApiKeys.load(str(path)))
     app = create_app(
-        ScriptedAgent(), authenticator=authenticator, allow_private_webhooks=True, shutdown_grace=0
+        ScriptedAgent(),
+        authenticator=authenticator,
+        engine=EngineConfig(allow_private_webhooks=True, shutdown_grace=0),
     )
     transport = httpx.ASGITransport(app=app)
 

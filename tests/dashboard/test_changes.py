@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from a2ad import ApiKeys, CredentialAuthenticator, create_app
+from a2ad.server.limits import Limits
 from a2ad.store.sqlite import SqliteStore
 
 from ..conftest import LiveServer
@@ -159,7 +160,7 @@ def test_activity_counts_the_callers_recent_tasks(server: LiveServer, keys: dict
 
 
 def test_a_changes_stream_counts_with_the_callers_streams(tmp_path: Path) -> None:
-    app = create_app(ScriptedAgent(), max_streams_per_principal=1)
+    app = create_app(ScriptedAgent(), limits=Limits(max_streams_per_principal=1))
     with LiveServer(app) as live, httpx.Client(timeout=10) as http:
         with http.stream("GET", f"{live.url}/a2ad/changes") as first:
             assert first.status_code == 200

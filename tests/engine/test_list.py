@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from a2ad import A2AApp, Message, Role, Task, TaskState, TaskStatus, TextPart, create_app
+from a2ad.store.memory import MemoryStore
 
 from ..conftest import Rpc, msg03, wait_for
 from ..scripted import ScriptedAgent
@@ -29,7 +30,7 @@ def max_tasks() -> int:
 
 @pytest.fixture
 def app(agent: ScriptedAgent, max_tasks: int) -> A2AApp:
-    return create_app(agent, max_tasks=max_tasks)
+    return create_app(agent, store=MemoryStore(max_tasks=max_tasks))
 
 
 class Lister:

@@ -19,6 +19,7 @@ import pytest
 from a2a.types import StreamResponse
 
 from a2ad import A2AApp, PushPolicy, create_app
+from a2ad.engine.config import EngineConfig
 from a2ad.protocol.model import TaskPushNotificationConfig
 from a2ad.server.extensions import PUSH_DELIVERY
 from a2ad.store.base import Webhook
@@ -62,7 +63,11 @@ async def started(app: A2AApp) -> AsyncIterator[AppRpc]:
 @pytest.fixture(params=["memory", "sqlite"])
 async def rpc(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[AppRpc]:
     store = SqliteStore(tmp_path / "tasks.db") if request.param == "sqlite" else None
-    app = create_app(ScriptedAgent(), store=store, allow_private_webhooks=True, push_policy=FAST)
+    app = create_app(
+        ScriptedAgent(),
+        store=store,
+        engine=EngineConfig(allow_private_webhooks=True, push_policy=FAST),
+    )
     async for client in started(app):
         yield client
 
@@ -303,7 +308,7 @@ async def test_a_webhook_that_resolves_to_a_private_address_is_refused_at_delive
 ) -> None:
     # A server that allows only public webhooks, holding one whose name points at
     # loopback now (set when it pointed elsewhere, as after a DNS change).
-    app = create_app(ScriptedAgent(), push_policy=FAST)
+    app = create_app(ScriptedAgent(), engine=EngineConfig(push_policy=FAST))
     async for rpc in started(app):
         hook = name()
         task = await send10(rpc, "echo x", {})

@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from a2ad import PushPolicy, create_app
+from a2ad.engine.config import EngineConfig
 from a2ad.store import store_from_url
 
 from ..conftest import V1, msg10, wait_for
@@ -35,9 +36,8 @@ async def test_two_instances_deliver_each_event_of_a_webhook_once_in_order(url: 
         create_app(
             ScriptedAgent(),
             store=store_from_url(url),
-            allow_private_webhooks=True,
-            push_policy=FAST,
             secret_key=KEY,
+            engine=EngineConfig(allow_private_webhooks=True, push_policy=FAST),
         )
         for _ in range(2)
     ]

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from a2ad import create_app
+from a2ad.engine.config import EngineConfig
 from a2ad.store.sqlite import SqliteStore
 
 from ..conftest import V1, wait_for
@@ -30,7 +31,11 @@ def receiver() -> Iterator[Receiver]:
 @pytest.fixture(params=["memory", "sqlite"])
 async def rpc(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[AppRpc]:
     store = SqliteStore(tmp_path / "tasks.db") if request.param == "sqlite" else None
-    app = create_app(ScriptedAgent(), store=store, allow_private_webhooks=True, push_policy=FAST)
+    app = create_app(
+        ScriptedAgent(),
+        store=store,
+        engine=EngineConfig(allow_private_webhooks=True, push_policy=FAST),
+    )
     async for client in started(app):
         yield client
 

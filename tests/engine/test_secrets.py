@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from a2ad import create_app
+from a2ad.engine.config import EngineConfig
 from a2ad.engine.secrets import KEY_BYTES, KeyFileError, read_or_create_key, server_key
 from a2ad.protocol.model import AuthenticationInfo, TaskPushNotificationConfig
 from a2ad.store.base import Webhook
@@ -45,8 +46,7 @@ def sqlite_app(path: Path, **options: Any) -> Any:
     return create_app(
         ScriptedAgent(),
         store=SqliteStore(path),
-        allow_private_webhooks=True,
-        push_policy=FAST,
+        engine=EngineConfig(allow_private_webhooks=True, push_policy=FAST),
         **options,
     )
 

@@ -27,6 +27,7 @@ from a2ad import (
     TaskStatusUpdateEvent,
     create_app,
 )
+from a2ad.engine.config import EngineConfig
 from a2ad.store.base import LoggedEvent
 
 from ..conftest import Rpc, wait_for
@@ -181,7 +182,7 @@ async def test_concurrent_load_on_one_sqlite_file_keeps_every_task_consistent(
     rng = random.Random(7)
     path = tmp_path / "a2ad.db"
     agent = GatedAgent()
-    app = create_app(agent, store=SqliteStore(path), shutdown_grace=0)
+    app = create_app(agent, store=SqliteStore(path), engine=EngineConfig(shutdown_grace=0))
     engine = app.engine
     watch = FirstBodyWatch(app)
     transport = httpx.ASGITransport(app=watch)

@@ -31,6 +31,7 @@ from a2a.types import (
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError
 
 from a2ad import create_app
+from a2ad.engine.config import EngineConfig
 
 from ..conftest import LiveServer, wait_for
 from ..scripted import ScriptedAgent
@@ -366,7 +367,7 @@ async def test_sdk_sets_gets_lists_and_deletes_push_configs_and_the_webhook_gets
     hook = f"sdk-{version}"
     with (
         Receiver() as receiver,
-        LiveServer(create_app(agent, allow_private_webhooks=True)) as live,
+        LiveServer(create_app(agent, engine=EngineConfig(allow_private_webhooks=True))) as live,
     ):
         async with httpx.AsyncClient() as http:
             card = await A2ACardResolver(http, live.url).get_agent_card()

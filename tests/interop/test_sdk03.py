@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from a2ad import create_app
+from a2ad.engine.config import EngineConfig
 
 from ..conftest import LiveServer, wait_for
 from ..scripted import ScriptedAgent
@@ -67,7 +68,9 @@ def receiver() -> Iterator[Receiver]:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[LiveServer]:
-    with LiveServer(create_app(ScriptedAgent(), allow_private_webhooks=True)) as live:
+    with LiveServer(
+        create_app(ScriptedAgent(), engine=EngineConfig(allow_private_webhooks=True))
+    ) as live:
         yield live
 
 

@@ -31,6 +31,7 @@ from a2a.types import (
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
 
 from a2ad import create_app
+from a2ad.engine.config import EngineConfig
 
 from ..conftest import LiveServer, wait_for
 from ..scripted import ScriptedAgent
@@ -225,7 +226,7 @@ async def test_sdk_over_rest_sets_gets_and_deletes_push_configs_and_the_webhook_
     hook = f"rest-{version}"
     with (
         Receiver() as receiver,
-        LiveServer(create_app(agent, allow_private_webhooks=True)) as live,
+        LiveServer(create_app(agent, engine=EngineConfig(allow_private_webhooks=True))) as live,
     ):
         client = rest_client(c, await card_for(c, live.url, version), streaming=False)
         try:

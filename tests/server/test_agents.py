@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from a2ad import Agent, SqliteStore, TaskContext, create_app
+from a2ad.engine.config import EngineConfig
 from a2ad.server.app import A2AApp
 
 from ..conftest import V1, msg10
@@ -31,7 +32,9 @@ class Named(Agent):
 @pytest.fixture
 async def app(tmp_path: Path) -> AsyncIterator[A2AApp]:
     agents = {"stock": Named("stock"), "pricing": Named("pricing")}
-    served = create_app(agents, store=SqliteStore(tmp_path / "tasks.db"), shutdown_grace=0)
+    served = create_app(
+        agents, store=SqliteStore(tmp_path / "tasks.db"), engine=EngineConfig(shutdown_grace=0)
+    )
     await served.engine.start()
     yield served
     await served.aclose()

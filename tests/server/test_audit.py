@@ -16,8 +16,10 @@ import pytest
 
 from a2ad import create_app
 from a2ad.cli.logs import JsonFormatter
+from a2ad.engine.config import EngineConfig
 from a2ad.server import auth
 from a2ad.server.auth import ApiKeys, CredentialAuthenticator
+from a2ad.server.limits import Limits
 
 from ..conftest import V1, msg10
 from ..jsonrpc import rpc_body
@@ -36,8 +38,8 @@ async def http(ann_key: tuple[Path, str]) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(
         ScriptedAgent(),
         authenticator=CredentialAuthenticator(keys=ApiKeys.load(str(path))),
-        max_body_bytes=4096,
-        shutdown_grace=0,
+        engine=EngineConfig(shutdown_grace=0),
+        limits=Limits(max_body_bytes=4096),
     )
     transport = httpx.ASGITransport(app=app, client=("10.9.8.7", 5555))
     headers = {"Authorization": f"Bearer {key}"}

@@ -12,9 +12,11 @@ import httpx
 
 from a2ad import Agent, ApiKeys, CredentialAuthenticator, create_app
 from a2ad.agent import TaskContext
+from a2ad.engine.config import EngineConfig
 from a2ad.server import auth
 from a2ad.server.observed import RequestRecord
 from a2ad.server.types import Scope
+from a2ad.settings import Observability
 from a2ad.store.sqlite import SqliteStore
 
 V1 = {"A2A-Version": "1.0"}
@@ -70,7 +72,11 @@ async def test_ready_while_the_store_answers_and_not_once_it_is_closed(tmp_path:
 
 
 async def test_unready_during_shutdown_while_tasks_finish(tmp_path: Path) -> None:
-    app = create_app(Waits(), store=SqliteStore(str(tmp_path / "tasks.db")), shutdown_grace=30)
+    app = create_app(
+        Waits(),
+        store=SqliteStore(str(tmp_path / "tasks.db")),
+        engine=EngineConfig(shutdown_grace=30),
+    )
     await app.engine.start()
     async with _client(app) as http:
         sent = await http.post("/", json=_send("wait", blocking=False), headers=V1)
@@ -123,10 +129,12 @@ async def test_observers_see_each_requests_binding_method_status_and_code(
 ) -> None:
     path = str(tmp_path / "keys.toml")
     key = auth.add_key(path, "ann", tenants=["acme"])
-    app = create_app(authenticator=CredentialAuthenticator(keys=ApiKeys.load(path)))
     notes = Notes()
     observer = type("Observer", (), {"began": notes.began_, "ended": notes.ended_})
-    app.observers.append(observer())
+    app = create_app(
+        authenticator=CredentialAuthenticator(keys=ApiKeys.load(path)),
+        observability=Observability(observers=(observer(),)),
+    )
     signed = {**V1, "Authorization": f"Bearer {key}"}
     async with _client(app) as http:
         await http.post("/", json=_send("hi"), headers=signed)

@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from a2ad import Agent, DataPart, Message, PushPolicy, TaskContext, TextPart, create_app
+from a2ad.engine.config import EngineConfig
 from a2ad.server import auth
 from a2ad.server.auth import ApiKeys, CredentialAuthenticator
 
@@ -97,9 +98,11 @@ def serve(keys: tuple[Path, dict[str, str]], *, exposed: bool) -> Iterator[Serve
     app = create_app(
         agent,
         authenticator=CredentialAuthenticator(keys=ApiKeys.load(str(path))),
-        allow_private_webhooks=True,
-        push_policy=PushPolicy(first_retry=0.01, max_retry=0.05, timeout=5),
-        expose_internal_parts=exposed,
+        engine=EngineConfig(
+            allow_private_webhooks=True,
+            push_policy=PushPolicy(first_retry=0.01, max_retry=0.05, timeout=5),
+            expose_internal_parts=exposed,
+        ),
     )
     with LiveServer(app) as live:
         yield Server(live, agent, made)

@@ -14,7 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from a2ad import A2AApp, create_app
+from a2ad import A2AApp, AppSettings, assemble
+from a2ad.store.memory import MemoryStore
 
 from ..jsonrpc import rpc_body
 from ..scripted import ScriptedAgent
@@ -26,7 +27,7 @@ KEEPALIVE = 0.2  # seconds; the default is 15
 @pytest.fixture
 def app(agent: ScriptedAgent) -> A2AApp:
     # Room for one task, so that a second one evicts a first that waits for input.
-    return create_app(agent, keepalive_seconds=KEEPALIVE, max_tasks=1)
+    return assemble(agent, AppSettings(keepalive_seconds=KEEPALIVE), store=MemoryStore(max_tasks=1))
 
 
 async def send(http: httpx.AsyncClient, d: Dialect, op: str, params: Any) -> dict[str, Any]:
@@ -93,4 +94,4 @@ async def test_a_quiet_stream_whose_task_was_evicted_ends(
 def test_a_keepalive_interval_that_is_not_positive_is_refused_at_once() -> None:
     for bad in (0.0, -1.0, float("nan")):
         with pytest.raises(ValueError, match="keepalive_seconds must be positive"):
-            create_app(keepalive_seconds=bad)
+            assemble(None, AppSettings(keepalive_seconds=bad))

@@ -14,10 +14,12 @@ from typing import Any
 import httpx
 import pytest
 
-from a2ad import A2AApp, create_app
+from a2ad import A2AApp, AppSettings, assemble, create_app
+from a2ad.engine.config import EngineConfig
 from a2ad.server import auth, limits
 from a2ad.server.auth import ApiKeys, CredentialAuthenticator
 from a2ad.server.limits import Limits, RateLimiter
+from a2ad.settings import AuthSettings
 
 from ..conftest import V1, LiveServer, Rpc, msg03, wait_for
 from ..jsonrpc import rpc_body
@@ -60,7 +62,7 @@ async def task_count(app: A2AApp) -> int:
 
 async def test_a_body_exactly_at_max_body_bytes_passes_and_one_byte_more_is_413() -> None:
     body = rpc_request("echo hi")
-    app = create_app(ScriptedAgent(), max_body_bytes=len(body))
+    app = create_app(ScriptedAgent(), limits=Limits(max_body_bytes=len(body)))
     async with client_of(app) as c:
         ok = await c.post("/", content=body, headers={"content-type": "application/json"})
         assert ok.status_code == 200 and "result" in ok.json(), ok.text
@@ -77,7 +79,7 @@ async def test_a_body_exactly_at_max_body_bytes_passes_and_one_byte_more_is_413(
 
 async def test_a_rest_body_over_max_body_bytes_is_413_with_a_status_body() -> None:
     body = json.dumps(message10({"text": "echo hi"})).encode()
-    app = create_app(ScriptedAgent(), max_body_bytes=len(body))
+    app = create_app(ScriptedAgent(), limits=Limits(max_body_bytes=len(body)))
     async with client_of(app) as c:
         headers = {"content-type": "application/json"}
         ok = await c.post("/message:send", content=body, headers=headers)
@@ -94,7 +96,7 @@ async def test_a_rest_body_over_max_body_bytes_is_413_with_a_status_body() -> No
 
 
 async def test_max_parts_at_the_limit_passes_and_one_more_is_invalid_params() -> None:
-    app = create_app(ScriptedAgent(), max_parts=3)
+    app = create_app(ScriptedAgent(), limits=Limits(max_parts=3))
     async with client_of(app) as c:
         rpc = Rpc(c)
         three = [{"kind": "text", "text": "echo"}] * 3
@@ -127,7 +129,7 @@ async def test_max_part_bytes_at_the_limit_passes_and_one_byte_more_names_the_pa
     limit = {"text": 10, "data": 13, "raw": 13}[field]
     if over is None:
         over = {"raw": base64.b64encode(b"x" * (limit + 1)).decode()}
-    app = create_app(ScriptedAgent(), max_part_bytes=limit)
+    app = create_app(ScriptedAgent(), limits=Limits(max_part_bytes=limit))
     async with client_of(app, **V1) as c:
         first = {"text": "echo"}
         ok = await c.post("/message:send", json=message10(first, part))
@@ -148,7 +150,7 @@ async def test_max_part_bytes_at_the_limit_passes_and_one_byte_more_names_the_pa
 
 async def test_history_at_max_history_is_kept_whole_and_past_it_the_oldest_go_noted() -> None:
     # "input": the user's message, the agent's "on it" and its question: 3 messages.
-    app = create_app(ScriptedAgent(), max_history=3)
+    app = create_app(ScriptedAgent(), engine=EngineConfig(max_history=3))
     async with client_of(app) as c:
         rpc = Rpc(c)
         task = (await rpc("message/send", msg03("input which?")))["result"]
@@ -171,7 +173,9 @@ async def test_history_at_max_history_is_kept_whole_and_past_it_the_oldest_go_no
 async def test_artifacts_past_max_artifacts_are_dropped_and_the_task_still_completes(
     limit: int, kept: int
 ) -> None:
-    app = create_app(ScriptedAgent(), max_artifacts=limit)  # "parts" makes 4 artifacts
+    app = create_app(
+        ScriptedAgent(), engine=EngineConfig(max_artifacts=limit)
+    )  # "parts" makes 4 artifacts
     async with client_of(app) as c:
         task = (await Rpc(c)("message/send", msg03("parts")))["result"]
         assert task["status"]["state"] == "completed"
@@ -194,7 +198,7 @@ async def test_artifacts_past_max_artifacts_are_dropped_and_the_task_still_compl
 def test_a_limit_out_of_its_range_is_a_value_error_naming_it(limits: dict[str, Any]) -> None:
     (name,) = limits
     with pytest.raises(ValueError, match=name):
-        create_app(ScriptedAgent(), **limits)
+        app_with(**limits)
 
 
 # --- per-principal quotas, with real API keys ---
@@ -209,9 +213,28 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
     }
 
 
+ENGINE_LIMITS = ("max_history", "max_artifacts", "max_tasks_per_principal", "shutdown_grace")
+
+
+def app_with(
+    authenticator: CredentialAuthenticator | None = None, rate_clock: Any = None, **options: Any
+) -> A2AApp:
+    """The scripted agent's app with these limits, each where it belongs: the
+    engine's, the server's (Limits), and the rate limiter's clock."""
+    engine = {k: v for k, v in options.items() if k in ENGINE_LIMITS}
+    server = {k: v for k, v in options.items() if k not in ENGINE_LIMITS}
+    settings = AppSettings(
+        engine=EngineConfig(**engine),
+        limits=Limits(**server),
+        auth=AuthSettings(authenticator=authenticator),
+        **({"rate_clock": rate_clock} if rate_clock is not None else {}),
+    )
+    return assemble(ScriptedAgent(), settings)
+
+
 def keyed_app(keys: tuple[Path, dict[str, str]], **limits: Any) -> A2AApp:
     authenticator = CredentialAuthenticator(keys=ApiKeys.load(str(keys[0])))
-    return create_app(ScriptedAgent(), authenticator=authenticator, shutdown_grace=0, **limits)
+    return app_with(authenticator=authenticator, shutdown_grace=0, **limits)
 
 
 @pytest.fixture
@@ -222,7 +245,7 @@ async def quota_app(keys: tuple[Path, dict[str, str]]) -> AsyncIterator[A2AApp]:
 
 
 async def test_anonymous_callers_at_the_task_quota_are_told_they_share_one_count() -> None:
-    app = create_app(ScriptedAgent(), max_tasks_per_principal=1)
+    app = create_app(ScriptedAgent(), engine=EngineConfig(max_tasks_per_principal=1))
     try:
         async with client_of(app) as http:
             rpc = Rpc(http)
@@ -410,7 +433,7 @@ async def test_the_rate_limit_allows_its_burst_then_429_with_retry_after_then_re
 
 async def test_anonymous_callers_are_rate_limited_per_remote_address() -> None:
     clock = Clock()
-    app = create_app(ScriptedAgent(), rate_limit=0.25, rate_clock=clock)
+    app = app_with(rate_limit=0.25, rate_clock=clock)
     get = {"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": "none"}}
 
     def from_address(host: str) -> httpx.AsyncClient:
@@ -433,7 +456,7 @@ async def test_anonymous_callers_are_rate_limited_per_remote_address() -> None:
 
 def test_limits_defaults_leave_the_per_principal_ones_off() -> None:
     limits = Limits()
-    assert (limits.max_tasks_per_principal, limits.max_streams_per_principal) == (0, 0)
+    assert (EngineConfig().max_tasks_per_principal, limits.max_streams_per_principal) == (0, 0)
     assert limits.rate_limit == 0
     assert (limits.max_parts, limits.max_part_bytes) == (256, 1024 * 1024)
 

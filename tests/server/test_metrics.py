@@ -15,6 +15,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from a2ad import Agent, TaskContext, create_app
+from a2ad.settings import Observability
 from a2ad.store.sqlite import SqliteStore
 
 from ..conftest import LiveServer, msg10
@@ -69,7 +70,11 @@ def scripted() -> Iterator[tuple[str, Samples]]:
     with tempfile.TemporaryDirectory() as folder:
         from a2ad.server.metrics import Metrics
 
-        app = create_app(Script(), store=SqliteStore(f"{folder}/t.db"), metrics=Metrics())
+        app = create_app(
+            Script(),
+            store=SqliteStore(f"{folder}/t.db"),
+            observability=Observability(metrics=Metrics()),
+        )
         with LiveServer(app) as live:
             yield live.url, asyncio.run(_script(live.url))
 

@@ -19,6 +19,7 @@ from a2a.compat.v0_3 import a2a_v0_3_pb2 as pb03
 from a2a.types import ListTasksResponse, SendMessageResponse, StreamResponse, Task
 
 from a2ad import create_app
+from a2ad.server.limits import Limits
 
 from ..conformance.oracles import assert_status, parse_03_rest, parse_v1
 from ..conftest import LiveServer, wait_for
@@ -375,7 +376,7 @@ async def test_a_bad_query_parameter_on_list_is_400(http: httpx.AsyncClient, que
 
 
 async def test_a_body_over_the_limit_is_413() -> None:
-    app = create_app(ScriptedAgent(), max_body_bytes=1000)
+    app = create_app(ScriptedAgent(), limits=Limits(max_body_bytes=1000))
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://a2ad.test") as c:
         r = await c.post("/message:send", json=message("x" * 2000))

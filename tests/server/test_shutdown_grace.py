@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from a2ad import A2AApp, Agent, TaskContext, create_app
+from a2ad.engine.config import EngineConfig
 
 from ..jsonrpc import rpc_body
 from ..log_watch import watch_log
@@ -65,7 +66,7 @@ def agent() -> Gate:
 
 @pytest.fixture
 def app(agent: Gate) -> A2AApp:
-    return create_app(agent, shutdown_grace=30.0)
+    return create_app(agent, engine=EngineConfig(shutdown_grace=30.0))
 
 
 async def test_a_message_during_the_shutdown_grace_is_refused_as_busy_shutting_down(

@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from a2ad import Agent, TaskContext, create_app
+from a2ad.engine.config import EngineConfig
 
 from .. import jsonrpc
 from ..conftest import LiveServer, msg10, wait_for
@@ -382,7 +383,7 @@ def drain_until_closed(sock: socket.socket, timeout: float) -> bytes:
 
 async def test_stalled_subscriber_is_dropped_without_slowing_agent_or_other_readers() -> None:
     agent = FloodAgent()
-    app = create_app(agent, stream_buffer=8)
+    app = create_app(agent, engine=EngineConfig(stream_buffer=8))
     v1 = {"A2A-Version": "1.0"}
     with LiveServer(app) as live:
         async with httpx.AsyncClient(base_url=live.url, timeout=10) as http:

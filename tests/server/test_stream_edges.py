@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from a2ad import create_app
+from a2ad.engine.config import EngineConfig
 
 from ..conformance.oracles import assert_error
 from ..conftest import LiveServer
@@ -35,7 +36,7 @@ def agent() -> FloodAgent:
 
 @pytest.fixture(scope="module")
 def live(agent: FloodAgent) -> Iterator[LiveServer]:
-    with LiveServer(create_app(agent, stream_buffer=8)) as server:
+    with LiveServer(create_app(agent, engine=EngineConfig(stream_buffer=8))) as server:
         yield server
 
 

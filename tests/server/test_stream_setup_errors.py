@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from a2ad import A2AApp, create_app
+from a2ad.store.memory import MemoryStore
 
 from ..jsonrpc import rpc_body
 from ..scripted import ScriptedAgent
@@ -25,7 +26,7 @@ from .sse_client import Dialect, frames, state
 @pytest.fixture
 def app(agent: ScriptedAgent) -> A2AApp:
     # Room for one task: one that is still running fills the store.
-    return create_app(agent, max_tasks=1)
+    return create_app(agent, store=MemoryStore(max_tasks=1))
 
 
 async def refused(

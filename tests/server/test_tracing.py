@@ -24,8 +24,8 @@ from opentelemetry.trace import SpanKind, StatusCode
 from a2ad import A2AApp, Agent, Client, Task, TaskContext, create_app
 from a2ad.agents.echo import EchoAgent
 from a2ad.server.observed import RequestRecord
-from a2ad.server.tracing import instrument
 from a2ad.server.types import Scope
+from a2ad.settings import Observability
 
 from ..conftest import LiveServer, wait_for
 from ..jsonrpc import rpc_body
@@ -72,15 +72,12 @@ class Pair:
     """B serves the echo agent; A's agent asks B."""
 
     def __init__(self, provider: TracerProvider | None) -> None:
-        self.b_app = create_app(EchoAgent())
         self.b_headers = Headers()
-        self.b_app.observers.append(self.b_headers)
+        seen = Observability(tracing=provider, observers=(self.b_headers,))
+        self.b_app = create_app(EchoAgent(), observability=seen)
         self.b = LiveServer(self.b_app).__enter__()
-        self.a_app = create_app(Asker(self.b.url))
+        self.a_app = create_app(Asker(self.b.url), observability=Observability(tracing=provider))
         self.a = LiveServer(self.a_app).__enter__()
-        if provider is not None:
-            for app in (self.a_app, self.b_app):
-                instrument(app, tracer_provider=provider)
 
     def close(self) -> None:
         self.a.__exit__()
@@ -289,15 +286,16 @@ async def test_untraced_servers_record_nothing_and_send_no_trace_context(
     assert [s.name for s in exporter.get_finished_spans()] == ["caller"]
     assert untraced.b_headers.seen, "A's agent never called B"
     assert all("traceparent" not in seen for seen in untraced.b_headers.seen)
-    assert untraced.a_app.observers == []
+    assert untraced.a_app.observers == ()
     assert untraced.a_app.engine.turn_observers == []
 
 
-def test_an_app_is_instrumented_once(provider: TracerProvider) -> None:
-    app: A2AApp = create_app(EchoAgent())
-    instrument(app, tracer_provider=provider)
-    with pytest.raises(RuntimeError, match="traced already"):
-        instrument(app, tracer_provider=provider)
+def test_a_traced_app_has_one_span_observer_for_requests_and_one_for_turns(
+    provider: TracerProvider,
+) -> None:
+    app: A2AApp = create_app(EchoAgent(), observability=Observability(tracing=provider))
+    assert [type(o).__name__ for o in app.observers] == ["_RequestSpans"]
+    assert [type(o).__name__ for o in app.engine.turn_observers] == ["_TurnSpans"]
     assert trace.get_tracer_provider() is not provider  # the global one is left alone
 
 

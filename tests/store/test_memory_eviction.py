@@ -274,7 +274,7 @@ def test_default_cap_is_ten_thousand_tasks() -> None:
 
 @pytest.fixture
 def app(agent: ScriptedAgent) -> A2AApp:
-    return create_app(agent, max_tasks=3)
+    return create_app(agent, store=MemoryStore(max_tasks=3))
 
 
 async def start_hanging(rpc: Rpc, agent: ScriptedAgent, count: int) -> list[str]:

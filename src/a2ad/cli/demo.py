@@ -23,13 +23,15 @@ from ..agent import Agent
 from ..agents.lab import OrchestratorAgent, PricingAgent, StockAgent
 from ..agents.llm import ENV_API_KEY, ENV_BASE_URL
 from ..agents.settings import AgentSettings
+from ..assembly import create_app
 from ..durations import parse_duration
 from ..server.agent_ports import AgentPorts
-from ..server.app import A2AApp, create_app
+from ..server.app import A2AApp
 from ..server.auth import ApiKeys, CredentialAuthenticator, KeyFileError
 from ..server.types import ASGIApp
+from .agent_specs import agent_settings
 from .logs import configure_logging
-from .serve import _agent_settings, _listen, _Server, _url, console
+from .serve import _listen, _Server, _url, console
 from .startup import STARTUP_FAILURE
 
 __all__ = ["demo"]
@@ -92,7 +94,7 @@ def demo(
     listening = _listen_or_exit(host, port, "--port")
     own_ports = _own_ports(host, port) if lab_ports else {}
     base = _url(listening)
-    settings = _agent_settings(base, model)
+    settings = agent_settings(base, model)
     orchestrator = OrchestratorAgent(
         settings, stock_url=f"{base}/agents/stock", pricing_url=f"{base}/agents/pricing"
     )

@@ -17,19 +17,12 @@ import os
 import socket
 import sys
 
+from ..assembly import assemble
 from ..store.sqlite_group import SqliteGroup
+from .agent_specs import load_agents
 from .logs import access_fraction, configure_logging, keep_logging
-from .serve import (
-    _application,
-    _config,
-    _find_modules_here,
-    _load_agents,
-    _metrics,
-    _parse,
-    _Server,
-    _url,
-    console,
-)
+from .serve import _config, _find_modules_here, _metrics, _Server, _url, console
+from .serve_settings import open_store, read_settings
 from .startup import STARTUP_FAILURE
 
 
@@ -51,9 +44,10 @@ def main(argv: list[str]) -> int:
     if group is not None and group.lock_fd is not None:
         os.set_inheritable(group.lock_fd, False)
     try:
-        parsed = _parse(flags, group=group)
-        the_agent = _load_agents(
-            flags["agent"] or ["echo"], flags["default_agent"], _url(listening), flags["model"]
+        settings = read_settings(flags)
+        task_store = open_store(settings, group=group)
+        agents = load_agents(
+            list(settings.agents), settings.default_agent, _url(listening), settings.model
         )
     except ValueError as exc:  # the parent read the same flags: a file changed since
         console.print(f"error: {exc}", markup=False, soft_wrap=True)
@@ -64,11 +58,10 @@ def main(argv: list[str]) -> int:
     if shared["listening"] is not None:
         metrics_listening = socket.socket(fileno=shared["listening"])
         metrics_listening.set_inheritable(False)
-    metrics = _metrics(flags, metrics_listening, shared["share"])
-    application = _application(
-        flags, parsed, the_agent, bytes.fromhex(order["key"]), metrics=metrics
-    )
-    server = _Server(_config(flags, parsed, application), application, [], control)
+    metrics = _metrics(settings, metrics_listening, shared["share"])
+    key = bytes.fromhex(order["key"])
+    application = assemble(agents, settings.app_settings(key, metrics), store=task_store)
+    server = _Server(_config(settings, application), application, [], control)
     try:
         server.run(sockets=[listening])
     finally:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import sys
 from collections.abc import Coroutine
 from typing import Annotated, Any
 
@@ -20,20 +19,24 @@ import typer
 from rich.markup import escape
 
 from ..agent import Agent
+from ..assembly import assemble_engine
 from ..client.client import DEFAULT_URL
 from ..durations import parse_duration
 from ..engine import AgentStartError, Engine
+from ..engine.config import EngineConfig
 from ..engine.delegation import Delegations
 from ..engine.secrets import KeyFileError, read_or_create_key
-from ..engine.turn_log import TurnLogContext
 from ..engine.worker import Worker
+from ..settings import Observability
 from ..store import store_from_url
 from ..store.base import MAX_ARTIFACTS, MAX_HISTORY, StoreError
 from ..tools import ENV_URL
+from .agent_specs import load_agents
 from .agent_threads import AGENT_THREADS, AgentThreadsOption
 from .config import DURATION, ENV_AGENTS
 from .logs import configure_logging, keep_logging
-from .serve import _duration, _load_agents, workers_store
+from .serve import _fail, _find_modules_here
+from .serve_settings import duration, workers_store
 from .startup import STARTUP_FAILURE
 from .terminal import make_console
 
@@ -42,106 +45,124 @@ __all__ = ["worker"]
 console = make_console(stderr=True)
 
 
+_Store = Annotated[
+    str,
+    typer.Option(
+        help="The PostgreSQL store the fronts share: postgresql://user@host:5432/db "
+        "(the same URL as theirs).",
+    ),
+]
+
+_Agent = Annotated[
+    list[str] | None,
+    typer.Option(
+        envvar=ENV_AGENTS,
+        help="'echo', 'demo', or package.module:attr: the agent the front serves. Repeat as "
+        "NAME=SPEC for several, named as the front names them. Default: echo.",
+    ),
+]
+
+_Concurrency = Annotated[
+    int,
+    typer.Option(min=1, help="Most tasks this worker runs at once; more wait for a slot."),
+]
+
+_LeaseSeconds = Annotated[
+    float,
+    typer.Option(
+        min=0.5,
+        help="Tasks of a worker that died (no heartbeat for this long) are failed.",
+    ),
+]
+
+_ShutdownGrace = Annotated[
+    str,
+    typer.Option(
+        metavar=DURATION,
+        help="On Ctrl-C/SIGTERM, how long running tasks may finish before they fail.",
+    ),
+]
+
+_MaxHistory = Annotated[
+    int,
+    typer.Option(
+        min=1, max=MAX_HISTORY, help="Messages a task keeps (as the front's --max-history)."
+    ),
+]
+
+_MaxArtifacts = Annotated[
+    int,
+    typer.Option(
+        min=1,
+        max=MAX_ARTIFACTS,
+        help="Artifacts a task keeps (as the front's --max-artifacts).",
+    ),
+]
+
+_LogLevel = Annotated[str, typer.Option(help="debug, info, warning or error.")]
+
+_LogFormat = Annotated[
+    str,
+    typer.Option(help="json (for machines) or text (for people), as for a2ad serve."),
+]
+
+_Model = Annotated[
+    str | None,
+    typer.Option(help="The LLM an LLM-backed agent uses, instead of A2AD_MODEL."),
+]
+
+_SecretKeyFile = Annotated[
+    str | None,
+    typer.Option(
+        envvar="A2AD_SECRET_KEY_FILE",
+        help="The fronts' --secret-key-file (it must exist): with it, an agent that calls "
+        "agents of its own server does so as its caller (ctx.delegation_token).",
+    ),
+]
+
+
 def worker(
-    store: Annotated[
-        str,
-        typer.Option(
-            help="The PostgreSQL store the fronts share: postgresql://user@host:5432/db "
-            "(the same URL as theirs).",
-        ),
-    ],
-    agent: Annotated[
-        list[str] | None,
-        typer.Option(
-            envvar=ENV_AGENTS,
-            help="'echo', 'demo', or package.module:attr: the agent the front serves. Repeat as "
-            "NAME=SPEC for several, named as the front names them. Default: echo.",
-        ),
-    ] = None,
-    concurrency: Annotated[
-        int,
-        typer.Option(min=1, help="Most tasks this worker runs at once; more wait for a slot."),
-    ] = 8,
+    store: _Store,
+    agent: _Agent = None,
+    concurrency: _Concurrency = 8,
     agent_threads: AgentThreadsOption = AGENT_THREADS,
-    lease_seconds: Annotated[
-        float,
-        typer.Option(
-            min=0.5,
-            help="Tasks of a worker that died (no heartbeat for this long) are failed.",
-        ),
-    ] = 15.0,
-    shutdown_grace: Annotated[
-        str,
-        typer.Option(
-            metavar=DURATION,
-            help="On Ctrl-C/SIGTERM, how long running tasks may finish before they fail.",
-        ),
-    ] = "10s",
-    max_history: Annotated[
-        int,
-        typer.Option(
-            min=1, max=MAX_HISTORY, help="Messages a task keeps (as the front's --max-history)."
-        ),
-    ] = MAX_HISTORY,
-    max_artifacts: Annotated[
-        int,
-        typer.Option(
-            min=1,
-            max=MAX_ARTIFACTS,
-            help="Artifacts a task keeps (as the front's --max-artifacts).",
-        ),
-    ] = MAX_ARTIFACTS,
-    log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
-    log_format: Annotated[
-        str,
-        typer.Option(help="json (for machines) or text (for people), as for a2ad serve."),
-    ] = "json",
-    model: Annotated[
-        str | None,
-        typer.Option(help="The LLM an LLM-backed agent uses, instead of A2AD_MODEL."),
-    ] = None,
-    secret_key_file: Annotated[
-        str | None,
-        typer.Option(
-            envvar="A2AD_SECRET_KEY_FILE",
-            help="The fronts' --secret-key-file (it must exist): with it, an agent that calls "
-            "agents of its own server does so as its caller (ctx.delegation_token).",
-        ),
-    ] = None,
+    lease_seconds: _LeaseSeconds = 15.0,
+    shutdown_grace: _ShutdownGrace = "10s",
+    max_history: _MaxHistory = MAX_HISTORY,
+    max_artifacts: _MaxArtifacts = MAX_ARTIFACTS,
+    log_level: _LogLevel = "info",
+    log_format: _LogFormat = "json",
+    model: _Model = None,
+    secret_key_file: _SecretKeyFile = None,
 ) -> None:
     """Run the agents of tasks that `a2ad serve --no-run` fronts store in PostgreSQL."""
     try:
         configure_logging(log_level, log_format=log_format)
     except ValueError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
-        raise typer.Exit(2) from None
-    if "" not in sys.path and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
+        _fail(exc, 2)
+    _find_modules_here()
     try:
-        grace = _duration(parse_duration, shutdown_grace, "--shutdown-grace")
+        config = EngineConfig(
+            lease_seconds=lease_seconds,
+            shutdown_grace=duration(parse_duration, shutdown_grace, "--shutdown-grace"),
+            max_history=max_history,
+            max_artifacts=max_artifacts,
+            deliver_push=False,  # the fronts deliver: they hold the key webhook secrets need
+            agent_threads=agent_threads,
+        )
         task_store = store_from_url(store)
         workers_store(task_store, "a2ad worker")
         # The front's address, for agents that call their own server: $A2AD_URL.
-        agents = _load_agents(
-            agent or ["echo"], None, os.environ.get(ENV_URL) or DEFAULT_URL, model
-        )
+        agents = load_agents(agent or ["echo"], None, os.environ.get(ENV_URL) or DEFAULT_URL, model)
         delegations = _delegations(secret_key_file)
     except ValueError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
-        raise typer.Exit(2) from None
+        _fail(exc, 2)
     keep_logging()  # an agent's library may have reconfigured logging as it loaded
-    engine = Engine(
-        agents,
-        task_store,
-        lease_seconds=lease_seconds,
-        shutdown_grace=grace,
-        max_history=max_history,
-        max_artifacts=max_artifacts,
-        deliver_push=False,  # the fronts deliver: they hold the key webhook secrets need
-        agent_threads=agent_threads,
+    # Log lines name the task (the request log's turn context); nothing is served here.
+    seen = Observability(request_log=True)
+    engine = assemble_engine(
+        agents, task_store, config, observability=seen, delegations=delegations
     )
-    engine.turn_observers.append(TurnLogContext(engine.agents))  # log lines name the task
-    engine.delegations = delegations
     banner = [
         f"a2ad worker running {_what(engine.agents)} "
         f"(store {escape(getattr(task_store, 'url', store))}, "

@@ -3,8 +3,8 @@
 ``Limits`` is the configuration (``create_app``'s and ``a2ad serve``'s): the
 request body, a message's parts and each part's size, and per caller the open
 streams and the requests per second. The bounds that reach tasks (history,
-artifacts, in-flight tasks per principal) are the engine's, and only travel
-through here. Every refusal names the limit, its value and how to change it;
+artifacts, in-flight tasks per principal) are the engine's (engine/config.py
+``EngineConfig``). Every refusal names the limit, its value and how to change it;
 a refused request is refused before it reaches the engine, so it stores nothing.
 
 Per-caller state: ``StreamSlots`` counts open streams per principal, and
@@ -27,7 +27,6 @@ from msgspec import UNSET
 from ..agent import Caller
 from ..protocol.errors import A2AError, InvalidParamsError, InvalidRequestError, QuotaExceededError
 from ..protocol.model import MAX_PARTS, Message
-from ..store.base import MAX_ARTIFACTS, MAX_HISTORY
 from ..wording import plural
 from .types import Scope
 
@@ -49,20 +48,16 @@ _IDLE_BUCKETS = 10_000  # past this many buckets, full (idle) ones are forgotten
 _MAX_BUCKETS = 100_000  # past this many, the least recently used go, full or not
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Limits:
-    """What ``create_app`` bounds; 0 means unlimited for the per-principal ones.
-
-    ``max_parts`` may be at most MAX_PARTS (the decoders' hard bound),
-    ``max_history`` MAX_HISTORY and ``max_artifacts`` MAX_ARTIFACTS (the
-    store's)."""
+    """What the server bounds before a request reaches the engine; 0 means
+    unlimited for the per-principal ones. ``max_parts`` may be at most MAX_PARTS
+    (the decoders' hard bound). Raises ValueError, naming the limit, for one
+    out of its range."""
 
     max_body_bytes: int = MAX_BODY_BYTES
     max_parts: int = 256
     max_part_bytes: int = MAX_PART_BYTES
-    max_history: int = MAX_HISTORY
-    max_artifacts: int = MAX_ARTIFACTS
-    max_tasks_per_principal: int = 0
     max_streams_per_principal: int = 0
     rate_limit: float = 0.0  # requests per second per principal
     rate_burst: int = 0  # 0: the rate rounded up (at least 1)
@@ -72,9 +67,6 @@ class Limits:
             ("max_body_bytes", 1, None),
             ("max_parts", 1, MAX_PARTS),
             ("max_part_bytes", 1, None),
-            ("max_history", 1, MAX_HISTORY),
-            ("max_artifacts", 1, MAX_ARTIFACTS),
-            ("max_tasks_per_principal", 0, None),
             ("max_streams_per_principal", 0, None),
             ("rate_burst", 0, None),
         ):
@@ -91,7 +83,7 @@ class Limits:
 def body_too_large(limit: int) -> InvalidRequestError:
     return InvalidRequestError(
         f"Request body is larger than the limit of {plural(limit, 'byte')}; send less, "
-        "or raise the limit (a2ad serve --max-body-bytes, create_app(max_body_bytes=...))",
+        "or raise the limit (a2ad serve --max-body-bytes, Limits(max_body_bytes=...))",
         metadata={"limit": "maxBodyBytes", "value": str(limit)},
     )
 
@@ -142,7 +134,7 @@ def _over(
     return InvalidParamsError(
         f"`{field}` {what}, over the server's limit of {plural(value, unit)} ({option}); "
         f"send less, or ask the operator to raise it (a2ad serve {flag}, "
-        f"create_app({snake}=...))",
+        f"Limits({snake}=...))",
         field=field,
         metadata={"limit": limit, "value": str(value)},
     )

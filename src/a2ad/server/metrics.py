@@ -47,13 +47,14 @@ from prometheus_client.core import (
 
 from ..protocol.model import Task, TaskState
 from ..protocol.types import TaskId
-from ..store.base import Census
+from ..store.base import Census, TaskStore
 from .observed import OPERATION_NAMES, RequestRecord
 from .types import Receive, Scope, Send, respond
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ..engine.bus import Bus
     from ..engine.invocation import Invocation
+    from ..engine.runner import TurnObserver
 
 __all__ = ["CONTENT_TYPE", "METRICS_PATH", "Metrics", "MetricsEndpoint", "MetricsListener"]
 
@@ -128,8 +129,10 @@ _decode = msgspec.json.Decoder(dict[str, list[tuple[list[str], Any]]]).decode
 
 
 class Metrics:
-    """One process's counts. ``attach`` it to the app's engine (``create_app``
-    does); with ``share``, it reads and writes a group's directory."""
+    """One process's counts: the engine's (``EngineMetrics``), its turns'
+    (``turn_observer``) and the requests' (a ``RequestObserver``), each handed
+    to what it observes as the app is built (a2ad/assembly.py); with ``share``,
+    it reads and writes a group's directory."""
 
     on = True
 
@@ -137,7 +140,8 @@ class Metrics:
         self.census_seconds = census_seconds
         self.share = Path(share) if share is not None else None
         self.listener: MetricsListener | None = None
-        self._engine: Engine | None = None
+        self._store: TaskStore | None = None  # read for the gauges and the census
+        self._bus: Bus | None = None
         self._requests: dict[tuple[str, str, str], int] = {}
         self._durations: dict[tuple[str, str], list[float]] = {}
         self._open: set[RequestRecord] = set()
@@ -159,10 +163,16 @@ class Metrics:
         port, from the app's startup to its shutdown."""
         self.listener = MetricsListener(sock, MetricsEndpoint(self))
 
-    def attach(self, engine: Engine) -> None:
-        self._engine = engine
-        engine.use_metrics(self)
-        engine.turn_observers.append(_Turns(self))
+    def watch(self, store: TaskStore, bus: Bus) -> None:
+        """Read ``store``'s evictions and counts and ``bus``'s subscribers when
+        asked for the numbers (the assembly, a2ad/assembly.py, hands them over as
+        it builds the engine they serve)."""
+        self._store = store
+        self._bus = bus
+
+    def turn_observer(self) -> TurnObserver:
+        """What the engine tells of each agent turn, for the turn gauges."""
+        return _Turns(self)
 
     # --- requests (server/observed.py) ---
 
@@ -255,10 +265,10 @@ class Metrics:
         }
         for name, n in self._events.copy().items():
             snap[name] = {(): n}
-        engine = self._engine
-        if engine is not None:
-            snap["a2ad_tasks_evicted"] = {(): engine.store.evictions}
-            snap["a2ad_subscribers"] = {(): engine.bus.subscribers}
+        if self._store is not None:
+            snap["a2ad_tasks_evicted"] = {(): self._store.evictions}
+        if self._bus is not None:
+            snap["a2ad_subscribers"] = {(): self._bus.subscribers}
         failures = self._push_failures
         snap["a2ad_push_delivery_failures"] = {("false",): failures[0], ("true",): failures[1]}
         for name, source in (
@@ -284,11 +294,11 @@ class Metrics:
     async def render(self) -> bytes:
         """The exposition: the group's numbers (or this process's), and the
         store's counts (read afresh if older than ``census_seconds``)."""
-        engine = self._engine
-        if engine is not None and time.monotonic() - self._census_at >= self.census_seconds:
+        store = self._store
+        if store is not None and time.monotonic() - self._census_at >= self.census_seconds:
             self._census_at = time.monotonic()
             try:
-                self._census = await engine.store.census()
+                self._census = await store.census()
             except Exception:  # the store is down: /readyz says so; report the rest
                 self._census = None
         snaps = [self.snapshot()]

@@ -1,6 +1,7 @@
 """OpenTelemetry tracing (the ``otel`` extra: ``pip install 'a2ad[otel]'``).
 
-``instrument(app)`` makes three kinds of span:
+``tracing_observers`` makes the observers that make three kinds of span (an app
+built with ``Observability(tracing=...)``, a2ad/settings.py, is given them):
 
 - a SERVER span per HTTP request (a ``RequestObserver``), continuing the
   trace of the request's ``traceparent``/``tracestate`` headers, named after
@@ -14,17 +15,17 @@
 
 The engine and the client never import OpenTelemetry: the engine has its turn
 observers, the client looks up ``client.traced.CALL_TRACER``, set here for the
-duration of a traced request or turn. An app that is not instrumented has no
+duration of a traced request or turn. An app that is not traced has no such
 observer and its client calls add nothing.
 
-``serve_tracing`` is what ``a2ad serve --tracing otlp|console`` does: an SDK
+``serve_tracing`` is what ``a2ad serve --tracing otlp|console`` traces to: an SDK
 ``TracerProvider`` with a ``BatchSpanProcessor`` to the chosen exporter, made
 the global one (so that spans an agent's own libraries make join the trace).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -35,15 +36,15 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, Trac
 
 from ..client.traced import CALL_TRACER, CallTracer
 from ..engine.invocation import Invocation
+from ..engine.runner import TurnObserver
 from ..protocol.errors import ERRORS_BY_CODE
 from ..protocol.model import Task
-from .app import A2AApp
 from .health import HEALTH_PATHS
 from .metrics import METRICS_PATH
-from .observed import RequestRecord
+from .observed import RequestObserver, RequestRecord
 from .types import Scope
 
-__all__ = ["EXPORTERS", "instrument", "serve_tracing"]
+__all__ = ["EXPORTERS", "serve_tracing", "tracing_observers"]
 
 EXPORTERS = ("off", "otlp", "console")  # --tracing's choices
 UNTRACED_PATHS = frozenset((*HEALTH_PATHS, METRICS_PATH))  # probes and scrapes: noise in traces
@@ -60,27 +61,31 @@ AGENT = "a2a.agent.name"
 TASK_STATE = "a2a.task.state"
 
 
-def instrument(app: A2AApp, *, tracer_provider: TracerProvider | None = None) -> None:
-    """Trace ``app`` (made by ``create_app``) with ``tracer_provider`` (by
-    default OpenTelemetry's global one): a span per request, per agent turn,
-    and per call a2ad's client makes while either runs. Call it before the app
-    serves. Raises RuntimeError if the app is traced already."""
-    if any(isinstance(observer, _RequestSpans) for observer in app.observers):
-        raise RuntimeError("this app is traced already; instrument it once")
-    tracer = trace.get_tracer(SCOPE_NAME, tracer_provider=tracer_provider)
-    engine = app.engine
-    names = {key: key or agent.name for key, agent in engine.agents.items()}
+def tracing_observers(
+    names: Mapping[str, str], exporter: str | TracerProvider | None = None
+) -> tuple[RequestObserver, TurnObserver]:
+    """The observers that trace an app: a span per request, per agent turn, and
+    per call a2ad's client makes while either runs. ``names``: the served
+    agents' names by the engine's key (``""`` for a lone agent), the default
+    first. ``exporter``: a ``TracerProvider``, None for OpenTelemetry's global
+    one, or ``"otlp"``/``"console"`` for a global SDK one (``serve_tracing``).
+    The assembly (a2ad/assembly.py) hands them to the app and the engine as it
+    builds them. Raises ImportError if the SDK or the OTLP exporter is needed
+    and not installed."""
+    provider = serve_tracing(exporter) if isinstance(exporter, str) else exporter
+    tracer = trace.get_tracer(SCOPE_NAME, tracer_provider=provider)
     calls = _CallSpans(tracer)
-    app.observers.append(_RequestSpans(tracer, calls, names[engine.default_agent]))
-    engine.turn_observers.append(_TurnSpans(tracer, calls, names))
+    default = next(iter(names.values()))
+    return _RequestSpans(tracer, calls, default), _TurnSpans(tracer, calls, dict(names))
 
 
-def serve_tracing(app: A2AApp, exporter: str) -> None:
-    """Trace ``app`` to ``exporter`` (``otlp``: OTLP over HTTP, configured by the
-    standard ``OTEL_EXPORTER_OTLP_*`` environment, which the exporter reads;
-    ``console``: printed to standard output) through a global SDK
-    ``TracerProvider`` whose service is ``OTEL_SERVICE_NAME``, else ``a2ad``.
-    Raises ImportError if the SDK or the OTLP exporter is not installed."""
+def serve_tracing(exporter: str) -> TracerProvider:
+    """A global SDK ``TracerProvider`` sending spans to ``exporter`` (``otlp``:
+    OTLP over HTTP, configured by the standard ``OTEL_EXPORTER_OTLP_*``
+    environment, which the exporter reads; ``console``: printed to standard
+    output), whose service is ``OTEL_SERVICE_NAME``, else ``a2ad``: what
+    ``a2ad serve --tracing`` traces to. Raises ImportError if the SDK or the
+    OTLP exporter is not installed."""
     from opentelemetry.sdk.resources import SERVICE_NAME, Resource
     from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
     from opentelemetry.sdk.trace.export import (
@@ -105,7 +110,7 @@ def serve_tracing(app: A2AApp, exporter: str) -> None:
     provider = SdkTracerProvider(resource=resource)
     provider.add_span_processor(BatchSpanProcessor(chosen))
     trace.set_tracer_provider(provider)
-    instrument(app, tracer_provider=provider)
+    return provider
 
 
 class _AsgiHeaders(Getter[Iterable[tuple[bytes, bytes]]]):

@@ -1,0 +1,78 @@
+"""``--agent``: the agents a serving command names, and what they are told.
+
+``load_agents`` reads ``--agent`` (one SPEC, or several NAME=SPEC) and
+``--default-agent`` for ``a2ad serve``, its group's processes and ``a2ad
+worker``; ``agent_settings`` reads, once, what an agent may need from the
+environment (its server's URL, its model, the agents it calls), which
+agents/loading.py hands to a factory that asks for it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+
+from ..agent import Agent
+from ..agents.llm import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
+from ..agents.loading import check_agent_name, load_agent
+from ..agents.settings import AgentSettings
+from ..agents.task_manager import ENV_MANAGED_URLS
+from ..tools import ENV_TOKEN, ENV_URL
+
+__all__ = ["agent_settings", "agent_urls", "load_agents"]
+
+
+def load_agents(
+    specs: list[str], default: str | None, base: str, model: str | None
+) -> Agent | dict[str, Agent]:
+    """The agents ``--agent`` names: one SPEC, or several NAME=SPEC (each told
+    the server's URL: agent NAME is at /agents/NAME/ beneath it). Raises
+    ValueError for a usage error."""
+    named = [spec.partition("=") for spec in specs]
+    if len(specs) == 1 and not named[0][1]:
+        if default is not None:
+            raise ValueError("--default-agent: name one of several --agent NAME=SPEC")
+        return load_agent(specs[0], agent_settings(base, model))
+    agents: dict[str, Agent] = {}
+    for name, equals, spec in named:
+        if not equals or not name or not spec:
+            raise ValueError(
+                "--agent: to serve several agents, give each as NAME=SPEC "
+                f"(e.g. --agent stock=pkg.stock); not {name + equals + spec!r}"
+            )
+        if name in agents:
+            raise ValueError(f"--agent: {name!r} is named twice")
+        check_agent_name(name)
+        agents[name] = load_agent(spec, agent_settings(base, model))
+    if default is not None and default not in agents:
+        raise ValueError(f"--default-agent {default!r} is not one of {', '.join(agents)}")
+    return agents
+
+
+def agent_settings(base: str, model: str | None) -> AgentSettings:
+    """What the agent may need, from the environment, read here and only here."""
+    env = os.environ
+    managed = [url.strip().rstrip("/") for url in env.get(ENV_MANAGED_URLS, "").split(",")]
+    return AgentSettings(
+        server_url=env.get(ENV_URL) or base,
+        model=model or env.get(ENV_MODEL) or None,
+        llm_base_url=env.get(ENV_BASE_URL) or None,
+        llm_api_key=env.get(ENV_API_KEY) or None,
+        managed_urls=tuple(url for url in managed if url),
+        token=env.get(ENV_TOKEN) or None,
+        agent_urls=agent_urls(env),
+    )
+
+
+_AGENT_URL = re.compile(r"A2AD_([A-Z0-9]+(?:_[A-Z0-9]+)*)_URL")
+
+
+def agent_urls(env: Mapping[str, str]) -> dict[str, str]:
+    """``$A2AD_<NAME>_URL`` as {name: URL}: where the agents an agent calls are."""
+    found = {}
+    for key, value in env.items():
+        match = _AGENT_URL.fullmatch(key)
+        if match and value.strip():
+            found[match.group(1).lower()] = value.strip().rstrip("/")
+    return found
