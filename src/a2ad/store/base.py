@@ -33,6 +33,7 @@ from __future__ import annotations
 import abc
 import builtins
 from collections.abc import Callable, Sequence
+from typing import Self
 
 from ..protocol.model import Message, Task, TaskEvent, TaskState, parse_state
 from ..protocol.types import Cursor, Seq
@@ -141,6 +142,19 @@ class TaskStore(abc.ABC):
     async def open(self) -> None:  # noqa: B027  (optional for backends with nothing to open)
         """Connect and check the store (e.g. its schema), so that a broken store
         fails at startup rather than at the first request. Idempotent."""
+
+    async def __aenter__(self) -> Self:
+        """Open the store (``async with store:``); one that fails to open is
+        closed at once, as ``__aexit__`` will not run."""
+        try:
+            await self.open()
+        except BaseException:
+            await self.aclose()
+            raise
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     async def ping(self) -> None:
         """Return once the store answers a trivial read; raise (StoreError,

@@ -52,8 +52,7 @@ import builtins
 import os
 from collections.abc import Callable, Sequence
 from functools import partial
-from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 
 import asyncpg  # type: ignore[import-untyped]
 
@@ -219,22 +218,6 @@ class PostgresStore(Pooled, TaskStore, Upkeep, Webhooks, Usage, Turns, PostgresW
         can't be reached or refuses, SchemaVersionError for a database written by
         a newer a2ad; the store then stays unopened (a later call tries again)."""
         await self._ready()
-
-    async def __aenter__(self) -> Self:
-        try:
-            await self.open()
-        except BaseException:
-            await self.aclose()
-            raise
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def aclose(self) -> None:
         """Finish the writes already made, then close the pool. Idempotent; the

@@ -51,8 +51,7 @@ import os
 import sqlite3
 from collections.abc import Callable, Sequence
 from functools import cache, partial
-from types import TracebackType
-from typing import Self, TypeVar
+from typing import TypeVar
 
 from ..protocol.model import (
     TaskState,
@@ -209,22 +208,6 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
         written by a newer a2ad, StoreError for a file that is not a database; the
         store then stays unopened (a later call tries again) until ``aclose``."""
         await self._run(_nothing)
-
-    async def __aenter__(self) -> Self:
-        try:
-            await self.open()
-        except BaseException:
-            await self.aclose()  # __aexit__ will not run: end the thread here
-            raise
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def aclose(self) -> None:
         """Finish the calls already made, close the connection and end the worker
