@@ -61,36 +61,12 @@ from .base import (
     status_timestamp,
 )
 from .memory_frozen import freeze, frozen_state, thaw, thaw_log
+from .memory_hook import Hook
 from .plan import applied
 
 __all__ = ["DEFAULT_MAX_TASKS", "MemoryStore"]
 
 DEFAULT_MAX_TASKS = 10_000  # also create_app's and `a2ad serve --store memory`'s
-
-
-class _Hook:
-    """A webhook, its pending deliveries in order, and how they went."""
-
-    __slots__ = ("dead_lettered", "delivered", "due_at", "last_error", "queue", "webhook")
-
-    def __init__(self, webhook: Webhook) -> None:
-        self.webhook = webhook
-        self.queue: deque[Delivery] = deque()
-        self.due_at: float | None = None  # None while nothing is pending
-        self.delivered = 0
-        self.dead_lettered = 0
-        self.last_error = ""
-
-    def state(self) -> WebhookState:
-        return WebhookState(
-            self.webhook, len(self.queue), self.delivered, self.dead_lettered, self.last_error
-        )
-
-    def find(self, delivery: Delivery) -> int | None:
-        for i, pending in enumerate(self.queue):  # the one sought is nearly always first
-            if pending.id == delivery.id:
-                return i
-        return None
 
 
 def _key(task: Task) -> Cursor:
@@ -126,8 +102,8 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
         # an interrupted one is current while it still has the seq it had then.
         self._terminal: deque[str] = deque()
         self._interrupted: deque[tuple[str, int]] = deque()
-        self._hooks: dict[str, dict[str, _Hook]] = {}  # task id -> config id -> webhook
-        self._due: dict[WebhookKey, _Hook] = {}  # the webhooks with pending deliveries
+        self._hooks: dict[str, dict[str, Hook]] = {}  # task id -> config id -> webhook
+        self._due: dict[WebhookKey, Hook] = {}  # the webhooks with pending deliveries
         self._usage: dict[UsageKey, TokenCounts] = {}
         self._delivery_ids = itertools.count(1)
         self._message_keys: dict[bytes, str] = {}  # message key -> task id
@@ -420,7 +396,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
             return False
         if len(hooks) >= MAX_WEBHOOKS:
             raise WebhookLimitError(f"task {config.task_id} has {len(hooks)} webhooks already")
-        hook = self._hooks.setdefault(config.task_id, {})[config.id] = _Hook(webhook)
+        hook = self._hooks.setdefault(config.task_id, {})[config.id] = Hook(webhook)
         self._enqueue([hook], stored.seq, stored.task, stored.task)
         return True
 
@@ -485,7 +461,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
         return True
 
     def _enqueue(
-        self, hooks: Iterable[_Hook], seq: Seq, item: Task | TaskEvent, snapshot: Task
+        self, hooks: Iterable[Hook], seq: Seq, item: Task | TaskEvent, snapshot: Task
     ) -> None:
         for hook in hooks:
             config = hook.webhook.config
@@ -504,7 +480,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
                 hook.due_at = 0.0
                 self._due[key] = hook
 
-    def _next_due(self, key: WebhookKey, hook: _Hook, at: float) -> None:
+    def _next_due(self, key: WebhookKey, hook: Hook, at: float) -> None:
         if hook.queue:
             hook.due_at = at
         else:
