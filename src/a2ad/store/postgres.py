@@ -317,11 +317,7 @@ class PostgresStore(Pooled, TaskStore, Upkeep, Webhooks, Usage, Turns, PostgresW
         found = await self._read(
             lambda conn: read(conn, self._snapshots, task_id, history_length), task_id
         )
-        if found is None:
-            return None
-        if found.size is not None:  # read back from its rows: keep it
-            self._snapshots.put(task_id, found.stored.seq, found.stored.task, found.size)
-        return found.stored
+        return self._snapshots.keep(found)
 
     async def write_events(self, new: NewEvents) -> StoredTask:
         task_id, turn = new.task_id, new.turn

@@ -13,13 +13,13 @@ is read or written is put in the cache by the caller, once committed.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..protocol.model import Task
 from .base import DuplicateMessageError, MissingTaskError, StoredTask
 from .plan import Current, check_sequence, plan_append
 from .records import NewEvents
-from .snapshot_cache import SnapshotCache
+from .snapshot_cache import Read, SnapshotCache
 from .sql import Step, append_steps, task_webhooks
 from .task_rows import assemble
 
@@ -59,14 +59,6 @@ _KEY_OF_FOLLOW_UP = "SELECT task_id FROM message_keys WHERE key = $1"
 
 
 _TASK_WEBHOOKS = task_webhooks("n")
-
-
-class Read(NamedTuple):
-    """A task read or written, and what the cache should keep of it once
-    committed: its size, or None if the cache already has it."""
-
-    stored: StoredTask
-    size: int | None
 
 
 async def run(conn: Connection, steps: Sequence[Step]) -> None:

@@ -256,11 +256,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
         found = await self._read(
             lambda conn: read(conn, self._snapshots, task_id, history_length), task_id
         )
-        if found is None:
-            return None
-        if found.size is not None:  # read back from its rows: keep it
-            self._snapshots.put(task_id, found.stored.seq, found.stored.task, found.size)
-        return found.stored
+        return self._snapshots.keep(found)
 
     async def census(self) -> Census:
         def census(conn: sqlite3.Connection) -> Census:

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from typing import NamedTuple
 
 from ..protocol.model import Task
 from .base import MissingTaskError, StoredTask
 from .plan import Current, check_sequence, plan_append
 from .records import NewEvents
-from .snapshot_cache import SnapshotCache
+from .snapshot_cache import Read, SnapshotCache
 from .sql import Step, append_steps, qmark, task_webhooks
 from .task_rows import assemble
 
@@ -41,14 +40,6 @@ _NEWEST = "SELECT body FROM task_messages WHERE task_id = ? ORDER BY pos DESC LI
 
 
 _TASK_WEBHOOKS = qmark(task_webhooks("rowid"))
-
-
-class Read(NamedTuple):
-    """A task read or written, and what the cache should keep of it once
-    committed: its size, or None if the cache already has it."""
-
-    stored: StoredTask
-    size: int | None
 
 
 def run(conn: sqlite3.Connection, steps: Sequence[Step]) -> None:
