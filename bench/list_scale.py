@@ -64,7 +64,8 @@ from a2ad.protocol.model import (
     parse_state,
 )
 from a2ad.protocol.requests import task_query
-from a2ad.store.base import TaskStore
+from a2ad.store.base import ListQuery, TaskStore
+from a2ad.store.sql import list_given, list_values
 from a2ad.store.sqlite import _list_sql as sqlite_list_sql  # the statements the store runs
 
 ANYONE = Access()  # what a server without auth lists for every caller
@@ -446,7 +447,20 @@ class Filters(NamedTuple):
             request.context_id or "",
             parse_state(request.status).value if request.status else None,
             stamp(AFTER_MS) if request.status_timestamp_after else "",
-            cursor,  # type: ignore[arg-type]
+            cursor,
+        )
+
+    def query(self, *, agent: str | None) -> ListQuery:
+        """The store's query of these filters, for the anonymous caller."""
+        return ListQuery(
+            page_size=PAGE,
+            tenant="",
+            principal="",
+            agent=agent,
+            context_id=self.context,
+            state=TaskState(self.state) if self.state is not None else None,
+            updated_after=self.after,
+            cursor=self.cursor,
         )
 
 
@@ -458,42 +472,26 @@ class SqliteDirect:
     def __init__(self, path: Path) -> None:
         self.conn = sqlite3.connect(path)
 
-    def statements(self, request: ListTasksRequest) -> tuple[str, str, dict[str, Any]]:
-        """The count and page SQL the store runs for ``request``, with its parameters
-        (as in sqlite.py's _list: no filter means the count rows, not COUNT(*))."""
-        f = Filters.of(request)
-        count_sql, page_sql = sqlite_list_sql(
-            True,
-            True,
-            bool(f.context),
-            f.state is not None,
-            bool(f.after),
-            False,
-            f.cursor is not None,
+    def statements(self, request: ListTasksRequest) -> tuple[str, list[Any], str, list[Any]]:
+        """The count and page SQL the store runs for ``request``, each with its
+        parameters (sqlite.py's _list)."""
+        query = Filters.of(request).query(agent=None)
+        count_sql, names, page_sql, page_names = sqlite_list_sql(
+            list_given(query), query.cursor is not None
         )
-        if not (f.context or f.after):
-            count_sql = (
-                "SELECT coalesce(sum(n), 0) FROM owner_count WHERE tenant = :tenant"
-                " AND principal = :principal" + (" AND state = :state" if f.state else "")
-            )
-        params: dict[str, Any] = {
-            "tenant": "",
-            "principal": "",
-            "context": f.context,
-            "state": f.state,
-            "after": f.after,
-            "overdue": "",
-            "limit": PAGE + 1,
-        }
-        if f.cursor is not None:
-            params["cursor_ts"], params["cursor_id"] = f.cursor
-        return count_sql, page_sql, params
+        values = list_values(query)
+        return (
+            count_sql,
+            [values[n] for n in names],
+            page_sql,
+            [values[n] for n in page_names],
+        )
 
     async def time(self, request: ListTasksRequest, repeat: int) -> tuple[float, float]:
-        count_sql, page_sql, params = self.statements(request)
-        return self._time(count_sql, params, repeat), self._time(page_sql, params, repeat)
+        count_sql, count_params, page_sql, params = self.statements(request)
+        return self._time(count_sql, count_params, repeat), self._time(page_sql, params, repeat)
 
-    def _time(self, sql: str, params: dict[str, Any], repeat: int) -> float:
+    def _time(self, sql: str, params: list[Any], repeat: int) -> float:
         """p50 of one statement alone, fetched whole, in ms."""
         for _ in range(3):
             self.conn.execute(sql, params).fetchall()
@@ -505,10 +503,10 @@ class SqliteDirect:
         return summary(times)["p50_ms"]
 
     async def plans(self, request: ListTasksRequest) -> tuple[str, str]:
-        count_sql, page_sql, params = self.statements(request)
-        return self._plan(count_sql, params), self._plan(page_sql, params)
+        count_sql, count_params, page_sql, params = self.statements(request)
+        return self._plan(count_sql, count_params), self._plan(page_sql, params)
 
-    def _plan(self, sql: str, params: dict[str, Any]) -> str:
+    def _plan(self, sql: str, params: list[Any]) -> str:
         rows_ = self.conn.execute("EXPLAIN QUERY PLAN " + sql, params).fetchall()
         return "; ".join(r[3] for r in rows_)
 
@@ -535,43 +533,13 @@ class PostgresDirect:
     def statements(request: ListTasksRequest) -> tuple[str, list[Any], str, list[Any]]:
         """The count the store's statement makes for ``request`` and the whole
         statement, each with its parameters."""
-        from a2ad.store.postgres import _list_sql as pg_list_sql  # needs asyncpg
+        from a2ad.store.postgres_list import _list_sql as pg_list_sql
 
-        f = Filters.of(request)
-        made = pg_list_sql(
-            True,
-            True,
-            True,
-            bool(f.context),
-            f.state is not None,
-            bool(f.after),
-            False,
-            f.cursor is not None,
-        )
-        values: dict[str, Any] = {
-            "tenant": "",
-            "principal": "",
-            "agent": "",
-            "context": f.context,
-            "state": f.state,
-            "after": f.after,
-            "limit": PAGE + 1,
-        }
-        if f.cursor is not None:
-            values["cursor_ts"], values["cursor_id"] = f.cursor
-        params = [values[name] for name in made[-1]]
-        filters = [n for n in made[-1] if n not in ("cursor_ts", "cursor_id", "limit")]
-        if len(made) == 3:
-            # An a2ad from before the one statement (to compare with it): a count
-            # (or the owner's count rows), then the page.
-            count_sql, page_sql, _ = made
-            if not (f.context or f.after):
-                count_sql = (
-                    "SELECT coalesce(sum(n), 0)::bigint FROM owner_count WHERE tenant = $1"
-                    " AND principal = $2 AND agent = $3" + (" AND state = $4" if f.state else "")
-                )
-            return count_sql, params[: len(filters)], page_sql, params
-        statement = made[0]
+        query = Filters.of(request).query(agent="")
+        statement, names = pg_list_sql(list_given(query), query.cursor is not None)
+        values = list_values(query)
+        params = [values[name] for name in names]
+        filters = [n for n in names if n not in ("cursor_ts", "cursor_id", "limit")]
         count_sql = statement.split(") AS total (n)")[0].split(" FROM (", 1)[1]
         return count_sql, params[: len(filters)], statement, params
 

@@ -384,14 +384,14 @@ class TasksOnlyStore(TaskStore):
     def __init__(self) -> None:
         self.tasks = MemoryStore()
 
-    async def create(self, task: Any, **kwargs: Any) -> Any:
-        return await self.tasks.create(task, **kwargs)
+    async def write_new(self, new: Any) -> Any:
+        return await self.tasks.create(new)
 
     async def get(self, task_id: str) -> Any:
         return await self.tasks.get(task_id)
 
-    async def append(self, task_id: str, expected_seq: int, events: Any, **kwargs: Any) -> Any:
-        return await self.tasks.append(task_id, expected_seq, events, **kwargs)
+    async def write_events(self, new: Any) -> Any:
+        return await self.tasks.write_events(new)
 
     async def events(self, task_id: str, after_seq: int) -> Any:
         return await self.tasks.events(task_id, after_seq)

@@ -34,7 +34,7 @@ from a2ad import (
     TextPart,
 )
 from a2ad.protocol.errors import InvalidParamsError, TaskNotFoundError
-from a2ad.store.base import Lease
+from a2ad.store.base import Lease, NewTask
 
 from ..conftest import Rpc
 from ..log_watch import watch_log
@@ -239,7 +239,7 @@ async def test_task_leased_to_a_dead_instance_is_failed_only_once_the_lease_expi
     clock = FakeClock(time.time())
     for task_id, state in (("sub", TaskState.SUBMITTED), ("work", TaskState.WORKING)):
         task = stored_task(task_id, state, timestamp="2030-01-01T00:00:00.000Z")
-        await store.create(task, lease=Lease("dead-instance", clock.now + 30))
+        await store.create(NewTask(task, lease=Lease("dead-instance", clock.now + 30)))
     engine = engines(agent, store, clock)
 
     await engine.maintain_once()
@@ -269,7 +269,7 @@ async def test_interrupted_tasks_are_never_failed_as_orphans(
     auth = await send(a, "auth")
     assert auth.status.state is TaskState.AUTH_REQUIRED
     leased = stored_task("leased", TaskState.INPUT_REQUIRED, timestamp="2030-01-01T00:00:00.000Z")
-    await store.create(leased, lease=Lease("dead-instance", clock.now + 1))
+    await store.create(NewTask(leased, lease=Lease("dead-instance", clock.now + 1)))
     before = {t: await store.get(t) for t in (asked.id, auth.id, "leased")}
 
     b = engines(agent, store, clock)
@@ -776,8 +776,10 @@ async def test_retention_deletes_at_most_500_tasks_per_round_oldest_first(
     }
     for task_id, state in keep.items():
         await store.create(
-            stored_task(task_id, state, timestamp=old(0)),
-            lease=Lease("elsewhere", clock.now + 365 * DAY),
+            NewTask(
+                stored_task(task_id, state, timestamp=old(0)),
+                lease=Lease("elsewhere", clock.now + 365 * DAY),
+            )
         )
 
     async def remaining() -> list[str]:

@@ -11,7 +11,14 @@ import pytest
 from a2ad import Message, Role, Task, TaskState, TaskStatus, TaskStatusUpdateEvent, TextPart
 from a2ad.protocol.usage import TokenCounts, UsageRecord
 from a2ad.store import plan as plan_module
-from a2ad.store.base import DEFAULT_BOUNDS, Lease, SequenceConflictError, TerminalTaskError
+from a2ad.store.base import (
+    DEFAULT_BOUNDS,
+    Lease,
+    NewEvents,
+    NewTask,
+    SequenceConflictError,
+    TerminalTaskError,
+)
 from a2ad.store.created import plan_create
 from a2ad.store.plan import Current, check_sequence, plan_append
 from a2ad.store.rows import INTERRUPTED, STATUS_EVENT, TERMINAL, decode_task
@@ -34,7 +41,7 @@ def current(
     state: TaskState = TaskState.WORKING,
     *,
     seq: int = 3,
-    webhooks: tuple[tuple[str, str], ...] = (),
+    webhooks: tuple[tuple[str, bool], ...] = (),
     lease: tuple[str | None, float | None] = ("me", 10.0),
 ) -> Current:
     return Current(seq, state.value, None, *lease, False, webhooks)
@@ -50,7 +57,8 @@ def plan(
 ) -> plan_module.AppendPlan:
     before = task(TaskState(now.state))
     size = len(rows_of(before).head)
-    return plan_append("t1", now, before, size, events, user_message, lease, DEFAULT_BOUNDS, usage)
+    new = NewEvents("t1", now.seq, events, user_message, lease, None, DEFAULT_BOUNDS, usage)
+    return plan_append(now, before, size, new)
 
 
 def test_a_stale_sequence_number_is_refused_naming_the_task() -> None:
@@ -88,7 +96,7 @@ def test_an_append_in_flight_keeps_or_moves_the_lease() -> None:
 
 
 def test_each_event_goes_to_each_webhook_with_a_snapshot_for_one_that_wants_it() -> None:
-    hooks = (("a", "0.3"), ("b", "1.0"))
+    hooks = (("a", True), ("b", False))
     events = [status(TaskState.WORKING), status(TaskState.INPUT_REQUIRED)]
     written = plan(current(webhooks=hooks), events)
     assert [(d[1], d[2]) for d in written.deliveries] == [("a", 4), ("a", 5), ("b", 4), ("b", 5)]
@@ -124,16 +132,18 @@ def test_the_users_message_joins_the_history() -> None:
 def test_a_create_writes_the_task_as_its_events_left_it_in_one_row() -> None:
     events = [status(TaskState.WORKING), status(TaskState.COMPLETED)]
     made = plan_create(
-        task(TaskState.SUBMITTED),
-        events,
-        lease=Lease("me", 10.0),
-        deadline="2026-01-02T00:00:00.000Z",
-        message_key=b"k",
-        tenant="t",
-        principal="p",
-        agent="a",
-        bounds=DEFAULT_BOUNDS,
-        usage=(),
+        NewTask(
+            task(TaskState.SUBMITTED),
+            events,
+            lease=Lease("me", 10.0),
+            deadline="2026-01-02T00:00:00.000Z",
+            message_key=b"k",
+            tenant="t",
+            principal="p",
+            agent="a",
+            bounds=DEFAULT_BOUNDS,
+            usage=(),
+        )
     )
     assert made.seq == 2 and made.task.status.state is TaskState.COMPLETED
     assert [row[1] for row in made.log] == [1, 2]

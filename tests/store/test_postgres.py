@@ -9,12 +9,13 @@ import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from a2ad import Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 from a2ad.protocol.model import TaskPushNotificationConfig
 from a2ad.store import postgres_schema, store_from_url
-from a2ad.store.base import Lease, ListQuery, SequenceConflictError, StoreError, Webhook
+from a2ad.store.base import Lease, ListQuery, NewTask, SequenceConflictError, StoreError, Webhook
 from a2ad.store.worker_roll import AgentWorkers
 
 from ..postgres import fresh_schema
@@ -65,7 +66,7 @@ async def url() -> AsyncIterator[str]:
 async def test_two_instances_see_each_others_writes_and_only_one_append_wins(url: str) -> None:
     async with PostgresStore(url) as a, PostgresStore(url) as b:
         task = new_task()
-        await a.create(task, tenant="t", principal="p")
+        await a.create(NewTask(task, tenant="t", principal="p"))
         seen = await b.get(task.id)
         assert seen is not None and seen.seq == 0 and seen.tenant == "t"
         results = await asyncio.gather(
@@ -117,7 +118,7 @@ async def test_claim_leaves_another_instances_live_lease_alone(url: str) -> None
     # on a shared database another instance may be alive, so only time expires them.
     async with PostgresStore(url) as a, PostgresStore(url) as b:
         task = new_task()
-        await a.create(task, lease=Lease("instance-a", 2000.0))
+        await a.create(NewTask(task, lease=Lease("instance-a", 2000.0)))
         await b.claim("instance-b")
         assert await b.orphans(1000.0, 10) == []
         assert await b.orphans(3000.0, 10) == [task.id]
@@ -258,6 +259,57 @@ async def test_a_read_is_one_round_trip_and_a_connection_given_back_is_clean(url
         assert seen is not None and seen.task.id == second.id
 
 
+async def test_a_database_at_version_4_keeps_its_0_3_webhooks_getting_snapshots(url: str) -> None:
+    # Before version 5 the store read a webhook's protocol version to decide;
+    # the upgrade writes that decision into the webhook's row, once.
+    conn = await asyncpg.connect(url)
+    try:
+        async with conn.transaction():
+            await conn.execute("CREATE TABLE a2ad_schema (version integer NOT NULL)")
+            await conn.execute("INSERT INTO a2ad_schema (version) VALUES (4)")
+            for statements, then in postgres_schema._MIGRATIONS[:4]:
+                for statement in statements:
+                    await conn.execute(statement)
+                if then is not None:
+                    await then(conn)
+            task = new_task()
+            await conn.execute(
+                """INSERT INTO tasks (id, context_id, state, status_ts, seq, body, webhooks)
+                VALUES ($1, $2, $3, $4, 0, $5, 2)""",
+                task.id,
+                task.context_id,
+                task.status.state.value,
+                task.status.timestamp,
+                msgspec.json.encode(task),
+            )
+            for webhook_id, version in (("old", "0.3"), ("new", "1.0")):
+                config = TaskPushNotificationConfig(url="https://example.com/h", id=webhook_id)
+                await conn.execute(
+                    "INSERT INTO webhooks (task_id, id, version, body) VALUES ($1, $2, $3, $4)",
+                    task.id,
+                    webhook_id,
+                    version,
+                    msgspec.json.encode(config),
+                )
+        async with PostgresStore(url) as store:
+            old = await store.get_webhook((task.id, "old"))
+            new = await store.get_webhook((task.id, "new"))
+            assert old is not None and old.webhook.version == "0.3" and old.webhook.snapshot
+            assert new is not None and new.webhook.version == "1.0" and not new.webhook.snapshot
+            working = TaskStatusUpdateEvent(
+                task_id=task.id,
+                context_id=task.context_id,
+                status=TaskStatus(state=TaskState.WORKING, timestamp=task.status.timestamp),
+            )
+            after = await store.append(task.id, 0, [working])
+            (sent,) = await store.deliveries((task.id, "old"), 10)
+            assert sent.snapshot == after.task
+            assert [d.snapshot for d in await store.deliveries((task.id, "new"), 10)] == [None]
+        assert await conn.fetchval("SELECT version FROM a2ad_schema") == SCHEMA_VERSION
+    finally:
+        await conn.close()
+
+
 async def test_a_database_at_version_1_is_upgraded_and_keeps_its_tasks(url: str) -> None:
     conn = await asyncpg.connect(url)
     try:
@@ -279,6 +331,6 @@ async def test_a_database_at_version_1_is_upgraded_and_keeps_its_tasks(url: str)
             assert await store.get(task.id) == created
             await store.worker_seen("w", ["x"], until=2.0)  # version 3's roll of workers
             assert await store.agent_workers(["x"], now=1.0) == {"x": AgentWorkers(1, False)}
-        assert await conn.fetchval("SELECT version FROM a2ad_schema") == SCHEMA_VERSION == 4
+        assert await conn.fetchval("SELECT version FROM a2ad_schema") == SCHEMA_VERSION == 5
     finally:
         await conn.close()

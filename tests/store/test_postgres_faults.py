@@ -16,7 +16,7 @@ import pytest
 
 from a2ad import Message, Role, Task, TaskState, TaskStatus, TaskStatusUpdateEvent, TextPart
 from a2ad.protocol.usage import TokenCounts, UsageRecord
-from a2ad.store.base import DuplicateMessageError, ListQuery, StoreUnavailableError
+from a2ad.store.base import DuplicateMessageError, ListQuery, NewTask, StoreUnavailableError
 
 from ..postgres import fresh_schema
 from ..tcp_proxy import TcpProxy
@@ -113,11 +113,13 @@ async def test_a_write_cut_before_its_commit_stores_nothing_and_says_so(
             xid = await admin.fetchval("SELECT pg_current_xact_id()::text")
             create = asyncio.ensure_future(
                 store.create(
-                    task,
-                    events=[event(task, TaskState.WORKING)],
-                    tenant="t",
-                    principal="p",
-                    usage=usage,
+                    NewTask(
+                        task,
+                        events=[event(task, TaskState.WORKING)],
+                        tenant="t",
+                        principal="p",
+                        usage=usage,
+                    )
                 )
             )
             deadline = time.monotonic() + 10
@@ -137,7 +139,9 @@ async def test_a_write_cut_before_its_commit_stores_nothing_and_says_so(
             assert await admin.fetchval("SELECT count(*) FROM events") == 0
             assert await admin.fetchval("SELECT count(*) FROM usage_totals") == 0
             proxy.restore()  # and the same call works once it is back
-            stored = await store.create(task, events=[event(task, TaskState.WORKING)], usage=usage)
+            stored = await store.create(
+                NewTask(task, events=[event(task, TaskState.WORKING)], usage=usage)
+            )
             assert stored.seq == 1 and (await store.list(ListQuery(page_size=10))).total == 1
     finally:
         await admin.close()
@@ -211,7 +215,7 @@ async def test_the_same_message_created_by_two_instances_at_once_makes_one_task(
             tasks = [new_task() for _ in range(4)]
             results = await asyncio.gather(
                 *(
-                    store.create(task, message_key=key)
+                    store.create(NewTask(task, message_key=key))
                     for store, task in zip([a, b, a, b], tasks, strict=True)
                 ),
                 return_exceptions=True,
@@ -231,7 +235,7 @@ async def test_the_same_message_created_by_two_instances_at_once_makes_one_task(
 async def test_the_same_follow_up_appended_by_two_instances_is_stored_once(url: str) -> None:
     async with PostgresStore(url) as a, PostgresStore(url) as b:
         task = new_task()
-        stored = await a.create(task, events=[event(task, TaskState.INPUT_REQUIRED)])
+        stored = await a.create(NewTask(task, events=[event(task, TaskState.INPUT_REQUIRED)]))
         answer = Message(message_id="f", role=Role.USER, parts=[TextPart("more")], task_id=task.id)
         results = await asyncio.gather(
             *(

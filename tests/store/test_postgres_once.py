@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from a2ad import Task, TaskState, TaskStatus
-from a2ad.store.base import Lease
+from a2ad.store.base import Lease, NewTask
 
 from ..log_watch import watch_log
 from ..postgres import fresh_schema
@@ -68,7 +68,7 @@ async def test_creates_on_two_instances_at_once_evict_each_task_once_and_keep_th
         with watch_log("a2ad.store", lambda r: "evicted" in r.getMessage()) as evictions:
             await asyncio.gather(
                 *(
-                    (a if i % 2 else b).create(one, lease=Lease("someone", 4e9))
+                    (a if i % 2 else b).create(NewTask(one, lease=Lease("someone", 4e9)))
                     for i, one in enumerate(new)
                 )
             )

@@ -41,6 +41,7 @@ from a2ad.store.base import (
     Lease,
     ListQuery,
     LoggedEvent,
+    NewTask,
     SequenceConflictError,
     StoredTask,
     StoreError,
@@ -184,12 +185,14 @@ async def test_everything_written_is_read_back_identically_after_reopening(path:
         status("rich", TaskState.WORKING, ts(4)),
     ]
     async with SqliteStore(path) as store:
-        stored = await store.create(task, lease=Lease("me", 100.0))
+        stored = await store.create(NewTask(task, lease=Lease("me", 100.0)))
         for event in events:
             user = message("the blue one") if event is events[-1] else None
             lease = Lease("me", 100.0) if event is events[-1] else None
             stored = await store.append("rich", stored.seq, [event], user_message=user, lease=lease)
-        done = await store.create(new_task("done", timestamp=ts(0)), lease=Lease("me", 100.0))
+        done = await store.create(
+            NewTask(new_task("done", timestamp=ts(0)), lease=Lease("me", 100.0))
+        )
         done = await store.append("done", 0, [status("done", TaskState.COMPLETED, ts(5))])
         logged = await store.events("rich", 0)
         page = await store.list(ListQuery(page_size=10))
@@ -222,7 +225,7 @@ async def test_everything_written_is_read_back_identically_after_reopening(path:
 async def test_a_new_file_gets_the_current_schema_in_wal_mode(
     store: SqliteStore, path: Path
 ) -> None:
-    assert SCHEMA_VERSION == 7
+    assert SCHEMA_VERSION == 8
     assert pragma(path, "user_version") == SCHEMA_VERSION
     assert pragma(path, "journal_mode") == "wal"
     with raw(path) as conn:
@@ -254,7 +257,7 @@ def old_file(path: Path, version: int) -> Task:
     return task
 
 
-@pytest.mark.parametrize("version", [1, 2, 3, 4, 5, 6])
+@pytest.mark.parametrize("version", [1, 2, 3, 4, 5, 6, 7])
 async def test_an_older_file_is_upgraded_and_keeps_its_tasks_as_nobodys(
     path: Path, version: int
 ) -> None:
@@ -265,10 +268,32 @@ async def test_an_older_file_is_upgraded_and_keeps_its_tasks_as_nobodys(
         assert page.tasks == [task] and page.total == 1
         config = TaskPushNotificationConfig(url="https://example.com/h", id="w", task_id="t")
         assert await store.put_webhook(Webhook(config, "1.0")) is True
-        await store.create(new_task("u"), message_key=b"k" * 16, tenant="a", principal="p")
+        await store.create(NewTask(new_task("u"), message_key=b"k" * 16, tenant="a", principal="p"))
         assert await store.find_message(b"k" * 16) == "u"
         page = await store.list(ListQuery(page_size=5, tenant="a", principal="p"))
         assert [t.id for t in page.tasks] == ["u"] and page.total == 1
+    assert pragma(path, "user_version") == SCHEMA_VERSION
+
+
+async def test_a_version_7_file_keeps_its_0_3_webhooks_getting_snapshots(path: Path) -> None:
+    # Before version 8 the store read a webhook's protocol version to decide;
+    # the upgrade writes that decision into the webhook's row, once.
+    old_file(path, 7)
+    with raw(path) as conn:
+        for webhook_id, version in (("old", "0.3"), ("new", "1.0")):
+            config = TaskPushNotificationConfig(url="https://example.com/h", id=webhook_id)
+            conn.execute(
+                "INSERT INTO webhooks (task_id, id, version, body) VALUES (?, ?, ?, ?)",
+                ("t", webhook_id, version, msgspec.json.encode(config)),
+            )
+    async with SqliteStore(path) as store:
+        old, new = await store.get_webhook(("t", "old")), await store.get_webhook(("t", "new"))
+        assert old is not None and old.webhook.version == "0.3" and old.webhook.snapshot
+        assert new is not None and new.webhook.version == "1.0" and not new.webhook.snapshot
+        after = await store.append("t", 0, [status("t", TaskState.WORKING, ts(1))])
+        (sent,) = await store.deliveries(("t", "old"), 10)
+        assert sent.snapshot == after.task
+        assert [d.snapshot for d in await store.deliveries(("t", "new"), 10)] == [None]
     assert pragma(path, "user_version") == SCHEMA_VERSION
 
 
@@ -446,14 +471,14 @@ async def test_webhooks_and_their_pending_deliveries_are_read_back_after_reopeni
     )
     async with SqliteStore(path) as store:
         await store.create(new_task("t"))
-        await store.put_webhook(Webhook(config, "0.3"))
+        await store.put_webhook(Webhook(config, "0.3", snapshot=True))
         await store.append("t", 0, [status("t", TaskState.WORKING, ts(1))])
         first, second = await store.deliveries(("t", "w"), 10)
         await store.delivery_failed(first, "HTTP 503", retry_at=123.5)
         before = await store.deliveries(("t", "w"), 10)
     async with SqliteStore(path) as store:
         assert await store.get_webhook(("t", "w")) == WebhookState(
-            Webhook(config, "0.3"), 2, 0, 0, "HTTP 503"
+            Webhook(config, "0.3", snapshot=True), 2, 0, 0, "HTTP 503"
         )
         assert await store.deliveries(("t", "w"), 10) == before
         assert before[0].attempts == 1 and before[1] == second
@@ -498,16 +523,16 @@ async def test_overdue_lists_unfinished_tasks_past_their_deadline_earliest_first
     path: Path,
 ) -> None:
     async with SqliteStore(path) as store:
-        await store.create(new_task("late"), deadline=ts(20))
-        await store.create(new_task("later"), deadline=ts(25))
-        await store.create(new_task("b-tie"), deadline=ts(10))
-        await store.create(new_task("a-tie"), deadline=ts(10))
-        await store.create(new_task("at-now"), deadline=ts(30))
-        await store.create(new_task("future"), deadline=ts(40))
+        await store.create(NewTask(new_task("late"), deadline=ts(20)))
+        await store.create(NewTask(new_task("later"), deadline=ts(25)))
+        await store.create(NewTask(new_task("b-tie"), deadline=ts(10)))
+        await store.create(NewTask(new_task("a-tie"), deadline=ts(10)))
+        await store.create(NewTask(new_task("at-now"), deadline=ts(30)))
+        await store.create(NewTask(new_task("future"), deadline=ts(40)))
         await store.create(new_task("no-deadline"))
-        await store.create(new_task("asking"), deadline=ts(5))
+        await store.create(NewTask(new_task("asking"), deadline=ts(5)))
         await store.append("asking", 0, [status("asking", TaskState.INPUT_REQUIRED, ts(1))])
-        await store.create(new_task("finished"), deadline=ts(5))
+        await store.create(NewTask(new_task("finished"), deadline=ts(5)))
         await store.append("finished", 0, [status("finished", TaskState.COMPLETED, ts(1))])
 
         expected = ["asking", "a-tie", "b-tie", "late", "later"]
@@ -544,7 +569,7 @@ async def test_lists_and_upkeep_queries_answer_as_memory_does(store: SqliteStore
             ]
         )
         for s in stores:
-            await s.create(task, lease=lease, deadline=deadline)
+            await s.create(NewTask(task, lease=lease, deadline=deadline))
         for seq, state in enumerate(states):
             event = status(task_id, state, ts(rng.randrange(60)))
             for s in stores:
@@ -690,8 +715,8 @@ async def test_claiming_a_file_expires_the_leases_of_every_other_holder_at_once(
     far = time.time() + 3600
     async with SqliteStore(path) as crashed:  # a server that died without a word
         for task_id in ("a", "b"):
-            await crashed.create(new_working(task_id), lease=Lease("dead", far))
-        await crashed.create(new_working("mine"), lease=Lease("me", far))
+            await crashed.create(NewTask(new_working(task_id), lease=Lease("dead", far)))
+        await crashed.create(NewTask(new_working("mine"), lease=Lease("me", far)))
     async with SqliteStore(path) as store:
         assert await store.orphans(time.time(), 10) == []  # the lease still runs
         await store.claim("me")

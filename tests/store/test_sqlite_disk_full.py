@@ -29,7 +29,7 @@ from a2ad import (
     TextPart,
 )
 from a2ad.protocol.model import TaskEvent
-from a2ad.store.base import Lease, ListQuery
+from a2ad.store.base import Lease, ListQuery, NewTask
 
 from ..full_disk import SmallDisk, small_disk
 
@@ -95,7 +95,7 @@ async def test_a_create_that_finds_the_disk_full_stores_nothing_and_succeeds_lat
     ]
     disk.fill()
     with pytest.raises(sqlite3.OperationalError, match=DISK_FULL):
-        await store.create(task, lease=Lease("me", 100.0), events=events)
+        await store.create(NewTask(task, lease=Lease("me", 100.0), events=events))
     # Nothing of it is there: not the row, not its events, not its lease, not in a count.
     assert await store.get("t1") is None
     assert await store.events("t1", 0) == []
@@ -104,7 +104,7 @@ async def test_a_create_that_finds_the_disk_full_stores_nothing_and_succeeds_lat
     assert integrity(disk.path / "tasks.db") == "ok"
 
     disk.free()
-    stored = await store.create(task, lease=Lease("me", 100.0), events=events)
+    stored = await store.create(NewTask(task, lease=Lease("me", 100.0), events=events))
     assert stored.seq == 3 and stored.task.status.state is TaskState.COMPLETED
     assert await store.get("t1") == stored
     assert [e.seq for e in await store.events("t1", 0)] == [1, 2, 3]
@@ -144,7 +144,7 @@ async def test_concurrent_writes_on_a_full_disk_all_fail_and_none_is_half_kept(
     disk.fill()
     # Issued together, so the store's worker takes them as one transaction (group commit).
     results = await asyncio.gather(
-        store.create(new_task("a"), events=[bulky_artifact("a")]),
+        store.create(NewTask(new_task("a"), events=[bulky_artifact("a")])),
         store.create(new_task("b")),
         store.append("old", 0, [status("old", TaskState.WORKING, 1)]),
         return_exceptions=True,

@@ -19,7 +19,7 @@ import pytest
 
 from a2ad import Message, Role, Task, TaskState, TaskStatus, TaskStatusUpdateEvent, TextPart
 from a2ad.protocol.types import Seq, TaskId
-from a2ad.store.base import DuplicateMessageError, Lease
+from a2ad.store.base import DuplicateMessageError, Lease, NewTask
 from a2ad.store.serving_lock import StoreInUseError
 from a2ad.store.signals import SignalReceiver
 from a2ad.store.sqlite import SqliteStore
@@ -51,7 +51,7 @@ async def test_the_group_claims_the_file_once_and_a_member_claiming_later_expire
 ) -> None:
     path = tmp_path / "tasks.db"
     async with SqliteStore(path) as crashed:  # a server that died without a word
-        await crashed.create(working("dead"), lease=Lease("gone", FAR))
+        await crashed.create(NewTask(working("dead"), lease=Lease("gone", FAR)))
     lock = claim_for_group(str(path))
     assert lock is not None
     try:
@@ -61,7 +61,7 @@ async def test_the_group_claims_the_file_once_and_a_member_claiming_later_expire
         ):
             await first.claim("first")
             assert await first.orphans(time.time(), 10) == ["dead"]
-            await first.create(working("live"), lease=Lease("first", FAR))
+            await first.create(NewTask(working("live"), lease=Lease("first", FAR)))
             await later.claim("later")  # a member started again while its sibling serves
             assert await later.orphans(time.time(), 10) == ["dead"]
     finally:
@@ -103,10 +103,10 @@ async def test_a_member_refuses_a_task_for_a_message_key_a_sibling_stored(
     pair: tuple[SqliteStore, SqliteStore],
 ) -> None:
     a, b = pair
-    await a.create(working("first"), message_key=b"k" * 16)
+    await a.create(NewTask(working("first"), message_key=b"k" * 16))
     assert await b.find_message(b"k" * 16) == "first"  # no filter of a sole writer
     with pytest.raises(DuplicateMessageError) as refused:
-        await b.create(working("second"), message_key=b"k" * 16)
+        await b.create(NewTask(working("second"), message_key=b"k" * 16))
     assert refused.value.task_id == "first"
     assert await b.get("second") is None
 

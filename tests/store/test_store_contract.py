@@ -43,6 +43,7 @@ from a2ad.store.base import (
     ListQuery,
     LoggedEvent,
     MissingTaskError,
+    NewTask,
     SequenceConflictError,
     StoredTask,
     TaskStore,
@@ -56,6 +57,7 @@ from a2ad.store.base import (
 from a2ad.store.sqlite import SqliteStore
 
 from ..postgres import fresh_schema
+from .dict_store import DictStore
 
 T0 = "2026-01-01T00:00:00.000Z"
 
@@ -114,7 +116,7 @@ def texts(a: Artifact) -> list[str]:
     return [p.text for p in a.parts]  # type: ignore[misc]
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgresql"])
+@pytest.fixture(params=["memory", "sqlite", "postgresql", "dict"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[TaskStore]:
     if request.param == "postgresql":
         async with fresh_schema() as url:
@@ -128,6 +130,8 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         backend = MemoryStore()
     elif request.param == "sqlite":
         backend = SqliteStore(tmp_path / "tasks.db")
+    elif request.param == "dict":
+        backend = DictStore()
     else:  # pragma: no cover - a backend listed in params but not built here
         raise AssertionError(f"unknown store backend {request.param}")
     yield backend
@@ -158,7 +162,7 @@ async def test_create_stores_the_task_at_sequence_zero(store: TaskStore) -> None
 async def test_create_with_events_stores_them_all_as_one_step(store: TaskStore) -> None:
     task = new_task()
     working = status(task, TaskState.WORKING, ts(1), "on it")
-    created = await store.create(task, lease=Lease("me", 100.0), events=[working])
+    created = await store.create(NewTask(task, lease=Lease("me", 100.0), events=[working]))
     assert created.seq == 1
     assert created.task.status == working.status
     assert [m.parts for m in created.task.history] == [task.history[0].parts, [TextPart("on it")]]
@@ -177,7 +181,7 @@ async def test_a_task_created_finished_is_listed_and_evictable_as_finished(
         artifact(task, "doc", "a"),
         status(task, TaskState.COMPLETED, ts(2)),
     ]
-    done = await store.create(task, lease=Lease("me", 100.0), events=events)
+    done = await store.create(NewTask(task, lease=Lease("me", 100.0), events=events))
     assert done.seq == 3 and done.task.status.state is TaskState.COMPLETED
     assert [e.seq for e in await store.events(task.id, 0)] == [1, 2, 3]
     assert await store.orphans(1e9, 10) == []  # not in flight: no lease
@@ -191,8 +195,13 @@ async def test_create_with_a_refused_event_stores_nothing(store: TaskStore) -> N
     task = new_task(artifacts=many)
     with pytest.raises(EventLimitError):
         await store.create(
-            task,
-            events=[status(task, TaskState.WORKING, ts(1)), artifact(task, "one-too-many", "x")],
+            NewTask(
+                task,
+                events=[
+                    status(task, TaskState.WORKING, ts(1)),
+                    artifact(task, "one-too-many", "x"),
+                ],
+            )
         )
     assert await store.get(task.id) is None
     assert (await store.list(ListQuery(page_size=5))).total == 0
@@ -201,7 +210,7 @@ async def test_create_with_a_refused_event_stores_nothing(store: TaskStore) -> N
 
 async def test_append_stores_a_batch_of_events_in_order(store: TaskStore) -> None:
     task = new_task()
-    s = await store.create(task, events=[status(task, TaskState.WORKING, ts(1))])
+    s = await store.create(NewTask(task, events=[status(task, TaskState.WORKING, ts(1))]))
     events = [artifact(task, "doc", "a"), artifact(task, "doc", "b", append=True)]
     events.append(status(task, TaskState.INPUT_REQUIRED, ts(2), "which?"))
     after = await store.append(task.id, s.seq, events)
@@ -703,7 +712,7 @@ async def test_an_ended_task_with_a_huge_integer_in_its_metadata_reads_back(
     # JSON takes integers of any size; the memory store's encoding for ended
     # tasks (msgpack) stops at 64 bits and must not lose the task over it.
     task = msgspec.structs.replace(new_task(), metadata={"big": 2**70, "small": -(2**70)})
-    s = await store.create(task, events=[status(task, TaskState.WORKING, ts(1))])
+    s = await store.create(NewTask(task, events=[status(task, TaskState.WORKING, ts(1))]))
     done = await store.append(task.id, s.seq, [status(task, TaskState.COMPLETED, ts(2))])
     assert await store.get(task.id) == done
     assert [e.seq for e in await store.events(task.id, 0)] == [1, 2]
@@ -783,15 +792,15 @@ async def test_in_flight_tasks_without_a_lease_are_orphans(store: TaskStore) -> 
 
 
 async def test_a_lease_protects_its_task_until_it_expires(store: TaskStore) -> None:
-    await store.create(new_task("t"), lease=Lease("me", 100.0))
+    await store.create(NewTask(new_task("t"), lease=Lease("me", 100.0)))
     assert await store.orphans(99.0, 10) == []
     assert await store.orphans(100.0, 10) == []  # expired means before now, strictly
     assert await store.orphans(100.5, 10) == ["t"]
 
 
 async def test_renew_extends_only_the_leases_of_that_owner(store: TaskStore) -> None:
-    await store.create(new_task("mine"), lease=Lease("me", 100.0))
-    await store.create(new_task("theirs"), lease=Lease("other", 100.0))
+    await store.create(NewTask(new_task("mine"), lease=Lease("me", 100.0)))
+    await store.create(NewTask(new_task("theirs"), lease=Lease("other", 100.0)))
     await store.renew("me", 200.0)
     assert await store.orphans(150.0, 10) == ["theirs"]
     assert sorted(await store.orphans(250.0, 10)) == ["mine", "theirs"]
@@ -812,7 +821,7 @@ async def test_append_with_a_lease_leases_the_task(store: TaskStore) -> None:
 
 async def test_a_task_that_leaves_submitted_or_working_loses_its_lease(store: TaskStore) -> None:
     task = new_task("t")
-    await store.create(task, lease=Lease("me", 100.0))
+    await store.create(NewTask(task, lease=Lease("me", 100.0)))
     await store.append("t", 0, [status(task, TaskState.INPUT_REQUIRED, ts(1))])
     assert await store.orphans(50.0, 10) == []  # interrupted: nobody should be running it
     # Resumed without a lease: the old one is gone, so nobody runs it now.
@@ -884,11 +893,18 @@ async def test_a_deleted_task_leaves_nothing_for_a_new_task_of_the_same_id(
 # --- webhooks: push-notification configs and their delivery outbox ---
 
 
-def hook(task_id: str, config_id: str = "w", version: str = "1.0", url: str = "") -> Webhook:
+def hook(
+    task_id: str,
+    config_id: str = "w",
+    version: str = "1.0",
+    url: str = "",
+    *,
+    snapshot: bool = False,
+) -> Webhook:
     config = TaskPushNotificationConfig(
         url=url or f"https://example.com/{config_id}", id=config_id, task_id=task_id
     )
-    return Webhook(config, version)
+    return Webhook(config, version, snapshot)
 
 
 def webhooks(store: TaskStore) -> Webhooks:
@@ -920,10 +936,12 @@ async def test_a_new_webhook_gets_the_task_as_it_stands_then_every_event_in_orde
     assert pending[0].item.id == "t" and current.task.status.state is TaskState.COMPLETED
 
 
-async def test_a_0_3_webhook_gets_the_task_as_it_stood_after_each_event(store: TaskStore) -> None:
+async def test_a_webhook_that_wants_snapshots_gets_the_task_as_it_stood_after_each_event(
+    store: TaskStore,
+) -> None:
     task = new_task("t")
     await store.create(task)
-    await webhooks(store).put_webhook(hook("t", version="0.3"))
+    await webhooks(store).put_webhook(hook("t", version="0.3", snapshot=True))
     batch = [status(task, TaskState.WORKING, ts(1)), artifact(task, "a", "x")]
     after = await store.append("t", 0, batch)
     pending = await webhooks(store).deliveries(("t", "w"), 10)
@@ -967,7 +985,7 @@ async def test_a_task_takes_at_most_max_webhooks_and_setting_one_again_replaces_
         assert await outbox.put_webhook(hook("t", f"w{i}")) is True
     with pytest.raises(WebhookLimitError):
         await outbox.put_webhook(hook("t", "one-too-many"))
-    replaced = hook("t", "w3", version="0.3", url="https://example.org/new")
+    replaced = hook("t", "w3", version="0.3", url="https://example.org/new", snapshot=True)
     assert await outbox.put_webhook(replaced) is False  # not new: the limit does not apply
     listed = await outbox.list_webhooks("t")
     assert listed is not None
@@ -1100,7 +1118,7 @@ async def test_a_refused_append_enqueues_nothing(store: TaskStore) -> None:
 
 async def test_a_created_task_is_found_by_its_message_key(store: TaskStore) -> None:
     task = new_task()
-    await store.create(task, message_key=b"a" * 32)
+    await store.create(NewTask(task, message_key=b"a" * 32))
     assert await store.find_message(b"a" * 32) == task.id
     assert await store.find_message(b"b" * 32) is None
 
@@ -1123,16 +1141,16 @@ async def test_a_refused_create_records_no_message_key(store: TaskStore) -> None
     done = status(task, TaskState.COMPLETED, ts(1))
     with pytest.raises(TerminalTaskError):
         await store.create(
-            task, events=[done, status(task, TaskState.WORKING, ts(2))], message_key=b"k"
+            NewTask(task, events=[done, status(task, TaskState.WORKING, ts(2))], message_key=b"k")
         )
     assert await store.find_message(b"k") is None
 
 
 async def test_a_message_key_keeps_its_first_task(store: TaskStore) -> None:
     first, second = new_task(), new_task()
-    await store.create(first, message_key=b"k")
+    await store.create(NewTask(first, message_key=b"k"))
     try:
-        await store.create(second, message_key=b"k")
+        await store.create(NewTask(second, message_key=b"k"))
     except DuplicateMessageError as exc:  # a store processes share: refused, nothing stored
         assert exc.task_id == first.id
         assert await store.get(second.id) is None
@@ -1141,7 +1159,7 @@ async def test_a_message_key_keeps_its_first_task(store: TaskStore) -> None:
 
 async def test_deleting_a_task_forgets_its_message_keys(store: TaskStore) -> None:
     task = new_task()
-    s = await store.create(task, message_key=b"first")
+    s = await store.create(NewTask(task, message_key=b"first"))
     s = await store.append(task.id, s.seq, [status(task, TaskState.INPUT_REQUIRED, ts(1))])
     s = await store.append(
         task.id,
@@ -1174,7 +1192,7 @@ async def _evicting_forgets_the_key(capped: TaskStore) -> None:
     try:
         old, new = new_task(), new_task()
         await put(capped, old, (TaskState.COMPLETED, ts(1)))
-        await capped.create(new, message_key=b"new")  # evicts the terminal one
+        await capped.create(NewTask(new, message_key=b"new"))  # evicts the terminal one
         assert await capped.get(old.id) is None
         assert await capped.find_message(b"new") == new.id
     finally:
@@ -1188,7 +1206,7 @@ async def test_a_task_keeps_its_tenant_and_principal_through_appends_and_its_end
     store: TaskStore,
 ) -> None:
     task = new_task()
-    created = await store.create(task, tenant="acme", principal="ann")
+    created = await store.create(NewTask(task, tenant="acme", principal="ann"))
     assert (created.tenant, created.principal) == ("acme", "ann")
     working = await store.append(task.id, 0, [status(task, TaskState.WORKING, ts(1))])
     assert (working.tenant, working.principal) == ("acme", "ann")
@@ -1207,7 +1225,7 @@ async def test_listing_by_owner_and_by_tenant_sees_only_theirs_with_their_totals
     for i in range(12):
         owner = owners[i % 4]
         task = new_task(context_id="shared" if i < 8 else "other")
-        await store.create(task, tenant=owner[0], principal=owner[1])
+        await store.create(NewTask(task, tenant=owner[0], principal=owner[1]))
         state = TaskState.COMPLETED if i % 3 == 0 else TaskState.WORKING
         await store.append(task.id, 0, [status(task, state, ts(i))])
         made[owner].append(task.id)
@@ -1241,7 +1259,9 @@ async def test_a_contexts_total_follows_its_tasks_created_and_deleted(store: Tas
             new_task(f"t{i}", context_id="C", timestamp=ts(0)),
             (TaskState.COMPLETED, ts(i + 1)),
         )
-        await store.create(new_task(f"o{i}", context_id="other"), tenant="x", principal=principal)
+        await store.create(
+            NewTask(new_task(f"o{i}", context_id="other"), tenant="x", principal=principal)
+        )
 
     async def total(**query: Any) -> int:
         return (await store.list(ListQuery(page_size=2, context_id="C", **query))).total
@@ -1266,7 +1286,7 @@ async def test_an_owners_pages_walk_only_its_tasks(store: TaskStore) -> None:
     for i in range(7):
         task = new_task()
         owner = ("t", "me") if i % 2 == 0 else ("t", "you")
-        await store.create(task, tenant=owner[0], principal=owner[1])
+        await store.create(NewTask(task, tenant=owner[0], principal=owner[1]))
         await store.append(task.id, 0, [status(task, TaskState.WORKING, ts(i))])
         if owner[1] == "me":
             mine.append(task.id)

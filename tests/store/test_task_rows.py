@@ -324,7 +324,10 @@ async def test_a_postgresql_database_of_version_2_is_laid_out_in_rows() -> None:
             )
             assert [p for (p,) in positions] == [4, 5, 6, 7, 8]
             assert await conn.fetchval("SELECT count(*) FROM task_artifacts") == 2
-            assert await conn.fetchval("SELECT version FROM a2ad_schema") == 4
+            assert (
+                await conn.fetchval("SELECT version FROM a2ad_schema")
+                == postgres_schema.SCHEMA_VERSION
+            )
             async with PostgresStore(url) as store:
                 assert await store.get(task.id) == after
         finally:

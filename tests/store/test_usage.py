@@ -13,7 +13,7 @@ import pytest
 from a2ad import MemoryStore, Message, Role, Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 from a2ad.protocol.model import TextPart
 from a2ad.protocol.usage import TokenCounts, UsageRecord, UsageRow
-from a2ad.store.base import TaskStore, Usage, UsageQuery
+from a2ad.store.base import NewTask, TaskStore, Usage, UsageQuery
 from a2ad.store.sqlite import SqliteStore
 
 from ..postgres import fresh_schema
@@ -65,7 +65,7 @@ async def spend(store: TaskStore) -> None:
     """Usage from two principals in each of two tenants over two days."""
     a1 = new_task()
     await store.create(
-        a1, tenant="a", principal="ann", usage=[UsageRecord(DAY1, "m1", counts(10, 1))]
+        NewTask(a1, tenant="a", principal="ann", usage=[UsageRecord(DAY1, "m1", counts(10, 1))])
     )
     await store.append(
         a1.id,
@@ -74,13 +74,17 @@ async def spend(store: TaskStore) -> None:
         usage=[UsageRecord(DAY2, "m1", counts(20, 2)), UsageRecord(DAY2, "m2", counts(5, 5))],
     )
     bob = new_task()
-    await store.create(bob, tenant="a", principal="bob")
+    await store.create(NewTask(bob, tenant="a", principal="bob"))
     await store.append(bob.id, 0, [working(bob)], usage=[UsageRecord(DAY1, "m1", counts(100, 10))])
     await store.create(
-        new_task(), tenant="b", principal="ann", usage=[UsageRecord(DAY2, "m2", counts(7, 3))]
+        NewTask(
+            new_task(), tenant="b", principal="ann", usage=[UsageRecord(DAY2, "m2", counts(7, 3))]
+        )
     )
     await store.create(
-        new_task(), tenant="b", principal="cy", usage=[UsageRecord(DAY1, "m1", counts(1, 1))]
+        NewTask(
+            new_task(), tenant="b", principal="cy", usage=[UsageRecord(DAY1, "m1", counts(1, 1))]
+        )
     )
 
 
@@ -128,7 +132,7 @@ async def test_totals_keep_to_the_days_and_tenants_asked(store: TaskStore) -> No
 async def test_the_task_carries_its_usage_in_its_metadata(store: TaskStore) -> None:
     task = new_task({"deadline": "2026-03-09T00:00:00.000Z"})
     await store.create(
-        task, tenant="a", principal="ann", usage=[UsageRecord(DAY1, "m1", counts(10, 1))]
+        NewTask(task, tenant="a", principal="ann", usage=[UsageRecord(DAY1, "m1", counts(10, 1))])
     )
     after = await store.append(
         task.id,

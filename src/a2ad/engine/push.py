@@ -62,6 +62,7 @@ from ..protocol.model import (
     TaskPushNotificationConfig,
 )
 from ..protocol.types import Clock, TaskId
+from ..protocol.v03 import V03
 from ..store.base import (
     MAX_WEBHOOKS,
     Delivery,
@@ -190,8 +191,12 @@ class PushNotifications:
             # Another receiver: a new webhook, which gets the task as it stands,
             # not what was queued for the old one (nor its counts).
             await self.store.delete_webhook((task_id, config.id))
+        # A 0.3 receiver is sent the task right after each event (V03.encode_push).
+        snapshot = DIALECTS[webhook.version] is V03
         try:
-            await self.store.put_webhook(Webhook(self.secrets.seal(config), webhook.version))
+            await self.store.put_webhook(
+                Webhook(self.secrets.seal(config), webhook.version, snapshot)
+            )
         except MissingTaskError:
             raise _not_found(task_id) from None
         except WebhookLimitError:
@@ -431,7 +436,7 @@ class PushNotifications:
     def _reveal(self, key: WebhookKey, webhook: Webhook) -> Webhook | str:
         """The webhook with its secrets in clear, or why they can't be read."""
         try:
-            return Webhook(self.secrets.reveal(webhook.config), webhook.version)
+            return webhook._replace(config=self.secrets.reveal(webhook.config))
         except SecretsUnreadable as exc:
             log.warning("push: %s", exc, extra={"task_id": key[0], "config_id": key[1]})
             return str(exc)

@@ -30,8 +30,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from functools import partial
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import msgspec
 
@@ -43,6 +42,7 @@ from ..store.base import (
     EventLimitError,
     Lease,
     MissingTaskError,
+    NewTask,
     QueuedTurn,
     SequenceConflictError,
     StoredTask,
@@ -68,10 +68,6 @@ class Batch(NamedTuple):
     stored: list[bool]  # per event, in order
     ended: bool  # the task is terminal or gone: nothing more may be added
     usage_stored: bool = False  # the batch's usage went in with it
-
-
-# Keyword arguments only some stores take: ``usage`` (Usage), ``turn`` (Turns).
-_StoreExtras = dict[str, Any]
 
 
 class Writer:
@@ -115,11 +111,8 @@ class Writer:
         kept = self._lawful(task, events)
         marks = _marks(events, kept)
         kept = _in_time(task, kept)
-        extra = self._usage(usage)
-        if turn is not None:
-            extra["turn"] = turn
-        create = partial(
-            self.store.create,
+        kept_usage = self._usage(usage)
+        new = NewTask(
             task,
             lease=lease,
             deadline=deadline,
@@ -128,22 +121,23 @@ class Writer:
             principal=principal,
             agent=agent,
             bounds=self.bounds,
-            **extra,
+            usage=kept_usage,
+            turn=turn,
         )
         metrics = self.metrics
         started = time.perf_counter() if metrics.on else 0.0
         try:
-            stored = await create(events=kept)
+            stored = await self.store.create(new._replace(events=kept))
         except EventLimitError:  # the batch broke a size bound: store what fits
-            stored = await create()
+            stored = await self.store.create(new)
             metrics.transition(task.id, agent, None, task.status.state)
             batch = await self._one_by_one(stored, events)
-            return batch._replace(usage_stored=bool(extra))
+            return batch._replace(usage_stored=bool(kept_usage))
         if metrics.on:
             metrics.store_op("create", time.perf_counter() - started)
             metrics.transition(task.id, agent, None, task.status.state)
         self._publish(StoredTask(task, 0, tenant, principal, agent), kept, stored)
-        return Batch(stored, marks, stored.task.status.state.terminal, bool(extra))
+        return Batch(stored, marks, stored.task.status.state.terminal, bool(kept_usage))
 
     async def apply_batch(
         self,
@@ -156,7 +150,7 @@ class Writer:
         """Store an agent's events (and ``usage`` with them) in one write; ``known``
         is the caller's latest snapshot (saving a read; if it is stale the append
         conflicts and the task is read afresh)."""
-        extra = self._usage(usage)
+        kept_usage = self._usage(usage)
         current = known
         while True:
             if current is None:
@@ -176,7 +170,7 @@ class Writer:
             started = time.perf_counter() if metrics.on else 0.0
             try:
                 stored = await self.store.append(
-                    task_id, current.seq, kept, bounds=self.bounds, **extra
+                    task_id, current.seq, kept, bounds=self.bounds, usage=kept_usage
                 )
             except SequenceConflictError:
                 current = None
@@ -189,7 +183,7 @@ class Writer:
             if metrics.on:
                 metrics.store_op("append", time.perf_counter() - started)
             self._publish(current, kept, stored)
-            return Batch(stored, marks, stored.task.status.state.terminal, bool(extra))
+            return Batch(stored, marks, stored.task.status.state.terminal, bool(kept_usage))
 
     async def apply(
         self,
@@ -208,9 +202,7 @@ class Writer:
         key, a follow-up's, and the ``turn`` it queues for a worker; with an
         agent's ``usage``). Raises MissingTaskError, TerminalTaskError (the task
         already ended), InvalidTransitionError."""
-        extra = self._usage(usage)
-        if turn is not None:
-            extra["turn"] = turn
+        kept_usage = self._usage(usage)
         current = known
         while True:
             if current is None:
@@ -233,7 +225,8 @@ class Writer:
                     lease=lease,
                     message_key=message_key,
                     bounds=self.bounds,
-                    **extra,
+                    usage=kept_usage,
+                    turn=turn,
                 )
             except SequenceConflictError:
                 current = None
@@ -267,10 +260,10 @@ class Writer:
             usage = ()
         return Batch(current, marks, current.task.status.state.terminal, not usage)
 
-    def _usage(self, usage: Sequence[UsageRecord]) -> _StoreExtras:
-        """The keyword argument that passes ``usage`` on, to a store that keeps it
-        (to others, nothing: their ``create`` and ``append`` may not take it)."""
-        return {"usage": usage} if usage and self.keeps_usage else {}
+    def _usage(self, usage: Sequence[UsageRecord]) -> Sequence[UsageRecord]:
+        """``usage`` for a store that keeps it; for others, none (they refuse it:
+        an agent's usage is then not kept, as ``Batch.usage_stored`` says)."""
+        return usage if self.keeps_usage else ()
 
     def _lawful(self, task: Task, events: Sequence[TaskEvent]) -> list[TaskEvent]:
         kept, refused = lawful(task.status.state, events)

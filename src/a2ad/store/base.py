@@ -1,4 +1,4 @@
-"""The store contract every backend keeps, and how a snapshot absorbs an event.
+"""The store contract every backend keeps: its five interfaces.
 
 A store holds each task's current snapshot and its sequence number (the count of
 events applied since creation; 0 at creation). ``append`` is the only write after
@@ -14,36 +14,70 @@ the front). The built-in stores implement the first four, and PostgreSQL all
 five; a store without ``Upkeep`` still serves, without crash recovery,
 deadlines or retention, one without ``Webhooks`` without push notifications,
 one without ``Usage`` keeps no token usage, and one without ``Turns`` runs
-every agent in the process that took the message.
+every agent in the process that took the message. A create or append that
+asks for usage or a turn of a store without them is refused
+(MissingCapabilityError).
 
 Any call of a store that lives apart from the process (a database server) may
 raise StoreUnavailableError while it can't be reached: a write that raises it
 stored nothing (unless its ``maybe_stored`` says the commit was under way),
 and the same call may be made again once the store answers.
+
+The values a store takes and gives are in records.py, its errors in errors.py,
+how a snapshot absorbs an event in applying.py; all are named here too, for
+the code and the stores written against this module.
 """
 
 from __future__ import annotations
 
 import abc
 import builtins
-import logging
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Self
 
-import msgspec
-from msgspec import UNSET
-
-from ..protocol.model import (
-    Message,
-    Task,
-    TaskArtifactUpdateEvent,
-    TaskEvent,
-    TaskPushNotificationConfig,
-    TaskState,
-    parse_state,
-)
+from ..protocol.model import Message, Task, TaskEvent, TaskState, parse_state
 from ..protocol.types import Cursor, Seq
-from ..protocol.usage import Group, TokenCounts, UsageRecord, UsageRow
+from ..protocol.usage import UsageRecord, UsageRow
+from .applying import apply_event, status_timestamp
+from .errors import (
+    DuplicateMessageError,
+    EventLimitError,
+    MissingCapabilityError,
+    MissingTaskError,
+    SequenceConflictError,
+    StoreError,
+    StoreFullError,
+    StoreUnavailableError,
+    TerminalTaskError,
+    WebhookLimitError,
+)
+from .eviction import log_evicted
+from .records import (
+    DEFAULT_BOUNDS,
+    MAX_ARTIFACT_PARTS,
+    MAX_ARTIFACTS,
+    MAX_EVENTS,
+    MAX_HISTORY,
+    MAX_WEBHOOKS,
+    Census,
+    ClaimedTurn,
+    Delivery,
+    Lease,
+    ListPage,
+    ListQuery,
+    LoggedEvent,
+    NewEvents,
+    NewTask,
+    QueuedTurn,
+    StoredTask,
+    TaskBounds,
+    UsageKey,
+    UsageQuery,
+    Webhook,
+    WebhookKey,
+    WebhookState,
+    group_usage,
+)
 from .signals import Signals
 
 __all__ = [
@@ -62,7 +96,10 @@ __all__ = [
     "ListPage",
     "ListQuery",
     "LoggedEvent",
+    "MissingCapabilityError",
     "MissingTaskError",
+    "NewEvents",
+    "NewTask",
     "QueuedTurn",
     "SequenceConflictError",
     "StoreError",
@@ -89,170 +126,6 @@ __all__ = [
     "status_timestamp",
 ]
 
-log = logging.getLogger("a2ad.store")
-
-MAX_HISTORY = 1000  # messages kept per task; the oldest go first
-MAX_ARTIFACTS = 1000  # artifacts per task
-MAX_ARTIFACT_PARTS = 10_000  # parts per artifact, chunks included
-MAX_EVENTS = 10_000  # events kept per task for replay; the oldest go first
-MAX_WEBHOOKS = 10  # push-notification configs per task
-
-
-class TaskBounds(NamedTuple):
-    """How much of a task is kept (each at most its MAX_ constant): its newest
-    ``history`` messages, the older ones dropped and counted in the task's
-    ``metadata["a2ad"]["historyDropped"]``; at most ``artifacts`` artifacts, an
-    event adding one more refused with EventLimitError."""
-
-    history: int = MAX_HISTORY
-    artifacts: int = MAX_ARTIFACTS
-
-
-DEFAULT_BOUNDS = TaskBounds()
-
-
-class StoredTask(NamedTuple):
-    """A task as stored: its snapshot at sequence ``seq``, and whose it is: the
-    ``tenant`` and ``principal`` that created it ("" for a server without auth),
-    and the ``agent`` that runs it ("" for a server of one unnamed agent)."""
-
-    task: Task
-    seq: Seq
-    tenant: str = ""
-    principal: str = ""
-    agent: str = ""
-
-
-class Lease(NamedTuple):
-    """A server instance runs the task until ``expires_at`` (epoch seconds) unless
-    it renews; a submitted/working task whose lease expired has lost its runner."""
-
-    owner: str
-    expires_at: float
-
-
-class LoggedEvent(NamedTuple):
-    seq: Seq
-    event: TaskEvent
-
-
-class ListQuery(NamedTuple):
-    page_size: int
-    tenant: str | None = None  # None: every tenant's tasks
-    principal: str | None = None  # None: every principal's (of ``tenant``)
-    agent: str | None = None  # None: every agent's
-    context_id: str = ""
-    state: TaskState | None = None
-    updated_after: str = ""  # status timestamp >= this (same text format)
-    updated_before: str = ""  # status timestamp < this
-    cursor: Cursor | None = None  # return only keys strictly below it
-    overdue_at: str = ""  # only non-terminal tasks whose deadline is before this
-
-
-class ListPage(NamedTuple):
-    tasks: list[Task]
-    next_cursor: Cursor | None  # None on the last page
-    total: int  # matching tasks, before pagination
-
-
-class Webhook(NamedTuple):
-    """A task's push-notification config as stored (its ``task_id`` and ``id``
-    set), and the protocol version of the request that set it, which is the
-    shape its receiver takes: "1.0" (each event's StreamResponse) or "0.3" (the
-    task right after each event)."""
-
-    config: TaskPushNotificationConfig
-    version: str
-
-
-# (task id, config id): one webhook, whose deliveries go out one at a time, in order.
-WebhookKey = tuple[str, str]
-
-
-class WebhookState(NamedTuple):
-    """A webhook and how its deliveries went."""
-
-    webhook: Webhook
-    pending: int
-    delivered: int
-    dead_lettered: int  # given up after the last attempt failed
-    last_error: str  # why the last failed attempt failed ("" if none has)
-
-
-class Delivery(NamedTuple):
-    """One pending delivery to a webhook."""
-
-    id: int  # increases with each delivery enqueued for the webhook: their order
-    key: WebhookKey
-    seq: Seq  # the task's sequence number after ``item``
-    # The task as it stood when the webhook was set (its first delivery), or a
-    # stored event.
-    item: Task | TaskEvent
-    snapshot: Task | None  # the task right after ``item``: for "0.3" webhooks, else None
-    attempts: int  # failed so far
-
-
-class StoreError(Exception):
-    """Base of the store's errors."""
-
-
-class StoreFullError(StoreError):
-    """The store is at its cap and nothing in it may be evicted."""
-
-
-class StoreUnavailableError(StoreError):
-    """The store can't be reached, or lost its connection or its answer timed
-    out: a passing fault, the call may be made again. ``task_id``: the task the
-    call was about ("" for none). ``maybe_stored``: a write whose commit was
-    under way when the connection went, so it may or may not have been stored;
-    otherwise a write stored nothing."""
-
-    def __init__(self, message: str, *, task_id: str = "", maybe_stored: bool = False) -> None:
-        super().__init__(message)
-        self.task_id = task_id
-        self.maybe_stored = maybe_stored
-
-
-class DuplicateMessageError(StoreError):
-    """The message's key is already recorded, with the task ``task_id``: the
-    same message was sent again, and another process stored it first."""
-
-    def __init__(self, task_id: str) -> None:
-        super().__init__(f"the message is already recorded with task {task_id}")
-        self.task_id = task_id
-
-
-class MissingTaskError(StoreError, KeyError):
-    """No task with this id."""
-
-
-class SequenceConflictError(StoreError):
-    """Another writer appended first; re-read and try again."""
-
-
-class TerminalTaskError(StoreError):
-    """The task is terminal; it takes no more events."""
-
-    def __init__(self, task_id: str, state: TaskState) -> None:
-        super().__init__(f"task {task_id} is already {state.word}")
-        self.state = state
-
-
-class EventLimitError(StoreError):
-    """The event would take the task past a size bound."""
-
-
-class WebhookLimitError(StoreError):
-    """The task already has MAX_WEBHOOKS push-notification configs."""
-
-
-class Census(NamedTuple):
-    """A store's counts: its tasks by (agent, state), and the push deliveries
-    waiting in its outbox (None for a store without one)."""
-
-    tasks: dict[tuple[str, TaskState], int]
-    deliveries: int | None
-
 
 class TaskStore(abc.ABC):
     """What every backend implements; the engine's writer is its only writer."""
@@ -270,48 +143,52 @@ class TaskStore(abc.ABC):
         """Connect and check the store (e.g. its schema), so that a broken store
         fails at startup rather than at the first request. Idempotent."""
 
+    async def __aenter__(self) -> Self:
+        """Open the store (``async with store:``); one that fails to open is
+        closed at once, as ``__aexit__`` will not run."""
+        try:
+            await self.open()
+        except BaseException:
+            await self.aclose()
+            raise
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
     async def ping(self) -> None:
         """Return once the store answers a trivial read; raise (StoreError,
         StoreUnavailableError, RuntimeError for a closed store) if it can't.
         What ``/readyz`` asks. The default reads a task that doesn't exist."""
         await self.get("")
 
-    @abc.abstractmethod
-    async def create(
-        self,
-        task: Task,
-        *,
-        events: Sequence[TaskEvent] = (),
-        lease: Lease | None = None,
-        deadline: str | None = None,
-        message_key: bytes | None = None,
-        tenant: str = "",
-        principal: str = "",
-        agent: str = "",
-        usage: Sequence[UsageRecord] = (),
-        bounds: TaskBounds = DEFAULT_BOUNDS,
-    ) -> StoredTask:
-        """Store a new task at sequence 0 and apply ``events`` as sequences 1, 2, ...
-        in the same step (one write where an agent acts at once); returns the
-        snapshot at the last sequence. ``lease``: the instance running it, while it
-        is in flight. ``deadline`` (timestamp text): when it becomes overdue, until
-        it is terminal. ``tenant``, ``principal`` and ``agent``: whose task it
-        is, for good; every StoredTask of it says so, and ``list`` filters by them.
-        ``message_key``: the key of the message that created it (see
-        ``find_message``), recorded in the same step. Raises StoreFullError when
+    async def create(self, new: NewTask | Task) -> StoredTask:
+        """Store a new task (``NewTask`` says what each field asks; a bare Task
+        is one with nothing else): at sequence 0, its events applied as
+        sequences 1, 2, ... in the same step (one write where an agent acts at
+        once); returns the snapshot at the last sequence. Every StoredTask of it
+        names its tenant, principal and agent, and ``list`` filters by them; its
+        message key is recorded in the same step. Raises StoreFullError when
         full (evicting first what may be evicted), ValueError if a task with that
-        id exists, DuplicateMessageError if ``message_key`` is recorded already
-        (see ``find_message``), and what ``append`` raises for an event; then
-        nothing is stored. Like every write, it completes even if the awaiting caller is
-        cancelled meanwhile. ``usage``: given only to a store that implements
-        ``Usage`` (which says what it does with it)."""
+        id exists, DuplicateMessageError if the message key is recorded already
+        (see ``find_message``), MissingCapabilityError for ``usage`` or ``turn``
+        the store does not implement, and what ``append`` raises for an event;
+        then nothing is stored. Like every write, it completes even if the
+        awaiting caller is cancelled meanwhile. Runs ``write_new``."""
+        new = new if isinstance(new, NewTask) else NewTask(new)
+        self._refuse_missing(new.usage, new.turn)
+        return await self.write_new(new)
+
+    @abc.abstractmethod
+    async def write_new(self, new: NewTask) -> StoredTask:
+        """What ``create`` does, once it has checked the capabilities ``new``
+        asks for: what a store implements."""
 
     @abc.abstractmethod
     async def get(self, task_id: str, *, history_length: int | None = None) -> StoredTask | None:
         """The task's snapshot, or None; with ``history_length``, its history may
         hold only the newest that many messages (a store may return more)."""
 
-    @abc.abstractmethod
     async def append(
         self,
         task_id: str,
@@ -321,8 +198,9 @@ class TaskStore(abc.ABC):
         user_message: Message | None = None,
         lease: Lease | None = None,
         message_key: bytes | None = None,
-        usage: Sequence[UsageRecord] = (),
         bounds: TaskBounds = DEFAULT_BOUNDS,
+        usage: Sequence[UsageRecord] = (),
+        turn: QueuedTurn | None = None,
     ) -> StoredTask:
         """Apply ``events`` in order (``user_message`` is added to the history before
         the first) if the task is at ``expected_seq``, log them, and set ``lease`` if
@@ -334,7 +212,28 @@ class TaskStore(abc.ABC):
         after the last, at ``expected_seq + len(events)``; the task is kept within
         ``bounds``. Raises MissingTaskError,
         SequenceConflictError, TerminalTaskError, EventLimitError (for the first
-        event that fails), ValueError for no events. ``usage``: as in ``create``."""
+        event that fails), ValueError for no events. ``usage`` and ``turn``: as
+        in ``NewTask``. Runs ``write_events``."""
+        if not events:
+            raise ValueError("append needs at least one event")
+        self._refuse_missing(usage, turn)
+        new = NewEvents(
+            task_id, expected_seq, events, user_message, lease, message_key, bounds, usage, turn
+        )
+        return await self.write_events(new)
+
+    @abc.abstractmethod
+    async def write_events(self, new: NewEvents) -> StoredTask:
+        """What ``append`` does, once it has checked ``new`` (it has events, and
+        asks only for capabilities the store has): what a store implements."""
+
+    def _refuse_missing(self, usage: Sequence[UsageRecord], turn: QueuedTurn | None) -> None:
+        """Raise MissingCapabilityError for ``usage`` or a ``turn`` this store
+        does not implement: a request the store would otherwise drop unseen."""
+        if usage and not isinstance(self, Usage):
+            raise MissingCapabilityError(self, "Usage", "token usage")
+        if turn is not None and not isinstance(self, Turns):
+            raise MissingCapabilityError(self, "Turns", "a turn queued for a worker")
 
     @abc.abstractmethod
     async def events(self, task_id: str, after_seq: Seq) -> builtins.list[LoggedEvent]:
@@ -494,23 +393,12 @@ class Webhooks(abc.ABC):
         remove it and count it). False (and nothing done) if it is gone."""
 
 
-class UsageQuery(NamedTuple):
-    """Usage totals from ``from_day`` to ``to_day`` (``YYYY-MM-DD``, both
-    included) of ``tenants`` (None: every tenant), summed per group of
-    ``group_by`` (none: one sum)."""
-
-    from_day: str
-    to_day: str
-    tenants: tuple[str, ...] | None = None
-    group_by: tuple[Group, ...] = ()
-
-
 class Usage(abc.ABC):
     """Agents' token usage, kept twice: on each task and in totals per (tenant,
     principal, UTC day, model), for charging teams back.
 
     A store that implements it takes ``usage`` records in ``create`` and
-    ``append`` (a keyword argument, passed only to such a store): in the same
+    ``append`` (other stores refuse them: MissingCapabilityError): in the same
     step as the task's write, it adds them to the task's metadata
     (``protocol.usage.with_usage``) and to the totals of the task's tenant and
     principal. Deleting or evicting a task leaves its totals.
@@ -525,23 +413,6 @@ class Usage(abc.ABC):
     async def usage_totals(self, query: UsageQuery) -> builtins.list[UsageRow]:
         """The totals ``query`` asks for, one row per group that has any, in
         the order of their group's values (none grouped: one row, if any)."""
-
-
-class QueuedTurn(NamedTuple):
-    """A turn of a task left for a worker to run (``Turns``): ``request`` is what
-    the agent needs besides the task (opaque to the store, handed back by
-    ``claim_turns``); while ``held`` (a lease) lasts, no worker may take it, until
-    its holder calls ``end_turn`` (the front still sets the task's webhooks)."""
-
-    request: bytes
-    held: Lease | None = None
-
-
-class ClaimedTurn(NamedTuple):
-    """A queued turn a worker took: the task as stored, and the turn's request."""
-
-    stored: StoredTask
-    request: bytes
 
 
 class WorkWatch(abc.ABC):
@@ -566,7 +437,7 @@ class Turns(abc.ABC):
     that took the message (``a2ad serve --no-run`` and ``a2ad worker``).
 
     A store that implements it takes ``turn`` (a ``QueuedTurn``) in ``create``
-    and ``append`` (a keyword argument, passed only to such a store): in the
+    and ``append`` (other stores refuse it: MissingCapabilityError): in the
     same step it queues the task's turn, and, unless the turn is held, wakes the
     workers of the task's agent. A task with a queued turn keeps no lease and
     is not an orphan; its deadline still applies. A task has at most one
@@ -596,112 +467,3 @@ class Turns(abc.ABC):
     def watch_work(self, wake: Callable[[str], None]) -> WorkWatch:
         """A watch that calls ``wake(agent)`` (on the caller's event loop) when
         a turn of a task of ``agent`` may have become free to take."""
-
-
-UsageKey = tuple[str, str, str, str]  # tenant, principal, day, model
-
-
-def group_usage(totals: dict[UsageKey, TokenCounts], query: UsageQuery) -> builtins.list[UsageRow]:
-    """``usage_totals`` over a mapping of every (tenant, principal, day, model)'s totals."""
-    groups: dict[tuple[str, ...], TokenCounts] = {}
-    indexes = [("tenant", "principal", "day", "model").index(name) for name in query.group_by]
-    for key, counts in totals.items():
-        tenant, _, day, _ = key
-        if not query.from_day <= day <= query.to_day:
-            continue
-        if query.tenants is not None and tenant not in query.tenants:
-            continue
-        group = tuple(key[i] for i in indexes)
-        groups[group] = groups.get(group, TokenCounts()) + counts
-    return [
-        UsageRow(
-            **dict(zip(query.group_by, group, strict=True)),
-            prompt_tokens=counts.prompt_tokens,
-            completion_tokens=counts.completion_tokens,
-            total_tokens=counts.total_tokens,
-        )
-        for group, counts in sorted(groups.items())
-    ]
-
-
-def log_evicted(task_id: str, state: TaskState, max_tasks: int) -> None:
-    """Say that a capped store evicted an interrupted task (one waiting for its
-    user) to make room. A terminal task's eviction is the cap doing its job, and
-    is not logged."""
-    log.warning(
-        "the store is at its cap of %d tasks: evicted %s task %s to make room; its user can "
-        "no longer answer it (raise --max-tasks to keep more)",
-        max_tasks,
-        state.word,
-        task_id,
-        extra={"task_id": task_id, "state": state.word, "max_tasks": max_tasks},
-    )
-
-
-def status_timestamp(task: Task) -> str:
-    """The task's status timestamp text ("" if unset): the list order key."""
-    timestamp = task.status.timestamp
-    return timestamp if isinstance(timestamp, str) else ""
-
-
-def apply_event(
-    task: Task,
-    event: TaskEvent,
-    user_message: Message | None = None,
-    bounds: TaskBounds = DEFAULT_BOUNDS,
-) -> Task:
-    """The snapshot after ``event``, within ``bounds``: a new Task; ``task`` is
-    left as it was."""
-    history = task.history
-    if isinstance(event, TaskArtifactUpdateEvent):
-        artifacts = _merge_artifact(task, event, bounds.artifacts)
-        return msgspec.structs.replace(task, artifacts=artifacts)
-    added = []
-    if user_message is not None:
-        added.append(user_message)
-    if event.status.message is not UNSET:
-        added.append(event.status.message)
-    if not added:
-        return msgspec.structs.replace(task, status=event.status)
-    history = history + added
-    over = len(history) - min(bounds.history, MAX_HISTORY)
-    if over <= 0:
-        return msgspec.structs.replace(task, status=event.status, history=history)
-    return msgspec.structs.replace(
-        task, status=event.status, history=history[over:], metadata=_dropped(task, over)
-    )
-
-
-def _dropped(task: Task, count: int) -> dict[str, Any]:
-    """The task's metadata, counting ``count`` more history messages dropped."""
-    metadata = dict(task.metadata) if isinstance(task.metadata, dict) else {}
-    ours = metadata.get("a2ad")
-    ours = dict(ours) if isinstance(ours, dict) else {}
-    before = ours.get("historyDropped")
-    ours["historyDropped"] = (before if isinstance(before, int) else 0) + count
-    metadata["a2ad"] = ours
-    return metadata
-
-
-def _merge_artifact(task: Task, event: TaskArtifactUpdateEvent, most: int) -> list:  # type: ignore[type-arg]
-    new = event.artifact
-    if len(new.parts) > MAX_ARTIFACT_PARTS:  # whole, new or replacing: the same bound
-        raise EventLimitError(f"artifact {new.artifact_id} would exceed {MAX_ARTIFACT_PARTS} parts")
-    artifacts = list(task.artifacts)
-    for i, old in enumerate(artifacts):
-        if old.artifact_id == new.artifact_id:
-            if event.append:
-                parts = old.parts + new.parts
-                if len(parts) > MAX_ARTIFACT_PARTS:
-                    raise EventLimitError(
-                        f"artifact {new.artifact_id} would exceed {MAX_ARTIFACT_PARTS} parts"
-                    )
-                artifacts[i] = msgspec.structs.replace(old, parts=parts)
-            else:
-                artifacts[i] = new
-            return artifacts
-    most = min(most, MAX_ARTIFACTS)
-    if len(artifacts) >= most:
-        raise EventLimitError(f"task {task.id} would exceed {most} artifacts")
-    artifacts.append(new)
-    return artifacts

@@ -11,8 +11,9 @@ from typing import Any, NamedTuple
 from ..protocol.model import Task, TaskEvent
 from ..protocol.types import IN_FLIGHT
 from ..protocol.usage import UsageRecord
-from .base import Lease, TaskBounds, status_timestamp
+from .base import TaskBounds, status_timestamp
 from .plan import LogRow, applied, log_rows
+from .records import NewTask
 from .rows import eviction_class, eviction_order
 from .task_rows import TaskRows, rows_of
 
@@ -41,24 +42,13 @@ def created(
     return applied(task.id, task, events, None, bounds, usage)[0]
 
 
-def plan_create(
-    task: Task,
-    events: Sequence[TaskEvent],
-    *,
-    lease: Lease | None,
-    deadline: str | None,
-    message_key: bytes | None,
-    tenant: str,
-    principal: str,
-    agent: str,
-    bounds: TaskBounds,
-    usage: Sequence[UsageRecord],
-) -> CreatePlan:
-    """The plan of creating ``task`` with ``events``: the row goes in once, as it
-    stands after them (one set of index entries instead of one per event); a
-    task that is not in flight takes no lease, a terminal one no deadline.
-    Raises as ``created`` does."""
-    final = created(task, events, bounds, usage)
+def plan_create(new: NewTask) -> CreatePlan:
+    """The plan of creating ``new.task`` with ``new.events``: the row goes in
+    once, as it stands after them (one set of index entries instead of one per
+    event); a task that is not in flight takes no lease, a terminal one no
+    deadline. Raises as ``created`` does."""
+    task, events, lease = new.task, new.events, new.lease
+    final = created(task, events, new.bounds, new.usage)
     state = final.status.state
     if state not in IN_FLIGHT:
         lease = None
@@ -74,12 +64,12 @@ def plan_create(
         eviction_order(evict_class),
         lease.owner if lease is not None else None,
         lease.expires_at if lease is not None else None,
-        None if state.terminal else deadline,
+        None if state.terminal else new.deadline,
         rows.head,
-        message_key,
-        tenant,
-        principal,
-        agent,
+        new.message_key,
+        new.tenant,
+        new.principal,
+        new.agent,
         rows.split,
     )
     return CreatePlan(final, len(events), rows, row, log_rows(task.id, 1, events))

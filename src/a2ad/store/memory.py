@@ -6,8 +6,7 @@ that is submitted or working is in flight and never evicted; when only those
 remain, ``create`` refuses with StoreFullError and nothing stored is lost.
 
 A task that ends is frozen: its snapshot and event log become one msgpack blob
-(about a third of the memory of the objects), decoded again when read. Terminal
-tasks never change, and they are most of what a long-running store holds.
+(memory_frozen.py).
 """
 
 from __future__ import annotations
@@ -21,24 +20,17 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import msgspec
-from msgspec import UNSET, UnsetType
 
 from ..protocol.model import (
-    Artifact,
-    Json,
-    Message,
     Task,
-    TaskArtifactUpdateEvent,
     TaskEvent,
     TaskState,
-    TaskStatus,
     TaskStatusUpdateEvent,
 )
 from ..protocol.types import IN_FLIGHT, Cursor, Seq
 from ..protocol.usage import TokenCounts, UsageRecord, UsageRow, with_usage
 from ..wording import plural
 from .base import (
-    DEFAULT_BOUNDS,
     MAX_EVENTS,
     MAX_WEBHOOKS,
     Census,
@@ -48,10 +40,11 @@ from .base import (
     ListQuery,
     LoggedEvent,
     MissingTaskError,
+    NewEvents,
+    NewTask,
     SequenceConflictError,
     StoredTask,
     StoreFullError,
-    TaskBounds,
     TaskStore,
     TerminalTaskError,
     Upkeep,
@@ -67,6 +60,8 @@ from .base import (
     log_evicted,
     status_timestamp,
 )
+from .memory_frozen import freeze, frozen_state, thaw, thaw_log
+from .memory_hook import Hook
 from .plan import applied
 
 __all__ = ["DEFAULT_MAX_TASKS", "MemoryStore"]
@@ -74,109 +69,8 @@ __all__ = ["DEFAULT_MAX_TASKS", "MemoryStore"]
 DEFAULT_MAX_TASKS = 10_000  # also create_app's and `a2ad serve --store memory`'s
 
 
-class _Hook:
-    """A webhook, its pending deliveries in order, and how they went."""
-
-    __slots__ = ("dead_lettered", "delivered", "due_at", "last_error", "queue", "webhook")
-
-    def __init__(self, webhook: Webhook) -> None:
-        self.webhook = webhook
-        self.queue: deque[Delivery] = deque()
-        self.due_at: float | None = None  # None while nothing is pending
-        self.delivered = 0
-        self.dead_lettered = 0
-        self.last_error = ""
-
-    def state(self) -> WebhookState:
-        return WebhookState(
-            self.webhook, len(self.queue), self.delivered, self.dead_lettered, self.last_error
-        )
-
-    def find(self, delivery: Delivery) -> int | None:
-        for i, pending in enumerate(self.queue):  # the one sought is nearly always first
-            if pending.id == delivery.id:
-                return i
-        return None
-
-
 def _key(task: Task) -> Cursor:
     return (status_timestamp(task), task.id)
-
-
-# --- frozen tasks ---
-# A frozen task is ``bytes``: one byte giving its (terminal) state, so filters
-# need not decode it, then a msgpack ``_Frozen``. Its events are kept without
-# their task and context ids (the task's own), as positional rows.
-
-
-class _StatusRow(msgspec.Struct, array_like=True, tag=0, frozen=True, gc=False):
-    status: TaskStatus
-    metadata: Json | None = None  # positional rows cannot hold UNSET
-
-
-class _ArtifactRow(msgspec.Struct, array_like=True, tag=1, frozen=True, gc=False):
-    artifact: Artifact
-    append: bool = False
-    last_chunk: bool = False
-    metadata: Json | None = None
-
-
-class _Frozen(msgspec.Struct, array_like=True, frozen=True, gc=False):
-    seq: int
-    task: Task
-    log: msgspec.Raw  # a list of _StatusRow | _ArtifactRow, decoded only for replay
-
-
-_STATES = list(TaskState)
-_STATE_CODE = {state: bytes([i]) for i, state in enumerate(_STATES)}
-_encode = msgspec.msgpack.Encoder().encode
-_decode_frozen = msgspec.msgpack.Decoder(_Frozen).decode
-_decode_rows = msgspec.msgpack.Decoder(list[_StatusRow | _ArtifactRow]).decode
-
-
-def _freeze(record: StoredTask, log: list[TaskEvent]) -> bytes:
-    rows: list[Any] = [
-        _StatusRow(e.status, _or_none(e.metadata))
-        if isinstance(e, TaskStatusUpdateEvent)
-        else _ArtifactRow(e.artifact, e.append, e.last_chunk, _or_none(e.metadata))
-        for e in log
-    ]
-    body = _Frozen(record.seq, record.task, msgspec.Raw(_encode(rows)))
-    return _STATE_CODE[record.task.status.state] + _encode(body)
-
-
-def _or_none(metadata: Json | UnsetType) -> Json | None:
-    return None if metadata is UNSET else metadata
-
-
-def _or_unset(metadata: Json | None) -> Json | UnsetType:
-    return UNSET if metadata is None else metadata
-
-
-def _thaw(blob: bytes) -> _Frozen:
-    return _decode_frozen(memoryview(blob)[1:])
-
-
-def _thaw_log(frozen: _Frozen) -> list[TaskEvent]:
-    task = frozen.task
-    return [
-        TaskStatusUpdateEvent(
-            task_id=task.id,
-            context_id=task.context_id,
-            status=r.status,
-            metadata=_or_unset(r.metadata),
-        )
-        if isinstance(r, _StatusRow)
-        else TaskArtifactUpdateEvent(
-            task_id=task.id,
-            context_id=task.context_id,
-            artifact=r.artifact,
-            append=r.append,
-            last_chunk=r.last_chunk,
-            metadata=_or_unset(r.metadata),
-        )
-        for r in _decode_rows(frozen.log)
-    ]
 
 
 class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
@@ -208,8 +102,8 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
         # an interrupted one is current while it still has the seq it had then.
         self._terminal: deque[str] = deque()
         self._interrupted: deque[tuple[str, int]] = deque()
-        self._hooks: dict[str, dict[str, _Hook]] = {}  # task id -> config id -> webhook
-        self._due: dict[WebhookKey, _Hook] = {}  # the webhooks with pending deliveries
+        self._hooks: dict[str, dict[str, Hook]] = {}  # task id -> config id -> webhook
+        self._due: dict[WebhookKey, Hook] = {}  # the webhooks with pending deliveries
         self._usage: dict[UsageKey, TokenCounts] = {}
         self._delivery_ids = itertools.count(1)
         self._message_keys: dict[bytes, str] = {}  # message key -> task id
@@ -218,24 +112,12 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
     def __len__(self) -> int:
         return len(self._tasks)
 
-    async def create(
-        self,
-        task: Task,
-        *,
-        events: Sequence[TaskEvent] = (),
-        lease: Lease | None = None,
-        deadline: str | None = None,
-        message_key: bytes | None = None,
-        tenant: str = "",
-        principal: str = "",
-        agent: str = "",
-        usage: Sequence[UsageRecord] = (),
-        bounds: TaskBounds = DEFAULT_BOUNDS,
-    ) -> StoredTask:
+    async def write_new(self, new: NewTask) -> StoredTask:
+        task, tenant, principal, agent = new.task, new.tenant, new.principal, new.agent
         if task.id in self._tasks:
             raise ValueError(f"task {task.id} already exists")
-        if usage:
-            task = msgspec.structs.replace(task, metadata=with_usage(task.metadata, usage))
+        if new.usage:
+            task = msgspec.structs.replace(task, metadata=with_usage(task.metadata, new.usage))
         if len(self._tasks) >= self.max_tasks and not self._evict_one():
             raise StoreFullError(
                 f"the store holds {plural(len(self._tasks), 'task')} (its cap is "
@@ -246,47 +128,39 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
             self._owners[task.id] = (tenant, principal, agent)
         self._tasks[task.id] = record
         self._events[task.id] = []
-        if lease is not None:
-            self._leases[task.id] = lease
-        if deadline is not None:
-            self._deadlines[task.id] = deadline
-            heapq.heappush(self._deadline_heap, (deadline, task.id))
+        if new.lease is not None:
+            self._leases[task.id] = new.lease
+        if new.deadline is not None:
+            self._deadlines[task.id] = new.deadline
+            heapq.heappush(self._deadline_heap, (new.deadline, task.id))
         self._index(task, 0)
-        if events:
+        if new.events:
             try:
-                record = await self.append(task.id, 0, events, lease=lease, bounds=bounds)
+                record = await self.append(
+                    task.id, 0, new.events, lease=new.lease, bounds=new.bounds
+                )
             except BaseException:
                 self._drop(task.id)
                 raise
-        self._remember(message_key, task.id)
-        self._add_usage(tenant, principal, usage)
+        self._remember(new.message_key, task.id)
+        self._add_usage(tenant, principal, new.usage)
         return record
 
-    async def append(
-        self,
-        task_id: str,
-        expected_seq: Seq,
-        events: Sequence[TaskEvent],
-        *,
-        user_message: Message | None = None,
-        lease: Lease | None = None,
-        message_key: bytes | None = None,
-        usage: Sequence[UsageRecord] = (),
-        bounds: TaskBounds = DEFAULT_BOUNDS,
-    ) -> StoredTask:
-        if not events:
-            raise ValueError("append needs at least one event")
-        record = self._appendable(task_id, expected_seq)
+    async def write_events(self, new: NewEvents) -> StoredTask:
+        task_id, events = new.task_id, new.events
+        record = self._appendable(task_id, new.expected_seq)
         # All or nothing: every event must apply before any is stored.
-        task, snapshots = applied(task_id, record.task, events, user_message, bounds, usage, True)
+        task, snapshots = applied(
+            task_id, record.task, events, new.user_message, new.bounds, new.usage, True
+        )
         snapshots[-1] = task  # the task as stored, with its usage
         hooks = self._hooks.get(task_id)
-        for event, new in zip(events, snapshots, strict=True):
-            record = self._commit(record, event, new, lease)
+        for event, after in zip(events, snapshots, strict=True):
+            record = self._commit(record, event, after, new.lease)
             if hooks:
-                self._enqueue(hooks.values(), record.seq, event, new)
-        self._remember(message_key, task_id)
-        self._add_usage(record.tenant, record.principal, usage)
+                self._enqueue(hooks.values(), record.seq, event, after)
+        self._remember(new.message_key, task_id)
+        self._add_usage(record.tenant, record.principal, new.usage)
         return record
 
     async def find_message(self, message_key: bytes) -> str | None:
@@ -303,7 +177,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
         for task_id, record in self._tasks.items():
             state = record.task.status.state if isinstance(record, StoredTask) else None
             if state is None:
-                state = _thaw(record).task.status.state  # type: ignore[arg-type]
+                state = thaw(record).task.status.state  # type: ignore[arg-type]
             key = (self._owners.get(task_id, _NOBODY)[2], state)
             tasks[key] = tasks.get(key, 0) + 1
         deliveries = sum(len(hook.queue) for hook in self._due.values())
@@ -312,7 +186,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
     async def get(self, task_id: str, *, history_length: int | None = None) -> StoredTask | None:
         record = self._tasks.get(task_id)
         if isinstance(record, bytes):
-            frozen = _thaw(record)
+            frozen = thaw(record)
             return StoredTask(frozen.task, frozen.seq, *self._owners.get(task_id, _NOBODY))
         return record
 
@@ -322,7 +196,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
         if record is None:
             raise MissingTaskError(task_id)
         if isinstance(record, bytes):  # frozen, so terminal
-            frozen = _thaw(record)
+            frozen = thaw(record)
             if frozen.seq != expected_seq:
                 raise SequenceConflictError(
                     f"task {task_id} is at {frozen.seq}, not {expected_seq}"
@@ -351,7 +225,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
         if new.status.state.terminal:
             self._deadlines.pop(task_id, None)
             try:
-                self._tasks[task_id] = _freeze(record, log)
+                self._tasks[task_id] = freeze(record, log)
                 del self._events[task_id]
             except OverflowError:
                 pass  # an integer beyond 64 bits (JSON allows it, msgpack not): keep as is
@@ -397,8 +271,8 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
         if record is None:
             return []
         if isinstance(record, bytes):
-            frozen = _thaw(record)
-            log, seq = _thaw_log(frozen), frozen.seq
+            frozen = thaw(record)
+            log, seq = thaw_log(frozen), frozen.seq
         else:
             log, seq = self._events[task_id], record.seq
         first = seq - len(log) + 1
@@ -466,7 +340,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
                 next_cursor = _key(tasks[-1])
                 break
             record = self._tasks[key[1]]
-            tasks.append(_thaw(record).task if isinstance(record, bytes) else record.task)
+            tasks.append(thaw(record).task if isinstance(record, bytes) else record.task)
         return ListPage(tasks, next_cursor, total)
 
     def _wanted(self, key: Cursor, query: ListQuery, whose: tuple[str | None, ...] | None) -> bool:
@@ -522,7 +396,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
             return False
         if len(hooks) >= MAX_WEBHOOKS:
             raise WebhookLimitError(f"task {config.task_id} has {len(hooks)} webhooks already")
-        hook = self._hooks.setdefault(config.task_id, {})[config.id] = _Hook(webhook)
+        hook = self._hooks.setdefault(config.task_id, {})[config.id] = Hook(webhook)
         self._enqueue([hook], stored.seq, stored.task, stored.task)
         return True
 
@@ -587,7 +461,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
         return True
 
     def _enqueue(
-        self, hooks: Iterable[_Hook], seq: Seq, item: Task | TaskEvent, snapshot: Task
+        self, hooks: Iterable[Hook], seq: Seq, item: Task | TaskEvent, snapshot: Task
     ) -> None:
         for hook in hooks:
             config = hook.webhook.config
@@ -598,7 +472,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
                     key,
                     seq,
                     item,
-                    snapshot if hook.webhook.version == "0.3" else None,
+                    snapshot if hook.webhook.snapshot else None,
                     0,
                 )
             )
@@ -606,7 +480,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
                 hook.due_at = 0.0
                 self._due[key] = hook
 
-    def _next_due(self, key: WebhookKey, hook: _Hook, at: float) -> None:
+    def _next_due(self, key: WebhookKey, hook: Hook, at: float) -> None:
         if hook.queue:
             hook.due_at = at
         else:
@@ -677,12 +551,12 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
         self._deadlines.pop(task_id, None)
         for message_key in self._keys_of.pop(task_id, ()):
             del self._message_keys[message_key]
-        self._unindex(_thaw(record).task if isinstance(record, bytes) else record.task)
+        self._unindex(thaw(record).task if isinstance(record, bytes) else record.task)
         self._owners.pop(task_id, None)
 
 
 def _state(record: StoredTask | bytes) -> TaskState:
-    return _STATES[record[0]] if isinstance(record, bytes) else record.task.status.state
+    return frozen_state(record) if isinstance(record, bytes) else record.task.status.state
 
 
 _Owner = tuple[str, str, str]  # (tenant, principal, agent)

@@ -31,6 +31,7 @@ from .base import (
     apply_event,
     status_timestamp,
 )
+from .records import NewEvents
 from .rows import ARTIFACT_EVENT, STATUS_EVENT, encode, eviction_class, eviction_order
 from .task_rows import TaskRows, changed_rows, size_after
 
@@ -58,7 +59,8 @@ class Current(NamedTuple):
     lease_owner: str | None
     lease_expires: float | None
     split: bool
-    webhooks: Sequence[tuple[str, str]]  # (id, version) of each of the task's webhooks
+    # (id, whether it wants each event's snapshot) of each of the task's webhooks
+    webhooks: Sequence[tuple[str, bool]]
 
 
 class AppendPlan(NamedTuple):
@@ -141,37 +143,29 @@ def usage_rows(
     ]
 
 
-def plan_append(
-    task_id: str,
-    current: Current,
-    before: Task,
-    size: int,
-    events: Sequence[TaskEvent],
-    user_message: Message | None,
-    lease: Lease | None,
-    bounds: TaskBounds,
-    usage: Sequence[UsageRecord],
-) -> AppendPlan:
-    """The plan of appending ``events`` to ``before`` (the task at
+def plan_append(current: Current, before: Task, size: int, new: NewEvents) -> AppendPlan:
+    """The plan of appending ``new.events`` to ``before`` (the task at
     ``current.seq``, its rows about ``size`` bytes; check_sequence has passed).
     Raises TerminalTaskError for an event after a terminal one, EventLimitError
     for one past a bound: then nothing is written."""
-    webhooks = current.webhooks
-    wanted = any(v == "0.3" for _, v in webhooks)
-    new, snapshots = applied(task_id, before, events, user_message, bounds, usage, wanted)
-    rows = changed_rows(before, new, current.split)
+    task_id, events, webhooks = new.task_id, new.events, current.webhooks
+    wanted = any(snapshot for _, snapshot in webhooks)
+    task, snapshots = applied(
+        task_id, before, events, new.user_message, new.bounds, new.usage, wanted
+    )
+    rows = changed_rows(before, task, current.split)
     seq = current.seq + len(events)
     log = log_rows(task_id, current.seq + 1, events)
     return AppendPlan(
-        new,
+        task,
         seq,
         rows,
-        _changes(current, events, new, seq, rows, lease),
+        _changes(current, events, task, seq, rows, new.lease),
         log,
         _deliveries(webhooks, log, snapshots if wanted else None) if webhooks else [],
         seq - MAX_EVENTS if seq > MAX_EVENTS else None,
-        usage,
-        size_after(size, before, new, rows) if current.split else rows.size,
+        new.usage,
+        size_after(size, before, task, rows) if current.split else rows.size,
     )
 
 
@@ -208,7 +202,7 @@ def _changes(
 
 
 def _deliveries(
-    webhooks: Sequence[tuple[str, str]], log: list[LogRow], snapshots: list[Task] | None
+    webhooks: Sequence[tuple[str, bool]], log: list[LogRow], snapshots: list[Task] | None
 ) -> list[DeliveryRow]:
     """A delivery of each logged event to each webhook, with the task as that
     event left it for a webhook that wants it."""
@@ -220,8 +214,8 @@ def _deliveries(
             seq,
             kind,
             body,
-            tasks[i] if version == "0.3" and tasks is not None else None,
+            tasks[i] if wants and tasks is not None else None,
         )
-        for webhook_id, version in webhooks
+        for webhook_id, wants in webhooks
         for i, (task_id, seq, kind, body) in enumerate(log)
     ]

@@ -49,28 +49,22 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import logging
 import os
-from collections.abc import Awaitable, Callable, Sequence
-from functools import cache
-from types import TracebackType
-from typing import Any, Self, TypeVar
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any, TypeVar
 
 import asyncpg  # type: ignore[import-untyped]
 
 from ..protocol.model import (
-    Message,
-    Task,
-    TaskEvent,
     TaskState,
 )
-from ..protocol.types import IN_FLIGHT, Cursor, Seq
+from ..protocol.types import IN_FLIGHT, Seq
 from ..protocol.usage import UsageRecord, UsageRow
 from ..wording import plural
 from . import postgres_turns
+from . import postgres_webhooks as hooks
 from .base import (
-    DEFAULT_BOUNDS,
-    MAX_WEBHOOKS,
     Census,
     ClaimedTurn,
     Delivery,
@@ -79,13 +73,11 @@ from .base import (
     ListPage,
     ListQuery,
     LoggedEvent,
-    MissingTaskError,
-    QueuedTurn,
+    NewEvents,
+    NewTask,
     StoredTask,
     StoreError,
     StoreFullError,
-    StoreUnavailableError,
-    TaskBounds,
     TaskStore,
     Turns,
     Upkeep,
@@ -93,7 +85,6 @@ from .base import (
     UsageQuery,
     Webhook,
     WebhookKey,
-    WebhookLimitError,
     Webhooks,
     WebhookState,
     WorkWatch,
@@ -101,37 +92,30 @@ from .base import (
 )
 from .created import plan_create
 from .outage import Outage
-from .postgres_schema import SCHEMA_VERSION, SchemaVersionError, migrate
+from .postgres_list import COUNT_ALL, list_page, usage_totals
+from .postgres_pool import TRIES, Pooled
+from .postgres_schema import SCHEMA_VERSION, SchemaVersionError
 from .postgres_signals import PostgresSignals
-from .postgres_tasks import (
-    INSERT_DELIVERY,
-    Read,
-    add_usage,
-    locked_snapshot,
-    log_events,
-    page_tasks,
-    read,
-    write_rows,
-)
+from .postgres_tasks import Read, read, run
 from .postgres_tasks import append as append_events
 from .postgres_url import host_port, parse_url, safe_url
 from .postgres_workers import PostgresWorkerRoll
 from .rows import (
     INTERRUPTED,
-    TASK,
-    decode_config,
-    decode_event,
-    decode_task,
-    encode,
 )
 from .snapshot_cache import SnapshotCache
+from .sql import (
+    SELECT_EVENTS,
+    log_steps,
+    logged,
+    row_steps,
+    usage_steps,
+)
 
 __all__ = ["SCHEMA_VERSION", "PostgresStore", "SchemaVersionError", "parse_url", "safe_url"]
 
 T = TypeVar("T")
 Connection = Any  # asyncpg.Connection; asyncpg ships no type hints
-
-_TRIES = 3  # runs of a transaction PostgreSQL aborted for a deadlock or serialization
 
 
 # A message key already taken leaves the insert undone (RETURNING nothing),
@@ -160,7 +144,6 @@ _DELETE_TASK = "DELETE FROM tasks WHERE id = $1"
 _CENSUS = """SELECT agent, state, sum(n)::bigint FROM owner_count GROUP BY agent, state
     HAVING sum(n) > 0"""
 _COUNT_DELIVERIES = "SELECT count(*) FROM deliveries"
-_SELECT_EVENTS = "SELECT seq, kind, body FROM events WHERE task_id = $1 AND seq > $2 ORDER BY seq"
 _RENEW = "UPDATE tasks SET lease_expires = $1 WHERE lease_owner = $2"
 _ORPHANS = f"""(SELECT id FROM tasks WHERE state IN ($1, $2) AND lease_expires IS NULL
         AND {postgres_turns.NOT_QUEUED})
@@ -169,233 +152,12 @@ _ORPHANS = f"""(SELECT id FROM tasks WHERE state IN ($1, $2) AND lease_expires I
 _OLD_TERMINAL = f"""SELECT id, {_COUNTED} FROM tasks WHERE evict_class = 0 AND status_ts < $1
     ORDER BY status_ts, id LIMIT $2 FOR UPDATE SKIP LOCKED"""
 _OVERDUE = "SELECT id FROM tasks WHERE deadline < $1 ORDER BY deadline, id LIMIT $2"
-_COUNT_ALL = "SELECT coalesce(sum(n), 0)::bigint FROM task_count"
 _FIND_MESSAGE_KEY = """(SELECT id FROM tasks WHERE message_key = $1)
     UNION ALL (SELECT task_id FROM message_keys WHERE key = $1) LIMIT 1"""
-_PENDING = "(SELECT count(*) FROM deliveries d WHERE d.task_id = w.task_id AND d.webhook_id = w.id)"
-_SELECT_WEBHOOK = f"""SELECT version, body, {_PENDING}, delivered, dead_lettered, last_error
-    FROM webhooks w WHERE task_id = $1 AND id = $2"""
-_SELECT_WEBHOOKS = f"""SELECT version, body, {_PENDING}, delivered, dead_lettered, last_error
-    FROM webhooks w WHERE task_id = $1 ORDER BY n"""
-_DUE_WEBHOOKS = """SELECT task_id, id FROM webhooks WHERE due_at <= $1
-    ORDER BY due_at LIMIT $2"""
-# Due webhooks no other instance claimed (or whose claim lapsed), claimed in the
-# same statement; SKIP LOCKED: two instances at once take different ones.
-_CLAIM_DUE = """UPDATE webhooks w SET claimed_until = $3, claimed_by = $4 FROM (
-        SELECT task_id, id FROM webhooks WHERE due_at <= $1
-            AND (claimed_until IS NULL OR claimed_until < $1)
-        ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED) d
-    WHERE w.task_id = d.task_id AND w.id = d.id RETURNING w.task_id, w.id"""
-# Renew (or give up, NULL) a claim that is still the claimant's.
-_SET_CLAIM = """UPDATE webhooks SET claimed_until = $3
-    WHERE task_id = $1 AND id = $2 AND claimed_by = $4"""
-_SELECT_DELIVERIES = """SELECT id, seq, kind, body, snapshot, attempts FROM deliveries
-    WHERE task_id = $1 AND webhook_id = $2 ORDER BY id LIMIT $3"""
-_LEFT = """UPDATE webhooks SET {counter} = {counter} + 1,
-    last_error = coalesce($3::text, last_error),
-    due_at = CASE WHEN EXISTS (SELECT 1 FROM deliveries WHERE task_id = $1 AND webhook_id = $2)
-        THEN 0 ELSE NULL END
-    WHERE task_id = $1 AND id = $2"""
-_DELIVERED = _LEFT.format(counter="delivered")
-_DEAD_LETTERED = _LEFT.format(counter="dead_lettered")
-_RETRY = "UPDATE webhooks SET last_error = $3, due_at = $4 WHERE task_id = $1 AND id = $2"
-_COUNT_ATTEMPT = "UPDATE deliveries SET attempts = attempts + 1 WHERE id = $1"
-_DELETE_DELIVERY = "DELETE FROM deliveries WHERE id = $1"
-_DELETE_WEBHOOK = "DELETE FROM webhooks WHERE task_id = $1 AND id = $2"
-_TASK_EXISTS = "SELECT 1 FROM tasks WHERE id = $1"
-_TASK_FOR_WEBHOOK = "SELECT seq, body, split, webhooks FROM tasks WHERE id = $1 FOR UPDATE"
-_WEBHOOK_EXISTS = "SELECT 1 FROM webhooks WHERE task_id = $1 AND id = $2"
-_UPDATE_WEBHOOK = "UPDATE webhooks SET version = $1, body = $2 WHERE task_id = $3 AND id = $4"
-_COUNT_WEBHOOKS = "UPDATE tasks SET webhooks = webhooks + $2 WHERE id = $1"
-_INSERT_WEBHOOK = """INSERT INTO webhooks (task_id, id, version, body, due_at)
-    VALUES ($1, $2, $3, $4, 0)"""
 # --- listing ---
 
 
-def _where(terms: Sequence[str]) -> str:
-    return "".join(f" {'WHERE' if i == 0 else 'AND'} {term}" for i, term in enumerate(terms))
-
-
-@cache
-def _list_sql(
-    tenant: bool,
-    principal: bool,
-    agent: bool,
-    context: bool,
-    state: bool,
-    after: bool,
-    overdue: bool,
-    cursor: bool,
-    before: bool = False,
-) -> tuple[str, tuple[str, ...]]:
-    """The statement that lists with one combination of filters, and its
-    parameters' names: the filters', then the cursor's, then ``limit``.
-
-    One statement, so the total and the page come from one snapshot in one
-    round trip, with no transaction around them. Each row is (total, status
-    timestamp, id, seq, head), newest first; an empty page is one row of the total
-    and NULLs. The total is an exact count only where no count rows answer it:
-    with a time, deadline or context-and-state filter."""
-    terms: list[str] = []
-    names: list[str] = []
-    for given, name, term in (
-        (tenant, "tenant", "tenant = ${}"),
-        (principal, "principal", "principal = ${}"),
-        (agent, "agent", "agent = ${}"),
-        (context, "context", "context_id = ${}"),
-        (state, "state", "state = ${}"),
-        (after, "after", "status_ts >= ${}"),
-        (before, "before", "status_ts < ${}"),
-        (overdue, "overdue", "deadline < ${}"),
-    ):
-        if given:
-            names.append(name)
-            terms.append(term.format(len(names)))
-    if after or before or overdue or (context and state):
-        count = f"SELECT count(*) FROM tasks{_where(terms)}"
-    elif context:  # and the owner: the context's count rows have those columns
-        count = f"SELECT coalesce(sum(n), 0)::bigint FROM context_count{_where(terms)}"
-    elif terms:  # owner and state: the count rows have those columns
-        count = f"SELECT coalesce(sum(n), 0)::bigint FROM owner_count{_where(terms)}"
-    else:
-        count = _COUNT_ALL
-    page_names = [*names]
-    if cursor:
-        page_names += ["cursor_ts", "cursor_id"]
-        terms.append(f"(status_ts, id) < (${len(page_names) - 1}, ${len(page_names)})")
-    page_names.append("limit")
-    statement = f"""SELECT total.n, page.status_ts, page.id, page.seq, page.body, page.split
-        FROM ({count}) AS total (n)
-        LEFT JOIN LATERAL (SELECT status_ts, id, seq, body, split FROM tasks{_where(terms)}
-            ORDER BY status_ts DESC, id DESC LIMIT ${len(page_names)}) AS page ON true
-        ORDER BY page.status_ts DESC, page.id DESC"""
-    return statement, tuple(page_names)
-
-
-async def _list(conn: Connection, snapshots: SnapshotCache, query: ListQuery) -> ListPage:
-    statement, names = _list_sql(
-        query.tenant is not None,
-        query.principal is not None,
-        query.agent is not None,
-        bool(query.context_id),
-        query.state is not None,
-        bool(query.updated_after),
-        bool(query.overdue_at),
-        query.cursor is not None,
-        bool(query.updated_before),
-    )
-    values: dict[str, Any] = {
-        "tenant": query.tenant,
-        "principal": query.principal,
-        "agent": query.agent,
-        "context": query.context_id,
-        "state": query.state.value if query.state is not None else None,
-        "after": query.updated_after,
-        "before": query.updated_before,
-        "overdue": query.overdue_at,
-        "limit": query.page_size + 1,
-    }
-    if query.cursor is not None:
-        values["cursor_ts"], values["cursor_id"] = query.cursor
-    rows = await conn.fetch(statement, *[values[name] for name in names])
-    total = rows[0][0]
-    if rows[0][2] is None:  # no task on this page
-        rows = []
-    tasks = await page_tasks(conn, snapshots, [row[2:] for row in rows[: query.page_size]])
-    next_cursor: Cursor | None = None
-    if len(rows) > query.page_size:
-        last = rows[query.page_size - 1]
-        next_cursor = (last[1], last[2])
-    return ListPage(tasks, next_cursor, int(total))
-
-
-# --- writes ---
-
-
-async def _put_webhook(conn: Connection, snapshots: SnapshotCache, webhook: Webhook) -> bool:
-    config = webhook.config
-    key = (config.task_id, config.id)
-    body = encode(config)
-    # The task's row is locked first, as by an append: a webhook set meanwhile
-    # then gets either the task before that append and the append's events, or
-    # the task after it.
-    row = await conn.fetchrow(_TASK_FOR_WEBHOOK, config.task_id)
-    if row is None:
-        raise MissingTaskError(config.task_id)
-    if await conn.fetchval(_WEBHOOK_EXISTS, *key) is not None:
-        await conn.execute(_UPDATE_WEBHOOK, webhook.version, body, *key)
-        return False
-    seq, head, split, count = row
-    if count >= MAX_WEBHOOKS:
-        raise WebhookLimitError(f"task {config.task_id} has {count} webhooks already")
-    await conn.execute(_INSERT_WEBHOOK, *key, webhook.version, body)
-    await conn.execute(_COUNT_WEBHOOKS, config.task_id, 1)
-    task_body = encode(
-        (await locked_snapshot(conn, snapshots, config.task_id, seq, head, split))[0]
-    )
-    snapshot = task_body if webhook.version == "0.3" else None
-    await conn.execute(INSERT_DELIVERY, *key, seq, TASK, task_body, snapshot)
-    return True
-
-
-async def _delete_webhook(conn: Connection, key: WebhookKey) -> bool:
-    if await conn.fetchrow("SELECT 1 FROM tasks WHERE id = $1 FOR UPDATE", key[0]) is None:
-        return False
-    if await conn.execute(_DELETE_WEBHOOK, *key) == "DELETE 0":
-        return False
-    await conn.execute(_COUNT_WEBHOOKS, key[0], -1)
-    return True
-
-
-def _webhook_state(row: Sequence[Any]) -> WebhookState:
-    version, body, pending, delivered, dead_lettered, last_error = row
-    return WebhookState(
-        Webhook(decode_config(body), version), pending, delivered, dead_lettered, last_error
-    )
-
-
-def _delivery(key: WebhookKey, row: Sequence[Any]) -> Delivery:
-    delivery_id, seq, kind, body, snapshot, attempts = row
-    item: Task | TaskEvent = decode_task(body) if kind == TASK else decode_event[kind](body)
-    return Delivery(
-        delivery_id,
-        key,
-        seq,
-        item,
-        decode_task(snapshot) if snapshot is not None else None,
-        attempts,
-    )
-
-
-async def _usage_totals(conn: Connection, query: UsageQuery) -> list[UsageRow]:
-    groups = ", ".join(query.group_by)  # names from GROUPS only: safe to splice
-    where = "day BETWEEN $1 AND $2"
-    params: list[Any] = [query.from_day, query.to_day]
-    if query.tenants is not None:
-        where += " AND tenant = ANY($3::text[])"
-        params.append(list(query.tenants))
-    sql = f"""SELECT {groups + ", " if groups else ""}sum(prompt_tokens)::bigint,
-        sum(completion_tokens)::bigint, sum(total_tokens)::bigint
-        FROM usage_totals WHERE {where}"""
-    if groups:
-        sql += f" GROUP BY {groups} ORDER BY {groups}"
-    rows = []
-    for row in await conn.fetch(sql, *params):
-        *values, prompt, completion, total = row
-        if prompt is None:  # no group: the sum over no rows
-            continue
-        rows.append(
-            UsageRow(
-                **dict(zip(query.group_by, values, strict=True)),
-                prompt_tokens=prompt,
-                completion_tokens=completion,
-                total_tokens=total,
-            )
-        )
-    return rows
-
-
-class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns, PostgresWorkerRoll):
+class PostgresStore(Pooled, TaskStore, Upkeep, Webhooks, Usage, Turns, PostgresWorkerRoll):
     """Tasks in a PostgreSQL database, shared by every instance that opens it;
     unbounded unless ``max_tasks`` is set, then evicting like the SQLite store.
 
@@ -457,67 +219,6 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns, PostgresWorkerRol
         a newer a2ad; the store then stays unopened (a later call tries again)."""
         await self._ready()
 
-    async def _ready(self) -> Any:
-        if self._closed:
-            raise RuntimeError(f"{self!r} is closed; open a new one")
-        if self._pool is not None:
-            return self._pool
-        if self._opening is None:
-            self._opening = asyncio.Lock()
-        async with self._opening:
-            if self._pool is None:
-                self._pool = await self._connect()
-        return self._pool
-
-    async def _connect(self) -> Any:
-        where = self.where
-        _quiet_pool_floor()
-        try:
-            pool = await asyncpg.create_pool(
-                self._options.dsn,
-                min_size=self.pool_min,
-                max_size=self.pool_max,
-                timeout=self._options.connect_timeout,
-                command_timeout=self._options.command_timeout,
-                server_settings=self._settings,
-                reset=_keep_session,
-            )
-        except (OSError, TimeoutError) as exc:
-            said = str(exc.strerror or exc)
-            if "SSL" in said:  # "rejected SSL upgrade": it runs, without TLS
-                raise StoreError(
-                    f"the task store, {where}, refused a2ad: {said}; check sslmode in --store"
-                ) from None
-            raise StoreError(
-                f"can't reach the task store, {where}: {said}; check that "
-                "PostgreSQL runs there and the address in --store"
-            ) from None
-        except (asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-            raise StoreError(f"the task store, {where}, refused a2ad: {exc}") from None
-        try:
-            async with pool.acquire() as conn:
-                await migrate(conn, where)
-        except BaseException:
-            await pool.close()
-            raise
-        return pool
-
-    async def __aenter__(self) -> Self:
-        try:
-            await self.open()
-        except BaseException:
-            await self.aclose()
-            raise
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
     async def aclose(self) -> None:
         """Finish the writes already made, then close the pool. Idempotent; the
         store cannot be reopened."""
@@ -529,152 +230,20 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns, PostgresWorkerRol
         if self._pool is not None:
             await self._pool.close()
 
-    # --- running statements ---
-
-    async def _read(self, work: Callable[[Connection], Awaitable[T]], task_id: str = "") -> T:
-        """Run ``work`` on a connection of the pool; a fault raises
-        StoreUnavailableError about ``task_id``. A connection lost on the way
-        (e.g. an idle one the server closed) is replaced, once, with every
-        other connection the pool holds: they are likely gone with it."""
-        pool = await self._ready()
-        retried = False
-        while True:
-            closed: bool | None = None  # whether the connection died (None: none was had)
-            try:
-                # No timeout= here: asyncpg would run each acquire in a task of its
-                # own (measured: a tenth of a cached read's CPU). A connection opened
-                # meanwhile has connect_timeout; one in use is freed within
-                # command_timeout.
-                async with pool.acquire() as conn:
-                    try:
-                        result = await work(conn)
-                    except Exception:
-                        closed = _is_closed(conn)
-                        raise
-            except Exception as exc:
-                why = _fault(exc, closed)
-                if why is None:
-                    raise
-                if closed is not None and not retried and _lost(exc, closed):
-                    retried = True
-                    await pool.expire_connections()  # its siblings likely died with it
-                    continue
-                raise self._unavailable(why, task_id) from exc
-            self._outage.answered()
-            return result
-
-    async def _write(
-        self,
-        work: Callable[[Connection], Awaitable[T]],
-        task_id: str = "",
-        *,
-        transaction: bool = True,
-    ) -> T:
-        """Run ``work`` in a transaction that finishes even if the caller is
-        cancelled (``transaction`` False: ``work`` is one statement, a
-        transaction of its own, which saves BEGIN's and COMMIT's round trips)."""
-        pool = await self._ready()
-        task = asyncio.ensure_future(self._transact(pool, work, task_id, transaction))
-        self._writes.add(task)
-        task.add_done_callback(_forget(self._writes))
-        return await asyncio.shield(task)
-
-    async def _transact(
-        self,
-        pool: Any,
-        work: Callable[[Connection], Awaitable[T]],
-        task_id: str,
-        transaction: bool = True,
-    ) -> T:
-        """Run a transaction again after a deadlock or a serialization failure
-        (``_TRIES`` runs in all), or once after a connection was lost before
-        its commit (then nothing was stored). A fault otherwise raises
-        StoreUnavailableError, saying whether the commit was under way (a
-        statement outside a transaction: always, as it commits as it ends)."""
-        runs = 1
-        retried = False
-        while True:
-            closed: bool | None = None  # whether the connection died (None: none was had)
-            committing = not transaction
-            try:
-                async with pool.acquire() as conn:  # (no timeout=: see _read)
-                    try:
-                        if not transaction:
-                            result = await work(conn)
-                        else:
-                            async with conn.transaction():
-                                result = await work(conn)
-                                committing = True
-                    except Exception:
-                        closed = _is_closed(conn)
-                        raise
-            except (asyncpg.DeadlockDetectedError, asyncpg.SerializationError):
-                if runs == _TRIES:
-                    raise
-                runs += 1
-                continue
-            except Exception as exc:
-                why = _fault(exc, closed)
-                if why is None:
-                    raise
-                if closed is not None and not committing and not retried and _lost(exc, closed):
-                    retried = True
-                    await pool.expire_connections()  # its siblings likely died with it
-                    continue
-                raise self._unavailable(why, task_id, maybe_stored=committing) from exc
-            self._outage.answered()
-            return result
-
-    def _unavailable(
-        self, why: str, task_id: str, *, maybe_stored: bool = False
-    ) -> StoreUnavailableError:
-        self._outage.failed(why)
-        said = f"the task store, {self.where}, is unavailable: {why}"
-        if maybe_stored:
-            said += " (while committing: the write may or may not be stored)"
-        return StoreUnavailableError(
-            said,
-            task_id=task_id,
-            maybe_stored=maybe_stored,
-        )
-
     # --- the TaskStore contract ---
 
-    async def create(
-        self,
-        task: Task,
-        *,
-        events: Sequence[TaskEvent] = (),
-        lease: Lease | None = None,
-        deadline: str | None = None,
-        message_key: bytes | None = None,
-        tenant: str = "",
-        principal: str = "",
-        agent: str = "",
-        usage: Sequence[UsageRecord] = (),
-        bounds: TaskBounds = DEFAULT_BOUNDS,
-        turn: QueuedTurn | None = None,
-    ) -> StoredTask:
-        plan = plan_create(
-            task,
-            events,
-            lease=lease,
-            deadline=deadline,
-            message_key=message_key,
-            tenant=tenant,
-            principal=principal,
-            agent=agent,
-            bounds=bounds,
-            usage=usage,
-        )
+    async def write_new(self, new: NewTask) -> StoredTask:
+        plan = plan_create(new)
+        task, message_key, turn = new.task, new.message_key, new.turn
+        tenant, principal, agent = new.tenant, new.principal, new.agent
         final, rows = plan.task, plan.rows
         evicted: builtins.list[tuple[str, str]] = []
 
         async def insert(conn: Connection) -> None:
-            for _ in range(_TRIES):
+            for _ in range(TRIES):
                 try:
                     if await conn.fetchval(_INSERT_TASK, *plan.row):
-                        await write_rows(conn, task.id, rows)
+                        await run(conn, row_steps(task.id, rows))
                         return
                 except asyncpg.UniqueViolationError:
                     raise ValueError(f"task {task.id} already exists") from None
@@ -707,8 +276,7 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns, PostgresWorkerRol
                     else:
                         await insert(conn)
                 evicted.extend((v[0], v[6]) for v in victims if v[1] == INTERRUPTED)
-            await log_events(conn, plan.log)
-            await add_usage(conn, tenant, principal, usage)
+            await run(conn, log_steps(plan.log) + usage_steps(tenant, principal, new.usage))
             if turn is not None:
                 await postgres_turns.queue(conn, task.id, agent, turn)
             return StoredTask(final, plan.seq, tenant, principal, agent)
@@ -725,7 +293,7 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns, PostgresWorkerRol
         then the counter order's columns), locked; raises StoreFullError if too
         few may go."""
         assert self.max_tasks is not None
-        count = await conn.fetchval(_COUNT_ALL)
+        count = await conn.fetchval(COUNT_ALL)
         excess = count + 1 - self.max_tasks
         if excess <= 0:
             return []
@@ -749,41 +317,13 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns, PostgresWorkerRol
         found = await self._read(
             lambda conn: read(conn, self._snapshots, task_id, history_length), task_id
         )
-        if found is None:
-            return None
-        if found.size is not None:  # read back from its rows: keep it
-            self._snapshots.put(task_id, found.stored.seq, found.stored.task, found.size)
-        return found.stored
+        return self._snapshots.keep(found)
 
-    async def append(
-        self,
-        task_id: str,
-        expected_seq: Seq,
-        events: Sequence[TaskEvent],
-        *,
-        user_message: Message | None = None,
-        lease: Lease | None = None,
-        message_key: bytes | None = None,
-        usage: Sequence[UsageRecord] = (),
-        bounds: TaskBounds = DEFAULT_BOUNDS,
-        turn: QueuedTurn | None = None,
-    ) -> StoredTask:
-        if not events:
-            raise ValueError("append needs at least one event")
+    async def write_events(self, new: NewEvents) -> StoredTask:
+        task_id, turn = new.task_id, new.turn
 
         async def append(conn: Connection) -> Read:
-            written = await append_events(
-                conn,
-                self._snapshots,
-                task_id,
-                expected_seq,
-                events,
-                user_message,
-                message_key,
-                lease,
-                bounds,
-                usage,
-            )
+            written = await append_events(conn, self._snapshots, new)
             stored = written.stored
             if turn is not None and stored.task.status.state in IN_FLIGHT:
                 await postgres_turns.queue(conn, task_id, stored.agent, turn)
@@ -802,13 +342,12 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns, PostgresWorkerRol
 
     async def events(self, task_id: str, after_seq: Seq) -> builtins.list[LoggedEvent]:
         async def events(conn: Connection) -> builtins.list[LoggedEvent]:
-            rows = await conn.fetch(_SELECT_EVENTS, task_id, after_seq)
-            return [LoggedEvent(seq, decode_event[kind](body)) for seq, kind, body in rows]
+            return logged(await conn.fetch(SELECT_EVENTS, task_id, after_seq))
 
         return await self._read(events, task_id)
 
     async def list(self, query: ListQuery) -> ListPage:
-        return await self._read(lambda conn: _list(conn, self._snapshots, query))
+        return await self._read(lambda conn: list_page(conn, self._snapshots, query))
 
     # --- the Upkeep contract ---
 
@@ -855,89 +394,48 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns, PostgresWorkerRol
 
     async def record_usage(self, tenant: str, principal: str, usage: Sequence[UsageRecord]) -> None:
         if usage:
-            await self._write(lambda conn: add_usage(conn, tenant, principal, usage))
+            await self._write(partial(run, steps=usage_steps(tenant, principal, usage)))
 
     async def usage_totals(self, query: UsageQuery) -> builtins.list[UsageRow]:
-        return await self._read(lambda conn: _usage_totals(conn, query))
+        return await self._read(lambda conn: usage_totals(conn, query))
 
-    # --- the Webhooks contract ---
+    # --- the Webhooks contract (postgres_webhooks.py) ---
 
     async def put_webhook(self, webhook: Webhook) -> bool:
-        return await self._write(
-            lambda conn: _put_webhook(conn, self._snapshots, webhook), webhook.config.task_id
-        )
+        put = partial(hooks.put, snapshots=self._snapshots, webhook=webhook)
+        return await self._write(put, webhook.config.task_id)
 
     async def get_webhook(self, key: WebhookKey) -> WebhookState | None:
-        async def get(conn: Connection) -> WebhookState | None:
-            row = await conn.fetchrow(_SELECT_WEBHOOK, *key)
-            return None if row is None else _webhook_state(row)
-
-        return await self._read(get, key[0])
+        return await self._read(partial(hooks.get, key=key), key[0])
 
     async def list_webhooks(self, task_id: str) -> builtins.list[WebhookState] | None:
-        async def list_(conn: Connection) -> builtins.list[WebhookState] | None:
-            async with conn.transaction(isolation="repeatable_read", readonly=True):
-                if await conn.fetchval(_TASK_EXISTS, task_id) is None:
-                    return None
-                return [_webhook_state(row) for row in await conn.fetch(_SELECT_WEBHOOKS, task_id)]
-
-        return await self._read(list_, task_id)
+        return await self._read(partial(hooks.list_of, task_id=task_id), task_id)
 
     async def delete_webhook(self, key: WebhookKey) -> bool:
-        return await self._write(lambda conn: _delete_webhook(conn, key), key[0])
+        return await self._write(partial(hooks.remove, key=key), key[0])
 
     async def due_webhooks(
         self, now: float, limit: int, *, claim_until: float | None = None, claimant: str = ""
     ) -> builtins.list[WebhookKey]:
         if claim_until is None:
-
-            async def due(conn: Connection) -> builtins.list[WebhookKey]:
-                return [(row[0], row[1]) for row in await conn.fetch(_DUE_WEBHOOKS, now, limit)]
-
-            return await self._read(due)
-
-        async def claim(conn: Connection) -> builtins.list[WebhookKey]:
-            rows = await conn.fetch(_CLAIM_DUE, now, limit, claim_until, claimant)
-            return [(row[0], row[1]) for row in rows]
-
+            return await self._read(partial(hooks.due, now=now, limit=limit))
+        claim = partial(hooks.claim_due, now=now, limit=limit, until=claim_until, claimant=claimant)
         return await self._write(claim, transaction=False)
 
     async def claim_webhook(self, key: WebhookKey, until: float | None, claimant: str) -> bool:
-        done = await self._write(
-            lambda conn: conn.execute(_SET_CLAIM, *key, until, claimant), key[0], transaction=False
-        )
-        return bool(done != "UPDATE 0")
+        held = partial(hooks.set_claim, key=key, until=until, claimant=claimant)
+        return await self._write(held, key[0], transaction=False)
 
     async def deliveries(self, key: WebhookKey, limit: int) -> builtins.list[Delivery]:
-        async def deliveries(conn: Connection) -> builtins.list[Delivery]:
-            rows = await conn.fetch(_SELECT_DELIVERIES, *key, limit)
-            return [_delivery(key, row) for row in rows]
-
-        return await self._read(deliveries, key[0])
+        return await self._read(partial(hooks.deliveries, key=key, limit=limit), key[0])
 
     async def delivered(self, delivery: Delivery) -> bool:
-        async def delivered(conn: Connection) -> bool:
-            if await conn.execute(_DELETE_DELIVERY, delivery.id) == "DELETE 0":
-                return False
-            await conn.execute(_DELIVERED, *delivery.key, None)
-            return True
-
-        return await self._write(delivered, delivery.key[0])
+        return await self._write(partial(hooks.delivered, done=delivery), delivery.key[0])
 
     async def delivery_failed(
         self, delivery: Delivery, error: str, *, retry_at: float | None
     ) -> bool:
-        async def failed(conn: Connection) -> bool:
-            if retry_at is None:
-                if await conn.execute(_DELETE_DELIVERY, delivery.id) == "DELETE 0":
-                    return False
-                await conn.execute(_DEAD_LETTERED, *delivery.key, error)
-            else:
-                if await conn.execute(_COUNT_ATTEMPT, delivery.id) == "UPDATE 0":
-                    return False
-                await conn.execute(_RETRY, *delivery.key, error, retry_at)
-            return True
-
+        failed = partial(hooks.delivery_failed, failed=delivery, error=error, retry_at=retry_at)
         return await self._write(failed, delivery.key[0])
 
     # --- the Turns contract ---
@@ -967,91 +465,3 @@ class PostgresStore(TaskStore, Upkeep, Webhooks, Usage, Turns, PostgresWorkerRol
             return await asyncpg.connect(dsn, timeout=timeout, server_settings=settings)
 
         return postgres_turns.WorkListener(connect, wake, self.where)
-
-
-class _PoolFloorRetries(logging.Filter):
-    """asyncpg's pool, reopening its ``min_size`` connections after they were
-    lost, logs every failed attempt with a traceback (backing off from 1 s to
-    60 s). The store logs the outage itself, once (outage.py): those go."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("Failed to restore the pool connection floor")
-
-
-async def _keep_session(conn: Connection) -> None:
-    """The pool's reset of a connection given back: nothing to send. asyncpg's
-    default reset (pg_advisory_unlock_all, CLOSE ALL, UNLISTEN *, RESET ALL) is a
-    round trip after every use, undoing session state this store never makes: its
-    advisory lock is transaction-scoped (pg_advisory_xact_lock), it opens no
-    cursors and sets no settings (server_settings are the connection's own, kept
-    by RESET ALL anyway), and LISTEN is on a connection of its own, outside the
-    pool. An open transaction is still rolled back on release: asyncpg does that
-    before calling this. Prepared statements were never reset, and stay."""
-
-
-def _quiet_pool_floor() -> None:
-    pool_log = logging.getLogger("asyncpg.pool")
-    if not any(isinstance(f, _PoolFloorRetries) for f in pool_log.filters):
-        pool_log.addFilter(_PoolFloorRetries())
-
-
-# A connection that died under a call: an idle one the server closed, or one
-# cut while in use. Nothing of an uncommitted transaction on it was stored.
-_LOST = (
-    asyncpg.PostgresConnectionError,  # class 08
-    asyncpg.AdminShutdownError,  # 57P01: pg_terminate_backend, a shutdown
-    asyncpg.CrashShutdownError,
-    asyncpg.IdleSessionTimeoutError,
-    asyncpg.IdleInTransactionSessionTimeoutError,
-    # An idle connection the server closed, whose closing asyncpg had not yet
-    # read: "cannot switch to state 11; another operation (2) is in progress".
-    asyncpg.InternalClientError,
-    ConnectionError,
-)
-# The server is there but can't serve now: starting or stopping, out of
-# connections or disk, a standby after a failover, a statement over its timeout.
-_REFUSING = (
-    asyncpg.OperatorInterventionError,  # class 57
-    asyncpg.InsufficientResourcesError,  # class 53
-    asyncpg.ReadOnlySQLTransactionError,
-)
-
-
-def _is_closed(conn: Connection) -> bool:
-    try:
-        return bool(conn.is_closed())
-    except asyncpg.InterfaceError:  # asyncpg took it back from us as it closed
-        return True
-
-
-def _lost(exc: Exception, closed: bool) -> bool:
-    """Whether ``exc``, raised on a connection (``closed`` now or not), says
-    the connection died under the call."""
-    if isinstance(exc, _LOST):
-        return True
-    # "cannot call Connection.fetch(): connection is closed"
-    return isinstance(exc, asyncpg.InterfaceError) and closed
-
-
-def _fault(exc: Exception, closed: bool | None) -> str | None:
-    """Why ``exc`` says the database can't be reached or can't serve now (a
-    short text for logs), or None for any other error. ``closed``: whether
-    the connection it was raised on is closed (None: it came before one was had)."""
-    if closed is not None and _lost(exc, closed):
-        return f"the connection was lost ({exc or type(exc).__name__})"
-    if isinstance(exc, TimeoutError):
-        return "it did not answer in time"
-    if isinstance(exc, OSError):
-        return str(exc.strerror or exc)
-    if isinstance(exc, (*_LOST, *_REFUSING)):
-        return str(exc) or type(exc).__name__
-    return None
-
-
-def _forget(pending: set[asyncio.Task[Any]]) -> Callable[[asyncio.Task[Any]], None]:
-    def done(task: asyncio.Task[Any]) -> None:
-        pending.discard(task)
-        if not task.cancelled():
-            task.exception()  # retrieved: a write whose caller left is not "never retrieved"
-
-    return done

@@ -309,6 +309,16 @@ async def _lay_out_tasks(conn: Any) -> None:
         after = batch[-1][0]
 
 
+# Version 5: whether each delivery of a webhook carries the task as its event
+# left it is the push code's to say (``Webhook.snapshot``), stored with the
+# webhook. Webhooks set before were given one by the protocol version that set
+# them: 0.3's (the one place a store names a version, to keep what they got).
+_SCHEMA_V5 = (
+    "ALTER TABLE webhooks ADD COLUMN snapshot boolean NOT NULL DEFAULT false",
+    "UPDATE webhooks SET snapshot = true WHERE version = '0.3'",
+)
+
+
 # Step i upgrades a database at version i to version i + 1; append, never edit.
 # A step is its statements, then (if any) a function run after them.
 _MIGRATIONS: tuple[tuple[tuple[str, ...], Callable[[Any], Awaitable[None]] | None], ...] = (
@@ -316,6 +326,7 @@ _MIGRATIONS: tuple[tuple[tuple[str, ...], Callable[[Any], Awaitable[None]] | Non
     (_SCHEMA_V2, None),
     (_SCHEMA_V3, None),
     (_SCHEMA_V4, _lay_out_tasks),
+    (_SCHEMA_V5, None),
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 

@@ -13,28 +13,25 @@ is read or written is put in the cache by the caller, once committed.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cache
-from typing import Any, NamedTuple
+from typing import Any
 
-from ..protocol.model import Message, Task, TaskEvent
-from ..protocol.usage import UsageRecord
-from .base import DuplicateMessageError, Lease, MissingTaskError, StoredTask, TaskBounds
-from .plan import Current, LogRow, check_sequence, plan_append, usage_rows
-from .snapshot_cache import SnapshotCache
-from .task_rows import TaskRows, assemble
+from ..protocol.model import Task
+from .base import DuplicateMessageError, MissingTaskError, StoredTask
+from .plan import Current, check_sequence, plan_append
+from .records import NewEvents
+from .snapshot_cache import Read, SnapshotCache
+from .sql import Step, append_steps, task_webhooks
+from .task_rows import assemble
 
 __all__ = [
-    "INSERT_DELIVERY",
     "ROWS_OF",
     "Read",
-    "add_usage",
     "append",
     "assembled",
     "locked_snapshot",
-    "log_events",
     "page_tasks",
     "read",
-    "write_rows",
+    "run",
 ]
 
 Connection = Any  # asyncpg.Connection; asyncpg ships no type hints
@@ -56,47 +53,21 @@ _SELECT_FOR_APPEND = """SELECT seq, state, evict_class, lease_owner, lease_expir
     webhooks, tenant, principal, agent FROM tasks WHERE id = $1 FOR UPDATE"""
 _MESSAGES = "SELECT body FROM task_messages WHERE task_id = $1 ORDER BY pos"
 _ARTIFACTS = "SELECT body FROM task_artifacts WHERE task_id = $1 ORDER BY pos"
-_INSERT_MESSAGE = "INSERT INTO task_messages (task_id, pos, body) VALUES ($1, $2, $3)"
-_DROP_MESSAGES = "DELETE FROM task_messages WHERE task_id = $1 AND pos < $2"
-_PUT_ARTIFACT = """INSERT INTO task_artifacts (task_id, pos, body) VALUES ($1, $2, $3)
-    ON CONFLICT (task_id, pos) DO UPDATE SET body = excluded.body"""
-_INSERT_EVENT = "INSERT INTO events (task_id, seq, kind, body) VALUES ($1, $2, $3, $4)"
-_TRIM_EVENTS = "DELETE FROM events WHERE task_id = $1 AND seq <= $2"
 _INSERT_MESSAGE_KEY = """INSERT INTO message_keys (key, task_id) VALUES ($1, $2)
     ON CONFLICT (key) DO NOTHING RETURNING 1"""
 _KEY_OF_FOLLOW_UP = "SELECT task_id FROM message_keys WHERE key = $1"
-_TASK_WEBHOOKS = "SELECT id, version FROM webhooks WHERE task_id = $1 ORDER BY n"
-INSERT_DELIVERY = """INSERT INTO deliveries (task_id, webhook_id, seq, kind, body, snapshot)
-    VALUES ($1, $2, $3, $4, $5, $6)"""
-_MARK_DUE = "UPDATE webhooks SET due_at = 0 WHERE task_id = $1 AND due_at IS NULL"
-_ADD_USAGE = """INSERT INTO usage_totals AS u (day, tenant, principal, model, prompt_tokens,
-        completion_tokens, total_tokens) VALUES ($1, $2, $3, $4, $5, $6, $7)
-    ON CONFLICT (day, tenant, principal, model) DO UPDATE SET
-        prompt_tokens = u.prompt_tokens + excluded.prompt_tokens,
-        completion_tokens = u.completion_tokens + excluded.completion_tokens,
-        total_tokens = u.total_tokens + excluded.total_tokens"""
 
 
-class Read(NamedTuple):
-    """A task read or written, and what the cache should keep of it once
-    committed: its size, or None if the cache already has it."""
-
-    stored: StoredTask
-    size: int | None
+_TASK_WEBHOOKS = task_webhooks("n")
 
 
-async def write_rows(conn: Connection, task_id: str, rows: TaskRows) -> None:
-    """The message and artifact rows of ``rows`` (the head is the caller's)."""
-    if rows.drop_below is not None:
-        await conn.execute(_DROP_MESSAGES, task_id, rows.drop_below)
-    if rows.messages:
-        await conn.executemany(
-            _INSERT_MESSAGE, [(task_id, pos, body) for pos, body in rows.messages]
-        )
-    if rows.artifacts:
-        await conn.executemany(
-            _PUT_ARTIFACT, [(task_id, pos, body) for pos, body in rows.artifacts]
-        )
+async def run(conn: Connection, steps: Sequence[Step]) -> None:
+    """Run a write's steps (sql.py) in order, in the caller's transaction."""
+    for sql, params, many in steps:
+        if many:
+            await conn.executemany(sql, params)
+        else:
+            await conn.execute(sql, *params)
 
 
 def assembled(
@@ -170,20 +141,10 @@ async def locked_snapshot(
     return assembled(head, messages, artifacts)
 
 
-async def append(
-    conn: Connection,
-    snapshots: SnapshotCache,
-    task_id: str,
-    expected_seq: int,
-    events: Sequence[TaskEvent],
-    user_message: Message | None,
-    message_key: bytes | None,
-    lease: Lease | None,
-    bounds: TaskBounds,
-    usage: Sequence[UsageRecord],
-) -> Read:
+async def append(conn: Connection, snapshots: SnapshotCache, new: NewEvents) -> Read:
     """``PostgresStore.append`` inside its transaction: the row read (locked),
     the plan (plan.py) run."""
+    task_id, message_key = new.task_id, new.message_key
     row = await conn.fetchrow(_SELECT_FOR_APPEND, task_id)
     if row is None:
         raise MissingTaskError(task_id)
@@ -195,40 +156,12 @@ async def append(
     ):
         raise DuplicateMessageError(str(await conn.fetchval(_KEY_OF_FOLLOW_UP, message_key)))
     seq, state, evict_class, owner, expires, head, split, webhook_count, *whose = row
-    check_sequence(task_id, seq, expected_seq)
+    check_sequence(task_id, seq, new.expected_seq)
     before, size = await locked_snapshot(conn, snapshots, task_id, seq, head, split)
     webhooks = (
         [(r[0], r[1]) for r in await conn.fetch(_TASK_WEBHOOKS, task_id)] if webhook_count else ()
     )
     current = Current(seq, state, evict_class, owner, expires, split, webhooks)
-    plan = plan_append(task_id, current, before, size, events, user_message, lease, bounds, usage)
-    await add_usage(conn, whose[0], whose[1], plan.usage)
-    await write_rows(conn, task_id, plan.rows)
-    await conn.execute(_update_sql(tuple(plan.changes)), *plan.changes.values(), task_id)
-    await log_events(conn, plan.log)
-    if plan.deliveries:
-        await conn.executemany(INSERT_DELIVERY, plan.deliveries)
-        await conn.execute(_MARK_DUE, task_id)
-    if plan.trim_to is not None:
-        await conn.execute(_TRIM_EVENTS, task_id, plan.trim_to)
+    plan = plan_append(current, before, size, new)
+    await run(conn, append_steps(task_id, whose[0], whose[1], plan))
     return Read(StoredTask(plan.task, plan.seq, *whose), plan.size)
-
-
-@cache
-def _update_sql(columns: tuple[str, ...]) -> str:
-    sets = ", ".join(f"{column} = ${i}" for i, column in enumerate(columns, 1))
-    return f"UPDATE tasks SET {sets} WHERE id = ${len(columns) + 1}"
-
-
-async def log_events(conn: Connection, rows: Sequence[LogRow]) -> None:
-    """Insert the event-log ``rows`` a plan lists (plan.py)."""
-    if rows:
-        await conn.executemany(_INSERT_EVENT, rows)
-
-
-async def add_usage(
-    conn: Connection, tenant: str, principal: str, usage: Sequence[UsageRecord]
-) -> None:
-    if not usage:
-        return
-    await conn.executemany(_ADD_USAGE, usage_rows(tenant, principal, usage))

@@ -23,12 +23,21 @@ from typing import NamedTuple
 
 from ..protocol.model import Task
 from ..protocol.types import Seq
+from .records import StoredTask
 from .task_rows import INLINE
 
-__all__ = ["SnapshotCache"]
+__all__ = ["Read", "SnapshotCache"]
 
 DEFAULT_BUDGET = 64 * 1024 * 1024
 DEFAULT_MOST = 1024
+
+
+class Read(NamedTuple):
+    """A task read or written, and what the cache should keep of it once
+    committed: its size, or None if the cache already has it."""
+
+    stored: StoredTask
+    size: int | None
 
 
 class _Entry(NamedTuple):
@@ -80,6 +89,16 @@ class SnapshotCache:
         ):
             first = next(iter(self._entries))
             self._size -= self._entries.pop(first).size
+
+    def keep(self, read: Read | None) -> StoredTask | None:
+        """The task of a committed ``read`` (None: none), kept if it was read
+        back from its rows or written."""
+        if read is None:
+            return None
+        if read.size is not None:
+            stored = read.stored
+            self.put(stored.task.id, stored.seq, stored.task, read.size)
+        return read.stored
 
     def drop(self, task_ids: Iterable[str]) -> None:
         """Forget the tasks deleted here."""

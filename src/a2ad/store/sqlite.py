@@ -46,65 +46,65 @@ each other over ``signals()`` (sqlite_signals.py).
 from __future__ import annotations
 
 import builtins
+import json
 import os
 import sqlite3
 from collections.abc import Callable, Sequence
-from functools import cache
-from types import TracebackType
-from typing import Any, Self, TypeVar
+from functools import cache, partial
+from typing import TypeVar
 
 from ..protocol.model import (
-    Message,
-    Task,
-    TaskEvent,
     TaskState,
 )
 from ..protocol.types import Cursor, Seq
 from ..protocol.usage import UsageRecord, UsageRow
 from ..wording import plural
+from . import sqlite_webhooks as hooks
 from .base import (
-    DEFAULT_BOUNDS,
-    MAX_WEBHOOKS,
     Census,
     Delivery,
     DuplicateMessageError,
-    Lease,
     ListPage,
     ListQuery,
     LoggedEvent,
-    MissingTaskError,
+    NewEvents,
+    NewTask,
     StoredTask,
     StoreFullError,
-    TaskBounds,
     TaskStore,
     Upkeep,
     Usage,
     UsageQuery,
     Webhook,
     WebhookKey,
-    WebhookLimitError,
     Webhooks,
     WebhookState,
     log_evicted,
 )
 from .created import CreatePlan, plan_create
 from .key_filter import KeyFilter
-from .rows import TASK, decode_config, decode_event, decode_task, encode
 from .serving_lock import ServingLock, lock_path
 from .signals import Signals
 from .snapshot_cache import SnapshotCache
+from .sql import (
+    SELECT_EVENTS,
+    list_given,
+    list_page,
+    list_terms,
+    list_values,
+    log_steps,
+    logged,
+    qmark,
+    row_steps,
+    usage_sql,
+    usage_steps,
+    usage_totals,
+    where,
+)
 from .sqlite_group import SqliteGroup
 from .sqlite_schema import SCHEMA_VERSION, SchemaVersionError
 from .sqlite_signals import SocketSignals
-from .sqlite_tasks import (
-    INSERT_DELIVERY,
-    Read,
-    add_usage,
-    log_events,
-    page_tasks,
-    read,
-    write_rows,
-)
+from .sqlite_tasks import Read, page_tasks, read, run
 from .sqlite_tasks import append as append_events
 from .sqlite_worker import PendingWrites, Worker
 
@@ -118,7 +118,6 @@ _INSERT_TASK = """INSERT INTO tasks (id, context_id, state, status_ts, seq, evic
 _EVICTABLE = """SELECT id, evict_class, state FROM tasks WHERE evict_class IS NOT NULL AND id != ?
     ORDER BY evict_class, evict_order LIMIT ?"""
 _DELETE_TASK = "DELETE FROM tasks WHERE id = ?"
-_SELECT_EVENTS = "SELECT seq, kind, body FROM events WHERE task_id = ? AND seq > ? ORDER BY seq"
 _RENEW = "UPDATE tasks SET lease_expires = ? WHERE lease_owner = ?"
 _EXPIRE_OTHERS = "UPDATE tasks SET lease_expires = 0 WHERE lease_owner != ?"
 # Two arms, because "IS NULL OR <" would make SQLite read every leased task.
@@ -138,88 +137,31 @@ _ALL_MESSAGE_KEYS = """SELECT message_key FROM tasks WHERE message_key IS NOT NU
     UNION ALL SELECT key FROM message_keys"""
 _FIND_MESSAGE_KEY = """SELECT id FROM tasks WHERE message_key = ?1
     UNION ALL SELECT task_id FROM message_keys WHERE key = ?1 LIMIT 1"""
-_PENDING = "(SELECT count(*) FROM deliveries d WHERE d.task_id = w.task_id AND d.webhook_id = w.id)"
-_SELECT_WEBHOOK = f"""SELECT version, body, {_PENDING}, delivered, dead_lettered, last_error
-    FROM webhooks w WHERE task_id = ? AND id = ?"""
-_SELECT_WEBHOOKS = f"""SELECT version, body, {_PENDING}, delivered, dead_lettered, last_error
-    FROM webhooks w WHERE task_id = ? ORDER BY rowid"""
-_DUE_WEBHOOKS = "SELECT task_id, id FROM webhooks WHERE due_at <= ? ORDER BY due_at LIMIT ?"
-# The due webhooks no other process of a group claimed (or whose claim lapsed).
-_UNCLAIMED_DUE = """SELECT task_id, id FROM webhooks WHERE due_at <= ?1
-    AND (claimed_until IS NULL OR claimed_until < ?1) ORDER BY due_at LIMIT ?2"""
-_CLAIM = """UPDATE webhooks SET claimed_until = ?3, claimed_by = ?5 WHERE task_id = ?1 AND id = ?2
-    AND due_at <= ?4 AND (claimed_until IS NULL OR claimed_until < ?4)"""
-# Renew (or give up, NULL) a claim that is still the claimant's.
-_SET_CLAIM = """UPDATE webhooks SET claimed_until = ?3
-    WHERE task_id = ?1 AND id = ?2 AND claimed_by = ?4"""
-_SELECT_DELIVERIES = """SELECT id, seq, kind, body, snapshot, attempts FROM deliveries
-    WHERE task_id = ? AND webhook_id = ? ORDER BY id LIMIT ?"""
-# After a delivery leaves (delivered, or dead-lettered): count it; the next is
-# due at once, or nothing is pending.
-_LEFT = """UPDATE webhooks SET {counter} = {counter} + 1, last_error = coalesce(?3, last_error),
-    due_at = CASE WHEN EXISTS (SELECT 1 FROM deliveries WHERE task_id = ?1 AND webhook_id = ?2)
-        THEN 0 ELSE NULL END
-    WHERE task_id = ?1 AND id = ?2"""
-_DELIVERED = _LEFT.format(counter="delivered")
-_DEAD_LETTERED = _LEFT.format(counter="dead_lettered")
-_RETRY = """UPDATE webhooks SET last_error = ?3, due_at = ?4 WHERE task_id = ?1 AND id = ?2"""
-_COUNT_ATTEMPT = "UPDATE deliveries SET attempts = attempts + 1 WHERE id = ?"
-_DELETE_DELIVERY = "DELETE FROM deliveries WHERE id = ?"
-_DELETE_WEBHOOK = "DELETE FROM webhooks WHERE task_id = ? AND id = ?"
-_TASK_EXISTS = "SELECT 1 FROM tasks WHERE id = ?"
-_WEBHOOK_EXISTS = "SELECT 1 FROM webhooks WHERE task_id = ? AND id = ?"
-_UPDATE_WEBHOOK = "UPDATE webhooks SET version = ?, body = ? WHERE task_id = ? AND id = ?"
-_COUNT_WEBHOOKS = "SELECT count(*) FROM webhooks WHERE task_id = ?"
-_INSERT_WEBHOOK = """INSERT INTO webhooks (task_id, id, version, body, due_at)
-    VALUES (?, ?, ?, ?, 0)"""
 
 
 @cache
-def _list_sql(
-    tenant: bool,
-    principal: bool,
-    agent: bool,
-    context: bool,
-    state: bool,
-    after: bool,
-    overdue: bool,
-    cursor: bool,
-    before: bool = False,
-) -> tuple[str, str]:
-    """(count, page) statements for one combination of filters; one text per
-    combination, so sqlite3's statement cache keeps each prepared."""
-    terms = []
-    if tenant:
-        terms.append("tenant = :tenant")
-    if principal:
-        terms.append("principal = :principal")
-    if agent:
-        terms.append("agent = :agent")
-    if context:
-        terms.append("context_id = :context")
-    if state:
-        terms.append("state = :state")
-    if after:
-        terms.append("status_ts >= :after")
-    if before:
-        terms.append("status_ts < :before")
-    if overdue:
-        terms.append("deadline < :overdue")
-    count = "SELECT count(*) FROM tasks" + "".join(
-        f" {'WHERE' if i == 0 else 'AND'} {term}" for i, term in enumerate(terms)
-    )
-    if cursor:
-        terms.append("(status_ts, id) < (:cursor_ts, :cursor_id)")
-    where = "".join(f" {'WHERE' if i == 0 else 'AND'} {term}" for i, term in enumerate(terms))
-    page = (
-        f"SELECT status_ts, id, seq, body, split FROM tasks{where}"
-        " ORDER BY status_ts DESC, id DESC LIMIT :limit"
-    )
-    return count, page
+def _list_sql(given: tuple[str, ...], cursor: bool) -> tuple[str, list[str], str, list[str]]:
+    """The statements of a listing filtered by ``given`` (sql.list_given): its
+    total's and its page's, each with its parameters' names; one text per
+    combination, so sqlite3's statement cache keeps each prepared. The total
+    is read from the counts the triggers keep where they answer it (no more
+    than owner and state filtered)."""
+    terms, names = list_terms(given)
+    if set(given) & {"context", "after", "before", "overdue"}:
+        count = f"SELECT count(*) FROM tasks{where(terms)}"
+    elif given:
+        count = f"SELECT coalesce(sum(n), 0) FROM owner_count{where(terms)}"
+    else:
+        count = _COUNT_ALL
+    page, page_names = list_page(given, cursor, "status_ts, id, seq, body, split")
+    return qmark(count), names, qmark(page), page_names
 
 
 def _nothing(conn: sqlite3.Connection) -> None:
     return None
+
+
+_SELECT_EVENTS = qmark(SELECT_EVENTS)
 
 
 class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
@@ -267,22 +209,6 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
         store then stays unopened (a later call tries again) until ``aclose``."""
         await self._run(_nothing)
 
-    async def __aenter__(self) -> Self:
-        try:
-            await self.open()
-        except BaseException:
-            await self.aclose()  # __aexit__ will not run: end the thread here
-            raise
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
     async def aclose(self) -> None:
         """Finish the calls already made, close the connection and end the worker
         thread. Idempotent; the store cannot be reopened."""
@@ -300,32 +226,9 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
 
     # --- the TaskStore contract ---
 
-    async def create(
-        self,
-        task: Task,
-        *,
-        events: Sequence[TaskEvent] = (),
-        lease: Lease | None = None,
-        deadline: str | None = None,
-        message_key: bytes | None = None,
-        tenant: str = "",
-        principal: str = "",
-        agent: str = "",
-        usage: Sequence[UsageRecord] = (),
-        bounds: TaskBounds = DEFAULT_BOUNDS,
-    ) -> StoredTask:
-        plan = plan_create(
-            task,
-            events,
-            lease=lease,
-            deadline=deadline,
-            message_key=message_key,
-            tenant=tenant,
-            principal=principal,
-            agent=agent,
-            bounds=bounds,
-            usage=usage,
-        )
+    async def write_new(self, new: NewTask) -> StoredTask:
+        plan = plan_create(new)
+        task, message_key = new.task, new.message_key
         evicted: builtins.list[tuple[str, str]] = []  # (id, state)
         known = self._maybe_known(message_key)
         self._remember(message_key)
@@ -334,9 +237,11 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
             if known:
                 _refuse_known(conn, message_key)
             self._create(conn, plan, evicted)
-            log_events(conn, plan.log)  # a new task has no webhooks yet
-            add_usage(conn, tenant, principal, usage)
-            return StoredTask(plan.task, plan.seq, tenant, principal, agent), plan.rows.size
+            # A new task has no webhooks yet.
+            run(conn, log_steps(plan.log) + usage_steps(new.tenant, new.principal, new.usage))
+            return StoredTask(
+                plan.task, plan.seq, new.tenant, new.principal, new.agent
+            ), plan.rows.size
 
         stored, size = await self._run(create, write=True, task_id=task.id)
         self._snapshots.put(task.id, stored.seq, stored.task, size)
@@ -351,11 +256,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
         found = await self._read(
             lambda conn: read(conn, self._snapshots, task_id, history_length), task_id
         )
-        if found is None:
-            return None
-        if found.size is not None:  # read back from its rows: keep it
-            self._snapshots.put(task_id, found.stored.seq, found.stored.task, found.size)
-        return found.stored
+        return self._snapshots.keep(found)
 
     async def census(self) -> Census:
         def census(conn: sqlite3.Connection) -> Census:
@@ -365,37 +266,15 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
 
         return await self._run(census)
 
-    async def append(
-        self,
-        task_id: str,
-        expected_seq: Seq,
-        events: Sequence[TaskEvent],
-        *,
-        user_message: Message | None = None,
-        lease: Lease | None = None,
-        message_key: bytes | None = None,
-        usage: Sequence[UsageRecord] = (),
-        bounds: TaskBounds = DEFAULT_BOUNDS,
-    ) -> StoredTask:
-        if not events:
-            raise ValueError("append needs at least one event")
+    async def write_events(self, new: NewEvents) -> StoredTask:
+        task_id, message_key = new.task_id, new.message_key
         known = self._maybe_known(message_key)
         self._remember(message_key)
 
         def append(conn: sqlite3.Connection) -> Read:
             if known:
                 _refuse_known(conn, message_key)
-            stored = append_events(
-                conn,
-                self._snapshots,
-                task_id,
-                expected_seq,
-                events,
-                user_message,
-                lease,
-                bounds,
-                usage,
-            )
+            stored = append_events(conn, self._snapshots, new)
             if message_key is not None:
                 conn.execute(_INSERT_MESSAGE_KEY, (message_key, task_id))
             return stored
@@ -476,99 +355,56 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
 
     async def record_usage(self, tenant: str, principal: str, usage: Sequence[UsageRecord]) -> None:
         if usage:
-            await self._run(lambda conn: add_usage(conn, tenant, principal, usage), write=True)
+            steps = usage_steps(tenant, principal, usage)
+            await self._run(partial(run, steps=steps), write=True)
 
     async def usage_totals(self, query: UsageQuery) -> builtins.list[UsageRow]:
         return await self._run(lambda conn: _usage_totals(conn, query))
 
-    # --- the Webhooks contract ---
+    # --- the Webhooks contract (sqlite_webhooks.py) ---
 
     async def put_webhook(self, webhook: Webhook) -> bool:
         return await self._run(
-            lambda conn: _put_webhook(conn, self._snapshots, webhook), write=True
+            partial(hooks.put, snapshots=self._snapshots, webhook=webhook), write=True
         )
 
     async def get_webhook(self, key: WebhookKey) -> WebhookState | None:
-        def get(conn: sqlite3.Connection) -> WebhookState | None:
-            row = conn.execute(_SELECT_WEBHOOK, key).fetchone()
-            return None if row is None else _webhook_state(row)
-
-        return await self._run(get)
+        return await self._run(partial(hooks.get, key=key))
 
     async def list_webhooks(self, task_id: str) -> builtins.list[WebhookState] | None:
-        def list_(conn: sqlite3.Connection) -> builtins.list[WebhookState] | None:
-            if conn.execute(_TASK_EXISTS, (task_id,)).fetchone() is None:
-                return None
-            return [_webhook_state(row) for row in conn.execute(_SELECT_WEBHOOKS, (task_id,))]
-
-        return await self._run(list_)
+        return await self._run(partial(hooks.list_of, task_id=task_id))
 
     async def delete_webhook(self, key: WebhookKey) -> bool:
-        return await self._run(
-            lambda conn: conn.execute(_DELETE_WEBHOOK, key).rowcount > 0, write=True
-        )
+        return await self._run(partial(hooks.remove, key=key), write=True)
 
     async def due_webhooks(
         self, now: float, limit: int, *, claim_until: float | None = None, claimant: str = ""
     ) -> builtins.list[WebhookKey]:
         if claim_until is None or self._group is None:  # one process: nothing to share
-            return await self._run(
-                lambda conn: [(r[0], r[1]) for r in conn.execute(_DUE_WEBHOOKS, (now, limit))]
-            )
+            return await self._run(partial(hooks.due, now=now, limit=limit))
         # Read first: most rounds find nothing due and take no write lock.
-        due = await self._run(
-            lambda conn: [(r[0], r[1]) for r in conn.execute(_UNCLAIMED_DUE, (now, limit))]
-        )
+        due = await self._run(partial(hooks.unclaimed_due, now=now, limit=limit))
         if not due:
             return []
-
-        def claim(conn: sqlite3.Connection) -> builtins.list[WebhookKey]:
-            return [
-                key
-                for key in due
-                if conn.execute(_CLAIM, (*key, claim_until, now, claimant)).rowcount
-            ]
-
+        claim = partial(hooks.claim, keys=due, until=claim_until, now=now, claimant=claimant)
         return await self._run(claim, write=True)
 
     async def claim_webhook(self, key: WebhookKey, until: float | None, claimant: str) -> bool:
         if self._group is None:
             return True
-        held: int = await self._run(
-            lambda conn: conn.execute(_SET_CLAIM, (*key, until, claimant)).rowcount, write=True
-        )
-        return held > 0
+        held = partial(hooks.set_claim, key=key, until=until, claimant=claimant)
+        return await self._run(held, write=True)
 
     async def deliveries(self, key: WebhookKey, limit: int) -> builtins.list[Delivery]:
-        def deliveries(conn: sqlite3.Connection) -> builtins.list[Delivery]:
-            rows = conn.execute(_SELECT_DELIVERIES, (*key, limit)).fetchall()
-            return [_delivery(key, row) for row in rows]
-
-        return await self._run(deliveries)
+        return await self._run(partial(hooks.deliveries, key=key, limit=limit))
 
     async def delivered(self, delivery: Delivery) -> bool:
-        def delivered(conn: sqlite3.Connection) -> bool:
-            if not conn.execute(_DELETE_DELIVERY, (delivery.id,)).rowcount:
-                return False
-            conn.execute(_DELIVERED, (*delivery.key, None))
-            return True
-
-        return await self._run(delivered, write=True)
+        return await self._run(partial(hooks.delivered, done=delivery), write=True)
 
     async def delivery_failed(
         self, delivery: Delivery, error: str, *, retry_at: float | None
     ) -> bool:
-        def failed(conn: sqlite3.Connection) -> bool:
-            if retry_at is None:
-                if not conn.execute(_DELETE_DELIVERY, (delivery.id,)).rowcount:
-                    return False
-                conn.execute(_DEAD_LETTERED, (*delivery.key, error))
-            else:
-                if not conn.execute(_COUNT_ATTEMPT, (delivery.id,)).rowcount:
-                    return False
-                conn.execute(_RETRY, (*delivery.key, error, retry_at))
-            return True
-
+        failed = partial(hooks.delivery_failed, failed=delivery, error=error, retry_at=retry_at)
         return await self._run(failed, write=True)
 
     async def _read(self, job: Callable[[sqlite3.Connection], T], task_id: str | None) -> T:
@@ -600,7 +436,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
             conn.execute(_INSERT_TASK, plan.row)
         except sqlite3.IntegrityError:
             raise ValueError(f"task {task.id} already exists") from None
-        write_rows(conn, task.id, plan.rows)
+        run(conn, row_steps(task.id, plan.rows))
         if self.max_tasks is not None:
             # Inserted first and evicted after, in the same transaction: a refusal
             # rolls back both, and the new task is never the one evicted.
@@ -642,77 +478,14 @@ def _connect_reader(path: str) -> sqlite3.Connection:
 
 
 def _usage_totals(conn: sqlite3.Connection, query: UsageQuery) -> list[UsageRow]:
-    groups = ", ".join(query.group_by)  # names from GROUPS only: safe to splice
-    where = "day BETWEEN ? AND ?"
-    params: list[str] = [query.from_day, query.to_day]
+    sql, params = usage_sql(query, "tenant IN (SELECT value FROM json_each($3))")
     if query.tenants is not None:
-        where += f" AND tenant IN ({', '.join('?' * len(query.tenants))})"
-        params.extend(query.tenants)
-    sql = f"""SELECT {groups + ", " if groups else ""}sum(prompt_tokens), sum(completion_tokens),
-        sum(total_tokens) FROM usage_totals WHERE {where}"""
-    if groups:
-        sql += f" GROUP BY {groups} ORDER BY {groups}"
-    rows = []
-    for row in conn.execute(sql, params):
-        *values, prompt, completion, total = row
-        if prompt is None:  # no group: the sum over no rows
-            continue
-        rows.append(
-            UsageRow(
-                **dict(zip(query.group_by, values, strict=True)),
-                prompt_tokens=prompt,
-                completion_tokens=completion,
-                total_tokens=total,
-            )
-        )
-    return rows
-
-
-def _put_webhook(conn: sqlite3.Connection, snapshots: SnapshotCache, webhook: Webhook) -> bool:
-    config = webhook.config
-    key = (config.task_id, config.id)
-    body = encode(config)
-    if conn.execute(_WEBHOOK_EXISTS, key).fetchone() is not None:
-        conn.execute(_UPDATE_WEBHOOK, (webhook.version, body, *key))
-        return False
-    found = read(conn, snapshots, config.task_id)
-    if found is None:
-        raise MissingTaskError(config.task_id)
-    (count,) = conn.execute(_COUNT_WEBHOOKS, (config.task_id,)).fetchone()
-    if count >= MAX_WEBHOOKS:
-        raise WebhookLimitError(f"task {config.task_id} has {count} webhooks already")
-    seq, task_body = found.stored.seq, encode(found.stored.task)
-    conn.execute(_INSERT_WEBHOOK, (*key, webhook.version, body))
-    snapshot = task_body if webhook.version == "0.3" else None
-    conn.execute(INSERT_DELIVERY, (*key, seq, TASK, task_body, snapshot))
-    return True
-
-
-def _webhook_state(row: tuple[Any, ...]) -> WebhookState:
-    version, body, pending, delivered, dead_lettered, last_error = row
-    return WebhookState(
-        Webhook(decode_config(body), version), pending, delivered, dead_lettered, last_error
-    )
-
-
-def _delivery(key: WebhookKey, row: tuple[Any, ...]) -> Delivery:
-    delivery_id, seq, kind, body, snapshot, attempts = row
-    item: Task | TaskEvent = decode_task(body) if kind == TASK else decode_event[kind](body)
-    return Delivery(
-        delivery_id,
-        key,
-        seq,
-        item,
-        decode_task(snapshot) if snapshot is not None else None,
-        attempts,
-    )
+        params[2] = json.dumps(params[2])
+    return usage_totals(query, conn.execute(qmark(sql), params))
 
 
 def _events(conn: sqlite3.Connection, task_id: str, after_seq: int) -> list[LoggedEvent]:
-    return [
-        LoggedEvent(seq, decode_event[kind](body))
-        for seq, kind, body in conn.execute(_SELECT_EVENTS, (task_id, after_seq))
-    ]
+    return logged(conn.execute(_SELECT_EVENTS, (task_id, after_seq)).fetchall())
 
 
 def _renew(conn: sqlite3.Connection, owner: str, expires_at: float) -> None:
@@ -725,59 +498,11 @@ def _delete_terminal(conn: sqlite3.Connection, updated_before: str, limit: int) 
     return [row[0] for row in rows]
 
 
-def _count_owned_sql(query: ListQuery) -> str:
-    """The total of a listing filtered by no more than owner and state, from the
-    counts the triggers keep."""
-    terms = [
-        term
-        for term, given in (
-            ("tenant = :tenant", query.tenant is not None),
-            ("principal = :principal", query.principal is not None),
-            ("agent = :agent", query.agent is not None),
-            ("state = :state", query.state is not None),
-        )
-        if given
-    ]
-    return "SELECT coalesce(sum(n), 0) FROM owner_count WHERE " + " AND ".join(terms)
-
-
 def _list(conn: sqlite3.Connection, snapshots: SnapshotCache, query: ListQuery) -> ListPage:
-    count_sql, page_sql = _list_sql(
-        query.tenant is not None,
-        query.principal is not None,
-        query.agent is not None,
-        bool(query.context_id),
-        query.state is not None,
-        bool(query.updated_after),
-        bool(query.overdue_at),
-        query.cursor is not None,
-        bool(query.updated_before),
-    )
-    params: dict[str, Any] = {
-        "tenant": query.tenant,
-        "principal": query.principal,
-        "agent": query.agent,
-        "context": query.context_id,
-        "state": query.state.value if query.state is not None else None,
-        "after": query.updated_after,
-        "before": query.updated_before,
-        "overdue": query.overdue_at,
-        "limit": query.page_size + 1,
-    }
-    if query.cursor is not None:
-        params["cursor_ts"], params["cursor_id"] = query.cursor
-    if query.context_id or query.updated_after or query.updated_before or query.overdue_at:
-        (total,) = conn.execute(count_sql, params).fetchone()
-    elif (
-        query.state is None
-        and query.tenant is None
-        and query.principal is None
-        and (query.agent is None)
-    ):
-        (total,) = conn.execute(_COUNT_ALL).fetchone()
-    else:
-        (total,) = conn.execute(_count_owned_sql(query), params).fetchone()
-    rows = conn.execute(page_sql, params).fetchall()
+    count, names, page, page_names = _list_sql(list_given(query), query.cursor is not None)
+    values = list_values(query)
+    (total,) = conn.execute(count, [values[name] for name in names]).fetchone()
+    rows = conn.execute(page, [values[name] for name in page_names]).fetchall()
     tasks = page_tasks(conn, snapshots, [row[1:] for row in rows[: query.page_size]])
     next_cursor: Cursor | None = None
     if len(rows) > query.page_size:

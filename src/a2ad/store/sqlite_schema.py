@@ -290,6 +290,21 @@ def _create_v7(conn: sqlite3.Connection) -> None:
         after = batch[-1][0]
 
 
+# Version 8: whether each delivery of a webhook carries the task as its event
+# left it is the push code's to say (``Webhook.snapshot``), stored with the
+# webhook. Webhooks set before were given one by the protocol version that set
+# them: 0.3's (the one place a store names a version, to keep what they got).
+_SCHEMA_V8 = (
+    "ALTER TABLE webhooks ADD COLUMN snapshot INTEGER NOT NULL DEFAULT 0",
+    "UPDATE webhooks SET snapshot = 1 WHERE version = '0.3'",
+)
+
+
+def _create_v8(conn: sqlite3.Connection) -> None:
+    for statement in _SCHEMA_V8:
+        conn.execute(statement)
+
+
 # Step i upgrades a file at version i to version i + 1; append, never edit.
 _MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _create_v1,
@@ -299,6 +314,7 @@ _MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _create_v5,
     _create_v6,
     _create_v7,
+    _create_v8,
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 

@@ -14,25 +14,21 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from functools import cache
-from typing import NamedTuple
 
-from ..protocol.model import Message, Task, TaskEvent
-from ..protocol.usage import UsageRecord
-from .base import Lease, MissingTaskError, StoredTask, TaskBounds
-from .plan import Current, LogRow, check_sequence, plan_append, usage_rows
-from .snapshot_cache import SnapshotCache
-from .task_rows import TaskRows, assemble
+from ..protocol.model import Task
+from .base import MissingTaskError, StoredTask
+from .plan import Current, check_sequence, plan_append
+from .records import NewEvents
+from .snapshot_cache import Read, SnapshotCache
+from .sql import Step, append_steps, qmark, task_webhooks
+from .task_rows import assemble
 
 __all__ = [
-    "INSERT_DELIVERY",
     "Read",
-    "add_usage",
     "append",
-    "log_events",
     "page_tasks",
     "read",
-    "write_rows",
+    "run",
 ]
 
 _SELECT_TASK = "SELECT seq, body, split, tenant, principal, agent FROM tasks WHERE id = ?"
@@ -41,40 +37,18 @@ _SELECT_FOR_APPEND = """SELECT seq, state, evict_class, lease_owner, lease_expir
 _MESSAGES = "SELECT body FROM task_messages WHERE task_id = ? ORDER BY pos"
 _ARTIFACTS = "SELECT body FROM task_artifacts WHERE task_id = ? ORDER BY pos"
 _NEWEST = "SELECT body FROM task_messages WHERE task_id = ? ORDER BY pos DESC LIMIT ?"
-_INSERT_MESSAGE = "INSERT INTO task_messages (task_id, pos, body) VALUES (?, ?, ?)"
-_DROP_MESSAGES = "DELETE FROM task_messages WHERE task_id = ? AND pos < ?"
-_PUT_ARTIFACT = """INSERT INTO task_artifacts (task_id, pos, body) VALUES (?, ?, ?)
-    ON CONFLICT (task_id, pos) DO UPDATE SET body = excluded.body"""
-_INSERT_EVENT = "INSERT INTO events (task_id, seq, kind, body) VALUES (?, ?, ?, ?)"
-_TRIM_EVENTS = "DELETE FROM events WHERE task_id = ? AND seq <= ?"
-_TASK_WEBHOOKS = "SELECT id, version FROM webhooks WHERE task_id = ?"
-INSERT_DELIVERY = """INSERT INTO deliveries (task_id, webhook_id, seq, kind, body, snapshot)
-    VALUES (?, ?, ?, ?, ?, ?)"""
-_MARK_DUE = "UPDATE webhooks SET due_at = 0 WHERE task_id = ? AND due_at IS NULL"
-_ADD_USAGE = """INSERT INTO usage_totals (day, tenant, principal, model, prompt_tokens,
-        completion_tokens, total_tokens) VALUES (?, ?, ?, ?, ?, ?, ?)
-    ON CONFLICT (day, tenant, principal, model) DO UPDATE SET
-        prompt_tokens = prompt_tokens + excluded.prompt_tokens,
-        completion_tokens = completion_tokens + excluded.completion_tokens,
-        total_tokens = total_tokens + excluded.total_tokens"""
 
 
-class Read(NamedTuple):
-    """A task read or written, and what the cache should keep of it once
-    committed: its size, or None if the cache already has it."""
-
-    stored: StoredTask
-    size: int | None
+_TASK_WEBHOOKS = qmark(task_webhooks("rowid"))
 
 
-def write_rows(conn: sqlite3.Connection, task_id: str, rows: TaskRows) -> None:
-    """The message and artifact rows of ``rows`` (the head is the caller's)."""
-    if rows.drop_below is not None:
-        conn.execute(_DROP_MESSAGES, (task_id, rows.drop_below))
-    if rows.messages:
-        conn.executemany(_INSERT_MESSAGE, [(task_id, pos, body) for pos, body in rows.messages])
-    if rows.artifacts:
-        conn.executemany(_PUT_ARTIFACT, [(task_id, pos, body) for pos, body in rows.artifacts])
+def run(conn: sqlite3.Connection, steps: Sequence[Step]) -> None:
+    """Run a write's steps (sql.py) in order, in the caller's transaction."""
+    for sql, params, many in steps:
+        if many:
+            conn.executemany(qmark(sql), params)
+        else:
+            conn.execute(qmark(sql), params)
 
 
 def _whole(conn: sqlite3.Connection, task_id: str, head: bytes, split: int) -> tuple[Task, int]:
@@ -133,56 +107,18 @@ def page_tasks(
     return [_snapshot(conn, snapshots, *row)[0] for row in rows]
 
 
-def append(
-    conn: sqlite3.Connection,
-    snapshots: SnapshotCache,
-    task_id: str,
-    expected_seq: int,
-    events: Sequence[TaskEvent],
-    user_message: Message | None,
-    lease: Lease | None,
-    bounds: TaskBounds,
-    usage: Sequence[UsageRecord] = (),
-) -> Read:
+def append(conn: sqlite3.Connection, snapshots: SnapshotCache, new: NewEvents) -> Read:
     """``SqliteStore.append`` inside its transaction: the row read, the plan
     (plan.py) run."""
+    task_id = new.task_id
     row = conn.execute(_SELECT_FOR_APPEND, (task_id,)).fetchone()
     if row is None:
         raise MissingTaskError(task_id)
     seq, state, evict_class, owner, expires, head, split, webhook_count, *whose = row
-    check_sequence(task_id, seq, expected_seq)
+    check_sequence(task_id, seq, new.expected_seq)
     before, size, _ = _snapshot(conn, snapshots, task_id, seq, head, split)
     webhooks = conn.execute(_TASK_WEBHOOKS, (task_id,)).fetchall() if webhook_count else ()
     current = Current(seq, state, evict_class, owner, expires, bool(split), webhooks)
-    plan = plan_append(task_id, current, before, size, events, user_message, lease, bounds, usage)
-    add_usage(conn, whose[0], whose[1], plan.usage)
-    write_rows(conn, task_id, plan.rows)
-    conn.execute(_update_sql(tuple(plan.changes)), (*plan.changes.values(), task_id))
-    log_events(conn, plan.log)
-    if plan.deliveries:
-        conn.executemany(INSERT_DELIVERY, plan.deliveries)
-        conn.execute(_MARK_DUE, (task_id,))
-    if plan.trim_to is not None:
-        conn.execute(_TRIM_EVENTS, (task_id, plan.trim_to))
+    plan = plan_append(current, before, size, new)
+    run(conn, append_steps(task_id, whose[0], whose[1], plan))
     return Read(StoredTask(plan.task, plan.seq, *whose), plan.size)
-
-
-def add_usage(
-    conn: sqlite3.Connection, tenant: str, principal: str, usage: Sequence[UsageRecord]
-) -> None:
-    if not usage:
-        return
-    conn.executemany(_ADD_USAGE, usage_rows(tenant, principal, usage))
-
-
-def log_events(conn: sqlite3.Connection, rows: Sequence[LogRow]) -> None:
-    """Insert the event-log ``rows`` a plan lists (plan.py)."""
-    if rows:
-        conn.executemany(_INSERT_EVENT, rows)
-
-
-@cache
-def _update_sql(columns: tuple[str, ...]) -> str:
-    """The UPDATE of a task row setting ``columns``; one text per combination,
-    so that sqlite3's statement cache keeps each prepared."""
-    return f"UPDATE tasks SET {', '.join(f'{c} = ?' for c in columns)} WHERE id = ?"
