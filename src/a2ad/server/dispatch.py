@@ -27,7 +27,7 @@ from ..protocol.model import Message, Task
 from .card import render_card
 from .handler import RequestHandler
 from .observed import RequestRecord
-from .request import A2ARequest, Answer, Headers, Reply
+from .request import A2ARequest, Answer, Headers, Reply, ReplyValue
 
 __all__ = [
     "Dispatcher",
@@ -63,14 +63,15 @@ class Dispatcher:
         EventStream (nothing sent yet). Raises A2AError, the third answer."""
         if request.operation.streaming:
             return await self.open_stream(request)
-        return await self.call(request)
+        return Reply(request.operation, await self.call(request))
 
-    async def call(self, request: A2ARequest) -> Reply:
-        """The result of a non-streaming operation; raises A2AError."""
+    async def call(self, request: A2ARequest) -> ReplyValue:
+        """The result of a non-streaming operation (the value of its Reply);
+        raises A2AError."""
         handler = self.handler
         dialect, operation, method = request.dialect, request.operation, request.method
         params, context = request.params, request.context
-        hide = not self._shows_internal(context)
+        hide = not (handler.expose_internal_parts or context.caller.operator)  # _shows_internal
         match operation:
             case Operation.SEND:
                 send = dialect.decode_send(params, method)
@@ -80,37 +81,37 @@ class Dispatcher:
                     result = (
                         visible_task(result) if isinstance(result, Task) else visible_reply(result)
                     )
-                return Reply(operation, result)
+                return result
             case Operation.GET:
                 task = await handler.get_task(dialect.decode_get(params, method), context)
                 _note_task(request.record, task)
-                return Reply(operation, visible_task(task) if hide else task)
+                return visible_task(task) if hide else task
             case Operation.LIST:
                 page = await handler.list_tasks(dialect.decode_list(params, method), context)
-                return Reply(operation, visible_page(page) if hide else page)
+                return visible_page(page) if hide else page
             case Operation.CANCEL:
                 task = await handler.cancel_task(dialect.decode_task_id(params, method), context)
                 _note_task(request.record, task)
-                return Reply(operation, visible_task(task) if hide else task)
+                return visible_task(task) if hide else task
             case Operation.CREATE_PUSH_CONFIG:
                 config = dialect.decode_push_config(params, method)
                 created = await handler.create_push_config(config, context, dialect=dialect)
-                return Reply(operation, created)
+                return created
             case Operation.GET_PUSH_CONFIG:
                 config_id = dialect.decode_push_config_id(params, method)
-                return Reply(operation, await handler.get_push_config(config_id, context))
+                return await handler.get_push_config(config_id, context)
             case Operation.LIST_PUSH_CONFIGS:
                 listing = dialect.decode_list_push_configs(params, method)
-                return Reply(operation, await handler.list_push_configs(listing, context))
+                return await handler.list_push_configs(listing, context)
             case Operation.DELETE_PUSH_CONFIG:
                 config_id = dialect.decode_push_config_id(params, method)
                 await handler.delete_push_config(config_id, context)
-                return Reply(operation, None)
+                return None
         assert operation is Operation.EXTENDED_CARD, operation
         info = await handler.get_extended_agent_card(method, context)
         push = handler.engine.push is not None
         card = render_card(info, request.base_url, dialect.version, extended_card=True, push=push)
-        return Reply(operation, card)
+        return card
 
     async def open_stream(self, request: A2ARequest) -> EventStream:
         """The stream's events, or an A2AError before anything is sent (then the

@@ -25,16 +25,16 @@ PUSH_DELIVERY = AgentExtension(
 )
 SERVER_EXTENSIONS = (PUSH_DELIVERY,)  # declared on every card, beside the agent's
 
-_NAMES = ("a2a-extensions", "x-a2a-extensions")
+_NAMES = (b"a2a-extensions", b"x-a2a-extensions")
 
 
 def requested_extensions(headers: Headers) -> frozenset[str]:
     """The URIs the request's extension headers list. (A binding need not read
     them for an agent that declares no extension: nothing could be activated.)"""
     found: set[str] = set()
-    for name in _NAMES:
-        for value in headers.all(name):
-            found.update(u for u in (v.strip() for v in value.split(",")) if u)
+    for key, value in headers.pairs:
+        if key in _NAMES:
+            found.update(u for u in (v.strip() for v in value.decode("latin-1").split(",")) if u)
     return frozenset(found)
 
 

@@ -44,10 +44,10 @@ class Headers(Mapping[str, str]):
     HTTP/2 give them, not a copy: wrapping costs one object. A name given more
     than once is one key whose value is its first; ``all`` gives every value."""
 
-    __slots__ = ("_pairs",)
+    __slots__ = ("pairs",)
 
     def __init__(self, pairs: Sequence[tuple[bytes, bytes]] = ()) -> None:
-        self._pairs = pairs
+        self.pairs = pairs  # as given: read it for a pass over them all
 
     @classmethod
     def of(cls, items: Mapping[str, str] | Sequence[tuple[str, str]]) -> Headers:
@@ -57,7 +57,7 @@ class Headers(Mapping[str, str]):
 
     def first(self, name: bytes) -> str:
         """The value of the lowercase ``name`` (its first), or "": the fast lookup."""
-        for key, value in self._pairs:
+        for key, value in self.pairs:
             if key == name:
                 return value.decode("latin-1")
         return ""
@@ -65,20 +65,20 @@ class Headers(Mapping[str, str]):
     def all(self, name: str) -> list[str]:
         """Every value given for ``name``, in order."""
         wanted = name.lower().encode("latin-1")
-        return [value.decode("latin-1") for key, value in self._pairs if key == wanted]
+        return [value.decode("latin-1") for key, value in self.pairs if key == wanted]
 
     def __getitem__(self, name: str) -> str:
         wanted = name.lower().encode("latin-1")
-        for key, value in self._pairs:
+        for key, value in self.pairs:
             if key == wanted:
                 return value.decode("latin-1")
         raise KeyError(name)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(dict.fromkeys(key.decode("latin-1") for key, _ in self._pairs))
+        return iter(dict.fromkeys(key.decode("latin-1") for key, _ in self.pairs))
 
     def __len__(self) -> int:
-        return len({key for key, _ in self._pairs})
+        return len({key for key, _ in self.pairs})
 
     def __repr__(self) -> str:
         return f"Headers({list(self.keys())!r})"

@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 from msgspec import UNSET
 
-from ...protocol.dialect import requested_version, resolve
+from ...protocol.dialect import Operation, requested_version, resolve
 from ...protocol.errors import A2AError, JSONParseError, QuotaExceededError
 from ...protocol.jsonrpc import (
     Request,
@@ -38,7 +38,7 @@ from ..dispatch import version_text
 from ..handler import RequestHandler
 from ..limits import Limits, StreamSlots
 from ..reads.usage import UsageEndpoint
-from ..request import A2ARequest, Reply
+from ..request import A2ARequest, ReplyValue
 from ..types import Receive, Scope, Send, caller_of, respond, respond_empty
 from .skeleton import BindingEndpoint, Exchange, Refusal, json_reply, serve
 from .sse import KEEPALIVE_SECONDS
@@ -83,17 +83,13 @@ class JsonRpcEndpoint(BindingEndpoint):
 class _JsonRpcExchange(Exchange):
     """One JSON-RPC request: what is known of it so far decides how an error reads."""
 
-    __slots__ = ("body_read", "dialect", "envelope", "method", "request_id")
-
     endpoint: JsonRpcEndpoint
-
-    def __init__(self, endpoint: JsonRpcEndpoint, scope: Scope, receive: Receive, send: Send):
-        super().__init__(endpoint, scope, receive, send)
-        self.body_read = b""
-        self.envelope: Request | None = None
-        self.request_id: RequestId = None
-        self.dialect: ServerDialect | None = None
-        self.method = ""
+    # What ``read`` learned of the request so far (class defaults: no __init__ to run).
+    body_read = b""
+    envelope: Request | None = None
+    request_id: RequestId = None
+    dialect: ServerDialect | None = None
+    method = ""
 
     async def read(self) -> A2ARequest | None:
         self.body_read = body = await self.body()
@@ -115,8 +111,7 @@ class _JsonRpcExchange(Exchange):
         self.dialect = dialect
         if record is not None:
             record.operation(operation, dialect.version)
-        context = self.context(dialect)
-        return self.request(dialect, operation, method, envelope.params, context)
+        return self.request(dialect, operation, method, envelope.params)
 
     def too_large(self, error: A2AError) -> tuple[str, bytes]:
         return "POST " + self.scope["path"], encode_error(None, error)
@@ -137,9 +132,9 @@ class _JsonRpcExchange(Exchange):
         status = 429 if isinstance(wire, QuotaExceededError) else 200
         return status, encode_error(self.request_id, wire)
 
-    def result(self, reply: Reply) -> bytes:
+    def result(self, operation: Operation, value: ReplyValue) -> bytes:
         assert self.dialect is not None
-        return encode_result(self.request_id, json_reply(self.dialect, reply))
+        return encode_result(self.request_id, json_reply(self.dialect, operation, value))
 
     def stream_codec(
         self, request: A2ARequest

@@ -37,7 +37,7 @@ from ..dialect import ServerDialect
 from ..dispatch import version_text
 from ..errors import error_body
 from ..observed import record_of
-from ..request import A2ARequest, Reply
+from ..request import A2ARequest, ReplyValue
 from ..types import Receive, Scope, Send, respond
 from .rest_params import query_params, request_params
 from .skeleton import BindingEndpoint, Exchange, Refusal, json_reply, serve
@@ -265,8 +265,8 @@ class _RestExchange(Exchange):
     def error_answer(self, wire: A2AError) -> tuple[int, bytes]:
         return wire.http_status, error_body(wire, v03=self.v03)
 
-    def result(self, reply: Reply) -> bytes:
-        return json_reply(self.found.route.dialect, reply)
+    def result(self, operation: Operation, value: ReplyValue) -> bytes:
+        return json_reply(self.found.route.dialect, operation, value)
 
     def stream_codec(
         self, request: A2ARequest

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from contextlib import ExitStack
+from contextlib import AbstractContextManager
 from typing import NamedTuple, cast
 
 import msgspec
@@ -44,8 +44,8 @@ from ..errors import internal_error
 from ..extensions import echo_headers, requested_extensions
 from ..handler import RequestHandler
 from ..limits import Limits, StreamSlots, body_too_large, caller_key, retry_headers
-from ..observed import RequestRecord, record_of
-from ..request import A2ARequest, Headers, Reply
+from ..observed import RECORD_KEY, RequestRecord
+from ..request import A2ARequest, Headers, ReplyValue
 from ..types import ClientGone, Receive, Scope, Send, caller_of, read_body, respond
 from .sse import KEEPALIVE_SECONDS, stream_sse
 
@@ -104,7 +104,7 @@ class Exchange(ABC):
         self.receive = receive
         self.send = send
         self.headers = Headers(scope["headers"])
-        self.record: RequestRecord | None = record_of(scope)
+        self.record: RequestRecord | None = scope.get(RECORD_KEY)
 
     @abstractmethod
     async def read(self) -> A2ARequest | None:
@@ -124,8 +124,8 @@ class Exchange(ABC):
         """The HTTP status and body of an error answer (a refusal's, or an internal error's)."""
 
     @abstractmethod
-    def result(self, reply: Reply) -> bytes:
-        """The body of a non-streaming operation's answer."""
+    def result(self, operation: Operation, value: ReplyValue) -> bytes:
+        """The body of a non-streaming operation's answer, its Reply's value."""
 
     @abstractmethod
     def stream_codec(
@@ -157,10 +157,13 @@ class Exchange(ABC):
         operation: Operation,
         method: str,
         params: msgspec.Raw,
-        context: RequestContext,
+        context: RequestContext | None = None,
     ) -> A2ARequest:
-        """The neutral request of this exchange."""
+        """The neutral request of this exchange (the skeleton adds a stream's
+        ``last_event_id``); its context is ``context``'s made now, if not given."""
         scope = self.scope
+        if context is None:
+            context = self.context(dialect)
         return A2ARequest(
             self.headers,
             scope.get("client"),
@@ -170,63 +173,68 @@ class Exchange(ABC):
             params=params,
             context=context,
             record=self.record,
-            last_event_id=(
-                parse_event_id(self.headers.first(b"last-event-id"))
-                if operation.streaming
-                else None
-            ),
             base_url=base_url(scope) if operation is Operation.EXTENDED_CARD else "",
         )
 
 
 async def serve(exchange: Exchange) -> None:
     """Serve one request on its binding: see the module docstring."""
-    with ExitStack() as held:  # a stream's slot, held until its response ends
-        await _serve(exchange, held)
-
-
-async def _serve(exchange: Exchange, held: ExitStack) -> None:
     endpoint, send = exchange.endpoint, exchange.send
+    # A stream's slot, held until its response ends. Entered by hand, not with an
+    # ExitStack: every other request would pay for one (three calls in Python).
+    slot: AbstractContextManager[None] | None = None
     try:
-        request = await exchange.read()
-        if request is None:
+        try:
+            request = await exchange.read()
+            if request is None:
+                return
+            operation = request.operation
+            if streaming := operation.streaming:
+                hold = endpoint.streams.hold(caller_key(request.caller, exchange.scope))
+                hold.__enter__()
+                slot = hold
+                request.last_event_id = parse_event_id(exchange.headers.first(b"last-event-id"))
+                events = await endpoint.dispatcher.open_stream(request)
+            else:
+                value = await endpoint.dispatcher.call(request)
+        except ClientGone:
             return
-        if request.operation.streaming:
-            held.enter_context(endpoint.streams.hold(caller_key(request.caller, exchange.scope)))
-            answer = await endpoint.dispatcher.open_stream(request)
-        else:
-            reply = await endpoint.dispatcher.call(request)
-    except ClientGone:
-        return
-    except BodyTooLarge as exc:
-        await _too_large(exchange, exc.error)
-        return
-    except A2AError as exc:
-        await _refuse(exchange, exc)
-        return
-    except Exception:
-        failed = internal_error()
-        if exchange.record is not None:
-            exchange.record.code = failed.code
-        status, body = exchange.error_answer(failed)
-        await respond(send, status, body)
-        return
-    extensions = request.context.extensions
-    echo = echo_headers(request.version, extensions) if extensions else None
-    if not request.operation.streaming:
-        await respond(send, 200, exchange.result(reply), headers=echo)
-        return
-    encode, fail = exchange.stream_codec(request)
-    await stream_sse(
-        send,
-        exchange.receive,
-        answer,
-        encode,
-        fail,
-        keepalive=endpoint.keepalive_seconds,
-        headers=echo,
-        client=request.peer,
-    )
+        except BodyTooLarge as exc:
+            await _too_large(exchange, exc.error)
+            return
+        except A2AError as exc:
+            await _refuse(exchange, exc)
+            return
+        except Exception:
+            await _failed(exchange, internal_error())
+            return
+        extensions = request.context.extensions
+        echo = echo_headers(request.version, extensions) if extensions else None
+        if not streaming:
+            await respond(send, 200, exchange.result(operation, value), headers=echo)
+            return
+        encode, fail = exchange.stream_codec(request)
+        await stream_sse(
+            send,
+            exchange.receive,
+            events,
+            encode,
+            fail,
+            keepalive=endpoint.keepalive_seconds,
+            headers=echo,
+            client=request.peer,
+        )
+    finally:
+        if slot is not None:
+            slot.__exit__(None, None, None)
+
+
+async def _failed(exchange: Exchange, failed: A2AError) -> None:
+    """Answer the error ``internal_error`` made of an exception no A2AError."""
+    if exchange.record is not None:
+        exchange.record.code = failed.code
+    status, body = exchange.error_answer(failed)
+    await respond(exchange.send, status, body)
 
 
 async def _too_large(exchange: Exchange, error: A2AError) -> None:
@@ -253,12 +261,12 @@ async def _refuse(exchange: Exchange, error: A2AError) -> None:
     await respond(exchange.send, status, body, headers=headers)
 
 
-def json_reply(dialect: ServerDialect, reply: Reply) -> bytes:
-    """A reply's JSON in ``dialect`` (the result member of JSON-RPC, the body of HTTP+JSON)."""
-    value = reply.value
-    match reply.operation:
-        case Operation.GET | Operation.CANCEL:
-            return dialect.encode_task(cast(Task, value))
+def json_reply(dialect: ServerDialect, operation: Operation, value: ReplyValue) -> bytes:
+    """The JSON in ``dialect`` of the value of a Reply to ``operation`` (the result
+    member of JSON-RPC, the body of HTTP+JSON)."""
+    match operation:
+        case Operation.GET | Operation.CANCEL if isinstance(value, Task):
+            return dialect.encode_task(value)
         case Operation.SEND:
             return dialect.encode_send_result(cast(Task | Message, value))
         case Operation.LIST:
