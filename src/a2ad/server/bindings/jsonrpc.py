@@ -21,7 +21,7 @@ from collections.abc import Callable
 from msgspec import UNSET
 
 from ...protocol.dialect import Operation, requested_version, resolve
-from ...protocol.errors import A2AError, JSONParseError, QuotaExceededError
+from ...protocol.errors import A2AError, JSONParseError
 from ...protocol.jsonrpc import (
     Request,
     RequestId,
@@ -36,7 +36,7 @@ from .. import audit
 from ..dialect import ServerDialect
 from ..dispatch import version_text
 from ..handler import RequestHandler
-from ..limits import Limits, StreamSlots
+from ..limits import Limits, StreamSlots, refusal
 from ..reads.usage import UsageEndpoint
 from ..request import A2ARequest, ReplyValue
 from ..types import Receive, Scope, Send, caller_of, respond, respond_empty
@@ -128,9 +128,8 @@ class _JsonRpcExchange(Exchange):
 
     def error_answer(self, wire: A2AError) -> tuple[int, bytes]:
         # A quota or rate refusal is HTTP 429 here too, for clients and proxies
-        # that back off on the status alone; any other error is a 200 response.
-        status = 429 if isinstance(wire, QuotaExceededError) else 200
-        return status, encode_error(self.request_id, wire)
+        # that back off on the status alone (limits.refusal); any other error is 200.
+        return refusal(wire)[0], encode_error(self.request_id, wire)
 
     def result(self, operation: Operation, value: ReplyValue) -> bytes:
         assert self.dialect is not None
