@@ -1,8 +1,10 @@
 """Authentication: who a request comes from, before any endpoint reads it.
 
 The app asks its ``Authenticator`` for the ``Caller`` of every JSON-RPC and
-HTTP+JSON request (the public card stays public) and leaves it in the ASGI scope
-(``types.CALLER_KEY``), where the endpoints read it. A request it cannot
+HTTP+JSON request (the public card stays public), handing it the request's
+headers and peer as an ``Inbound`` (server/request.py, no ASGI scope: a binding
+of another transport asks it the same way), and leaves the Caller in the ASGI
+scope (``types.CALLER_KEY``), where the endpoints read it. A request it cannot
 authenticate raises ``AuthenticationFailed`` and is answered 401 with a
 ``WWW-Authenticate`` challenge, never reaching an endpoint.
 
@@ -53,7 +55,7 @@ from ..protocol.card import (
     SecurityScheme,
 )
 from ..wording import plural
-from .types import Scope, header
+from .request import Inbound
 
 __all__ = [
     "API_KEY_HEADER",
@@ -103,8 +105,9 @@ class Authenticator(Protocol):
 
     schemes: Mapping[str, SecurityScheme]
 
-    async def authenticate(self, scope: Scope) -> Caller:
-        """The request's caller; raises AuthenticationFailed."""
+    async def authenticate(self, request: Inbound) -> Caller:
+        """The caller of the request with these headers, from this peer; raises
+        AuthenticationFailed."""
         ...
 
 
@@ -532,8 +535,8 @@ class CredentialAuthenticator:
             schemes[name] = scheme
         self.schemes: Mapping[str, SecurityScheme] = MappingProxyType(schemes)
 
-    async def authenticate(self, scope: Scope) -> Caller:
-        token = _credential(scope)
+    async def authenticate(self, request: Inbound) -> Caller:
+        token = _credential(request)
         if self.jwt is not None and _looks_like_jwt(token):
             return await self.jwt.verify(token)
         if self.keys is not None:
@@ -569,9 +572,9 @@ def _check_apart(keys: ApiKeys, jwt: JwtVerifier) -> None:
         )
 
 
-def _credential(scope: Scope) -> str:
+def _credential(request: Inbound) -> str:
     """The token of ``Authorization: Bearer`` or, without it, ``X-API-Key``."""
-    authorization = header(scope, b"authorization")
+    authorization = request.headers.first(b"authorization")
     if authorization:
         kind, _, token = authorization.strip().partition(" ")
         token = token.strip()
@@ -583,7 +586,7 @@ def _credential(scope: Scope) -> str:
                 given=True,
             )
         return token
-    key = header(scope, b"x-api-key").strip()
+    key = request.headers.first(b"x-api-key").strip()
     if key:
         return key
     raise AuthenticationFailed(

@@ -23,7 +23,7 @@ from ..engine.delegation import PREFIX, Delegations, InvalidDelegation
 from ..protocol.card import SecurityScheme
 from ..protocol.model import SendMessageRequest
 from .auth import AuthenticationFailed, Authenticator
-from .types import Scope, header
+from .request import Inbound
 
 __all__ = ["DelegatingAuthenticator", "with_via"]
 
@@ -39,10 +39,10 @@ class DelegatingAuthenticator:
         self.delegations = delegations
         self.schemes: Mapping[str, SecurityScheme] = inner.schemes
 
-    async def authenticate(self, scope: Scope) -> Caller:
-        authorization = header(scope, b"authorization").strip()
+    async def authenticate(self, request: Inbound) -> Caller:
+        authorization = request.headers.first(b"authorization").strip()
         if authorization[: len(_BEARER)].lower() != _BEARER:
-            return await self.inner.authenticate(scope)
+            return await self.inner.authenticate(request)
         token = authorization[len("bearer ") :].strip()
         try:
             said = self.delegations.verify(token)

@@ -9,7 +9,7 @@ in the header of the request's version.
 from __future__ import annotations
 
 from ..protocol.card import AgentExtension
-from .types import Scope
+from .request import Headers
 
 __all__ = ["PUSH_DELIVERY", "SERVER_EXTENSIONS", "echo_headers", "requested_extensions"]
 
@@ -28,11 +28,11 @@ SERVER_EXTENSIONS = (PUSH_DELIVERY,)  # declared on every card, beside the agent
 _NAMES = (b"a2a-extensions", b"x-a2a-extensions")
 
 
-def requested_extensions(scope: Scope) -> frozenset[str]:
+def requested_extensions(headers: Headers) -> frozenset[str]:
     """The URIs the request's extension headers list. (A binding need not read
     them for an agent that declares no extension: nothing could be activated.)"""
     found: set[str] = set()
-    for key, value in scope["headers"]:
+    for key, value in headers.pairs:
         if key in _NAMES:
             found.update(u for u in (v.strip() for v in value.decode("latin-1").split(",")) if u)
     return frozenset(found)

@@ -1,6 +1,7 @@
 """The door: a request's credential is checked here, before anything answers it.
 
-``admit`` asks the app's Authenticator for the request's Caller and leaves it in
+``admit`` asks the app's Authenticator for the Caller of the request's headers
+and peer (an ``Inbound``: authenticators read no ASGI scope) and leaves it in
 the scope, or answers 401 itself (``refuse``) and says so. The app calls it for
 every path but the public ones (the agent cards, the health probes, the
 dashboard's static files), and before it looks up a named agent
@@ -19,6 +20,7 @@ from ..protocol.jsonrpc import encode_error
 from .auth import AuthenticationFailed, Authenticator
 from .errors import error_body
 from .observed import RECORD_KEY
+from .request import Headers, Inbound
 from .types import CALLER_KEY, Scope, Send, respond
 
 __all__ = ["JSONRPC_PATHS", "admit", "refuse"]
@@ -34,7 +36,8 @@ async def admit(authenticator: Authenticator, path: str, scope: Scope, send: Sen
     is told by (beneath ``/agents/<name>`` for a named agent's)."""
     record = scope[RECORD_KEY]
     try:
-        scope[CALLER_KEY] = caller = await authenticator.authenticate(scope)
+        inbound = Inbound(Headers(scope["headers"]), scope.get("client"))
+        scope[CALLER_KEY] = caller = await authenticator.authenticate(inbound)
     except AuthenticationFailed as exc:
         record.code = UnauthenticatedError.code
         await refuse(exc, path, scope, send)

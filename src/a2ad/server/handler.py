@@ -143,7 +143,7 @@ class RequestHandler:
         return await self.engine.stream(request, context, webhooks=webhooks, access=access)
 
     async def get_task(self, request: GetTaskRequest, context: RequestContext) -> Task:
-        access = self._access(context, request.tenant)
+        access = access_for(context.caller, request.tenant, self.agent_name)  # as _access does
         return await self.engine.get_task(request.id, request.history_length, access=access)
 
     async def list_tasks(self, query: TaskQuery, context: RequestContext) -> ListTasksResponse:

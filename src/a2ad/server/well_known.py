@@ -38,6 +38,7 @@ from ..protocol.errors import VersionNotSupportedError
 from .card import agent_card, base_url, render_card, with_security
 from .dispatch import version_text
 from .errors import error_body
+from .request import Headers
 from .types import Scope, Send, header, respond, respond_empty
 
 __all__ = ["CACHE_SECONDS", "CardEndpoint"]
@@ -71,7 +72,7 @@ class CardEndpoint:
 
     async def __call__(self, scope: Scope, send: Send) -> None:
         """Answer a GET (or HEAD) of the card: 200, 304 or 400."""
-        text = version_text(scope)
+        text = version_text(Headers(scope["headers"]), scope.get("query_string", b""))
         try:
             version = dialect_of(requested_version(text)).version if text else None
         except VersionNotSupportedError as exc:

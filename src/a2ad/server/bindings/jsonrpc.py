@@ -1,13 +1,14 @@
-"""The JSON-RPC binding: a thin adapter over the request handler.
+"""The JSON-RPC binding: a thin adapter over the serve skeleton (skeleton.py).
 
 Read the body, decode the envelope, look up (dialect, operation) from the
-method and the ``A2A-Version`` header (or query parameter of that name), and
-hand the params to the ``Dispatcher`` (decode with the dialect, call the
-handler, encode): one JSON result, or an SSE stream for the streaming
-operations. a2ad's own ``a2ad/GetUsage`` (reads/usage.py) is answered beside them,
-whatever the version. Every A2AError becomes a JSON-RPC error in the dialect's terms,
-with the request's ``id`` whenever it can be read; anything else is logged with
-an incident id and answered -32603 with that id, never a traceback. A
+method and the ``A2A-Version`` header (or query parameter of that name): that
+is the neutral request, which the skeleton hands to the ``Dispatcher`` (decode
+with the dialect, call the handler); its answer goes back as one JSON-RPC
+result, or an SSE stream of them for the streaming operations. a2ad's own
+``a2ad/GetUsage`` (reads/usage.py) is answered beside them, whatever the
+version. Every A2AError becomes a JSON-RPC error in the dialect's terms, with
+the request's ``id`` whenever it can be read; anything else is logged with an
+incident id and answered -32603 with that id, never a traceback. A
 notification (no ``id``) is not run and gets no answer: HTTP 204
 (docs/protocol.md says why).
 """
@@ -15,11 +16,11 @@ notification (no ``id``) is not run and gets no answer: HTTP 204
 from __future__ import annotations
 
 import logging
-from contextlib import ExitStack
+from collections.abc import Callable
 
 from msgspec import UNSET
 
-from ...protocol.dialect import Dialect, requested_version, resolve
+from ...protocol.dialect import Operation, requested_version, resolve
 from ...protocol.errors import A2AError, JSONParseError
 from ...protocol.jsonrpc import (
     Request,
@@ -32,25 +33,15 @@ from ...protocol.jsonrpc import (
 from ...protocol.types import StreamItem
 from ...protocol.usage import USAGE_METHOD
 from .. import audit
-from ..dispatch import Dispatcher, parse_event_id, version_text
-from ..errors import internal_error
-from ..extensions import echo_headers, requested_extensions
+from ..dialect import ServerDialect
+from ..dispatch import version_text
 from ..handler import RequestHandler
-from ..limits import Limits, StreamSlots, body_too_large, caller_key, refusal
-from ..observed import record_of
+from ..limits import Limits, StreamSlots, refusal
 from ..reads.usage import UsageEndpoint
-from ..types import (
-    ClientGone,
-    Receive,
-    Scope,
-    Send,
-    caller_of,
-    header,
-    read_body,
-    respond,
-    respond_empty,
-)
-from .sse import KEEPALIVE_SECONDS, stream_sse
+from ..request import A2ARequest, ReplyValue
+from ..types import Receive, Scope, Send, caller_of, respond, respond_empty
+from .skeleton import BindingEndpoint, Exchange, Refusal, json_reply, serve
+from .sse import KEEPALIVE_SECONDS
 
 __all__ = ["JsonRpcEndpoint"]
 
@@ -69,7 +60,9 @@ async def _ignore_notification(send: Send, method: str) -> None:
     await respond_empty(send, 204)
 
 
-class JsonRpcEndpoint:
+class JsonRpcEndpoint(BindingEndpoint):
+    binding = "JSONRPC"
+
     def __init__(
         self,
         handler: RequestHandler,
@@ -78,95 +71,75 @@ class JsonRpcEndpoint:
         streams: StreamSlots | None = None,
         keepalive_seconds: float = KEEPALIVE_SECONDS,
     ) -> None:
-        if not keepalive_seconds > 0:
-            raise ValueError(f"keepalive_seconds must be positive, not {keepalive_seconds!r}")
-        self.handler = handler
-        self._dispatch = Dispatcher(handler)
-        self._usage = UsageEndpoint(handler.engine)
-        self.limits = limits if limits is not None else Limits()
-        self.streams = streams if streams is not None else StreamSlots(0)
-        self.keepalive_seconds = keepalive_seconds
+        super().__init__(
+            handler, limits=limits, streams=streams, keepalive_seconds=keepalive_seconds
+        )
+        self.usage = UsageEndpoint(handler.engine)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        with ExitStack() as held:  # a stream's slot, held until its response ends
-            await self._serve(scope, receive, send, held)
+        await serve(_JsonRpcExchange(self, scope, receive, send))
 
-    async def _serve(self, scope: Scope, receive: Receive, send: Send, held: ExitStack) -> None:
-        try:
-            body = await read_body(receive, self.limits.max_body_bytes)
-        except ClientGone:
-            return
-        if body is None:
-            error = body_too_large(self.limits.max_body_bytes)
-            audit.refused(scope, error, method="POST " + scope["path"])
-            if (record := record_of(scope)) is not None:
-                record.code = error.code
-            await respond(send, 413, encode_error(None, error))
-            return
-        record = record_of(scope)
-        request_id: RequestId = None
-        request: Request | None = None
-        dialect: Dialect | None = None
-        method = ""
-        try:
-            request = decode_request(body)
-            if request.id is UNSET:
-                await _ignore_notification(send, request.method)
-                return
-            request_id, method = request.id, request.method
-            if method == USAGE_METHOD:
-                if record is not None:
-                    record.method = "GetUsage"
-                report = await self._usage.rpc(request.params, caller_of(scope))
-                await respond(send, 200, encode_result(request_id, report))
-                return
-            dialect, operation = resolve(requested_version(version_text(scope)), method)
+
+class _JsonRpcExchange(Exchange):
+    """One JSON-RPC request: what is known of it so far decides how an error reads."""
+
+    endpoint: JsonRpcEndpoint
+    # What ``read`` learned of the request so far (class defaults: no __init__ to run).
+    body_read = b""
+    envelope: Request | None = None
+    request_id: RequestId = None
+    dialect: ServerDialect | None = None
+    method = ""
+
+    async def read(self) -> A2ARequest | None:
+        self.body_read = body = await self.body()
+        self.envelope = envelope = decode_request(body)
+        if envelope.id is UNSET:
+            await _ignore_notification(self.send, envelope.method)
+            return None
+        self.request_id = envelope.id
+        self.method = method = envelope.method
+        record = self.record
+        if method == USAGE_METHOD:
             if record is not None:
-                record.operation(operation, dialect.version)
-            requested = requested_extensions(scope) if self.handler.extensions else ()
-            caller = caller_of(scope)
-            context = self.handler.request_context(dialect.version, "JSONRPC", requested, caller)
-            if operation.streaming:
-                held.enter_context(self.streams.hold(caller_key(caller, scope)))
-                events = await self._dispatch.open_stream(
-                    dialect,
-                    operation,
-                    method,
-                    request.params,
-                    context,
-                    last_event_id=parse_event_id(header(scope, b"last-event-id")),
-                    record=record,
-                )
-            else:
-                result = await self._dispatch.call(
-                    dialect, operation, method, request.params, context, scope
-                )
-        except A2AError as exc:
-            wire = dialect.wire_error(exc, method) if dialect is not None else exc
-            # Not a valid request object: its id, if readable. Not JSON (or not
-            # UTF-8) is a parse error, whose id is null (JSON-RPC 2.0 §5).
-            if request is None and not isinstance(exc, JSONParseError):
-                request_id = readable_id(body)
-            task_id, tenant = audit.task_id_in(request.params) if request else ("", "")
-            audit.refused(scope, wire, method=method, task_id=task_id, tenant=tenant)
-            if record is not None:
-                record.code, record.task_id = wire.code, task_id
-            # A quota or rate refusal is HTTP 429 here too, for clients and proxies
-            # that back off on the status alone.
-            status, headers = refusal(wire)
-            await respond(send, status, encode_error(request_id, wire), headers=headers)
-            return
-        except Exception:
-            failed = internal_error()
-            if record is not None:
-                record.code = failed.code
-            await respond(send, 200, encode_error(request_id, failed))
-            return
-        echo = echo_headers(dialect.version, context.extensions) if context.extensions else None
-        if not operation.streaming:
-            await respond(send, 200, encode_result(request_id, result), headers=echo)
-            return
-        encode_item, wire_error = dialect.encode_stream_item, dialect.wire_error
+                record.method = "GetUsage"
+            report = await self.endpoint.usage.rpc(envelope.params, caller_of(self.scope))
+            await respond(self.send, 200, encode_result(self.request_id, report))
+            return None
+        text = version_text(self.headers, self.scope.get("query_string", b""))
+        dialect, operation = resolve(requested_version(text), method)
+        self.dialect = dialect
+        if record is not None:
+            record.operation(operation, dialect.version)
+        return self.request(dialect, operation, method, envelope.params)
+
+    def too_large(self, error: A2AError) -> tuple[str, bytes]:
+        return "POST " + self.scope["path"], encode_error(None, error)
+
+    def refusal(self, error: A2AError) -> Refusal:
+        dialect, envelope = self.dialect, self.envelope
+        wire = dialect.wire_error(error, self.method) if dialect is not None else error
+        # Not a valid request object: its id, if readable. Not JSON (or not
+        # UTF-8) is a parse error, whose id is null (JSON-RPC 2.0 §5).
+        if envelope is None and not isinstance(error, JSONParseError):
+            self.request_id = readable_id(self.body_read)
+        task_id, tenant = audit.task_id_in(envelope.params) if envelope else ("", "")
+        return Refusal(wire, self.method, task_id, tenant)
+
+    def error_answer(self, wire: A2AError) -> tuple[int, bytes]:
+        # A quota or rate refusal is HTTP 429 here too, for clients and proxies
+        # that back off on the status alone (limits.refusal); any other error is 200.
+        return refusal(wire)[0], encode_error(self.request_id, wire)
+
+    def result(self, operation: Operation, value: ReplyValue) -> bytes:
+        assert self.dialect is not None
+        return encode_result(self.request_id, json_reply(self.dialect, operation, value))
+
+    def stream_codec(
+        self, request: A2ARequest
+    ) -> tuple[Callable[[StreamItem, bool], bytes], Callable[[A2AError], bytes]]:
+        request_id, method = self.request_id, self.method
+        encode_item, wire_error = request.dialect.encode_stream_item, request.dialect.wire_error
 
         def encode(item: StreamItem, last: bool) -> bytes:
             return encode_result(request_id, encode_item(item, last))
@@ -174,13 +147,4 @@ class JsonRpcEndpoint:
         def fail(error: A2AError) -> bytes:
             return encode_error(request_id, wire_error(error, method))
 
-        await stream_sse(
-            send,
-            receive,
-            events,
-            encode,
-            fail,
-            keepalive=self.keepalive_seconds,
-            headers=echo,
-            client=scope.get("client"),
-        )
+        return encode, fail

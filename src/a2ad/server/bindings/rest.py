@@ -18,8 +18,7 @@ query parameters and bodies too large (413).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from contextlib import ExitStack
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import NamedTuple
 
@@ -28,7 +27,6 @@ from ...protocol.errors import (
     A2AError,
     InvalidRequestError,
     MethodNotFoundError,
-    QuotaExceededError,
     VersionNotSupportedError,
 )
 from ...protocol.types import StreamItem
@@ -36,15 +34,13 @@ from ...protocol.v03_rest import V03Rest
 from ...protocol.v1 import V1
 from .. import audit
 from ..dialect import ServerDialect
-from ..dispatch import Dispatcher, parse_event_id, version_text
-from ..errors import error_body, internal_error
-from ..extensions import echo_headers, requested_extensions
-from ..handler import RequestHandler
-from ..limits import Limits, StreamSlots, body_too_large, caller_key, retry_headers
+from ..dispatch import version_text
+from ..errors import error_body
 from ..observed import record_of
-from ..types import ClientGone, Receive, Scope, Send, caller_of, header, read_body, respond
+from ..request import A2ARequest, ReplyValue
+from ..types import Receive, Scope, Send, respond
 from .rest_params import query_params, request_params
-from .sse import KEEPALIVE_SECONDS, stream_sse
+from .skeleton import BindingEndpoint, Exchange, Refusal, json_reply, serve
 
 __all__ = ["RestEndpoint"]
 
@@ -219,124 +215,72 @@ def _scan(
     return None
 
 
-class RestEndpoint:
+class RestEndpoint(BindingEndpoint):
     """Serves the HTTP+JSON paths; ``serve`` takes the path with any mount prefix removed."""
 
-    def __init__(
-        self,
-        handler: RequestHandler,
-        *,
-        limits: Limits | None = None,
-        streams: StreamSlots | None = None,
-        keepalive_seconds: float = KEEPALIVE_SECONDS,
-    ) -> None:
-        self.handler = handler
-        self._dispatch = Dispatcher(handler)
-        self.limits = limits if limits is not None else Limits()
-        self.streams = streams if streams is not None else StreamSlots(0)
-        self.keepalive_seconds = keepalive_seconds
+    binding = "HTTP+JSON"
 
     async def serve(self, path: str, scope: Scope, receive: Receive, send: Send) -> None:
-        with ExitStack() as held:  # a stream's slot, held until its response ends
-            await self._serve(path, scope, receive, send, held)
-
-    async def _serve(
-        self, path: str, scope: Scope, receive: Receive, send: Send, held: ExitStack
-    ) -> None:
-        method = scope["method"]
-        found = _find(path, method)
+        found = _find(path, scope["method"])
         if not isinstance(found, _Found):
-            await self._no_route(scope, send, path, method, found)
+            await _no_route(scope, send, path, scope["method"], found)
             return
-        route = found.route
-        dialect = route.dialect
-        v03 = dialect.version == "0.3"
-        record = record_of(scope)
-        if record is not None:
-            record.operation(route.operation, dialect.version)
-            record.task_id = found.params.get("id", "")
-        try:
-            self._check_version(scope, route)
-            handler = self.handler
-            requested = requested_extensions(scope) if handler.extensions else ()
-            caller = caller_of(scope)
-            context = handler.request_context(dialect.version, "HTTP+JSON", requested, caller)
-            query = query_params(scope.get("query_string", b""), route.label, route.operation)
-            body = b""
-            if route.body:
-                try:
-                    read = await read_body(receive, self.limits.max_body_bytes)
-                except ClientGone:
-                    return
-                if read is None:
-                    error = body_too_large(self.limits.max_body_bytes)
-                    audit.refused(scope, error, method=route.label)
-                    if record is not None:
-                        record.code = error.code
-                    await respond(send, 413, error_body(error, 413, v03=v03))
-                    return
-                body = read
-            params = request_params(body, route.label, found.params, query, proto=dialect is V1)
-            if route.operation.streaming:
-                held.enter_context(self.streams.hold(caller_key(caller, scope)))
-                events = await self._dispatch.open_stream(
-                    dialect,
-                    route.operation,
-                    route.label,
-                    params,
-                    context,
-                    last_event_id=parse_event_id(header(scope, b"last-event-id")),
-                    record=record,
-                )
-            else:
-                result = await self._dispatch.call(
-                    dialect, route.operation, route.label, params, context, scope
-                )
-        except A2AError as exc:
-            wire = dialect.wire_error(exc, route.rpc_method)
-            audit.refused(
-                scope,
-                wire,
-                method=route.label,
-                task_id=found.params.get("id", ""),
-                tenant=found.params.get("tenant", ""),
-            )
-            if record is not None:
-                record.code = wire.code
-            headers = retry_headers(wire) if isinstance(wire, QuotaExceededError) else None
-            await respond(send, wire.http_status, error_body(wire, v03=v03), headers=headers)
-            return
-        except Exception:
-            failed = internal_error()  # 503 for a store outage, else 500
-            if record is not None:
-                record.code = failed.code
-            await respond(send, failed.http_status, error_body(failed, v03=v03))
-            return
-        echo = echo_headers(dialect.version, context.extensions) if context.extensions else None
-        if not route.operation.streaming:
-            await respond(send, 200, result, headers=echo)
-            return
+        await serve(_RestExchange(self, found, scope, receive, send))
 
-        def encode(item: StreamItem, last: bool) -> bytes:
-            return dialect.encode_stream_item(item, last)
+
+class _RestExchange(Exchange):
+    """One HTTP+JSON request on a route: the neutral request is its path's,
+    query's and body's params as JSON-RPC would carry them."""
+
+    __slots__ = ("found", "v03")
+
+    def __init__(
+        self, endpoint: RestEndpoint, found: _Found, scope: Scope, receive: Receive, send: Send
+    ):
+        super().__init__(endpoint, scope, receive, send)
+        self.found = found
+        self.v03 = found.route.dialect.version == "0.3"
+
+    async def read(self) -> A2ARequest:
+        route, path_params = self.found
+        dialect = route.dialect
+        if (record := self.record) is not None:
+            record.operation(route.operation, dialect.version)
+            record.task_id = path_params.get("id", "")
+        self._check_version()
+        context = self.context(dialect)
+        query = query_params(self.scope.get("query_string", b""), route.label, route.operation)
+        body = await self.body() if route.body else b""
+        params = request_params(body, route.label, path_params, query, proto=dialect is V1)
+        return self.request(dialect, route.operation, route.label, params, context)
+
+    def too_large(self, error: A2AError) -> tuple[str, bytes]:
+        return self.found.route.label, error_body(error, 413, v03=self.v03)
+
+    def refusal(self, error: A2AError) -> Refusal:
+        route, path_params = self.found
+        wire = route.dialect.wire_error(error, route.rpc_method)
+        return Refusal(wire, route.label, path_params.get("id", ""), path_params.get("tenant", ""))
+
+    def error_answer(self, wire: A2AError) -> tuple[int, bytes]:
+        return wire.http_status, error_body(wire, v03=self.v03)
+
+    def result(self, operation: Operation, value: ReplyValue) -> bytes:
+        return json_reply(self.found.route.dialect, operation, value)
+
+    def stream_codec(
+        self, request: A2ARequest
+    ) -> tuple[Callable[[StreamItem, bool], bytes], Callable[[A2AError], bytes]]:
+        dialect, rpc_method, v03 = request.dialect, self.found.route.rpc_method, self.v03
 
         def fail(error: A2AError) -> bytes:  # a stream cut short: its last event says why
-            return error_body(dialect.wire_error(error, route.rpc_method), v03=v03)
+            return error_body(dialect.wire_error(error, rpc_method), v03=v03)
 
-        await stream_sse(
-            send,
-            receive,
-            events,
-            encode,
-            fail,
-            keepalive=self.keepalive_seconds,
-            headers=echo,
-            client=scope.get("client"),
-        )
+        return dialect.encode_stream_item, fail
 
-    @staticmethod
-    def _check_version(scope: Scope, route: _Route) -> None:
-        text = version_text(scope)
+    def _check_version(self) -> None:
+        route = self.found.route
+        text = version_text(self.headers, self.scope.get("query_string", b""))
         if not text:
             return  # the path says the version
         asked = requested_version(text)
@@ -354,31 +298,29 @@ class RestEndpoint:
             metadata={"path": route.template, "pathVersion": ours, "requestedVersion": asked},
         )
 
-    @staticmethod
-    async def _no_route(
-        scope: Scope, send: Send, path: str, method: str, allowed: list[str]
-    ) -> None:
-        if allowed:
-            methods = ", ".join(sorted(set(allowed)))
-            error: A2AError = InvalidRequestError(
-                f"{method} {path}: this path takes {methods}",
-                metadata={"allow": methods},
-            )
-            audit.refused(scope, error, method=f"{method} {path}")
-            if (record := record_of(scope)) is not None:
-                record.code = error.code
-            body = error_body(error, 405, v03=path.startswith("/v1/"))
-            await respond(send, 405, body, headers=[(b"allow", methods.encode())])
-            return
-        error = MethodNotFoundError(
-            f"No route for {method} {path}. A2A 1.0 over HTTP+JSON: POST /message:send, "
-            "POST /message:stream, GET /tasks, GET /tasks/{id}, POST /tasks/{id}:cancel, "
-            "POST /tasks/{id}:subscribe (each also under /{tenant}/); A2A 0.3: the same "
-            "under /v1/; JSON-RPC: POST / or /a2a; the agent card: "
-            "GET /.well-known/agent-card.json",
-            metadata={"method": method, "path": path},
+
+async def _no_route(scope: Scope, send: Send, path: str, method: str, allowed: list[str]) -> None:
+    if allowed:
+        methods = ", ".join(sorted(set(allowed)))
+        error: A2AError = InvalidRequestError(
+            f"{method} {path}: this path takes {methods}",
+            metadata={"allow": methods},
         )
         audit.refused(scope, error, method=f"{method} {path}")
         if (record := record_of(scope)) is not None:
             record.code = error.code
-        await respond(send, 404, error_body(error, v03=path.startswith("/v1/")))
+        body = error_body(error, 405, v03=path.startswith("/v1/"))
+        await respond(send, 405, body, headers=[(b"allow", methods.encode())])
+        return
+    error = MethodNotFoundError(
+        f"No route for {method} {path}. A2A 1.0 over HTTP+JSON: POST /message:send, "
+        "POST /message:stream, GET /tasks, GET /tasks/{id}, POST /tasks/{id}:cancel, "
+        "POST /tasks/{id}:subscribe (each also under /{tenant}/); A2A 0.3: the same "
+        "under /v1/; JSON-RPC: POST / or /a2a; the agent card: "
+        "GET /.well-known/agent-card.json",
+        metadata={"method": method, "path": path},
+    )
+    audit.refused(scope, error, method=f"{method} {path}")
+    if (record := record_of(scope)) is not None:
+        record.code = error.code
+    await respond(send, 404, error_body(error, v03=path.startswith("/v1/")))

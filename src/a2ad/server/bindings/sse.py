@@ -74,6 +74,53 @@ def _fell_behind(events: EventStream, last_id: Seq | None) -> StreamFellBehindEr
     )
 
 
+class _Writer:
+    """Writes a stream's events as frames, and remembers how far it got: the id
+    of the last frame handed to the server (uvicorn waits for the socket to
+    drain before it writes, so a frame whose send was cancelled was not sent)
+    and whether the last event went."""
+
+    __slots__ = ("encode", "ended", "events", "keepalive", "last_id", "send")
+
+    def __init__(
+        self,
+        send: Send,
+        events: EventStream,
+        encode: Callable[[StreamItem, bool], bytes],
+        keepalive: float,
+    ) -> None:
+        self.send = send
+        self.events = events
+        self.encode = encode
+        self.keepalive = keepalive
+        self.last_id: Seq | None = None  # None only in the stream of a single Message
+        self.ended = False
+
+    async def write(self) -> None:
+        send, events, encode = self.send, self.events, self.encode
+        while True:
+            try:
+                step = await events.next(timeout=self.keepalive)
+            except TimeoutError:
+                await send(
+                    {"type": "http.response.body", "body": b": keep-alive\n\n", "more_body": True}
+                )
+                continue
+            if step is None:
+                return
+            seq, item, last = step
+            head = b"id: %d\n" % seq if seq is not None else b""
+            data = encode(item, last)
+            if not data.isascii():
+                data = _one_line(data)
+            frame = b"%sdata: %s\n\n" % (head, data)
+            await send({"type": "http.response.body", "body": frame, "more_body": True})
+            self.last_id = seq
+            if last:
+                self.ended = True
+                return
+
+
 async def stream_sse(
     send: Send,
     receive: Receive,
@@ -101,41 +148,14 @@ async def stream_sse(
             ],
         }
     )
-    # The id of the last frame handed to the server (uvicorn waits for the socket
-    # to drain before it writes, so a frame whose send was cancelled was not sent).
-    last_id: Seq | None = None
-    ended = False
-
-    async def write() -> None:
-        nonlocal last_id, ended
-        while True:
-            try:
-                step = await events.next(timeout=keepalive)
-            except TimeoutError:
-                await send(
-                    {"type": "http.response.body", "body": b": keep-alive\n\n", "more_body": True}
-                )
-                continue
-            if step is None:
-                return
-            seq, item, last = step
-            head = b"id: %d\n" % seq if seq is not None else b""
-            data = encode(item, last)
-            if not data.isascii():
-                data = _one_line(data)
-            frame = b"%sdata: %s\n\n" % (head, data)
-            await send({"type": "http.response.body", "body": frame, "more_body": True})
-            last_id = seq  # None only in the stream of a single Message
-            if last:
-                ended = True
-                return
+    writer = _Writer(send, events, encode, keepalive)
 
     async def disconnected() -> None:
         while (await receive())["type"] != "http.disconnect":
             pass
 
     jobs: list[asyncio.Future[object]] = [
-        asyncio.ensure_future(write()),
+        asyncio.ensure_future(writer.write()),
         asyncio.ensure_future(disconnected()),
     ]
     if events.dropped is not None:
@@ -149,6 +169,26 @@ async def stream_sse(
         for job in jobs:
             job.cancel()
         await asyncio.wait(jobs)  # each has ended; a failed one is looked at below
+    closing = _closing(writer, fail, done, client, connected=jobs[1] not in done)
+    # A stalled client may never take the closing chunk; don't wait on it forever.
+    with contextlib.suppress(TimeoutError, OSError):
+        async with asyncio.timeout(_BEHIND_SECONDS if closing else _FINISH_SECONDS):
+            for body in closing:
+                await send({"type": "http.response.body", "body": body, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _closing(
+    writer: _Writer,
+    fail: Callable[[A2AError], bytes],
+    done: set[asyncio.Future[object]],
+    client: Any,
+    *,
+    connected: bool,
+) -> list[bytes]:
+    """The frames that end a stream whose jobs are ``done``: an error event when
+    the store's outage cut it short, or its reader fell behind (and is still
+    there to be told). Raises what a job failed with, any other exception."""
     cut: StoreUnavailableError | None = None
     for job in done:
         failed = None if job.cancelled() else job.exception()
@@ -156,21 +196,15 @@ async def stream_sse(
             cut = failed
         elif failed is not None:
             raise failed
-    closing: list[bytes] = []
+    last_id = writer.last_id
     if cut is not None:  # its reader can resubscribe, as after falling behind
-        closing.append(
-            b"data: %s\n\n" % _one_line(fail(store_unavailable(cut, last_event_id=last_id)))
-        )
-    elif events.fell_behind and not ended:
+        return [b"data: %s\n\n" % _one_line(fail(store_unavailable(cut, last_event_id=last_id)))]
+    events = writer.events
+    if events.fell_behind and not writer.ended:
         _log_fell_behind(events, last_id, client)
-        if jobs[1] not in done:  # still connected: tell it
-            closing.append(b"data: %s\n\n" % _one_line(fail(_fell_behind(events, last_id))))
-    # A stalled client may never take the closing chunk; don't wait on it forever.
-    with contextlib.suppress(TimeoutError, OSError):
-        async with asyncio.timeout(_BEHIND_SECONDS if closing else _FINISH_SECONDS):
-            for body in closing:
-                await send({"type": "http.response.body", "body": body, "more_body": True})
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        if connected:  # still connected: tell it
+            return [b"data: %s\n\n" % _one_line(fail(_fell_behind(events, last_id)))]
+    return []
 
 
 def _log_fell_behind(events: EventStream, last_id: Seq | None, client: Any) -> None:
