@@ -8,8 +8,9 @@ import asyncio
 import contextvars
 from typing import Any
 
-from a2ad import Agent, Engine, MemoryStore, Task, TaskState
+from a2ad import Agent, MemoryStore, Task, TaskState
 from a2ad.agent import TaskContext
+from a2ad.engine.build import build_engine
 from a2ad.engine.invocation import Invocation
 
 from .requests import WAIT, request
@@ -41,7 +42,7 @@ class Notes:
 
 
 async def test_observers_see_each_turn_begin_and_end_in_its_own_task() -> None:
-    engine = Engine(Reads(), MemoryStore())
+    engine = build_engine(Reads(), MemoryStore())
     notes = Notes()
     engine.turn_observers.append(notes)
     await engine.start()
