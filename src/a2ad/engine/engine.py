@@ -114,6 +114,7 @@ class Engine:
         self.shutdown_grace = config.shutdown_grace
         self.instance = parts.leases.instance  # this server instance: it holds its tasks' leases
         self.turn_observers = parts.turn_observers  # told of every turn run here
+        self._delegations = parts.delegations
         self._reads = parts.reads
         self._turns = parts.turns
         self._endings = parts.endings
@@ -142,12 +143,12 @@ class Engine:
     @property
     def delegations(self) -> Delegations | None:
         """Mints the tokens agents call this server back with (auth on)."""
-        local = self._parts.local
-        return local.delegations if local is not None else None
+        return self._delegations
 
     @delegations.setter
     def delegations(self, delegations: Delegations | None) -> None:
         # kept until server/ builds through build_engine (which gives delegations at construction)
+        self._delegations = delegations
         if self._parts.local is not None:
             self._parts.local.delegations = delegations
 

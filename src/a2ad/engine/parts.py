@@ -66,6 +66,7 @@ class EngineParts:
     watchdog: LoopWatchdog
     output_modes: dict[str, list[str]]
     turn_observers: list[TurnObserver]
+    delegations: Delegations | None
 
 
 def assemble(
@@ -140,6 +141,7 @@ def assemble(
         watchdog=LoopWatchdog(),  # logs an agent that blocks the event loop
         output_modes=output_modes,
         turn_observers=observers,
+        delegations=delegations,
     )
 
 
