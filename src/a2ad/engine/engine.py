@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -27,16 +26,14 @@ from ..protocol.errors import (
     PushNotificationNotSupportedError,
     ServerBusyError,
     TaskNotCancelableError,
-    UnsupportedOperationError,
 )
 from ..protocol.model import ListTasksResponse, Message, SendMessageRequest, Task, TaskState, new_id
-from ..protocol.requests import TaskQuery, encode_page_token
-from ..protocol.types import StreamItem, TaskId, format_timestamp
+from ..protocol.requests import TaskQuery
+from ..protocol.types import TaskId
 from ..store.base import (
     ClaimedTurn,
     DuplicateMessageError,
     Lease,
-    ListQuery,
     MissingTaskError,
     StoredTask,
     TaskStore,
@@ -389,61 +386,13 @@ class Engine:
         after it, then live ones; a finished task's stream then ends after the
         replay. Should the log no longer reach back that far, the current task
         is sent first, as without it."""
-        sub = self.bus.subscribe(task_id, maxsize=self.stream_buffer)
-        try:
-            stored = await self._reads.reachable(task_id, access)
-            state = stored.task.status.state
-            replay = last_event_id is not None and 0 <= last_event_id <= stored.seq
-            missed = replay and last_event_id is not None and last_event_id < stored.seq
-            if state.terminal and not missed:
-                raise UnsupportedOperationError(
-                    f"Task {task_id} is already {state.word}; there are no more events to "
-                    "subscribe to. Read it with GetTask",
-                    metadata={"taskId": task_id, "state": state.word},
-                )
-            backlog: list[tuple[int | None, StreamItem]] = [(stored.seq, stored.task)]
-            if replay and last_event_id is not None:
-                logged = await self.store.events(task_id, last_event_id)
-                if not logged or logged[0].seq == last_event_id + 1:
-                    backlog = [(e.seq, e.event) for e in logged if e.seq <= stored.seq]
-        except BaseException:
-            sub.close()
-            raise
-        sub.start_after(stored.seq)
-        return EventStream(
-            sub,
-            backlog,
-            after_seq=stored.seq,
-            end_on_interrupt=False,
-            exists=lambda: self._reads.exists(task_id),
-        )
+        return await self._reads.subscribe(task_id, last_event_id, access)
 
     async def list_tasks(
         self, query: TaskQuery, *, access: Access | None = None
     ) -> ListTasksResponse:
         """ListTasks: the tasks ``access`` reaches (None: every task)."""
-        started = time.perf_counter()
-        page = await self.store.list(
-            ListQuery(
-                tenant=access.tenant if access is not None else None,
-                principal=access.listed_principal if access is not None else None,
-                agent=access.agent if access is not None else None,
-                page_size=query.page_size,
-                context_id=query.context_id,
-                state=query.state,
-                updated_after=query.updated_after,
-                updated_before=query.updated_before,
-                cursor=query.cursor,
-                overdue_at=format_timestamp(self.clock()) if query.overdue else "",
-            )
-        )
-        self.metrics.store_op("list", time.perf_counter() - started)
-        return ListTasksResponse(
-            tasks=[task_view(t, query.history_length, query.include_artifacts) for t in page.tasks],
-            next_page_token=encode_page_token(page.next_cursor) if page.next_cursor else "",
-            page_size=query.page_size,
-            total_size=page.total,
-        )
+        return await self._reads.list_tasks(query, access)
 
     async def run_claimed(self, claimed: ClaimedTurn) -> asyncio.Task[None] | None:
         """Run a turn this worker took from the store (worker.py): local_turns.py

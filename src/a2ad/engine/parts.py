@@ -91,7 +91,7 @@ def assemble(
     push, writer = _push_and_writer(store, bus, config, clock, metrics, webhook_secrets)
     observers = list(turn_observers)
     runner = Runner(observers) if config.runs_agents else None
-    reads = Reads(store, bus, stream_buffer=config.stream_buffer, metrics=metrics)
+    reads = Reads(store, bus, stream_buffer=config.stream_buffer, clock=clock, metrics=metrics)
     endings = Endings(store, writer, bus, clock=clock, runner=runner)
     leases = Leases(uuid.uuid4().hex, clock, config.lease_seconds)
     closing = Closing()

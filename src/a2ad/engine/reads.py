@@ -1,7 +1,7 @@
 """Reading a task as a caller may: one read that answers "not found" alike for
 a missing task and for another caller's, and the stream of a task's turn as it
-stands. The engine's operations, the turn starters and the idempotent resend
-all read through ``Reads``."""
+stands, a subscription's, a page of tasks. The engine's operations, the turn
+starters and the idempotent resend all read through ``Reads``."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
-from ..protocol.errors import TaskNotFoundError
-from ..protocol.model import Task
-from ..protocol.types import TaskId
-from ..store.base import StoredTask, TaskStore
+from ..protocol.errors import TaskNotFoundError, UnsupportedOperationError
+from ..protocol.model import ListTasksResponse, Task
+from ..protocol.requests import TaskQuery, encode_page_token
+from ..protocol.types import Clock, StreamItem, TaskId, format_timestamp
+from ..store.base import ListQuery, StoredTask, TaskStore
 from .access import Access
 from .bus import Bus
 from .metrics import NULL_METRICS, EngineMetrics
@@ -42,7 +43,8 @@ def not_found(task_id: TaskId) -> TaskNotFoundError:
 
 class Reads:
     """Reads of ``store``; streams subscribe on ``bus`` with ``stream_buffer``
-    events of room; ``metrics`` is told how long each get took."""
+    events of room; ``clock`` says what is overdue; ``metrics`` is told how
+    long each get and list took."""
 
     def __init__(
         self,
@@ -50,9 +52,11 @@ class Reads:
         bus: Bus,
         *,
         stream_buffer: int,
+        clock: Clock,
         metrics: EngineMetrics = NULL_METRICS,
     ) -> None:
         self.store = store
+        self.clock = clock
         self.bus = bus
         self.stream_buffer = stream_buffer
         self.metrics = metrics
@@ -98,4 +102,62 @@ class Reads:
             after_seq=stored.seq,
             end_on_interrupt=True,
             exists=lambda: self.exists(task_id),
+        )
+
+    async def subscribe(
+        self, task_id: TaskId, last_event_id: int | None, access: Access | None
+    ) -> EventStream:
+        """SubscribeToTask's stream (engine.py ``Engine.subscribe`` says what it holds)."""
+        sub = self.bus.subscribe(task_id, maxsize=self.stream_buffer)
+        try:
+            stored = await self.reachable(task_id, access)
+            state = stored.task.status.state
+            replay = last_event_id is not None and 0 <= last_event_id <= stored.seq
+            missed = replay and last_event_id is not None and last_event_id < stored.seq
+            if state.terminal and not missed:
+                raise UnsupportedOperationError(
+                    f"Task {task_id} is already {state.word}; there are no more events to "
+                    "subscribe to. Read it with GetTask",
+                    metadata={"taskId": task_id, "state": state.word},
+                )
+            backlog: list[tuple[int | None, StreamItem]] = [(stored.seq, stored.task)]
+            if replay and last_event_id is not None:
+                logged = await self.store.events(task_id, last_event_id)
+                if not logged or logged[0].seq == last_event_id + 1:
+                    backlog = [(e.seq, e.event) for e in logged if e.seq <= stored.seq]
+        except BaseException:
+            sub.close()
+            raise
+        sub.start_after(stored.seq)
+        return EventStream(
+            sub,
+            backlog,
+            after_seq=stored.seq,
+            end_on_interrupt=False,
+            exists=lambda: self.exists(task_id),
+        )
+
+    async def list_tasks(self, query: TaskQuery, access: Access | None) -> ListTasksResponse:
+        """ListTasks' page: the tasks ``access`` reaches (None: every task)."""
+        started = time.perf_counter()
+        page = await self.store.list(
+            ListQuery(
+                tenant=access.tenant if access is not None else None,
+                principal=access.listed_principal if access is not None else None,
+                agent=access.agent if access is not None else None,
+                page_size=query.page_size,
+                context_id=query.context_id,
+                state=query.state,
+                updated_after=query.updated_after,
+                updated_before=query.updated_before,
+                cursor=query.cursor,
+                overdue_at=format_timestamp(self.clock()) if query.overdue else "",
+            )
+        )
+        self.metrics.store_op("list", time.perf_counter() - started)
+        return ListTasksResponse(
+            tasks=[task_view(t, query.history_length, query.include_artifacts) for t in page.tasks],
+            next_page_token=encode_page_token(page.next_cursor) if page.next_cursor else "",
+            page_size=query.page_size,
+            total_size=page.total,
         )
