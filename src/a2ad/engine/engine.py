@@ -46,7 +46,6 @@ from .config import EngineConfig
 from .delegation import Delegations
 from .local_turns import AgentStartError
 from .metrics import EngineMetrics
-from .output_modes import check_accepted
 from .parts import EngineParts, assemble
 from .reads import not_found, task_view
 from .streams import EventStream
@@ -433,9 +432,6 @@ class Engine:
                 )
             if access is None:  # in-process: nobody's task, at the default agent
                 access = Access(agent=self.default_agent)
-            if access.agent not in self.agents:  # only an in-process caller can name one
-                raise ValueError(f"this engine runs no agent {access.agent!r}")
-            check_accepted(request.configuration, self._parts.output_modes[access.agent])
             turn = TurnRequest(
                 request=request,
                 context=context if context is not None else RequestContext(),

@@ -21,7 +21,7 @@ from ..store.base import ClaimedTurn, StoredTask, StoreUnavailableError
 from .agent_threads import AgentThreads
 from .deadlines import Deadline, deadline_for
 from .delegation import Delegations
-from .invocation import Invocation
+from .invocation import Invocation, TurnInput
 from .runner import Runner
 from .turn_order import decode_order
 from .turns import NOT_STARTED, TurnParts, TurnRequest, check_follow_up, store_follow_up
@@ -115,6 +115,7 @@ class LocalTurns:
     async def start(self, turn: TurnRequest) -> tuple[Invocation, asyncio.Task[None]]:
         """Start the agent on a new task or on a follow-up."""
         parts = self._parts
+        parts.check(turn)  # after the quota counted it, as before it was stored
         message = turn.request.message
         deadline: Deadline | None = None
         created: StoredTask | None = None
@@ -131,24 +132,18 @@ class LocalTurns:
             deadline = deadline_for(
                 message, turn.metadata, now=parts.clock(), task_timeout=parts.task_timeout
             )
-        invocation = Invocation(
+        given = TurnInput(
             agent=self._agents[turn.access.agent],
-            writer=parts.writer,
-            task_id=message.task_id,
-            context_id=context_id,
             message=message,
             history=history,
             metadata=turn.metadata,
-            created=created,
             deadline=deadline,
             request=turn.context,
-            lease=parts.leases,
-            closing=parts.closing,
-            clock=parts.clock,
             message_key=turn.message_key,
             owner=turn.owner,
             delegations=self.delegations,
         )
+        invocation = self._invocation(given, message.task_id, context_id, created)
         if (turn.immediately or turn.webhooks) and created is None:
             await self._create_first(invocation, turn)
         return invocation, self._run(invocation)
@@ -192,6 +187,21 @@ class LocalTurns:
                 parts.endings.strand(message.task_id)
             raise
 
+    def _invocation(
+        self, given: TurnInput, task_id: str, context_id: str, created: StoredTask | None
+    ) -> Invocation:
+        parts = self._parts
+        return Invocation(
+            given,
+            writer=parts.writer,
+            task_id=task_id,
+            context_id=context_id,
+            created=created,
+            lease=parts.leases,
+            closing=parts.closing,
+            clock=parts.clock,
+        )
+
     def _run(self, invocation: Invocation) -> asyncio.Task[None]:
         job = self._runner.start(invocation)
         job.add_done_callback(lambda _: self._turn_over(invocation))
@@ -218,21 +228,15 @@ class LocalTurns:
             log.error("a queued turn could not be read: %s", exc, extra={"task_id": task.id})
             await parts.endings.fail(task.id, NO_ORDER)
             return None
-        invocation = Invocation(
+        given = TurnInput(
             agent=self._agents[stored.agent],
-            writer=parts.writer,
-            task_id=task.id,
-            context_id=task.context_id,
             message=task.history[-1],
             history=task.history,
             metadata=order.metadata,
-            created=stored,
             deadline=None,  # stored with the task by the front
             request=order.request,
-            lease=parts.leases,
-            closing=parts.closing,
-            clock=parts.clock,
             owner=(stored.tenant, stored.principal, stored.agent),
             delegations=self.delegations,
         )
+        invocation = self._invocation(given, task.id, task.context_id, stored)
         return self._run(invocation)

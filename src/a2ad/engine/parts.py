@@ -64,7 +64,6 @@ class EngineParts:
     presence: WorkerPresence | None
     maintenance: Maintenance | None
     watchdog: LoopWatchdog
-    output_modes: dict[str, list[str]]
     turn_observers: list[TurnObserver]
     delegations: Delegations | None
 
@@ -95,6 +94,7 @@ def assemble(
     endings = Endings(store, writer, bus, clock=clock, runner=runner)
     leases = Leases(uuid.uuid4().hex, clock, config.lease_seconds)
     closing = Closing()
+    output_modes = {name: agent.card_info().all_output_modes for name, agent in named.items()}
     turn_parts = TurnParts(
         store=store,
         writer=writer,
@@ -105,6 +105,7 @@ def assemble(
         leases=leases,
         closing=closing,
         task_timeout=config.task_timeout,
+        output_modes=output_modes,
     )
     presence = presence_of(store, named, clock=clock, front=not config.runs_agents)
     local: LocalTurns | None = None
@@ -116,7 +117,6 @@ def assemble(
         )
     else:
         turns = QueuedTurns(turn_parts, stream_buffer=config.stream_buffer, presence=presence)
-    output_modes = {name: agent.card_info().all_output_modes for name, agent in named.items()}
     return EngineParts(
         config=config,
         agents=named,
@@ -139,7 +139,6 @@ def assemble(
         presence=presence,
         maintenance=_maintenance(store, config, leases, endings, runner, metrics),
         watchdog=LoopWatchdog(),  # logs an agent that blocks the event loop
-        output_modes=output_modes,
         turn_observers=observers,
         delegations=delegations,
     )

@@ -87,6 +87,7 @@ class QueuedTurns:
         """Store the new task, or the follow-up, with its turn queued for a
         worker; with ``follow``, follow it until it ends."""
         parts = self._parts
+        parts.check(turn)  # after the quota counted it, as before it was stored
         message = turn.request.message
         order = encode_order(turn.metadata, turn.context)
         remote = RemoteTurn(

@@ -16,7 +16,7 @@ turn) differ."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -47,6 +47,7 @@ from .access import Access
 from .ending import Endings
 from .idempotency import unless_sent_elsewhere
 from .lifecycle import InvalidTransitionError
+from .output_modes import check_accepted
 from .push import PushNotifications
 from .reads import Reads, not_found
 from .writer import Writer
@@ -186,6 +187,16 @@ class TurnParts:
     leases: Leases
     closing: Closing
     task_timeout: float | None
+    output_modes: Mapping[str, Sequence[str]]  # what each agent (by name) produces
+
+    def check(self, turn: TurnRequest) -> None:
+        """Raise ContentTypeNotSupportedError when the turn's agent produces none
+        of the modes the request accepts (ValueError for an agent not here,
+        which only an in-process caller can name)."""
+        modes = self.output_modes.get(turn.access.agent)
+        if modes is None:
+            raise ValueError(f"this engine runs no agent {turn.access.agent!r}")
+        check_accepted(turn.request.configuration, modes)
 
     def now(self) -> str:
         return format_timestamp(self.clock())
