@@ -50,8 +50,9 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from a2ad import EchoAgent, Engine, SqliteStore
+from a2ad import EchoAgent, SqliteStore
 from a2ad.engine.access import Access
+from a2ad.engine.build import build_engine
 from a2ad.protocol.model import (
     Artifact,
     ListTasksRequest,
@@ -582,7 +583,7 @@ async def measure(
     repeat: int,
     explain: bool,
 ) -> tuple[dict[str, dict[str, Any]], list[str]]:
-    engine = Engine(EchoAgent(), store)
+    engine = build_engine(EchoAgent(), store)
     results: dict[str, dict[str, Any]] = {}
     plans: list[str] = []
     try:

@@ -40,6 +40,7 @@ from typing import Any
 import asyncpg  # type: ignore[import-untyped]
 
 from a2ad import EchoAgent, Engine, Message, Role, TextPart
+from a2ad.engine.build import build_engine
 from a2ad.protocol.model import ListTasksRequest, SendMessageConfiguration, SendMessageRequest
 from a2ad.protocol.model import new_id as make_id
 from a2ad.protocol.requests import task_query
@@ -222,7 +223,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 f"{args.postgres}{separator}search_path={schema}&application_name={schema}"
             )
             store.asyncpg_reset = asyncpg_reset
-            engine = Engine(EchoAgent(), store)
+            engine = build_engine(EchoAgent(), store)
             engines.append((label, engine, store, schema))
             await engine.start()
             # No upkeep round in the counts (its lease renewal, once a second, is

@@ -45,9 +45,11 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
-from a2ad import Agent, Engine, MemoryStore, Message, Role, SqliteStore, TaskContext, TextPart
+from a2ad import Agent, MemoryStore, Message, Role, SqliteStore, TaskContext, TextPart
 from a2ad.engine import LocalBus
+from a2ad.engine.build import build_engine
 from a2ad.engine.bus import Published
+from a2ad.engine.config import EngineConfig
 from a2ad.engine.push import PushPolicy
 from a2ad.protocol.model import (
     SendMessageConfiguration,
@@ -191,8 +193,11 @@ async def run(
     """One run; without ``hooked``, the same messages name no webhook (the
     baseline of what the rest costs), and only sends/s and CPU are measured."""
     bus = StampingBus()
-    engine = Engine(
-        Chunks(chunks), store, bus=bus, allow_private_webhooks=True, push_policy=PushPolicy()
+    engine = build_engine(
+        Chunks(chunks),
+        store,
+        EngineConfig(allow_private_webhooks=True, push_policy=PushPolicy()),
+        bus=bus,
     )
     await engine.start()
     url = f"http://127.0.0.1:{port}/hook"

@@ -42,7 +42,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from a2ad import EchoAgent, Engine, MemoryStore, Message, Role, SqliteStore, TextPart
+from a2ad import EchoAgent, MemoryStore, Message, Role, SqliteStore, TextPart
+from a2ad.engine.build import build_engine
+from a2ad.engine.config import EngineConfig
 from a2ad.protocol.model import SendMessageRequest, new_id
 from a2ad.store.base import TaskStore
 from a2ad.store.sqlite_group import SqliteGroup, claim_for_group
@@ -61,8 +63,7 @@ def cpu() -> float:
 
 
 async def measure(store: TaskStore, senders: int, sends: int, quota: int = 0) -> dict[str, float]:
-    # the quota only when asked: an a2ad from before it has no such parameter
-    engine = Engine(EchoAgent(), store, **({"max_tasks_per_principal": quota} if quota else {}))
+    engine = build_engine(EchoAgent(), store, EngineConfig(max_tasks_per_principal=quota))
     await engine.start()  # as a server does: it claims the store (the SQLite serving lock)
 
     async def sender(n: int) -> None:
@@ -94,7 +95,7 @@ async def measure(store: TaskStore, senders: int, sends: int, quota: int = 0) ->
 async def measure_notify(
     store: TaskStore, table: str, admin: Any, senders: int, sends: int, windows: int
 ) -> dict[str, float]:
-    engine = Engine(EchoAgent(), store)
+    engine = build_engine(EchoAgent(), store)
     await engine.start()
 
     async def sender(n: int) -> None:

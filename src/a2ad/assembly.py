@@ -22,13 +22,12 @@ from .agent import Agent
 from .agents.loading import served_agents
 from .engine import Engine
 from .engine.build import DEFAULTS, build_engine
-from .engine.bus import Bus, LocalBus
 from .engine.config import EngineConfig
 from .engine.delegation import Delegations
 from .engine.metrics import NULL_METRICS
+from .engine.parts import bus_for, delivers_push
 from .engine.runner import TurnObserver
 from .engine.secrets import WebhookSecrets, server_key
-from .engine.signal_bus import SignalBus
 from .engine.turn_log import TurnLogContext
 from .server.access_log import RequestLog
 from .server.app import A2AApp, authenticated_only
@@ -40,7 +39,7 @@ from .server.lifetime import Lifetime
 from .server.limits import Limits
 from .server.observed import RequestObserver
 from .settings import QUIET, AppSettings, AuthSettings, Observability, PushSettings
-from .store.base import TaskStore, Webhooks
+from .store.base import TaskStore
 from .store.memory import MemoryStore
 
 __all__ = ["assemble", "assemble_engine", "create_app", "served_names"]
@@ -154,8 +153,8 @@ def assemble_engine(
     """The engine running ``agents`` (as ``served_agents`` gives them) over
     ``store``: its bus chosen, metrics and turn observers handed in (by default
     those ``observability`` asks for), through ``build_engine``."""
-    bus = bus_for(store)
     metrics = observability.metrics
+    bus = bus_for(store, metrics if metrics is not None else NULL_METRICS)
     if turn_observers is None:
         turn_observers = _observers(observability, agents)[1]
     if metrics is not None:
@@ -179,7 +178,7 @@ def _sealed(
     push notifications (a store with webhooks), agents' delegation tokens when
     auth is on. The key is read (or made) only when one of them needs it: a
     store on a database server has no key file of its own to default to."""
-    pushes = isinstance(store, Webhooks) and settings.engine.deliver_push
+    pushes = delivers_push(store, settings.engine)
     delegates = settings.auth.authenticator is not None
     if not pushes and not delegates:
         return None, None
@@ -190,13 +189,6 @@ def _sealed(
         WebhookSecrets(key) if pushes else None,
         Delegations(key) if delegates else None,
     )
-
-
-def bus_for(store: TaskStore) -> Bus:
-    """The bus over ``store``: its signals when processes share it (PostgreSQL,
-    a SQLite group), else this process's own."""
-    signals = store.signals()
-    return SignalBus(store, signals) if signals is not None else LocalBus()
 
 
 def served_names(agents: Agent | Mapping[str, Agent]) -> dict[str, str]:

@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
-from a2ad import Agent, Engine, MemoryStore, Task, TaskState
+from a2ad import Agent, MemoryStore, Task, TaskState
 from a2ad.agent import TaskContext
 from a2ad.engine import AgentStartError
+from a2ad.engine.build import build_engine
+from a2ad.engine.config import EngineConfig
 
 from ..served import run_a2ad
 from .requests import WAIT, request
@@ -45,7 +47,7 @@ class Keeps(Agent):
 
 async def test_start_before_any_turn_and_stop_after_the_last() -> None:
     agent = Keeps()
-    engine = Engine(agent, MemoryStore(), shutdown_grace=5)
+    engine = build_engine(agent, MemoryStore(), EngineConfig(shutdown_grace=5))
     await engine.start()
     await engine.start()  # again: no second start
     first: Any = await asyncio.wait_for(engine.send(request("hi")), WAIT)
@@ -66,7 +68,7 @@ class Broken(Agent):
 
 async def test_a_failing_start_is_an_error_naming_the_agent_and_stops_the_others() -> None:
     keeps = Keeps()
-    engine = Engine({"first": keeps, "second": Broken()}, MemoryStore())
+    engine = build_engine({"first": keeps, "second": Broken()}, MemoryStore())
     with pytest.raises(AgentStartError, match=r"broken \(second\) failed to start: Connection"):
         await engine.start()
     assert keeps.said == ["start", "stop"]

@@ -27,6 +27,7 @@ from a2ad import (
     TaskStore,
     TextPart,
 )
+from a2ad.engine.build import build_engine
 from a2ad.store.base import (
     MAX_ARTIFACT_PARTS,
     MAX_ARTIFACTS,
@@ -90,7 +91,7 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
 
 @pytest.fixture
 async def engine(store: TaskStore) -> AsyncIterator[Engine]:
-    engine = Engine(Spender(), store)
+    engine = build_engine(Spender(), store)
     yield engine
     await engine.shutdown(graceful=False)
 
@@ -167,7 +168,7 @@ async def test_history_past_max_history_keeps_the_newest_messages(engine: Engine
 async def test_a_task_past_max_events_keeps_the_newest_events_for_replay() -> None:
     # On the memory store alone: SQLite's trimming is the store contract's to check
     # (tests/store/test_store_contract.py), and 11,000 events through it take seconds.
-    engine = Engine(Spender(), MemoryStore())
+    engine = build_engine(Spender(), MemoryStore())
     # Past MAX_EVENTS by more than the memory store lets its log overrun before trimming.
     updates = MAX_EVENTS + MAX_EVENTS // 8 + 10
     task = await run(engine, f"events {updates}")

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import httpx
 
-from a2ad import Engine, MemoryStore, Task, TaskState
+from a2ad import MemoryStore, Task, TaskState
 from a2ad.adapters import FunctionAgent
+from a2ad.engine.build import build_engine
+from a2ad.engine.config import EngineConfig
 
 from ..served import Served
 from .requests import request
@@ -33,7 +35,7 @@ async def test_twelve_blocking_function_tasks_run_at_once_and_their_threads_end(
         all_in.wait()
         return f"met {text}"
 
-    engine = Engine(FunctionAgent(meet), MemoryStore(), agent_threads=TASKS)
+    engine = build_engine(FunctionAgent(meet), MemoryStore(), EngineConfig(agent_threads=TASKS))
     await engine.start()
     try:
         sent = [engine.send(request(str(i))) for i in range(TASKS)]

@@ -23,7 +23,7 @@ from a2ad import (
     TaskContext,
     TaskState,
 )
-from a2ad.engine import Engine
+from a2ad.engine.build import build_engine
 from a2ad.protocol.model import TaskEvent
 from a2ad.store.base import StoredTask, StoreError, TaskStore
 
@@ -100,7 +100,7 @@ class Slow(Agent):
 
 async def test_an_agent_that_answers_at_once_costs_one_write() -> None:
     store = CountingStore()
-    engine = Engine(Echo(), store)
+    engine = build_engine(Echo(), store)
     task = await engine.send(request("hi"))
     assert isinstance(task, Task) and task.status.state is TaskState.COMPLETED
     assert store.writes == 1
@@ -116,7 +116,7 @@ async def test_progress_is_stored_and_published_while_the_agent_waits(
 ) -> None:
     store: TaskStore = MemoryStore() if backend == "memory" else SqliteStore(tmp_path / "t.db")
     agent = Slow()
-    engine = Engine(agent, store)
+    engine = build_engine(agent, store)
     task = await engine.send(request("go", immediately=True))
     stream = await engine.subscribe(task.id)
     seen = []
@@ -151,7 +151,7 @@ async def test_progress_is_stored_and_published_while_the_agent_waits(
 async def test_a_store_failure_on_queued_events_fails_the_task_and_reaches_the_agent() -> None:
     store = CountingStore()
     agent = Slow(gated=True)
-    engine = Engine(agent, store)
+    engine = build_engine(agent, store)
     try:
         created = await engine.send(request("go", immediately=True))  # stored before the agent
         assert store.writes == 1

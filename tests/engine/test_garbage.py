@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Iterator
 import pytest
 
 from a2ad import Engine, MemoryStore, Task
+from a2ad.engine.build import build_engine
 
 from ..scripted import ScriptedAgent
 from .requests import request
@@ -78,7 +79,7 @@ Turn = Callable[[Engine, str], Awaitable[None]]
 async def test_a_turn_leaves_no_reference_cycles(
     collected: list[object], turn: Turn, text: str
 ) -> None:
-    engine = Engine(ScriptedAgent(), MemoryStore())
+    engine = build_engine(ScriptedAgent(), MemoryStore())
     for _ in range(3):  # warm: first-call caches are not per-turn garbage
         await turn(engine, text)
     gc.collect()

@@ -15,6 +15,7 @@ import pytest
 
 from a2ad import Agent, Engine, MemoryStore, Message, Task, TaskContext, TaskState, create_app
 from a2ad.engine.access import Access
+from a2ad.engine.build import build_engine
 from a2ad.protocol.model import SendMessageRequest, TaskStatusUpdateEvent
 from a2ad.store.base import ListQuery, TaskStore
 from a2ad.store.sqlite import SqliteStore
@@ -61,7 +62,7 @@ async def agent() -> Counted:
 
 @pytest.fixture
 async def engine(agent: Counted, store: TaskStore) -> AsyncIterator[Engine]:
-    engine = Engine(agent, store)
+    engine = build_engine(agent, store)
     await engine.start()
     yield engine
     await engine.aclose()
@@ -206,7 +207,7 @@ async def test_a_refused_send_leaves_no_claim_behind(engine: Engine, agent: Coun
     for _ in range(2):  # the same refused message again is refused again, not stuck
         with pytest.raises(Exception, match="no-such-task"):
             await asyncio.wait_for(engine.send(again(answer)), WAIT)
-    assert len(engine._claims) == 0
+    assert len(engine._resends.claims) == 0
     await sent_task(engine, first)
 
 
@@ -214,12 +215,12 @@ async def test_the_key_outlives_a_restart_on_sqlite(tmp_path: Path) -> None:
     path = tmp_path / "tasks.db"
     first = request("durable")
     agent = Counted()
-    engine = Engine(agent, SqliteStore(path))
+    engine = build_engine(agent, SqliteStore(path))
     await engine.start()
     task = await sent_task(engine, first)
     await engine.aclose()
     agent_after = Counted()
-    engine = Engine(agent_after, SqliteStore(path))
+    engine = build_engine(agent_after, SqliteStore(path))
     await engine.start()
     try:
         repeat = await sent_task(engine, again(first))

@@ -15,6 +15,8 @@ import pytest
 from a2ad import Agent, Engine, MemoryStore, Task, TaskContext, TaskState
 from a2ad.agent import Caller
 from a2ad.engine.access import Access, access_for
+from a2ad.engine.build import build_engine
+from a2ad.engine.config import EngineConfig
 from a2ad.protocol.errors import PermissionDeniedError, TaskNotFoundError
 from a2ad.protocol.requests import TaskQuery
 from a2ad.store.base import TaskStore
@@ -48,7 +50,7 @@ async def engine(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
     store: TaskStore = (
         MemoryStore() if request.param == "memory" else SqliteStore(tmp_path / "tasks.db")
     )
-    engine = Engine(Asks(), store, shutdown_grace=0)
+    engine = build_engine(Asks(), store, EngineConfig(shutdown_grace=0))
     await engine.start()
     yield engine
     await engine.aclose()
@@ -153,7 +155,7 @@ def test_a_caller_may_use_only_its_own_tenants() -> None:
 
 async def test_not_yours_and_not_found_run_the_same_queries(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "tasks.db")
-    engine = Engine(Asks(), store)
+    engine = build_engine(Asks(), store)
     await engine.start()
     try:
         theirs = await send(engine, "done", ANN)

@@ -33,7 +33,6 @@ import pytest
 
 from a2ad import (
     Agent,
-    Engine,
     MemoryStore,
     Task,
     TaskArtifactUpdateEvent,
@@ -41,6 +40,7 @@ from a2ad import (
     TaskState,
     TaskStatusUpdateEvent,
 )
+from a2ad.engine.build import build_engine
 from a2ad.protocol.errors import TaskNotCancelableError, UnsupportedOperationError
 
 from .requests import request, wait_for_state
@@ -191,7 +191,7 @@ async def test_each_state_takes_exactly_the_operations_of_the_lifecycle_table(
 ) -> None:
     agent = Puppet()
     store = MemoryStore()
-    engine = Engine(agent, store)
+    engine = build_engine(agent, store)
     try:
         key = f"{name(current)} then {name(operation)}"
         case = agent.cases[key] = Case(current, operation)

@@ -40,7 +40,6 @@ from hypothesis import strategies as st
 
 from a2ad import (
     Agent,
-    Engine,
     MemoryStore,
     Message,
     Task,
@@ -50,6 +49,7 @@ from a2ad import (
     TaskStatusUpdateEvent,
 )
 from a2ad.engine import EventStream
+from a2ad.engine.build import build_engine
 from a2ad.protocol.errors import TaskNotCancelableError, UnsupportedOperationError
 
 from .requests import request
@@ -212,7 +212,7 @@ class Run:
     def __init__(self) -> None:
         self.store = MemoryStore()
         self.agent = ControlledAgent(self.store)
-        self.engine = Engine(self.agent, self.store)
+        self.engine = build_engine(self.agent, self.store)
         self.tasks: list[str] = []
         self.commands: dict[str, list[Command]] = defaultdict(list)
         self.canceled: dict[str, int] = defaultdict(int)  # cancels that succeeded
@@ -478,7 +478,7 @@ class AsksThenLingers(Agent):
 
 async def test_two_racing_follow_ups_resume_an_interrupted_task_only_once() -> None:
     store = MemoryStore()
-    engine = Engine(AsksThenLingers(), store)
+    engine = build_engine(AsksThenLingers(), store)
     try:
         task = await engine.send(request("go", immediately=True))
         assert isinstance(task, Task)

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from a2ad import Engine, MemoryStore, TaskState
+from a2ad.engine.build import build_engine
 from a2ad.engine.signal_bus import SignalBus
 from a2ad.protocol.types import Seq, TaskId
 from a2ad.store.signals import SignalReceiver, Signals
@@ -64,8 +65,8 @@ async def pair() -> AsyncIterator[tuple[Engine, Engine, ScriptedAgent, Hub]]:
     store = MemoryStore()
     hub = Hub()
     agent = ScriptedAgent()
-    a = Engine(agent, store, bus=SignalBus(store, HubSignals(hub)))
-    b = Engine(ScriptedAgent(), store, bus=SignalBus(store, HubSignals(hub)))
+    a = build_engine(agent, store, bus=SignalBus(store, HubSignals(hub)))
+    b = build_engine(ScriptedAgent(), store, bus=SignalBus(store, HubSignals(hub)))
     await a.start()
     await b.start()
     yield a, b, agent, hub

@@ -18,7 +18,6 @@ import httpx
 import pytest
 
 from a2ad import (
-    Engine,
     Message,
     SqliteStore,
     Task,
@@ -27,6 +26,7 @@ from a2ad import (
     TaskStatusUpdateEvent,
     create_app,
 )
+from a2ad.engine.build import build_engine
 from a2ad.engine.config import EngineConfig
 from a2ad.store.base import LoggedEvent
 
@@ -325,7 +325,7 @@ async def test_concurrent_load_on_one_sqlite_file_keeps_every_task_consistent(
     # Another server instance on the same file (its own connection) keeps up its
     # upkeep and reads meanwhile: it must neither lock the first out nor take its
     # running tasks for orphans.
-    other = Engine(agent, SqliteStore(path), shutdown_grace=0)
+    other = build_engine(agent, SqliteStore(path), EngineConfig(shutdown_grace=0))
     busy = True
 
     async def other_instance() -> int:

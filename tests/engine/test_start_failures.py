@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
-from a2ad import Engine, MemoryStore, Task, TaskState
+from a2ad import MemoryStore, Task, TaskState
+from a2ad.engine.build import build_engine
+from a2ad.engine.config import EngineConfig
 from a2ad.protocol.model import TaskPushNotificationConfig
 from a2ad.store.base import StoreError, Webhook
 
@@ -26,7 +28,9 @@ class WebhooklessStore(MemoryStore):
 
 async def test_a_task_whose_webhook_cannot_be_kept_fails_instead_of_staying_submitted() -> None:
     store = WebhooklessStore()
-    engine = Engine(ScriptedAgent(), store, allow_private_webhooks=True, shutdown_grace=0)
+    engine = build_engine(
+        ScriptedAgent(), store, EngineConfig(allow_private_webhooks=True, shutdown_grace=0)
+    )
     await engine.start()
     try:
         sent = request("echo hi", immediately=True)

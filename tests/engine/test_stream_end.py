@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from a2ad import MemoryStore
-from a2ad.engine import Engine
+from a2ad.engine.build import build_engine
 
 from ..scripted import ScriptedAgent
 from .requests import request
@@ -11,7 +11,7 @@ from .requests import request
 
 async def test_subscription_to_an_evicted_task_ends_at_the_next_quiet_tick() -> None:
     store = MemoryStore(max_tasks=1)
-    engine = Engine(ScriptedAgent(), store)
+    engine = build_engine(ScriptedAgent(), store)
     waiting = await engine.send(request("input which?"))
     stream = await engine.subscribe(waiting.id)
     first = await stream.next(timeout=0.05)

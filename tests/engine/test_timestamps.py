@@ -24,6 +24,7 @@ from a2ad import (
     TaskStatusUpdateEvent,
 )
 from a2ad.agent import Agent
+from a2ad.engine.build import build_engine
 from a2ad.protocol.types import format_timestamp
 
 from .requests import WAIT, request
@@ -103,7 +104,7 @@ async def test_events_made_before_the_task_was_stored_do_not_go_back_in_its_stre
     # The agent's first events are made (and stamped) before the batch that
     # carries them creates the task, stamped later still.
     store = MemoryStore()
-    engine = Engine(Chatty(), store, clock=Ticking())
+    engine = build_engine(Chatty(), store, clock=Ticking())
     try:
         _, stamps = await streamed(engine, "go")
         assert len(stamps) == 4  # the task, working, working, completed
@@ -115,7 +116,7 @@ async def test_events_made_before_the_task_was_stored_do_not_go_back_in_its_stre
 async def test_a_clock_stepping_back_does_not_take_a_cancel_before_the_agents_update() -> None:
     clock = Readings([0.0])
     store = MemoryStore()
-    engine = Engine(Chatty(("working", "input")), store, clock=clock)
+    engine = build_engine(Chatty(("working", "input")), store, clock=clock)
     try:
         task = await engine.send(request("go"))
         assert isinstance(task, Task) and task.status.state is TaskState.INPUT_REQUIRED
@@ -138,7 +139,7 @@ def test_status_timestamps_of_a_task_never_go_back_whatever_the_clock_says(
 ) -> None:
     async def run() -> None:
         store = MemoryStore()
-        engine = Engine(Chatty(ops), store, clock=Readings(offsets))
+        engine = build_engine(Chatty(ops), store, clock=Readings(offsets))
         try:
             task_id, stamps = await streamed(engine, "go")
             assert stamps == sorted(stamps)

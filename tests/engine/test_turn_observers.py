@@ -8,8 +8,9 @@ import asyncio
 import contextvars
 from typing import Any
 
-from a2ad import Agent, Engine, MemoryStore, Task, TaskState
+from a2ad import Agent, MemoryStore, Task, TaskState
 from a2ad.agent import TaskContext
+from a2ad.engine.build import build_engine
 from a2ad.engine.invocation import Invocation
 
 from .requests import WAIT, request
@@ -41,9 +42,8 @@ class Notes:
 
 
 async def test_observers_see_each_turn_begin_and_end_in_its_own_task() -> None:
-    engine = Engine(Reads(), MemoryStore())
     notes = Notes()
-    engine.turn_observers.append(notes)
+    engine = build_engine(Reads(), MemoryStore(), turn_observers=[notes])
     await engine.start()
     try:
         task: Any = await asyncio.wait_for(engine.send(request("hi")), WAIT)

@@ -33,6 +33,8 @@ from a2ad import (
     TaskStore,
     TextPart,
 )
+from a2ad.engine.build import build_engine
+from a2ad.engine.config import EngineConfig
 from a2ad.protocol.errors import InvalidParamsError, TaskNotFoundError
 from a2ad.store.base import Lease, NewTask
 
@@ -142,7 +144,7 @@ async def engines() -> AsyncIterator[Callable[..., Engine]]:
     def make(agent: Any, store: TaskStore, clock: FakeClock, **options: Any) -> Engine:
         options.setdefault("lease_seconds", 15.0)
         options.setdefault("shutdown_grace", 0)
-        engine = Engine(agent, store, clock=clock, **options)
+        engine = build_engine(agent, store, EngineConfig(**options), clock=clock)
         made.append(engine)
         return engine
 
@@ -489,7 +491,7 @@ async def test_invalid_deadline_or_timeout_is_invalid_params_naming_the_field(
 async def test_invalid_deadline_over_json_rpc_is_32602_naming_the_field(
     agent: UpkeepAgent, v1: bool, where: str, key: str, value: Any, field: str
 ) -> None:
-    app = A2AApp(Engine(agent, MemoryStore(), clock=FakeClock(T0)))
+    app = A2AApp(build_engine(agent, MemoryStore(), clock=FakeClock(T0)))
     message: dict[str, Any] = {
         "messageId": str(uuid.uuid4()),
         "role": "ROLE_USER" if v1 else "user",
@@ -605,7 +607,7 @@ async def test_list_with_overdue_lists_exactly_the_unfinished_tasks_past_their_d
     store: TaskStore, agent: UpkeepAgent, v1: bool
 ) -> None:
     clock = FakeClock(T0)
-    engine = Engine(agent, store, clock=clock, shutdown_grace=0)
+    engine = build_engine(agent, store, EngineConfig(shutdown_grace=0), clock=clock)
     app = A2AApp(engine)
     short = {"message_metadata": {"timeoutSeconds": 10}}
     late_working = await start_hanging(engine, agent, **short)
@@ -695,7 +697,9 @@ async def test_retention_deletion_is_visible_over_json_rpc_as_task_not_found(
     agent: UpkeepAgent,
 ) -> None:
     clock = FakeClock(time.time())
-    engine = Engine(agent, MemoryStore(), clock=clock, retention_seconds=7 * DAY)
+    engine = build_engine(
+        agent, MemoryStore(), EngineConfig(retention_seconds=7 * DAY), clock=clock
+    )
     app = A2AApp(engine)
     transport = httpx.ASGITransport(app=app)
     try:
@@ -726,7 +730,9 @@ async def test_retention_deletion_is_visible_over_json_rpc_as_task_not_found(
 
 async def test_retention_logs_how_many_tasks_it_deleted_in_words(agent: UpkeepAgent) -> None:
     clock = FakeClock(time.time())
-    engine = Engine(agent, MemoryStore(), clock=clock, retention_seconds=7 * DAY)
+    engine = build_engine(
+        agent, MemoryStore(), EngineConfig(retention_seconds=7 * DAY), clock=clock
+    )
     try:
         said = []
         for count in (1, 2):

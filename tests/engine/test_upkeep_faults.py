@@ -20,7 +20,9 @@ from typing import Any
 import httpx
 import pytest
 
-from a2ad import A2AApp, Agent, Engine, SqliteStore, TaskContext
+from a2ad import A2AApp, Agent, SqliteStore, TaskContext
+from a2ad.engine.build import build_engine
+from a2ad.engine.config import EngineConfig
 
 from ..conftest import Rpc
 from ..full_disk import SmallDisk, small_disk
@@ -62,8 +64,11 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 async def app(disk: SmallDisk, clock: FakeClock) -> AsyncIterator[A2AApp]:
-    engine = Engine(
-        Waits(), SqliteStore(disk.path / "tasks.db"), lease_seconds=LEASE_SECONDS, clock=clock
+    engine = build_engine(
+        Waits(),
+        SqliteStore(disk.path / "tasks.db"),
+        EngineConfig(lease_seconds=LEASE_SECONDS),
+        clock=clock,
     )
     app = A2AApp(engine)
     await engine.start()  # what the ASGI lifespan does: a first round, then the loop

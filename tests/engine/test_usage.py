@@ -13,6 +13,8 @@ import pytest
 from a2ad import Agent, Engine, MemoryStore, Message, Task, TaskContext, TaskState
 from a2ad.agent import Caller
 from a2ad.engine.access import Access
+from a2ad.engine.build import build_engine
+from a2ad.engine.config import EngineConfig
 from a2ad.engine.usage import usage_report
 from a2ad.protocol.errors import InvalidParamsError, PermissionDeniedError
 from a2ad.protocol.usage import TokenCounts, UsageRow
@@ -78,7 +80,7 @@ def clock() -> Clock:
 
 @pytest.fixture
 async def engine(store: TaskStore, clock: Clock) -> AsyncIterator[Engine]:
-    engine = Engine(Spender(), store, shutdown_grace=0, clock=clock)
+    engine = build_engine(Spender(), store, EngineConfig(shutdown_grace=0), clock=clock)
     await engine.start()
     yield engine
     await engine.aclose()

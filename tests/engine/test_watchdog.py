@@ -15,7 +15,8 @@ from contextlib import contextmanager
 
 import pytest
 
-from a2ad import Engine, MemoryStore, Task, TaskContext, TaskState, load_agent
+from a2ad import MemoryStore, Task, TaskContext, TaskState, load_agent
+from a2ad.engine.build import build_engine
 from a2ad.engine.watchdog import LoopWatchdog
 
 from ..conftest import wait_for
@@ -64,7 +65,7 @@ def watchdog_threads() -> set[threading.Thread]:
 
 async def test_an_agent_blocking_the_loop_is_named_with_where_and_how_long() -> None:
     before = watchdog_threads()
-    engine = Engine(load_agent("tests.engine.test_watchdog:sleepy"), MemoryStore())
+    engine = build_engine(load_agent("tests.engine.test_watchdog:sleepy"), MemoryStore())
     with engine_log() as log:
         await engine.start()
         started = watchdog_threads() - before

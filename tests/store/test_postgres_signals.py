@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 
 from a2ad import Agent, Engine, TaskContext, TaskState
+from a2ad.engine.build import build_engine
 from a2ad.engine.signal_bus import SignalBus
 from a2ad.protocol.types import Seq, TaskId
 from a2ad.store.signals import SignalReceiver
@@ -37,8 +38,8 @@ async def url() -> AsyncIterator[str]:
 @pytest.fixture
 async def pair(url: str) -> AsyncIterator[tuple[Engine, Engine, ScriptedAgent]]:
     agent = ScriptedAgent()
-    a = Engine(agent, PostgresStore(url, pool_min=1))
-    b = Engine(ScriptedAgent(), PostgresStore(url, pool_min=1))
+    a = build_engine(agent, PostgresStore(url, pool_min=1))
+    b = build_engine(ScriptedAgent(), PostgresStore(url, pool_min=1))
     assert isinstance(a.bus, SignalBus) and isinstance(b.bus, SignalBus)
     await a.start()
     await b.start()
@@ -164,7 +165,10 @@ async def test_signals_stay_in_their_schema_and_cancels_skip_their_sender(url: s
                 await transport.start(heard[name])
             try:
                 # Engines that are not started: their own buses send nothing.
-                writers = [Engine(ScriptedAgent(), elsewhere), Engine(ScriptedAgent(), here)]
+                writers = [
+                    build_engine(ScriptedAgent(), elsewhere),
+                    build_engine(ScriptedAgent(), here),
+                ]
                 for writer in writers:  # a create, then appends
                     task = await writer.send(request("input which one?"))
                     await writer.send(request("blue", task_id=task.id))  # type: ignore[union-attr]
@@ -227,7 +231,7 @@ async def test_a_reconnect_leaves_a_turn_whose_task_is_not_stored_yet_running(ur
     # not yet stored (its agent has not emitted) is not one of them. It was taken
     # for one: under load the send was answered INTERNAL_ERROR (tests/test_pg_faults.py).
     agent = HeldBeforeItsFirstEvent()
-    engine = Engine(agent, PostgresStore(url, pool_min=1))
+    engine = build_engine(agent, PostgresStore(url, pool_min=1))
     await engine.start()
     try:
         sending = asyncio.ensure_future(engine.send(request("hello")))
@@ -237,7 +241,7 @@ async def test_a_reconnect_leaves_a_turn_whose_task_is_not_stored_yet_running(ur
             assert await terminate_listeners() == 1
             await back.wait(1, timeout=WAIT)
         async with asyncio.timeout(WAIT):  # the look at the running tasks is over
-            while engine._checks:
+            while engine._endings.checks:
                 await asyncio.sleep(0.005)
         agent.go.set()
         async with asyncio.timeout(WAIT):

@@ -14,6 +14,8 @@ import pytest
 
 from a2ad import Engine, Message, Task, TaskState
 from a2ad.agent import Caller, RequestContext
+from a2ad.engine.build import build_engine
+from a2ad.engine.config import EngineConfig
 from a2ad.engine.signal_bus import SignalBus
 from a2ad.engine.worker import Worker
 from a2ad.protocol.model import TaskPushNotificationConfig
@@ -43,16 +45,18 @@ async def pair() -> AsyncIterator[Pair]:
     async with fresh_schema() as url:
         hub = Hub()
         front_store, worker_store = PostgresStore(url), PostgresStore(url)
-        front = Engine(
+        front = build_engine(
             ScriptedAgent(),
             front_store,
+            EngineConfig(runs_agents=False, allow_private_webhooks=True),
             bus=SignalBus(front_store, HubSignals(hub)),
-            runs_agents=False,
-            allow_private_webhooks=True,  # the test's receiver is on loopback
         )
         agent = ScriptedAgent()
-        engine = Engine(
-            agent, worker_store, bus=SignalBus(worker_store, HubSignals(hub)), deliver_push=False
+        engine = build_engine(
+            agent,
+            worker_store,
+            EngineConfig(deliver_push=False),
+            bus=SignalBus(worker_store, HubSignals(hub)),
         )
         await front.start()
         await engine.start()
@@ -196,7 +200,9 @@ async def test_a_webhook_given_with_the_message_gets_every_event_the_worker_stor
 
 async def test_a_waiting_task_is_no_orphan_but_its_deadline_applies() -> None:
     async with fresh_schema() as url:
-        front = Engine(ScriptedAgent(), PostgresStore(url), runs_agents=False, lease_seconds=0.5)
+        front = build_engine(
+            ScriptedAgent(), PostgresStore(url), EngineConfig(runs_agents=False, lease_seconds=0.5)
+        )
         await front.start()
         try:
             waiting = await front.send(request("echo", immediately=True))

@@ -17,6 +17,8 @@ from contextlib import asynccontextmanager
 import pytest
 
 from a2ad import Engine, Task, TaskState
+from a2ad.engine.build import build_engine
+from a2ad.engine.config import EngineConfig
 from a2ad.engine.worker import Worker
 from a2ad.protocol.errors import NoWorkerError
 from a2ad.store.postgres import PostgresStore
@@ -32,7 +34,7 @@ from .agents import WorkAgent
 async def front_of(url: str) -> AsyncIterator[Engine]:
     """A front of the ScriptedAgent that looks at the roll often and gives up
     on a blocking send after 0.5 s without a worker."""
-    front = Engine(ScriptedAgent(), PostgresStore(url), runs_agents=False)
+    front = build_engine(ScriptedAgent(), PostgresStore(url), EngineConfig(runs_agents=False))
     assert front.presence is not None
     front.presence.every, front.presence.wait = 0.1, 0.5
     await front.start()
@@ -44,7 +46,7 @@ async def front_of(url: str) -> AsyncIterator[Engine]:
 
 @asynccontextmanager
 async def worker_of(url: str) -> AsyncIterator[Worker]:
-    engine = Engine(WorkAgent(), PostgresStore(url), deliver_push=False)
+    engine = build_engine(WorkAgent(), PostgresStore(url), EngineConfig(deliver_push=False))
     await engine.start()
     worker = Worker(engine, concurrency=2, sweep_seconds=0.2)
     running = asyncio.ensure_future(worker.run())

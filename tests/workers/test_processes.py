@@ -44,6 +44,10 @@ WAIT = 10.0
 class WorkerProcess(ProcessOutput):
     """One ``a2ad worker`` process."""
 
+    # As tests/served.py waits for a server: on a busy machine, importing a2ad
+    # (compiled afresh when no bytecode is written) can take most of 10 s.
+    expect_timeout = 30.0
+
     def __init__(self, store: str, *args: str, turns: Path) -> None:
         self.proc = subprocess.Popen(
             [str(A2AD), "worker", "--store", store, "--lease-seconds", str(LEASE), *args],

@@ -17,12 +17,11 @@ from .config import EngineConfig
 from .delegation import Delegations
 from .engine import Engine
 from .metrics import NULL_METRICS, EngineMetrics
+from .parts import DEFAULTS, assemble
 from .runner import TurnObserver
 from .secrets import WebhookSecrets
 
 __all__ = ["DEFAULTS", "build_engine"]
-
-DEFAULTS = EngineConfig()
 
 
 def build_engine(
@@ -45,31 +44,16 @@ def build_engine(
     (default: a random key for this process); ``delegations`` mints the tokens
     agents call this server back with (auth on). Raises ValueError for a
     setting out of its range or a store that can't do what ``config`` asks."""
-    engine = Engine(
-        agents,
-        store,
-        bus=bus,
-        clock=clock,
-        stream_buffer=config.stream_buffer,
-        lease_seconds=config.lease_seconds,
-        shutdown_grace=config.shutdown_grace,
-        retention_seconds=config.retention_seconds,
-        task_timeout=config.task_timeout,
-        push_policy=config.push_policy,
-        allow_private_webhooks=config.allow_private_webhooks,
-        max_history=config.max_history,
-        max_artifacts=config.max_artifacts,
-        max_tasks_per_principal=config.max_tasks_per_principal,
-        runs_agents=config.runs_agents,
-        deliver_push=config.deliver_push,
-        agent_threads=config.agent_threads,
+    return Engine(
+        assemble(
+            agents,
+            store,
+            config,
+            bus=bus,
+            clock=clock,
+            metrics=metrics,
+            turn_observers=turn_observers,
+            webhook_secrets=webhook_secrets,
+            delegations=delegations,
+        )
     )
-    if metrics is not NULL_METRICS:
-        engine.use_metrics(metrics)
-    engine.turn_observers.extend(turn_observers)
-    engine.delegations = delegations
-    if engine.push is not None:
-        if webhook_secrets is not None:
-            engine.push.secrets = webhook_secrets
-        engine.push.expose_internal_parts = config.expose_internal_parts
-    return engine

@@ -167,7 +167,8 @@ class Bus(abc.ABC):
 class LocalBus(Bus):
     """The bus of one process."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, metrics: EngineMetrics = NULL_METRICS) -> None:
+        self.metrics = metrics
         self._subs: dict[TaskId, set[Subscription]] = {}
         self._cancel_listeners: list[Callable[[TaskId], None]] = []
 

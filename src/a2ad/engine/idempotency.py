@@ -24,7 +24,7 @@ is recorded and sending it again runs the agent again.
 
 The request's configuration is not part of the key: sent again with another,
 the message still gets its task, and the configuration applies to that task as
-to a first send (the engine's ``_configure_again``): its webhook is set, as
+to a first send (``Resends.configure_again``): its webhook is set, as
 CreateTaskPushNotificationConfig would set it, and its acceptedOutputModes
 checked; historyLength and returnImmediately shape the answer.
 """
@@ -33,16 +33,27 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
 
 import msgspec
 
-from ..protocol.model import Message
+from ..protocol.model import Message, SendMessageRequest, Task
 from ..protocol.types import TaskId
+from ..store.base import DuplicateMessageError, StoredTask, TaskStore, Webhook
+from .access import Access
+from .output_modes import check_accepted
+from .push import PushNotifications
+from .reads import Reads
 
-__all__ = ["Claims", "message_key"]
+__all__ = ["Claims", "Resends", "message_key", "scope_of", "unless_sent_elsewhere"]
 
 _canonical = msgspec.json.Encoder(order="sorted").encode
+
+
+def scope_of(access: Access | None) -> str:
+    """Whose a message key is: the same message from another caller is new work."""
+    return "" if access is None else f"{access.tenant}\0{access.principal}\0{access.agent}"
 
 
 def message_key(message: Message, *, scope: str = "") -> bytes:
@@ -90,3 +101,89 @@ class Claims:
         future = self._pending.pop(key, None)
         if future is not None and not future.done():
             future.set_result(task_id)
+
+
+async def unless_sent_elsewhere(store: TaskStore, message_key: bytes | None) -> None:
+    """Raise DuplicateMessageError if the message was stored meanwhile: the
+    same follow-up, sent to another instance too, moved the task on there."""
+    if message_key is not None:
+        found = await store.find_message(message_key)
+        if found is not None:
+            raise DuplicateMessageError(found)
+
+
+class Resends:
+    """A send's side of idempotency: its key is claimed (``claim``) until its task
+    is stored (``hold``), and a message sent again is answered with its task
+    (``configure_again``, then ``sent_again``). ``output_modes`` are those of
+    each agent by name; ``push`` sets a resend's webhooks (None: the store keeps
+    none, and the handler refused them)."""
+
+    def __init__(
+        self,
+        store: TaskStore,
+        reads: Reads,
+        *,
+        output_modes: Mapping[str, Sequence[str]],
+        default_agent: str,
+        push: PushNotifications | None,
+    ) -> None:
+        self._store = store
+        self._reads = reads
+        self._output_modes = output_modes
+        self._default_agent = default_agent
+        self._push = push
+        self.claims = Claims()  # the keys of the sends being started
+
+    async def claim(
+        self, request: SendMessageRequest, access: Access | None
+    ) -> tuple[bytes, TaskId | None]:
+        """The message's key, and the task it started if it was sent before
+        (else None, and the key is this caller's until ``hold`` or ``release``)."""
+        key = message_key(request.message, scope=scope_of(access))
+        return key, await self.claims.find_or_claim(key, self._store.find_message)
+
+    def release(self, key: bytes) -> None:
+        """The claimed send failed before its turn started: the key is free."""
+        self.claims.release(key, None)
+
+    def hold(self, key: bytes, head: asyncio.Future[StoredTask | Message]) -> None:
+        """The claimed send's turn started: the claim ends once its task (and the
+        key with it) is stored, or the turn ended without one."""
+        head.add_done_callback(lambda done: self.claims.release(key, _stored_id(done)))
+
+    async def configure_again(
+        self,
+        task_id: TaskId,
+        request: SendMessageRequest,
+        webhooks: Sequence[Webhook],
+        access: Access | None,
+    ) -> None:
+        """What a message sent again asks of its task (docs/protocol.md): its
+        acceptedOutputModes are checked as a first send's, its webhooks set."""
+        agent = access.agent if access is not None else self._default_agent
+        check_accepted(request.configuration, self._output_modes[agent])
+        if webhooks and self._push is not None:
+            await self._push.register(task_id, webhooks)
+
+    async def sent_again(
+        self, task_id: TaskId, history_length: int | Any, *, wait: bool, access: Access | None
+    ) -> Task:
+        """The answer to a message sent again: its task, once the turn it is in
+        is over (terminal or interrupted) unless not ``wait``."""
+        if wait:
+            stream = await self._reads.follow_turn(task_id, access)
+            try:
+                while await stream.next() is not None:
+                    pass
+            finally:
+                stream.close()
+        return await self._reads.task(task_id, history_length, access)
+
+
+def _stored_id(head: asyncio.Future[StoredTask | Message]) -> TaskId | None:
+    """The id of the task a turn stored, from its ``head``; None if it stored none."""
+    if head.cancelled() or head.exception() is not None:
+        return None
+    result = head.result()
+    return result.task.id if isinstance(result, StoredTask) else None

@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import msgspec
@@ -75,7 +76,14 @@ from .delegation import Delegations
 from .outbox import Outbox, retrieved_future
 from .writer import Batch, Writer
 
-__all__ = ["Invocation", "TurnObserver", "agent_message", "new_task", "store_full"]
+__all__ = [
+    "Invocation",
+    "TurnInput",
+    "TurnObserver",
+    "agent_message",
+    "new_task",
+    "store_full",
+]
 
 log = logging.getLogger("a2ad.engine")
 
@@ -94,48 +102,52 @@ class TurnObserver(Protocol):
     def ended(self, invocation: Invocation, token: Any) -> None: ...
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnInput:
+    """What a turn runs on, fixed when it starts: ``agent`` gets ``message``
+    (the newest of ``history``), the request's ``metadata`` and ``request``
+    context; a new task is stored with ``deadline`` and ``message_key``, as
+    ``owner``'s (tenant, principal, agent); ``delegations`` mints the token the
+    agent calls this server back with (None: auth is off)."""
+
+    agent: Agent
+    message: Message
+    history: list[Message]
+    metadata: dict[str, Any]
+    deadline: Deadline | None
+    request: RequestContext
+    message_key: bytes | None = None
+    owner: tuple[str, str, str] = ("", "", "")
+    delegations: Delegations | None = None
+
+
 class Invocation:
-    """One turn of ``agent`` on a task. ``created``: the task as stored already (a
-    follow-up, or a request that asked for it at once); None for a new task the
-    first batch creates from ``message``. ``lease()`` makes the lease to store it
-    with; ``closing()`` says whether the server is shutting down."""
+    """One turn on a task, as ``given`` says (``TurnInput``). ``created``: the task
+    as stored already (a follow-up, or a request that asked for it at once);
+    None for a new task the first batch creates from the message. ``lease()``
+    makes the lease to store it with; ``closing()`` says whether the server is
+    shutting down."""
 
     def __init__(
         self,
+        given: TurnInput,
         *,
-        agent: Agent,
         writer: Writer,
         task_id: TaskId,
         context_id: str,
-        message: Message,
-        history: list[Message],
-        metadata: dict[str, Any],
         created: StoredTask | None,
-        deadline: Deadline | None,
-        request: RequestContext,
         lease: Callable[[], Lease],
         closing: Callable[[], bool],
         clock: Clock,
-        message_key: bytes | None = None,
-        owner: tuple[str, str, str] = ("", "", ""),
-        delegations: Delegations | None = None,
     ) -> None:
         self.task_id = task_id
         self.context_id = context_id
-        self._agent = agent
+        self._given = given
         self._writer = writer
-        self._message = message
-        self._history = history
-        self._metadata = metadata
-        self._deadline = deadline
-        self._request = request
         self._lease = lease
         self._closing = closing
         self._clock = clock
-        self._message_key = message_key
-        self._owner = owner  # (tenant, principal, agent) of the task it creates
-        self._delegations = delegations  # for the agent's calls to this server (delegation.py)
-        self.agent_name = owner[2]  # the served agent's name ("" for a lone agent)
+        self.agent_name = given.owner[2]  # the served agent's name ("" for a lone agent)
         self.current = created  # the latest snapshot this invocation knows
         self.head: asyncio.Future[StoredTask | Message] = retrieved_future()
         self.outcome: asyncio.Future[Task | Message] = retrieved_future()
@@ -244,16 +256,16 @@ class Invocation:
         ctx = TaskContext(
             task_id=self.task_id,
             context_id=self.context_id,
-            message=self._message,
-            history=self._history,
-            metadata=self._metadata,
+            message=self._given.message,
+            history=self._given.history,
+            metadata=self._given.metadata,
             emitter=self,
-            request=self._request,
-            tenant=self._owner[0],
-            delegate=self._delegation_token if self._delegations is not None else None,
+            request=self._given.request,
+            tenant=self._given.owner[0],
+            delegate=self._delegation_token if self._given.delegations is not None else None,
         )
         try:
-            await self._agent.run(ctx)
+            await self._given.agent.run(ctx)
         except A2AError as exc:
             if self.current is None and not self._emitted:
                 self._refuse(exc)
@@ -289,10 +301,10 @@ class Invocation:
     def _delegation_token(self) -> str | None:
         """A token for the agent's calls to this server as its task's owner; none
         once the turn is over."""
-        if self._delegations is None or self._closed or self._ended:
+        if self._given.delegations is None or self._closed or self._ended:
             return None
-        tenant, principal, agent = self._owner
-        return self._delegations.issue(
+        tenant, principal, agent = self._given.owner
+        return self._given.delegations.issue(
             tenant=tenant, principal=principal, task_id=self.task_id, agent=agent
         )
 
@@ -365,7 +377,7 @@ class Invocation:
         store = self._writer.store
         if not usage or not isinstance(store, Usage):
             return
-        tenant, principal, _ = self._owner
+        tenant, principal, _ = self._given.owner
         if self.current is not None:
             tenant, principal = self.current.tenant, self.current.principal
         try:
@@ -374,17 +386,17 @@ class Invocation:
             log.exception("the agent's token usage was lost", extra={"task_id": self.task_id})
 
     async def _create(self, events: list[TaskEvent], usage: Sequence[UsageRecord] = ()) -> Batch:
-        task = new_task(self._message, self._deadline, self._now())
+        task = new_task(self._given.message, self._given.deadline, self._now())
         try:
             batch = await self._writer.create(
                 task,
                 events=events,
                 lease=self._lease(),
-                deadline=self._deadline.at if self._deadline else None,
-                message_key=self._message_key,
-                tenant=self._owner[0],
-                principal=self._owner[1],
-                agent=self._owner[2],
+                deadline=self._given.deadline.at if self._given.deadline else None,
+                message_key=self._given.message_key,
+                tenant=self._given.owner[0],
+                principal=self._given.owner[1],
+                agent=self._given.owner[2],
                 usage=usage,
             )
         except StoreFullError as exc:

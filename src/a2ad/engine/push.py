@@ -74,6 +74,7 @@ from ..store.base import (
     Webhooks,
     WebhookState,
 )
+from .hooked import HookedTasks
 from .metrics import NULL_METRICS, EngineMetrics
 from .secrets import SecretsUnreadable, WebhookSecrets, random_key
 from .webhook_urls import Target, WebhookRefused, check_url, target
@@ -88,7 +89,6 @@ POLL_SECONDS = 1.0  # the dispatcher looks at the outbox at least this often
 # attempt timeout), renewed before an attempt once a third of it has passed, given
 # up when the run ends, lapsing by itself if the process died.
 CLAIM_SECONDS = 60.0
-MAX_HOOKED = 100_000  # tasks remembered to have webhooks (past it, the poll finds them)
 BATCH = 32  # deliveries a lane reads at once
 MAX_ANSWER_BYTES = 64 * 1024  # of a receiver's answer, read to keep its connection
 # Client errors a receiver may answer and then accept the same request later.
@@ -126,9 +126,9 @@ class PushNotifications:
     ``aclose`` it). Calls a webhook whose host is not public only with
     ``allow_private`` (engine/webhook_urls.py). Webhook secrets are sealed with
     ``secrets``, by default with a random key that lasts as long as this object
-    (``create_app`` sets the server's key: engine/secrets.py ``server_key``);
-    replace it before ``start`` and before any config is set. Receivers get
-    internal parts only with ``expose_internal_parts``."""
+    (the server's key: engine/secrets.py ``server_key``). Receivers get internal
+    parts only with ``expose_internal_parts``. ``metrics`` is told of
+    deliveries; ``hooked`` (hooked.py) is what the writer tells of stored events."""
 
     def __init__(
         self,
@@ -139,20 +139,20 @@ class PushNotifications:
         allow_private: bool = False,
         secrets: WebhookSecrets | None = None,
         expose_internal_parts: bool = False,
+        metrics: EngineMetrics = NULL_METRICS,
+        hooked: HookedTasks | None = None,
     ) -> None:
         self.store = store
         self.policy = policy or PushPolicy()
         self.allow_private = allow_private
         self.expose_internal_parts = expose_internal_parts
         self.secrets = secrets if secrets is not None else WebhookSecrets(random_key())
-        self.metrics: EngineMetrics = NULL_METRICS
+        self.metrics = metrics
         self._clock = clock
-        self._wake = asyncio.Event()
         # Tasks known to have webhooks, whose stored events wake the dispatcher at
-        # once: the only cost a task without webhooks pays is a set lookup. One
-        # this process has not seen yet (set before a restart) is found by the
-        # poll, within POLL_SECONDS, and known from then on.
-        self._hooked: set[TaskId] = set()
+        # once (the writer tells ``hooked``, not this object: hooked.py).
+        self.hooked = hooked if hooked is not None else HookedTasks()
+        self._wake = self.hooked.wake
         self._lanes: set[WebhookKey] = set()
         self._claimant = uuid.uuid4().hex  # whose claims on webhooks are this process's
         self._claim_seconds = max(CLAIM_SECONDS, 3 * self.policy.timeout)
@@ -214,7 +214,7 @@ class PushNotifications:
                 "version": webhook.version,
             },
         )
-        self._hook(task_id)
+        self.hooked.hook(task_id)
         self._wake.set()
         return self.secrets.masked(config)
 
@@ -305,19 +305,6 @@ class PushNotifications:
             await self._clients.aclose()
             self._clients = None
 
-    def stored(self, task_id: TaskId, ended: bool) -> None:
-        """The writer stored an event of the task (``ended``: a terminal one, its
-        last): if it has webhooks, the store has queued their deliveries."""
-        if task_id in self._hooked:
-            self._wake.set()
-            if ended:
-                self._hooked.discard(task_id)
-
-    def _hook(self, task_id: TaskId) -> None:
-        if len(self._hooked) >= MAX_HOOKED:
-            self._hooked.clear()
-        self._hooked.add(task_id)
-
     # --- delivery ---
 
     async def _dispatch(self) -> None:
@@ -342,7 +329,7 @@ class PushNotifications:
                     for key in due:
                         if key not in self._lanes and len(self._lanes) < self.policy.concurrency:
                             self._lanes.add(key)
-                            self._hook(key[0])
+                            self.hooked.hook(key[0])
                             lanes.create_task(self._lane(key))
                 await self._idle()
 

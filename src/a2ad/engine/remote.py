@@ -4,8 +4,7 @@
 A front stores a new task, or a follow-up to one waiting for input, with its
 turn queued in the same write (store/base.py, ``Turns``), and runs no agent.
 What the agent needs besides the stored task goes with the turn as a
-``TurnOrder``: the request's metadata and its ``RequestContext`` (the agent's
-``ctx.request``). A worker takes the turn and runs it as an ``Invocation``, as
+``TurnOrder`` (turn_order.py). A worker takes the turn and runs it as an ``Invocation``, as
 the front would have.
 
 The request that queued the turn learns its answer as from an invocation, from
@@ -27,9 +26,6 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-import msgspec
-
-from ..agent import RequestContext
 from ..protocol.errors import ServerBusyError, TaskNotFoundError
 from ..protocol.model import Message, Task
 from ..protocol.types import Seq, TaskId
@@ -39,31 +35,11 @@ from .outbox import retrieved_future
 from .streams import EventStream
 from .worker_presence import WorkerPresence
 
-__all__ = ["Followers", "RemoteTurn", "TurnOrder", "decode_order", "encode_order"]
+__all__ = ["Followers", "RemoteTurn"]
 
 log = logging.getLogger("a2ad.engine")
 
 QUIET_SECONDS = 30.0  # a follower asks whether its task still exists this often when quiet
-
-
-class TurnOrder(msgspec.Struct, frozen=True, kw_only=True):
-    """What a worker needs to run a queued turn, besides the stored task."""
-
-    metadata: dict[str, Any] = {}
-    request: RequestContext = RequestContext()
-
-
-_encode = msgspec.json.Encoder().encode
-_decode = msgspec.json.Decoder(TurnOrder).decode
-
-
-def encode_order(metadata: dict[str, Any], request: RequestContext) -> bytes:
-    return _encode(TurnOrder(metadata=metadata, request=request))
-
-
-def decode_order(data: bytes) -> TurnOrder:
-    """Raises msgspec.DecodeError for what is not a TurnOrder."""
-    return _decode(data)
 
 
 class RemoteTurn:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 
 from ..protocol.types import TaskId
 from .invocation import Invocation, TurnObserver
@@ -16,10 +17,10 @@ log = logging.getLogger("a2ad.engine")
 
 
 class Runner:
-    def __init__(self, observers: list[TurnObserver] | None = None) -> None:
+    def __init__(self, observers: Sequence[TurnObserver] = ()) -> None:
         self._running: dict[TaskId, tuple[Invocation, asyncio.Task[None]]] = {}
         self._closed = False
-        self.observers = observers if observers is not None else []
+        self.observers = tuple(observers)  # told of every turn, fixed when built
 
     def __len__(self) -> int:
         return len(self._running)
@@ -41,7 +42,7 @@ class Runner:
             raise RuntimeError(f"task {task_id} already has an invocation running")
         # The observers are told inside the turn's own task, by the turn itself: no
         # wrapping coroutine, whose frame every resumption of the turn would cross.
-        turn = invocation.run(tuple(self.observers))
+        turn = invocation.run(self.observers)
         job = asyncio.get_running_loop().create_task(turn, name=f"a2ad-task-{task_id}")
         self._running[task_id] = (invocation, job)
         job.add_done_callback(lambda _: self._forget(task_id, job))

@@ -24,6 +24,7 @@ from ..protocol.types import Seq, TaskId
 from ..store.base import TaskStore
 from ..store.signals import SignalReceiver, Signals
 from .bus import LocalBus, Published, Subscription
+from .metrics import NULL_METRICS, EngineMetrics
 
 __all__ = ["SignalBus"]
 
@@ -45,8 +46,10 @@ class SignalBus(LocalBus, SignalReceiver):
     """``LocalBus`` for this process, ``signals`` for the others, ``store`` for
     reading what they stored."""
 
-    def __init__(self, store: TaskStore, signals: Signals) -> None:
-        super().__init__()
+    def __init__(
+        self, store: TaskStore, signals: Signals, *, metrics: EngineMetrics = NULL_METRICS
+    ) -> None:
+        super().__init__(metrics=metrics)
         self._store = store
         self._signals = signals
         self._followed: dict[TaskId, _Followed] = {}

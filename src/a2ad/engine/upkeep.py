@@ -42,6 +42,7 @@ class Maintenance:
         retention_seconds: float | None,
         fail: Callable[[TaskId, str], Awaitable[bool]],
         runs_here: Callable[[TaskId], bool],
+        metrics: EngineMetrics = NULL_METRICS,
     ) -> None:
         self._upkeep = upkeep
         self._instance = instance
@@ -50,7 +51,7 @@ class Maintenance:
         self._retention_seconds = retention_seconds
         self._fail = fail
         self._runs_here = runs_here
-        self.metrics: EngineMetrics = NULL_METRICS
+        self.metrics = metrics
 
     async def run(self) -> None:
         """Rounds about every second (a third of the lease, if shorter), until cancelled."""

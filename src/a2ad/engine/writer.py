@@ -82,13 +82,14 @@ class Writer:
         *,
         stored: Callable[[TaskId, bool], None] | None = None,
         bounds: TaskBounds = DEFAULT_BOUNDS,
+        metrics: EngineMetrics = NULL_METRICS,
     ) -> None:
         self.store = store
         self.bus = bus
         self.bounds = bounds
         self._stored = stored
         self.keeps_usage = isinstance(store, Usage)
-        self.metrics: EngineMetrics = NULL_METRICS  # told of transitions and store timings
+        self.metrics = metrics  # told of transitions and store timings
 
     async def create(
         self,
