@@ -14,10 +14,12 @@ from typing import Any
 import msgspec
 import pytest
 
-from a2ad import Engine, MemoryStore, Task, TaskState
+from a2ad import MemoryStore, Task, TaskState
 from a2ad.agent import ANONYMOUS, AgentCardInfo, Caller, RequestContext
 from a2ad.agents.demo import DemoAgent
 from a2ad.engine import EventStream
+from a2ad.engine.build import build_engine
+from a2ad.engine.config import EngineConfig
 from a2ad.protocol.dialect import Operation
 from a2ad.protocol.errors import A2AError, TaskNotFoundError
 from a2ad.protocol.model import (
@@ -45,7 +47,9 @@ class Shop(DemoAgent):
 
 @pytest.fixture
 async def dispatcher() -> AsyncIterator[Dispatcher]:
-    engine = Engine(Shop(chunk_pause=0), MemoryStore(), allow_private_webhooks=True)
+    engine = build_engine(
+        Shop(chunk_pause=0), MemoryStore(), EngineConfig(allow_private_webhooks=True)
+    )
     await engine.start()
     try:
         yield Dispatcher(RequestHandler(engine))

@@ -287,7 +287,7 @@ async def test_untraced_servers_record_nothing_and_send_no_trace_context(
     assert untraced.b_headers.seen, "A's agent never called B"
     assert all("traceparent" not in seen for seen in untraced.b_headers.seen)
     assert untraced.a_app.observers == ()
-    assert untraced.a_app.engine.turn_observers == []
+    assert untraced.a_app.engine.turn_observers == ()
 
 
 def test_a_traced_app_has_one_span_observer_for_requests_and_one_for_turns(
