@@ -263,6 +263,33 @@ def test_a_running_tasks_page_follows_it_live(page: Any, server: LiveServer) -> 
     assert page.get_by_role("button", name="Cancel task…").count() == 0
 
 
+def test_a_task_that_ends_before_the_page_follows_it_is_shown_ended(
+    browser: Any, server: LiveServer
+) -> None:
+    task = send(server, "hang until told", wait=False)
+    context = browser.new_context(base_url=server.url)
+    errors: list[str] = []
+
+    def end_it_first(route: Any) -> None:
+        # Ended between the page's read of the task and its subscription.
+        httpx.post(f"{server.url}/tasks/{task['id']}:cancel", json={}, headers=V1)
+        route.continue_()
+
+    try:
+        opened = context.new_page()
+        opened.set_default_timeout(TIMEOUT_MS)
+        opened.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        opened.route("**/tasks/*:subscribe", end_it_first)
+        opened.goto(f"/ui/tasks/{task['id']}")
+        opened.locator("#task-state", has_text="canceled").wait_for()
+        opened.locator("#live", has_text="the task ended").wait_for()
+        assert opened.get_by_role("button", name="Cancel task…").count() == 0
+    finally:
+        context.close()
+    # The refused subscription is the browser's own log line, and the only one.
+    assert len(errors) == 1 and "400" in errors[0], errors
+
+
 def test_dark_and_light_follow_the_system(browser: Any, server: LiveServer) -> None:
     backgrounds = {}
     for scheme in ("light", "dark"):

@@ -5,6 +5,7 @@ what that caller may see; every control is reachable and labelled."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,14 +31,20 @@ V1 = {"A2A-Version": "1.0"}
 
 
 class Streams(Agent):
-    """Streams its answer as appended chunks, slowly enough to be watched."""
+    """Streams its answer as appended chunks: three, then the rest once told to
+    go on (so a page can be following it before it ends)."""
 
     name = "streams"
 
+    def __init__(self) -> None:
+        self.go_on = threading.Event()
+
     async def run(self, ctx: TaskContext) -> None:
         for i in range(5):
+            if i == 3:
+                await asyncio.to_thread(self.go_on.wait, 30)
             await ctx.artifact(f"piece-{i} ", artifact_id="answer", append=i > 0)
-            await asyncio.sleep(0.15)
+            await asyncio.sleep(0.05)
         await ctx.artifact("", artifact_id="answer", append=True, last_chunk=True)
         await ctx.complete()
 
@@ -64,6 +71,9 @@ class UsesTools(Agent):
         await ctx.complete("12 in stock")
 
 
+STREAMS = Streams()
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, keys: dict[str, str]) -> Iterator[LiveServer]:
     store = SqliteStore(str(tmp_path_factory.mktemp("auth-ui") / "tasks.db"))
@@ -72,7 +82,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, keys: dict[str, str]) -> It
         "pricing": ScriptedAgent(),
         "tools": UsesTools(),
         "links": Links(),
-        "streams": Streams(),
+        "streams": STREAMS,
     }
     authenticator = CredentialAuthenticator(keys=ApiKeys.load(keys["path"]))
     with LiveServer(create_app(agents, store=store, authenticator=authenticator)) as live:
@@ -202,8 +212,10 @@ def test_a_streamed_answer_is_shown_whole_while_it_grows_and_at_the_end(
     task = send(server, "go", key=keys["ann"], agent="streams", wait=False)
     page.goto(f"/ui/tasks/{task['id']}?agent=streams")
     sign_in(page, keys["ann"])
+    page.locator("#live", has_text="following the task live").wait_for()
     page.locator("#artifacts", has_text="piece-2").wait_for()
     assert "piece-0" in page.locator("#artifacts").inner_text()  # appended, not replaced
+    STREAMS.go_on.set()
     page.locator("#task-state", has_text="completed").wait_for()
     text = page.locator("#artifacts").inner_text()
     assert all(f"piece-{i}" in text for i in range(5)), text

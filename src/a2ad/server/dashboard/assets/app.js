@@ -88,16 +88,27 @@ function askForToken() {
   });
 }
 
-// An SSE stream over fetch (EventSource can't send a credential): calls onEvent
-// with each event's parsed data until the stream ends or the signal aborts.
-async function stream(path, onEvent, signal, method = "POST") {
+// An SSE stream over fetch (EventSource can't send a credential): calls onOpen
+// once the server has accepted it, then onEvent with each event's parsed data
+// until the stream ends or the signal aborts.
+async function stream(path, onEvent, signal, method = "POST", onOpen = () => {}) {
   const init = { method, headers: headers({ Accept: "text/event-stream" }), signal };
   if (method === "POST") {
     init.headers["Content-Type"] = "application/json";
     init.body = "{}";
   }
   const response = await fetch(agentPrefix() + path, init);
-  if (!response.ok || !response.body) throw new ApiError(response.status, null);
+  if (!response.ok || !response.body) {
+    const text = await response.text().catch(() => "");
+    let body = null;
+    try {
+      body = text ? JSON.parse(text) : null;
+    } catch {
+      body = null;
+    }
+    throw new ApiError(response.status, body);
+  }
+  onOpen();
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
   for (;;) {
@@ -897,7 +908,7 @@ function redrawTask(task) {
 function follow(task, mine) {
   const controller = new AbortController();
   stopLive = () => controller.abort();
-  say("following the task live");
+  say("connecting to the task…");
   stream(
     `/tasks/${encodeURIComponent(task.id)}:subscribe`,
     (event) => {
@@ -921,11 +932,29 @@ function follow(task, mine) {
       }
     },
     controller.signal,
+    "POST",
+    () => mine === view && say("following the task live"),
   )
     .then(() => mine === view && say("the task's stream ended"))
     .catch((error) => {
-      if (error.name !== "AbortError" && mine === view) say(`live updates stopped: ${error.message}`);
+      if (error.name !== "AbortError" && mine === view) followRefused(task, mine, error);
     });
+}
+
+// The task can end between reading it and subscribing to it, and a subscription
+// to an ended task is refused: read it again and show how it ended.
+function followRefused(task, mine, error) {
+  api("GET", `/tasks/${encodeURIComponent(task.id)}`)
+    .then((stored) => {
+      if (mine !== view) return;
+      if (ACTIVE.has(stored.status.state)) {
+        say(`live updates stopped: ${error.message}`);
+        return;
+      }
+      redrawTask(stored);
+      say("the task ended");
+    })
+    .catch(() => mine === view && say(`live updates stopped: ${error.message}`));
 }
 
 async function cancelOne(task) {
