@@ -147,6 +147,7 @@ def serve(
     task_timeout: opt.TaskTimeout = "off",
     lease_seconds: opt.LeaseSeconds = 15.0,
     no_run: opt.NoRun = False,
+    no_worker_wait: opt.NoWorkerWait = "10s",
     agent_threads: AgentThreadsOption = AGENT_THREADS,
     max_connections: opt.MaxConnections = 1000,
     max_header_bytes: opt.MaxHeaderBytes = 65536,

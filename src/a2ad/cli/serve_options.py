@@ -96,6 +96,15 @@ NoRun = Annotated[
     ),
 ]
 
+NoWorkerWait = Annotated[
+    str,
+    typer.Option(
+        metavar=DURATION,
+        help="With --no-run: a blocking send whose agent has had no live worker for this "
+        "long stops waiting, answered NO_WORKER (its task stays queued).",
+    ),
+]
+
 MaxConnections = Annotated[
     int,
     typer.Option(

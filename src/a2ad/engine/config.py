@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from ..store.base import MAX_ARTIFACTS, MAX_HISTORY
 from .push import PushPolicy
+from .worker_presence import NO_WORKER_WAIT
 
 __all__ = ["EngineConfig"]
 
@@ -35,6 +36,7 @@ class EngineConfig:
     runs_agents: bool = True
     deliver_push: bool = True
     agent_threads: int = 0
+    no_worker_wait: float = NO_WORKER_WAIT  # a front's blocking send, without a worker
 
     def __post_init__(self) -> None:
         if self.lease_seconds <= 0:
@@ -47,5 +49,7 @@ class EngineConfig:
             )
         if self.max_tasks_per_principal < 0:
             raise ValueError("max_tasks_per_principal must be 0 (no limit) or more")
+        if self.no_worker_wait <= 0:
+            raise ValueError("no_worker_wait must be positive")
         if self.agent_threads < 0:
             raise ValueError("agent_threads must be 0 (the loop's default executor) or more")

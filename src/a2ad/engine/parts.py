@@ -108,7 +108,9 @@ def assemble(
         task_timeout=config.task_timeout,
         output_modes=output_modes,
     )
-    presence = presence_of(store, named, clock=clock, front=not config.runs_agents)
+    presence = presence_of(
+        store, named, clock=clock, front=not config.runs_agents, wait=config.no_worker_wait
+    )
     local: LocalTurns | None = None
     turns: TurnStarter
     if runner is not None:

@@ -159,9 +159,9 @@ class WorkerPresence:
 
 
 def presence_of(
-    store: TaskStore, agents: Iterable[str], *, clock: Clock, front: bool
+    store: TaskStore, agents: Iterable[str], *, clock: Clock, front: bool, wait: float
 ) -> WorkerPresence | None:
     """A front's presence of workers, if its store keeps their roll (else None)."""
     if not front or not isinstance(store, WorkerRoll):
         return None
-    return WorkerPresence(store, list(agents), clock=clock)
+    return WorkerPresence(store, list(agents), clock=clock, wait=wait)
