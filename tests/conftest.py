@@ -3,6 +3,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import inspect
+import logging
 import os
 import threading
 import time
@@ -16,6 +17,7 @@ import uvicorn
 from hypothesis import HealthCheck, settings
 
 from a2ad import A2AApp, create_app
+from a2ad.cli import logs
 
 from .jsonrpc import answer, rpc_body
 from .scripted import ScriptedAgent
@@ -174,3 +176,30 @@ def sdk_url() -> Iterator[str]:
     yield f"http://127.0.0.1:{port}"
     server.should_exit = True
     thread.join(10)
+
+
+LOGGERS = ("a2ad", "a2ad.access", "uvicorn", "httpx", "httpcore")
+
+
+@pytest.fixture
+def restored_logging() -> Iterator[None]:
+    """configure_logging changes every logger of the process (keep_logging), and a
+    command run in this process (CliRunner: ``a2ad serve`` configures logging first)
+    calls it: put them back, and forget its handler. Left as the command set them,
+    a2ad's loggers stop propagating, and a later test's caplog sees none of their
+    lines."""
+    loggers = [logging.getLogger(), *(logging.getLogger(name) for name in LOGGERS)]
+    loggers += [
+        x for x in logging.Logger.manager.loggerDict.values() if isinstance(x, logging.Logger)
+    ]
+    saved = [
+        (log, log.handlers[:], log.filters[:], log.level, log.propagate, log.disabled)
+        for log in loggers
+    ]
+    installed = logs._installed[:]
+    yield
+    for log, handlers, filters, level, propagate, disabled in saved:
+        log.handlers[:], log.filters[:], log.propagate = handlers, filters, propagate
+        log.setLevel(level)
+        log.disabled = disabled
+    logs._installed[:] = installed

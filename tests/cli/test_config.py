@@ -31,6 +31,9 @@ from ..conftest import free_port
 from ..process_output import ProcessOutput
 from ..served import A2AD
 
+# `serve` run in this process configures logging: put it back after each test.
+pytestmark = pytest.mark.usefixtures("restored_logging")
+
 # Variables that keep a name a2ad gave them before the generated A2AD_<FLAG>
 # (docs/operations.md, "Configuration", says why).
 OWN_NAMES = {"agent": ENV_AGENTS, "auth": "A2AD_AUTH_FILE"}

@@ -19,7 +19,6 @@ import pytest
 
 from a2ad import Agent, SyncClient, Task, TaskState, log_context
 from a2ad.agent import TaskContext
-from a2ad.cli import logs
 from a2ad.cli.logs import JsonFormatter, TextFormatter, configure_logging
 
 from ..jsonrpc import rpc_body
@@ -230,30 +229,6 @@ def test_a_bad_log_flag_is_a_usage_error_naming_it(command: str, flag: str, valu
     assert done.returncode == 2
     said = (done.stdout + done.stderr).strip()
     assert said.startswith(f"error: {flag} {value!r}"), said
-
-
-@pytest.fixture
-def restored_logging() -> Iterator[None]:
-    """configure_logging changes every logger of the process (keep_logging): put
-    them back, and forget its handler."""
-    loggers = [logging.getLogger(), *(logging.getLogger(name) for name in LOGGERS)]
-    loggers += [
-        x for x in logging.Logger.manager.loggerDict.values() if isinstance(x, logging.Logger)
-    ]
-    saved = [
-        (log, log.handlers[:], log.filters[:], log.level, log.propagate, log.disabled)
-        for log in loggers
-    ]
-    installed = logs._installed[:]
-    yield
-    for log, handlers, filters, level, propagate, disabled in saved:
-        log.handlers[:], log.filters[:], log.propagate = handlers, filters, propagate
-        log.setLevel(level)
-        log.disabled = disabled
-    logs._installed[:] = installed
-
-
-LOGGERS = ("a2ad", "a2ad.access", "uvicorn", "httpx", "httpcore")
 
 
 @pytest.mark.usefixtures("restored_logging")
