@@ -88,29 +88,21 @@ class TaskState(enum.Enum):
     # slower, and states are dict keys and set members on every write's path.
     __hash__ = object.__hash__
 
-    @property
-    def terminal(self) -> bool:
-        return self._terminal  # type: ignore[attr-defined, no-any-return]
-
-    @property
-    def interrupted(self) -> bool:
-        return self._interrupted  # type: ignore[attr-defined, no-any-return]
-
-    @property
-    def word(self) -> str:
-        """The state as a person says it: ``input-required``, ``canceled``."""
-        return self.value[len("TASK_STATE_") :].lower().replace("_", "-")
+    # Set on each member below, as plain attributes: read several times for every
+    # event of every task, where a property is a Python call each time.
+    terminal: bool  # completed, failed, canceled or rejected: the task's last state
+    interrupted: bool  # input-required or auth-required: the turn ended, the task goes on
+    word: str  # the state as a person says it: ``input-required``, ``canceled``
 
 
 TERMINAL_STATES = frozenset(
     {TaskState.COMPLETED, TaskState.FAILED, TaskState.CANCELED, TaskState.REJECTED}
 )
 INTERRUPTED_STATES = frozenset({TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED})
-# Kept on each member: a set lookup hashes the member in Python (enum's __hash__),
-# and these are asked several times for every event of every task.
 for _state in TaskState:
-    _state._terminal = _state in TERMINAL_STATES  # type: ignore[attr-defined]
-    _state._interrupted = _state in INTERRUPTED_STATES  # type: ignore[attr-defined]
+    _state.terminal = _state in TERMINAL_STATES
+    _state.interrupted = _state in INTERRUPTED_STATES
+    _state.word = _state.value[len("TASK_STATE_") :].lower().replace("_", "-")
 
 
 class Role(enum.Enum):
@@ -139,7 +131,13 @@ class Part(_Wire, frozen=True):
     media_type: str = ""
 
     def __post_init__(self) -> None:
-        present = sum(value is not UNSET for value in (self.text, self.raw, self.url, self.data))
+        # Written out, not a generator: every part of every message and artifact.
+        present = (
+            (self.text is not UNSET)
+            + (self.raw is not UNSET)
+            + (self.url is not UNSET)
+            + (self.data is not UNSET)
+        )
         if present != 1:
             raise ValueError("a part carries exactly one of `text`, `raw`, `url`, `data`")
 
