@@ -76,14 +76,11 @@ class Operation(enum.Enum):
     DELETE_PUSH_CONFIG = "delete_push_config"
     EXTENDED_CARD = "extended_card"
 
-    @property
-    def streaming(self) -> bool:
-        """Answered with a stream of events (SSE), not one result."""
-        return self in _STREAMING
-
-    @property
-    def push_config(self) -> bool:
-        return self in _PUSH_CONFIG
+    # Asked of every request: the identity hash (Enum's hashes the name in Python)
+    # and plain attributes set on each member below (a property is a call each time).
+    __hash__ = object.__hash__
+    streaming: bool  # answered with a stream of events (SSE), not one result
+    push_config: bool  # one of the four push notification config operations
 
 
 _STREAMING = frozenset({Operation.STREAM, Operation.SUBSCRIBE})
@@ -95,6 +92,9 @@ _PUSH_CONFIG = frozenset(
         Operation.DELETE_PUSH_CONFIG,
     }
 )
+for _operation in Operation:
+    _operation.streaming = _operation in _STREAMING
+    _operation.push_config = _operation in _PUSH_CONFIG
 
 
 class Dialect(Protocol):
