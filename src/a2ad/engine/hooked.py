@@ -21,19 +21,19 @@ class HookedTasks:
     """``stored`` is the writer's; ``hook`` and ``wake`` are the push worker's."""
 
     def __init__(self) -> None:
-        self._tasks: set[TaskId] = set()
+        self.tasks: set[TaskId] = set()  # read by the writer, before it calls stored
         self.wake = asyncio.Event()
 
     def hook(self, task_id: TaskId) -> None:
         """The task has webhooks: its stored events wake the push worker."""
-        if len(self._tasks) >= MAX_HOOKED:
-            self._tasks.clear()
-        self._tasks.add(task_id)
+        if len(self.tasks) >= MAX_HOOKED:
+            self.tasks.clear()
+        self.tasks.add(task_id)
 
     def stored(self, task_id: TaskId, ended: bool) -> None:
         """The writer stored an event of the task (``ended``: a terminal one, its
         last): if it has webhooks, the store has queued their deliveries."""
-        if task_id in self._tasks:
+        if task_id in self.tasks:
             self.wake.set()
             if ended:
-                self._tasks.discard(task_id)
+                self.tasks.discard(task_id)

@@ -198,7 +198,7 @@ def _push_and_writer(
     writer = Writer(
         store,
         bus,
-        stored=push.hooked.stored if push is not None else None,
+        hooked=push.hooked if push is not None else None,
         bounds=TaskBounds(config.max_history, config.max_artifacts),
         metrics=metrics,
     )

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import msgspec
@@ -53,6 +53,7 @@ from ..store.base import (
     apply_event,
 )
 from .bus import Bus, Published
+from .hooked import HookedTasks
 from .lifecycle import InvalidTransitionError, check_event, lawful
 from .metrics import NULL_METRICS, EngineMetrics
 
@@ -71,23 +72,23 @@ class Batch(NamedTuple):
 
 
 class Writer:
-    """``stored(task_id, ended)`` is called after each event is stored (the push
-    worker's wake-up: the store has queued the event's deliveries by then);
-    ``ended``: the event made the task terminal. Tasks are kept within ``bounds``."""
+    """``hooked`` is told of each event stored for a task it knows has webhooks
+    (the push worker's wake-up: the store has queued the event's deliveries by
+    then); a task without them costs a set lookup. Tasks are kept within ``bounds``."""
 
     def __init__(
         self,
         store: TaskStore,
         bus: Bus,
         *,
-        stored: Callable[[TaskId, bool], None] | None = None,
+        hooked: HookedTasks | None = None,
         bounds: TaskBounds = DEFAULT_BOUNDS,
         metrics: EngineMetrics = NULL_METRICS,
     ) -> None:
         self.store = store
         self.bus = bus
         self.bounds = bounds
-        self._stored = stored
+        self._hooked = hooked
         self.keeps_usage = isinstance(store, Usage)
         self.metrics = metrics  # told of transitions and store timings
 
@@ -293,8 +294,9 @@ class Writer:
     def _announce(self, task_id: TaskId, item: Published, snapshot: Task) -> None:
         self.bus.publish(task_id, item)
         state = snapshot.status.state
-        if self._stored is not None:
-            self._stored(task_id, state.terminal)
+        hooked = self._hooked
+        if hooked is not None and task_id in hooked.tasks:  # no webhook: no call
+            hooked.stored(task_id, state.terminal)
         if (state.terminal or state.interrupted) and isinstance(item.event, TaskStatusUpdateEvent):
             log.info(
                 "task %s",
