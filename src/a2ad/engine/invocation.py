@@ -39,7 +39,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import msgspec
@@ -102,8 +101,7 @@ class TurnObserver(Protocol):
     def ended(self, invocation: Invocation, token: Any) -> None: ...
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TurnInput:
+class TurnInput(msgspec.Struct, frozen=True, kw_only=True):
     """What a turn runs on, fixed when it starts: ``agent`` gets ``message``
     (the newest of ``history``), the request's ``metadata`` and ``request``
     context; a new task is stored with ``deadline`` and ``message_key``, as

@@ -8,7 +8,7 @@ started it still waits or not: the turn starter follows every counted turn
 
 from __future__ import annotations
 
-import dataclasses
+import msgspec
 
 from .invocation import too_many_in_flight
 from .turns import StartedTurn, TurnRequest, TurnStarter
@@ -32,7 +32,9 @@ class Quota:
         owner = (turn.access.tenant, turn.access.principal)
         self._admit(owner)  # the turn counts from here, before anything is stored
         try:
-            started, job = await turns.start(dataclasses.replace(turn, follow=True, counted=True))
+            started, job = await turns.start(
+                msgspec.structs.replace(turn, follow=True, counted=True)
+            )
         except BaseException:
             self._leave(owner)
             raise

@@ -83,8 +83,7 @@ class StartedTurn(Protocol):
     def outcome(self) -> asyncio.Future[Task | Message]: ...
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TurnRequest:
+class TurnRequest(msgspec.Struct, frozen=True, kw_only=True):
     """A message to start a turn with, as the engine checked it: ``access`` says
     whose the task is and which agent runs it. With ``immediately`` or
     ``webhooks``, a new task is stored before its turn starts (and the webhooks
