@@ -336,7 +336,7 @@ def test_an_unreadable_file_is_an_error(tmp_path: Path) -> None:
         ("A2AD_NO_RUN", "maybe", "error: A2AD_NO_RUN='maybe': input should be a valid boolean"),
         ("A2AD_SHUTDOWN_GRACE", "later", "error: A2AD_SHUTDOWN_GRACE='later': 'later' is not"),
         ("A2AD_MAX_PARTS", "0", "error: A2AD_MAX_PARTS='0': input should be greater than"),
-        ("A2AD_NO_WORKER_WAIT", "0", "error: --no-worker-wait: '0' is not more than 0 s"),
+        ("A2AD_NO_WORKER_WAIT", "0", "error: --no-worker-wait: '0': give a duration above 0"),
     ],
 )
 def test_a_bad_variable_is_an_error_naming_it(variable: str, value: str, said: str) -> None:

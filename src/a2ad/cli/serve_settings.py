@@ -140,7 +140,7 @@ def _engine(flags: dict[str, Any]) -> EngineConfig:
         max_artifacts=flags["max_artifacts"],
         max_tasks_per_principal=flags["max_tasks_per_principal"],
         runs_agents=not flags["no_run"],
-        no_worker_wait=duration(positive_duration, flags["no_worker_wait"], "--no-worker-wait"),
+        no_worker_wait=duration(_positive_duration, flags["no_worker_wait"], "--no-worker-wait"),
         agent_threads=flags["agent_threads"],
     )
 
@@ -191,13 +191,6 @@ def _positive_duration(text: str) -> float:
     seconds = parse_duration(text)
     if not 0 < seconds < math.inf:
         raise ValueError(f"{text!r}: give a duration above 0, e.g. 10s")
-    return seconds
-
-
-def positive_duration(text: str) -> float:
-    seconds = parse_duration(text)
-    if seconds <= 0:
-        raise ValueError(f"{text!r} is not more than 0 s")
     return seconds
 
 
