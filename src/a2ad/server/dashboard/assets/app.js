@@ -52,19 +52,22 @@ async function api(method, path, body) {
   const init = { method, headers: headers(body ? { "Content-Type": "application/json" } : {}) };
   if (body) init.body = JSON.stringify(body);
   const response = await fetch(agentPrefix() + path, init);
-  const text = await response.text();
-  let data = null;
-  try {
-    data = text ? JSON.parse(text) : null;
-  } catch {
-    data = null;
-  }
+  const data = jsonOrNull(await response.text());
   if (response.status === 401) {
     await askForToken();
     throw new ApiError(401, data);
   }
   if (!response.ok) throw new ApiError(response.status, data);
   return data;
+}
+
+// A response body's JSON, or null for an empty or unparsable one.
+function jsonOrNull(text) {
+  try {
+    return text ? JSON.parse(text) : null;
+  } catch {
+    return null;
+  }
 }
 
 function askForToken() {
@@ -99,14 +102,7 @@ async function stream(path, onEvent, signal, method = "POST", onOpen = () => {})
   }
   const response = await fetch(agentPrefix() + path, init);
   if (!response.ok || !response.body) {
-    const text = await response.text().catch(() => "");
-    let body = null;
-    try {
-      body = text ? JSON.parse(text) : null;
-    } catch {
-      body = null;
-    }
-    throw new ApiError(response.status, body);
+    throw new ApiError(response.status, jsonOrNull(await response.text().catch(() => "")));
   }
   onOpen();
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
