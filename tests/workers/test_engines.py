@@ -14,6 +14,7 @@ import pytest
 
 from a2ad import Engine, Message, Task, TaskState
 from a2ad.agent import Caller, RequestContext
+from a2ad.engine import remote
 from a2ad.engine.build import build_engine
 from a2ad.engine.config import EngineConfig
 from a2ad.engine.signal_bus import SignalBus
@@ -38,6 +39,7 @@ class Pair(NamedTuple):
     engine: Engine  # the worker's
     agent: ScriptedAgent
     store: PostgresStore
+    hub: Hub  # carries the signals between the two engines
 
 
 @pytest.fixture
@@ -63,7 +65,7 @@ async def pair() -> AsyncIterator[Pair]:
         worker = Worker(engine, concurrency=2, sweep_seconds=SWEEP)
         running = asyncio.ensure_future(worker.run())
         try:
-            yield Pair(url, front, worker, engine, agent, front_store)
+            yield Pair(url, front, worker, engine, agent, front_store, hub)
         finally:
             worker.stop()
             await running
@@ -76,6 +78,20 @@ async def pair() -> AsyncIterator[Pair]:
 async def test_a_blocking_send_to_a_front_answers_with_the_task_a_worker_completed(
     pair: Pair,
 ) -> None:
+    async with asyncio.timeout(WAIT):
+        task = await pair.front.send(request("echo hello"))
+    assert isinstance(task, Task)
+    assert task.status.state is TaskState.COMPLETED
+    assert task.artifacts[0].parts[0].text == "hello"  # type: ignore[union-attr]
+
+
+async def test_a_blocking_send_whose_signals_are_lost_still_answers_when_the_turn_ends(
+    pair: Pair, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The worker's signals never reach the front (a NOTIFY lost, and no reconnection
+    # to tell of it): the front reads the task again once its stream is quiet.
+    monkeypatch.setattr(remote, "QUIET_SECONDS", 0.3)
+    pair.hub.connected = False
     async with asyncio.timeout(WAIT):
         task = await pair.front.send(request("echo hello"))
     assert isinstance(task, Task)

@@ -39,7 +39,7 @@ __all__ = ["Followers", "RemoteTurn"]
 
 log = logging.getLogger("a2ad.engine")
 
-QUIET_SECONDS = 30.0  # a follower asks whether its task still exists this often when quiet
+QUIET_SECONDS = 30.0  # a quiet follower reads its task again this often (a signal may be lost)
 
 
 class RemoteTurn:
@@ -120,8 +120,10 @@ class RemoteTurn:
             self.close()
 
     async def _turn_ended(self, sub: Subscription, after: Seq) -> bool:
-        """Whether the stream saw the turn's end (False: it was cut short).
-        Raises NoWorkerError if no worker runs the task's agent."""
+        """Whether the stream saw the turn's end (False: it was cut short, or
+        has been quiet for long: ``follow`` then reads the task again, so that a
+        lost signal cannot keep a request waiting). Raises NoWorkerError if no
+        worker runs the task's agent."""
         stream = EventStream(sub, [], after_seq=after, end_on_interrupt=True, exists=self._exists)
         presence = self._presence
         while True:
@@ -133,7 +135,7 @@ class RemoteTurn:
             except TimeoutError:
                 if presence is not None and await presence.stalled(self.task_id, self._agent):
                     raise presence.no_worker(self.task_id, self._agent) from None
-                continue
+                return False
             if step is None:
                 return False
             if step[2]:
