@@ -109,6 +109,23 @@ async def test_a_stream_from_a_front_has_the_workers_events_in_order(pair: Pair)
     assert steps[-1][2]
 
 
+async def test_a_stream_whose_signals_are_lost_gets_every_event_once_quiet(pair: Pair) -> None:
+    pair.hub.connected = False  # the worker's signals never reach the front
+    stream = await pair.front.stream(request("chunks 3"))
+    steps = []
+    async with asyncio.timeout(WAIT):
+        while True:
+            try:
+                step = await stream.next(0.3)
+            except TimeoutError:
+                continue  # as the SSE writer does: a keep-alive, then it waits again
+            if step is None:
+                break
+            steps.append(step)
+    assert [seq for seq, _, _ in steps] == list(range(len(steps)))
+    assert steps[-1][2] and len(steps) >= 5  # the task, working, three chunks, completed
+
+
 async def test_the_agent_gets_the_requests_metadata_and_context(pair: Pair) -> None:
     seen: list[tuple[dict[str, object], RequestContext]] = []
 

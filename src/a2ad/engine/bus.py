@@ -154,6 +154,11 @@ class Bus(abc.ABC):
     def on_cancel(self, listener: Callable[[TaskId], None]) -> None:
         """Call ``listener(task_id)`` for every cancel signal."""
 
+    def refresh(self, task_id: TaskId) -> None:  # noqa: B027
+        """Read the task's events again for its subscribers, in case a signal from
+        another process was lost with no reconnection to tell of it (a quiet
+        stream asks). A bus of one process misses none."""
+
     def on_reconnect(self, listener: Callable[[], None]) -> None:  # noqa: B027
         """Call ``listener()`` whenever signals from other processes may have been
         missed (a connection was lost). A bus of one process never misses any."""

@@ -309,7 +309,7 @@ class Engine:
             [(head.seq, head.task)],
             after_seq=head.seq,
             end_on_interrupt=True,
-            exists=lambda: self._reads.exists(task_id),
+            exists=lambda: self._reads.still_there(task_id),
         )
 
     async def get_task(

@@ -86,6 +86,13 @@ class Reads:
     async def exists(self, task_id: TaskId) -> bool:
         return await self.store.get(task_id) is not None
 
+    async def still_there(self, task_id: TaskId) -> bool:
+        """Asked by a stream quiet for long: whether its task still exists, and
+        its events read again from the store for its subscribers (a signal from
+        another process may have been lost)."""
+        self.bus.refresh(task_id)
+        return await self.exists(task_id)
+
     async def follow_turn(self, task_id: TaskId, access: Access | None) -> EventStream:
         """The task as it stands, then its events until it is terminal or interrupted.
         (A message key names the caller's own task; ``access`` checks it anyway.)"""
@@ -101,7 +108,7 @@ class Reads:
             [(stored.seq, stored.task)],
             after_seq=stored.seq,
             end_on_interrupt=True,
-            exists=lambda: self.exists(task_id),
+            exists=lambda: self.still_there(task_id),
         )
 
     async def subscribe(
@@ -134,7 +141,7 @@ class Reads:
             backlog,
             after_seq=stored.seq,
             end_on_interrupt=False,
-            exists=lambda: self.exists(task_id),
+            exists=lambda: self.still_there(task_id),
         )
 
     async def list_tasks(self, query: TaskQuery, access: Access | None) -> ListTasksResponse:

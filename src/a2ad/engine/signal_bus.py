@@ -154,6 +154,11 @@ class SignalBus(LocalBus, SignalReceiver):
     def cancelled(self, task_id: TaskId) -> None:
         super().signal_cancel(task_id)
 
+    def refresh(self, task_id: TaskId) -> None:
+        followed = self._followed.get(task_id)
+        if followed is not None:
+            self._read(task_id, followed)
+
     def reconnected(self) -> None:
         for task_id, followed in self._followed.items():
             self._read(task_id, followed)
