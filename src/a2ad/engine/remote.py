@@ -124,7 +124,9 @@ class RemoteTurn:
         has been quiet for long: ``follow`` then reads the task again, so that a
         lost signal cannot keep a request waiting). Raises NoWorkerError if no
         worker runs the task's agent."""
-        stream = EventStream(sub, [], after_seq=after, end_on_interrupt=True, exists=self._exists)
+        # No ``exists``: on a quiet stream ``follow`` reads the task anyway, and
+        # answers a deleted one.
+        stream = EventStream(sub, [], after_seq=after, end_on_interrupt=True)
         presence = self._presence
         while True:
             # Quiet for long while a worker runs the agent; while none does, look often.
@@ -140,9 +142,6 @@ class RemoteTurn:
                 return False
             if step[2]:
                 return True
-
-    async def _exists(self) -> bool:
-        return await self._store.get(self.task_id) is not None
 
     def _answer(self, task: Task | None = None, *, error: Exception | None = None) -> None:
         if self.outcome.done():
