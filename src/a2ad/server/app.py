@@ -273,10 +273,12 @@ class A2AApp:
             return
         if self._rate is not None:
             try:
-                self._rate.take(caller_key(caller_of(scope), scope))
+                self._rate.take(caller_key(caller_of(scope), scope.get("client")))
             except QuotaExceededError as exc:
                 record.code = exc.code
-                audit.refused(scope, exc, method=f"{method} {path[:200]}")
+                audit.refused(
+                    caller_of(scope), scope.get("client"), exc, method=f"{method} {path[:200]}"
+                )
                 await self._too_many(exc, path, send)
                 return
         await self._serve(served, path, scope, receive, send)
@@ -321,7 +323,9 @@ class A2AApp:
             if not caller.operator:
                 error = PermissionDeniedError("GET /metrics: an operator's credential is needed")
                 record.code = error.code
-                audit.refused(scope, error, method=f"{scope['method']} {path}")
+                audit.refused(
+                    caller, scope.get("client"), error, method=f"{scope['method']} {path}"
+                )
                 await respond(send, 403, error_body(error, v03=False))
                 return
         await self._metrics(scope, receive, send)
@@ -333,7 +337,7 @@ class A2AApp:
             f"{method} {path}: this server has no agent {name!r}; its agents: {names}",
             metadata={"agent": name[:256]},
         )
-        audit.refused(scope, error, method=f"{method} {path[:200]}")
+        audit.refused(caller_of(scope), scope.get("client"), error, method=f"{method} {path[:200]}")
         await respond(send, 404, error_body(error, v03=False))
 
     @staticmethod

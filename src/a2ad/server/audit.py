@@ -15,9 +15,9 @@ from typing import Any
 
 import msgspec
 
-from ..agent import RequestContext
+from ..agent import Caller, RequestContext
 from ..protocol.errors import A2AError
-from .types import Scope, caller_of
+from .request import Peer
 
 __all__ = ["canceled", "refused", "task_id_in"]
 
@@ -26,16 +26,17 @@ log = logging.getLogger("a2ad.audit")
 _ID_MAX = 256
 
 
-def _remote(scope: Scope) -> str:
-    client = scope.get("client")
-    return f"{client[0]}:{client[1]}" if client else ""
-
-
 def refused(
-    scope: Scope, error: A2AError, *, method: str, task_id: str = "", tenant: str = ""
+    caller: Caller,
+    peer: Peer | None,
+    error: A2AError,
+    *,
+    method: str,
+    task_id: str = "",
+    tenant: str = "",
 ) -> None:
-    """A request answered with ``error``."""
-    caller = caller_of(scope)
+    """A request of ``caller`` from ``peer`` (None: the transport does not say)
+    answered with ``error``."""
     log.info(
         "request refused: %s",
         error.reason,
@@ -47,7 +48,7 @@ def refused(
             "method": method[:_ID_MAX],
             "code": error.code,
             "reason": error.reason,
-            "remote": _remote(scope),
+            "remote": f"{peer[0]}:{peer[1]}" if peer else "",
         },
     )
 

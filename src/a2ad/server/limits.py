@@ -28,7 +28,7 @@ from ..agent import Caller
 from ..protocol.errors import A2AError, InvalidParamsError, InvalidRequestError, QuotaExceededError
 from ..protocol.model import MAX_PARTS, Message
 from ..wording import plural
-from .types import Scope
+from .request import Peer
 
 __all__ = [
     "MAX_BODY_BYTES",
@@ -140,13 +140,13 @@ def _over(
     )
 
 
-def caller_key(caller: Caller, scope: Scope) -> str:
+def caller_key(caller: Caller, peer: Peer | None) -> str:
     """Whose quota a request counts against: its principal, or for an anonymous
-    caller its remote address (every anonymous caller of one address is one)."""
+    caller its remote address, from ``peer`` (every anonymous caller of one
+    address is one; None: the transport does not say)."""
     if caller.authenticated:
         return f"principal:{caller.principal}"
-    client = scope.get("client")
-    return f"address:{client[0]}" if client else "address:"
+    return f"address:{peer[0]}" if peer else "address:"
 
 
 def _who(key: str) -> str:

@@ -38,7 +38,7 @@ from ..dispatch import version_text
 from ..errors import error_body
 from ..observed import record_of
 from ..request import A2ARequest, ReplyValue
-from ..types import Receive, Scope, Send, respond
+from ..types import Receive, Scope, Send, caller_of, respond
 from .rest_params import query_params, request_params
 from .skeleton import BindingEndpoint, Exchange, Refusal, json_reply, serve
 
@@ -306,7 +306,7 @@ async def _no_route(scope: Scope, send: Send, path: str, method: str, allowed: l
             f"{method} {path}: this path takes {methods}",
             metadata={"allow": methods},
         )
-        audit.refused(scope, error, method=f"{method} {path}")
+        audit.refused(caller_of(scope), scope.get("client"), error, method=f"{method} {path}")
         if (record := record_of(scope)) is not None:
             record.code = error.code
         body = error_body(error, 405, v03=path.startswith("/v1/"))
@@ -320,7 +320,7 @@ async def _no_route(scope: Scope, send: Send, path: str, method: str, allowed: l
         "GET /.well-known/agent-card.json",
         metadata={"method": method, "path": path},
     )
-    audit.refused(scope, error, method=f"{method} {path}")
+    audit.refused(caller_of(scope), scope.get("client"), error, method=f"{method} {path}")
     if (record := record_of(scope)) is not None:
         record.code = error.code
     await respond(send, 404, error_body(error, v03=path.startswith("/v1/")))

@@ -25,7 +25,7 @@ from typing import NamedTuple, cast
 
 import msgspec
 
-from ...agent import RequestContext
+from ...agent import Caller, RequestContext
 from ...protocol.dialect import Operation
 from ...protocol.errors import A2AError, QuotaExceededError
 from ...protocol.model import (
@@ -45,7 +45,7 @@ from ..extensions import echo_headers, requested_extensions
 from ..handler import RequestHandler
 from ..limits import Limits, StreamSlots, body_too_large, caller_key, retry_headers
 from ..observed import RECORD_KEY, RequestRecord
-from ..request import A2ARequest, Headers, ReplyValue
+from ..request import A2ARequest, Headers, Peer, ReplyValue
 from ..types import ClientGone, Receive, Scope, Send, caller_of, read_body, respond
 from .sse import KEEPALIVE_SECONDS, stream_sse
 
@@ -105,6 +105,16 @@ class Exchange(ABC):
         self.send = send
         self.headers = Headers(scope["headers"])
         self.record: RequestRecord | None = scope.get(RECORD_KEY)
+
+    @property
+    def caller(self) -> Caller:
+        """Who sent the request, as authentication found (the audit names them)."""
+        return caller_of(self.scope)
+
+    @property
+    def peer(self) -> Peer | None:
+        """The remote address and port, if the server knows them."""
+        return self.scope.get("client")
 
     @abstractmethod
     async def read(self) -> A2ARequest | None:
@@ -190,7 +200,7 @@ async def serve(exchange: Exchange) -> None:
                 return
             operation = request.operation
             if streaming := operation.streaming:
-                hold = endpoint.streams.hold(caller_key(request.caller, exchange.scope))
+                hold = endpoint.streams.hold(caller_key(request.caller, request.peer))
                 hold.__enter__()
                 slot = hold
                 request.last_event_id = parse_event_id(exchange.headers.first(b"last-event-id"))
@@ -239,7 +249,7 @@ async def _failed(exchange: Exchange, failed: A2AError) -> None:
 
 async def _too_large(exchange: Exchange, error: A2AError) -> None:
     method, body = exchange.too_large(error)
-    audit.refused(exchange.scope, error, method=method)
+    audit.refused(exchange.caller, exchange.peer, error, method=method)
     if exchange.record is not None:
         exchange.record.code = error.code
     await respond(exchange.send, 413, body)
@@ -249,7 +259,12 @@ async def _refuse(exchange: Exchange, error: A2AError) -> None:
     refusal = exchange.refusal(error)
     wire = refusal.wire
     audit.refused(
-        exchange.scope, wire, method=refusal.method, task_id=refusal.task_id, tenant=refusal.tenant
+        exchange.caller,
+        exchange.peer,
+        wire,
+        method=refusal.method,
+        task_id=refusal.task_id,
+        tenant=refusal.tenant,
     )
     if (record := exchange.record) is not None:
         record.code = wire.code

@@ -74,7 +74,7 @@ class ChangesEndpoint:
         since = format_timestamp(time.time() - 1.0)
         with ExitStack() as held:
             try:
-                held.enter_context(self.streams.hold(caller_key(caller, scope)))
+                held.enter_context(self.streams.hold(caller_key(caller, scope.get("client"))))
                 first = await self._changed(since, context)
             except A2AError as exc:
                 headers = retry_headers(exc) if isinstance(exc, QuotaExceededError) else None

@@ -65,7 +65,7 @@ class UsageEndpoint:
         try:
             body = await self._report(_query(scope), caller_of(scope))
         except A2AError as exc:
-            audit.refused(scope, exc, method=f"GET {USAGE_PATH}")
+            audit.refused(caller_of(scope), scope.get("client"), exc, method=f"GET {USAGE_PATH}")
             await respond(send, exc.http_status, error_body(exc))
             return
         except Exception:
