@@ -2,9 +2,9 @@
 run, kept in context variables so that every line logged while they last (the
 server's own and the agent's, through plain ``logging``) can name them.
 
-The server's request observer (server/access_log.py) sets ``request`` for each
-HTTP request; the engine's turn observer (engine/turn_log.py) sets ``turn`` in
-each turn's asyncio task. A turn started by a request runs in a copy of the
+The app (server/app.py) sets ``request`` for each HTTP request it observes;
+the engine's turn observer (engine/turn_log.py) sets ``turn`` in each turn's
+asyncio task. A turn started by a request runs in a copy of the
 request's context, so its lines carry the request's id and principal too. The
 log formatter (cli/logs.py) reads them through ``fields``. This module imports
 nothing of a2ad's, so any layer may use it.
@@ -31,6 +31,7 @@ class Request(Protocol):
     agent: str
     task_id: str
     context_id: str
+    status: int  # the response's HTTP status, noted as it starts (server/types.py)
 
 
 class Turn(NamedTuple):

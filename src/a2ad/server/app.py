@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+from .. import log_context
 from ..agent import RequestContext
 from ..engine import AgentStartError, Engine
 from ..protocol.dialect import CARD_PATHS
@@ -51,12 +52,12 @@ from .limits import (
     retry_headers,
 )
 from .metrics import METRICS_PATH, Metrics, MetricsEndpoint
-from .observed import RECORD_KEY, REQUEST_ID_HEADER, RequestObserver, RequestRecord
+from .observed import RECORD_KEY, RequestObserver, RequestRecord
 from .reads.activity import ACTIVITY_PATH, ActivityEndpoint
 from .reads.changes import CHANGES_PATH, ChangesEndpoint
 from .reads.timeline import TIMELINE_PREFIX, TimelineEndpoint, timeline_task_id
 from .reads.usage import UsageEndpoint
-from .types import Message, Receive, Scope, Send, caller_of, respond
+from .types import Receive, Scope, Send, caller_of, respond
 from .well_known import CardEndpoint
 
 __all__ = ["A2AApp", "authenticated_only"]
@@ -196,24 +197,21 @@ class A2AApp:
             path = path[len(root) :]
         path = path.rstrip("/") or "/"
         record = scope[RECORD_KEY] = RequestRecord(path)
-        if not self.observers:
+        observers = self.observers
+        if not observers and log_context.request.get() is None:
             await self._route(path, root, record, scope, receive, send)
             return
-        tokens = [observer.began(record, scope) for observer in self.observers]
-
-        async def noted(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                record.status = message["status"]
-                if record.request_id:
-                    echoed = (REQUEST_ID_HEADER, record.request_id.encode("latin-1"))
-                    message = {**message, "headers": [*message.get("headers", ()), echoed]}
-            await send(message)
-
+        # The request being served, for the lines logged meanwhile and for its
+        # response's start (types.py response_start: the status, the id echoed);
+        # unobserved, none (not that of a request whose agent called this app).
+        serving = log_context.request.set(record if observers else None)
+        tokens = [observer.began(record, scope) for observer in observers]
         try:
-            await self._route(path, root, record, scope, receive, noted)
+            await self._route(path, root, record, scope, receive, send)
         finally:
-            for observer, token in zip(reversed(self.observers), reversed(tokens), strict=True):
+            for observer, token in zip(reversed(observers), reversed(tokens), strict=True):
                 observer.ended(record, token)
+            log_context.request.reset(serving)
 
     async def _route(
         self,

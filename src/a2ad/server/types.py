@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from .. import log_context
 from ..agent import ANONYMOUS, Caller
 
 Scope = MutableMapping[str, Any]
@@ -15,6 +16,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 __all__ = [
     "CALLER_KEY",
+    "REQUEST_ID_HEADER",
     "ASGIApp",
     "Caller",
     "ClientGone",
@@ -27,10 +29,12 @@ __all__ = [
     "read_body",
     "respond",
     "respond_empty",
+    "response_start",
 ]
 
 
 CALLER_KEY = "a2ad.caller"  # the scope key under which authentication leaves the Caller
+REQUEST_ID_HEADER = b"x-request-id"  # the request's id, as the client may give it and is echoed
 
 
 def caller_of(scope: Scope) -> Caller:
@@ -71,6 +75,19 @@ async def read_body(receive: Receive, limit: int) -> bytes | None:
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
+def response_start(status: int, headers: list[tuple[bytes, bytes]]) -> Message:
+    """The message that starts a response (every response of the app's starts
+    with one made here). On an observed request (the app has observers; see
+    log_context.request) it notes ``status`` in the request's record and echoes
+    the request's id in ``X-Request-ID``, appended to ``headers``."""
+    record = log_context.request.get()
+    if record is not None:
+        record.status = status
+        if record.request_id:
+            headers.append((REQUEST_ID_HEADER, record.request_id.encode("latin-1")))
+    return {"type": "http.response.start", "status": status, "headers": headers}
+
+
 async def respond(
     send: Send,
     status: int,
@@ -79,17 +96,10 @@ async def respond(
     content_type: bytes = b"application/json",
     headers: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", content_type),
-                (b"content-length", str(len(body)).encode()),
-                *(headers or []),
-            ],
-        }
-    )
+    start = [(b"content-type", content_type), (b"content-length", b"%d" % len(body))]
+    if headers:
+        start += headers
+    await send(response_start(status, start))
     await send({"type": "http.response.body", "body": body})
 
 
@@ -97,5 +107,5 @@ async def respond_empty(
     send: Send, status: int, *, headers: list[tuple[bytes, bytes]] | None = None
 ) -> None:
     """A response without a body (204, 304): no content headers either."""
-    await send({"type": "http.response.start", "status": status, "headers": headers or []})
+    await send(response_start(status, [*headers] if headers else []))
     await send({"type": "http.response.body", "body": b""})

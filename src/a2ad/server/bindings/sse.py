@@ -24,7 +24,7 @@ from ...protocol.errors import A2AError, StreamFellBehindError
 from ...protocol.types import Seq, StreamItem
 from ...store.base import StoreUnavailableError
 from ..errors import store_unavailable
-from ..types import Receive, Send
+from ..types import Receive, Send, response_start
 
 __all__ = ["KEEPALIVE_SECONDS", "stream_sse"]
 
@@ -137,16 +137,15 @@ async def stream_sse(
     ``headers`` go with the response's own; ``client`` is the reader's address
     (the ASGI scope's ``client``), named by the warning logged if it falls behind."""
     await send(
-        {
-            "type": "http.response.start",
-            "status": 200,
-            "headers": [
+        response_start(
+            200,
+            [
                 (b"content-type", b"text/event-stream"),
                 (b"cache-control", b"no-cache"),
                 (b"x-accel-buffering", b"no"),
                 *(headers or []),
             ],
-        }
+        )
     )
     writer = _Writer(send, events, encode, keepalive)
 

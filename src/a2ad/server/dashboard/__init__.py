@@ -22,7 +22,7 @@ import json
 from importlib import resources
 from typing import NamedTuple
 
-from ..types import Scope, Send, header, respond, respond_empty
+from ..types import Scope, Send, header, respond, respond_empty, response_start
 
 __all__ = ["DEFAULT_PATH", "DashboardEndpoint", "check_path"]
 
@@ -143,14 +143,13 @@ class DashboardEndpoint:
             return
         body = b"" if scope["method"] == "HEAD" else asset.body
         await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [
+            response_start(
+                200,
+                [
                     (b"content-type", asset.content_type),
                     (b"content-length", str(len(asset.body)).encode()),
                     *headers,
                 ],
-            }
+            )
         )
         await send({"type": "http.response.body", "body": body})

@@ -33,7 +33,7 @@ from ...protocol.types import format_timestamp
 from ..errors import error_body, internal_error
 from ..handler import RequestHandler
 from ..limits import StreamSlots, caller_key, retry_headers
-from ..types import Receive, Scope, Send, caller_of, respond
+from ..types import Receive, Scope, Send, caller_of, respond, response_start
 
 __all__ = ["CHANGES_PATH", "MAX_BATCH", "ChangesEndpoint"]
 
@@ -95,15 +95,14 @@ class ChangesEndpoint:
         first: list[tuple[str, str, str, str]],
     ) -> None:
         await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [
+            response_start(
+                200,
+                [
                     (b"content-type", b"text/event-stream"),
                     (b"cache-control", b"no-store"),
                     (b"x-accel-buffering", b"no"),
                 ],
-            }
+            )
         )
         gone = asyncio.ensure_future(_disconnected(receive))
         try:
