@@ -4,6 +4,8 @@ Counting is plain Python ints and lists, on the event loop's thread, with no
 lock: measured, a prometheus-client ``Counter`` child's ``inc`` cost about 0.4
 µs and a ``Histogram`` ``observe`` about 1.1 µs here, several times what a dict
 of ints costs (docs/performance.md, "Metrics"); a send touches a dozen of them.
+Histograms are noted as a list append and put into buckets later
+(histograms.py).
 prometheus-client renders them at scrape time through a collector, and its
 parser is what the tests read them with.
 
@@ -26,7 +28,6 @@ parser is what the tests read them with.
 from __future__ import annotations
 
 import asyncio
-import bisect
 import contextlib
 import os
 import socket
@@ -48,6 +49,7 @@ from prometheus_client.core import (
 from ..protocol.model import Task, TaskState
 from ..protocol.types import TaskId
 from ..store.base import Census, TaskStore
+from .histograms import Histograms
 from .observed import OPERATION_NAMES, RequestRecord
 from .types import Receive, Scope, Send, respond
 
@@ -143,12 +145,14 @@ class Metrics:
         self._store: TaskStore | None = None  # read for the gauges and the census
         self._bus: Bus | None = None
         self._requests: dict[tuple[str, str, str], int] = {}
-        self._durations: dict[tuple[str, str], list[float]] = {}
+        self._durations = Histograms(_REQUEST_BUCKETS)  # by (method, binding)
         self._open: set[RequestRecord] = set()
         self._transitions: dict[tuple[str, TaskState | None, TaskState], int] = {}
-        self._task_durations: dict[str, list[float]] = {}
-        self._first_events: dict[str, list[float]] = {}
-        self._store_ops: dict[str, list[float]] = {}
+        self._task_durations = Histograms(_TASK_BUCKETS)  # by agent
+        self._first_events = Histograms(_TASK_BUCKETS)  # by agent
+        self._store_ops = Histograms(_STORE_BUCKETS)  # by operation
+        # The engine's store_op(op, seconds) is the note itself: no call between.
+        self.store_op = self._store_ops.note
         self._turns: dict[str, int] = {}
         self._born: dict[TaskId, float] = {}  # new tasks not yet ended: when asked for
         self._events: dict[str, int] = {}  # the plain counters, by metric name
@@ -185,12 +189,7 @@ class Metrics:
         key = (record.method, record.binding, "none" if code is None else str(code))
         requests = self._requests
         requests[key] = requests.get(key, 0) + 1
-        _observe(
-            self._durations,
-            (record.method, record.binding),
-            _REQUEST_BUCKETS,
-            time.perf_counter() - record.started,
-        )
+        self._durations.note((record.method, record.binding), time.perf_counter() - record.started)
 
     # --- agent turns (engine/runner.py) ---
 
@@ -205,7 +204,7 @@ class Metrics:
                 del born[next(iter(born))]
             born[invocation.task_id] = now
 
-    def turn_ended(self, invocation: Invocation) -> None:
+    def turn_ended(self, invocation: Invocation, token: Any = None) -> None:
         agent = invocation.agent_name
         self._turns[agent] -= 1
         outcome = invocation.outcome
@@ -225,14 +224,11 @@ class Metrics:
         if before is None:  # the task was stored: its first event
             born = self._born.get(task_id)
             if born is not None:
-                _observe(self._first_events, agent, _TASK_BUCKETS, time.perf_counter() - born)
+                self._first_events.note(agent, time.perf_counter() - born)
         if after.terminal:
             born = self._born.pop(task_id, None)
             if born is not None:
-                _observe(self._task_durations, agent, _TASK_BUCKETS, time.perf_counter() - born)
-
-    def store_op(self, op: str, seconds: float) -> None:
-        _observe(self._store_ops, op, _STORE_BUCKETS, seconds)
+                self._task_durations.note(agent, time.perf_counter() - born)
 
     def _count(self, name: str, n: int = 1) -> None:
         self._events[name] = self._events.get(name, 0) + n
@@ -278,8 +274,8 @@ class Metrics:
             ("a2ad_store_operation_seconds", self._store_ops),
         ):
             snap[name] = {
-                key if isinstance(key, tuple) else (key,): list(hist)
-                for key, hist in source.copy().items()
+                key if isinstance(key, tuple) else (key,): hist
+                for key, hist in source.read().items()
             }
         records = list(self._open.copy())
         snap["a2ad_requests_in_flight"] = {(): len(records)}
@@ -359,16 +355,14 @@ class Metrics:
 
 
 class _Turns:
-    """The TurnObserver of ``Metrics``."""
+    """The TurnObserver of ``Metrics``: its turn methods themselves, with no
+    call between."""
+
+    __slots__ = ("began", "ended")
 
     def __init__(self, metrics: Metrics) -> None:
-        self._metrics = metrics
-
-    def began(self, invocation: Invocation) -> None:
-        self._metrics.turn_began(invocation)
-
-    def ended(self, invocation: Invocation, token: Any) -> None:
-        self._metrics.turn_ended(invocation)
+        self.began = metrics.turn_began
+        self.ended = metrics.turn_ended
 
 
 def _alive(pid: int) -> bool:
@@ -379,14 +373,6 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def _observe(hists: dict[Any, list[float]], key: Any, bounds: tuple[float, ...], v: float) -> None:
-    hist = hists.get(key)
-    if hist is None:
-        hist = hists[key] = [0] * (len(bounds) + 2)  # buckets, +Inf, then the sum
-    hist[bisect.bisect_left(bounds, v)] += 1
-    hist[-1] += v
 
 
 def _merge(snaps: list[Snapshot]) -> Snapshot:
