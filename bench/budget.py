@@ -6,6 +6,7 @@ tolerance (3%) over its baseline fails it, naming the operation and figures.
     .venv/bin/python bench/budget.py              # measure and compare (exit 1 when over)
     .venv/bin/python bench/budget.py --measure    # measure and print, compare nothing
     .venv/bin/python bench/budget.py --against 6b601f5   # this tree beside that commit
+    .venv/bin/python bench/budget.py --floor     # and the bare ASGI app (the floor) beside it
 
 The server runs under callgrind with instrumentation off while it starts (so the
 start-up is not counted, and is quicker), on the memory store, one process, the
@@ -18,6 +19,10 @@ less what the idle server spends over the slice's wall time (measured first, abo
 half a million instructions a second: its timers), divided by its operations, is its
 figure; the median of the five is the operation's (a rare pause, such as a full
 collection of the heap, lands in one slice and is left out).
+
+``--floor`` counts the same operations against bench/peers/bare_asgi.py, a bare
+ASGI app on the same uvicorn answering with canned bodies of the same size (the
+floor bench/load.py measures CPU against), and prints what a2ad spends beside it.
 
 The operations: ``send`` (a blocking SendMessage), ``get`` (GetTask of a completed
 task), ``stream`` (SendStreamingMessage read to its end: the task, working, the
@@ -117,21 +122,22 @@ def operations(client: Client) -> dict[str, Callable[[], None]]:
 class Counted:
     """``a2ad serve`` under callgrind, instrumentation switched on by the caller."""
 
-    def __init__(self, out: Path, src: Path | None) -> None:
+    def __init__(self, out: Path, src: Path | None, *, floor: bool = False) -> None:
         self.out = out
         self.port = free_port()
         self.log = open(out / "server.log", "wb")  # closed in stop()
+        served = (
+            ["-m", "uvicorn", "--app-dir", str(ROOT / "bench" / "peers"), "bare_asgi:app"]
+            if floor
+            else ["-c", "from a2ad.cli import main; main()", "serve", "--store", "memory"]
+        )
         argv = [
             "valgrind",
             "--tool=callgrind",
             "--instr-atstart=no",
             f"--callgrind-out-file={out}/callgrind.out",
             sys.executable,
-            "-c",
-            "from a2ad.cli import main; main()",
-            "serve",
-            "--store",
-            "memory",
+            *served,
             "--port",
             str(self.port),
             "--log-level",
@@ -146,13 +152,13 @@ class Counted:
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"a2ad serve exited:\n{self.tail()}")
+                raise RuntimeError(f"the server exited:\n{self.tail()}")
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=1):
                     return
             except OSError:
                 time.sleep(0.2)
-        raise RuntimeError(f"a2ad serve did not listen in {timeout:.0f} s:\n{self.tail()}")
+        raise RuntimeError(f"the server did not listen in {timeout:.0f} s:\n{self.tail()}")
 
     def control(self, *args: str) -> None:
         cmd = ["callgrind_control", *args, str(self.proc.pid)]
@@ -221,9 +227,11 @@ def count_slices(server: Counted, op: Callable[[], None], n: int, slices: int, i
     return int(statistics.median(per_op))
 
 
-def measure(counts: int, warm: int, src: Path | None = None, slices: int = 5) -> dict[str, int]:
+def measure(
+    counts: int, warm: int, src: Path | None = None, slices: int = 5, *, floor: bool = False
+) -> dict[str, int]:
     with tempfile.TemporaryDirectory(prefix="a2ad-budget-") as tmp:
-        server = Counted(Path(tmp), src)
+        server = Counted(Path(tmp), src, floor=floor)
         try:
             server.wait_ready(timeout=120)
             client = Client(server.port)
@@ -261,6 +269,15 @@ def compare(commit: str, figures: dict[str, int], counts: int, warm: int) -> Non
         print(f"{name:<10} {theirs[name]:>12,} {figures[name]:>12,} {change:>+7.1f}%")
 
 
+def beside_floor(figures: dict[str, int], counts: int, warm: int) -> None:
+    print("the floor (bench/peers/bare_asgi.py):", flush=True)
+    floor = measure(counts, warm, floor=True)
+    print(f"{'operation':<10} {'floor':>12} {'this tree':>12} {'a2ad ÷ floor':>13}")
+    for name in OPERATIONS:
+        ratio = figures[name] / floor[name]
+        print(f"{name:<10} {floor[name]:>12,} {figures[name]:>12,} {ratio:>12.2f}x")
+
+
 def over_budget(figures: dict[str, int], baseline: dict[str, dict[str, object]]) -> list[str]:
     """A line per operation over its baseline by more than its tolerance."""
     tolerance = float(str(baseline.get("tolerance", {}).get("percent", 3)))
@@ -290,6 +307,9 @@ def main() -> int:
         metavar="COMMIT",
         help="also count that commit's a2ad (its src/, on this venv) and print both",
     )
+    parser.add_argument(
+        "--floor", action="store_true", help="also count the bare ASGI app and print both"
+    )
     parser.add_argument("--baseline", type=Path, default=BASELINE, help="the figures to meet")
     args = parser.parse_args()
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
@@ -300,9 +320,11 @@ def main() -> int:
     figures = measure(args.count, args.warm)
     if args.against:
         compare(args.against, figures, args.count, args.warm)
+    if args.floor:
+        beside_floor(figures, args.count, args.warm)
     print(f"took {time.monotonic() - started:.0f} s")
     print(json.dumps(figures))
-    if args.measure or args.against:
+    if args.measure or args.against or args.floor:
         return 0
     baseline = tomllib.loads(args.baseline.read_text(encoding="utf-8"))
     over = over_budget(figures, baseline)
