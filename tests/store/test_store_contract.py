@@ -706,6 +706,38 @@ async def test_an_ended_task_reads_back_exactly_with_every_field_of_every_event(
         await store.append(task.id, 1, [status(task, TaskState.WORKING, ts(3))])
 
 
+async def test_an_ended_task_reads_back_its_events_that_repeat_what_it_holds(
+    store: TaskStore,
+) -> None:
+    # The memory store keeps an ended task's events that equal its final status or
+    # one of its artifacts as references to them; each must read back as it was.
+    task = new_task()
+    await store.create(task)
+    final = status(task, TaskState.COMPLETED, ts(9), "all done")
+    appended: list[TaskStatusUpdateEvent | TaskArtifactUpdateEvent] = [
+        status(task, TaskState.WORKING, ts(1)),
+        artifact(task, "doc", "draft"),  # replaced below: not the task's any more
+        artifact(task, "doc", "final"),  # the task's artifact 0, whole
+        artifact(task, "notes", "a"),
+        artifact(task, "notes", "b", append=True),  # a chunk: the task's is "a", "b"
+        msgspec.structs.replace(artifact(task, "table", "x"), metadata={"n": 1}),
+        msgspec.structs.replace(final, metadata={"why": "first"}),  # the final status, early
+        final,
+    ]
+    s = await store.get(task.id)
+    assert s is not None
+    with pytest.raises(TerminalTaskError):
+        for event in appended:
+            s = await store.append(task.id, s.seq, [event])
+    # The early final status ended the task: the last event was refused.
+    assert await store.events(task.id, 0) == [
+        LoggedEvent(seq, event) for seq, event in enumerate(appended[:-1], start=1)
+    ]
+    ended = await store.get(task.id)
+    assert ended is not None and ended.task.status == final.status
+    assert [a.artifact_id for a in ended.task.artifacts] == ["doc", "notes", "table"]
+
+
 async def test_an_ended_task_with_a_huge_integer_in_its_metadata_reads_back(
     store: TaskStore,
 ) -> None:

@@ -17,7 +17,6 @@ import heapq
 import itertools
 from collections import deque
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import msgspec
 
@@ -62,6 +61,7 @@ from .base import (
 )
 from .memory_frozen import freeze, frozen_state, thaw, thaw_log
 from .memory_hook import Hook
+from .memory_index import Index, file, filed, unfile
 from .plan import applied
 
 __all__ = ["DEFAULT_MAX_TASKS", "MemoryStore"]
@@ -91,12 +91,12 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
         self._deadline_heap: list[tuple[str, str]] = []  # (deadline, task id)
         self._deadlines: dict[str, str] = {}  # task id -> deadline, while not terminal
         self._order: list[Cursor] = []  # ascending; listing walks it backwards
-        self._by_context: dict[str, list[Cursor]] = {}
+        self._by_context: Index = {}  # memory_index.py: each one key, or a list in order
         # Whose each task is, (tenant, principal, agent), when not ("", "", ""):
         # then its keys are also filed by owner and by (tenant, agent).
         self._owners: dict[str, _Owner] = {}
-        self._by_tenant: dict[tuple[str, str], list[Cursor]] = {}
-        self._by_owner: dict[_Owner, list[Cursor]] = {}
+        self._by_tenant: Index = {}  # by (tenant, agent)
+        self._by_owner: Index = {}
         # Eviction order, oldest first. Entries are checked when taken instead of
         # removed when they go stale: a terminal task only leaves by being dropped,
         # an interrupted one is current while it still has the seq it had then.
@@ -107,7 +107,8 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
         self._usage: dict[UsageKey, TokenCounts] = {}
         self._delivery_ids = itertools.count(1)
         self._message_keys: dict[bytes, str] = {}  # message key -> task id
-        self._keys_of: dict[str, list[bytes]] = {}  # task id -> its message keys
+        # task id -> its message key, or keys (most tasks have one: no list)
+        self._keys_of: dict[str, bytes | list[bytes]] = {}
 
     def __len__(self) -> int:
         return len(self._tasks)
@@ -169,7 +170,13 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
     def _remember(self, message_key: bytes | None, task_id: str) -> None:
         if message_key is not None and message_key not in self._message_keys:
             self._message_keys[message_key] = task_id
-            self._keys_of.setdefault(task_id, []).append(message_key)
+            had = self._keys_of.get(task_id)
+            if had is None:
+                self._keys_of[task_id] = message_key
+            elif type(had) is bytes:
+                self._keys_of[task_id] = [had, message_key]
+            else:
+                had.append(message_key)  # type: ignore[union-attr]
 
     async def census(self) -> Census:
         # A pass over every task (at most max_tasks): this store keeps no counts.
@@ -307,7 +314,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
         scope = (query.tenant, query.principal, query.agent)
         whose = None  # the owner filter still to apply to ``keys``
         if query.context_id:
-            keys = self._by_context.get(query.context_id, [])
+            keys = filed(self._by_context, query.context_id)
             whose = scope if scope != (None, None, None) else None
         elif query.tenant is not None and query.principal is not None and query.agent is not None:
             keys = self._keys_of_owner((query.tenant, query.principal, query.agent))
@@ -358,7 +365,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
 
     def _keys_of_tenant(self, tenant: str, agent: str) -> builtins.list[Cursor]:
         if tenant or agent:
-            return self._by_tenant.get((tenant, agent), [])
+            return filed(self._by_tenant, (tenant, agent))
         if not self._owners:
             return self._order
         # The keys of every task in the default tenant and agent, whoever's.
@@ -370,7 +377,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
 
     def _keys_of_owner(self, owner: _Owner) -> builtins.list[Cursor]:
         if owner != _NOBODY:
-            return self._by_owner.get(owner, [])
+            return filed(self._by_owner, owner)
         if not self._owners:  # every task is nobody's (no auth, one agent): all of them
             return self._order
         return [k for k in self._order if k[1] not in self._owners]
@@ -497,12 +504,12 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
     def _index(self, task: Task, seq: int) -> None:
         key = _key(task)
         bisect.insort(self._order, key)
-        bisect.insort(self._by_context.setdefault(task.context_id, []), key)
+        file(self._by_context, task.context_id, key)
         owner = self._owners.get(task.id)
         if owner is not None:
             if owner[0] or owner[2]:
-                bisect.insort(self._by_tenant.setdefault((owner[0], owner[2]), []), key)
-            bisect.insort(self._by_owner.setdefault(owner, []), key)
+                file(self._by_tenant, (owner[0], owner[2]), key)
+            file(self._by_owner, owner, key)
         state = task.status.state
         if state in IN_FLIGHT:
             self._in_flight.add(task.id)
@@ -514,15 +521,12 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
     def _unindex(self, task: Task) -> None:
         key = _key(task)
         _remove(self._order, key)
-        keys = self._by_context[task.context_id]
-        _remove(keys, key)
-        if not keys:
-            del self._by_context[task.context_id]
+        unfile(self._by_context, task.context_id, key)
         owner = self._owners.get(task.id)
         if owner is not None:
             if owner[0] or owner[2]:
-                _unfile(self._by_tenant, (owner[0], owner[2]), key)
-            _unfile(self._by_owner, owner, key)
+                unfile(self._by_tenant, (owner[0], owner[2]), key)
+            unfile(self._by_owner, owner, key)
         self._in_flight.discard(task.id)
 
     def _evict_one(self) -> bool:
@@ -549,7 +553,8 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
         self._events.pop(task_id, None)
         self._leases.pop(task_id, None)
         self._deadlines.pop(task_id, None)
-        for message_key in self._keys_of.pop(task_id, ()):
+        keys = self._keys_of.pop(task_id, None)
+        for message_key in [keys] if isinstance(keys, bytes) else keys or ():
             del self._message_keys[message_key]
         self._unindex(thaw(record).task if isinstance(record, bytes) else record.task)
         self._owners.pop(task_id, None)
@@ -561,13 +566,6 @@ def _state(record: StoredTask | bytes) -> TaskState:
 
 _Owner = tuple[str, str, str]  # (tenant, principal, agent)
 _NOBODY: _Owner = ("", "", "")  # the owner of a task created without auth, by the one agent
-
-
-def _unfile(lists: dict[Any, list[Cursor]], name: Any, key: Cursor) -> None:
-    keys = lists[name]
-    _remove(keys, key)
-    if not keys:
-        del lists[name]
 
 
 def _remove(keys: list[Cursor], key: Cursor) -> None:
