@@ -90,6 +90,17 @@ class Caller(msgspec.Struct, frozen=True, kw_only=True):
         return self.tenants[0] if self.tenants else ""
 
 
+# Read on every turn: on Python 3.11 an attribute of an Enum class is read through
+# EnumType.__getattr__'s slot (about 900 instructions), a module name is not.
+_AGENT = Role.AGENT
+_WORKING = TaskState.WORKING
+_INPUT_REQUIRED = TaskState.INPUT_REQUIRED
+_AUTH_REQUIRED = TaskState.AUTH_REQUIRED
+_COMPLETED = TaskState.COMPLETED
+_FAILED = TaskState.FAILED
+_REJECTED = TaskState.REJECTED
+_CANCELED = TaskState.CANCELED
+
 OPERATOR = "operator"
 ANONYMOUS = Caller()  # every caller of a server without auth
 
@@ -246,7 +257,7 @@ class TaskContext:
             return content
         return Message(
             message_id=new_id(),
-            role=Role.AGENT,
+            role=_AGENT,
             parts=_parts(content),
             context_id=self.context_id,
             task_id=self.task_id,
@@ -254,7 +265,7 @@ class TaskContext:
 
     async def working(self, content: Content = None) -> bool:
         """Mark the task working, optionally with a progress message."""
-        return await self._emit.status(TaskState.WORKING, self.agent_message(content))
+        return await self._emit.status(_WORKING, self.agent_message(content))
 
     async def artifact(
         self,
@@ -284,26 +295,26 @@ class TaskContext:
 
     async def require_input(self, content: Content) -> bool:
         """Pause the task until the user answers (a follow-up message with taskId)."""
-        return await self._emit.status(TaskState.INPUT_REQUIRED, self.agent_message(content))
+        return await self._emit.status(_INPUT_REQUIRED, self.agent_message(content))
 
     async def require_auth(self, content: Content) -> bool:
         """Pause the task until the user has authenticated out of band."""
-        return await self._emit.status(TaskState.AUTH_REQUIRED, self.agent_message(content))
+        return await self._emit.status(_AUTH_REQUIRED, self.agent_message(content))
 
     async def complete(self, content: Content = None) -> bool:
-        return await self._emit.status(TaskState.COMPLETED, self.agent_message(content))
+        return await self._emit.status(_COMPLETED, self.agent_message(content))
 
     async def fail(self, content: Content = None) -> bool:
-        return await self._emit.status(TaskState.FAILED, self.agent_message(content))
+        return await self._emit.status(_FAILED, self.agent_message(content))
 
     async def reject(self, content: Content = None) -> bool:
         """Decline the task (terminal)."""
-        return await self._emit.status(TaskState.REJECTED, self.agent_message(content))
+        return await self._emit.status(_REJECTED, self.agent_message(content))
 
     async def cancel(self, content: Content = None) -> bool:
         """End the task as canceled: the agent gives up on it by itself (a
         caller's CancelTask interrupts ``run`` instead)."""
-        return await self._emit.status(TaskState.CANCELED, self.agent_message(content))
+        return await self._emit.status(_CANCELED, self.agent_message(content))
 
     async def reply(self, content: Content) -> bool:
         """Answer with a single Message and no task. Only as the first act of a new

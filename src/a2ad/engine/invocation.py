@@ -85,6 +85,10 @@ __all__ = [
 ]
 
 log = logging.getLogger("a2ad.engine")
+# Read on every turn: on Python 3.11 an attribute of an Enum class is read through
+# EnumType.__getattr__'s slot (about 900 instructions), a module name is not.
+_SUBMITTED = TaskState.SUBMITTED
+_COMPLETED = TaskState.COMPLETED
 
 SHUTDOWN_FAILED = "The server shut down while the agent was working."
 
@@ -294,7 +298,7 @@ class Invocation:
             # Returning completes a task the agent left submitted or working. A stale
             # snapshot is harmless: a completion after the task ended is dropped.
             if self.current is None or self.current.task.status.state in IN_FLIGHT:
-                await self.status(TaskState.COMPLETED, None)
+                await self.status(_COMPLETED, None)
 
     def _delegation_token(self) -> str | None:
         """A token for the agent's calls to this server as its task's owner; none
@@ -475,7 +479,7 @@ class Invocation:
     async def reply(self, message: Message) -> bool:
         self._emitted = True
         if self.current is not None or self._outbox:
-            return await self.status(TaskState.COMPLETED, message)
+            return await self.status(_COMPLETED, message)
         if self._replied or self._failed is not None:
             return False
         self._replied = True
@@ -524,7 +528,7 @@ def new_task(message: Message, deadline: Deadline | None, timestamp: str) -> Tas
     return Task(
         id=message.task_id,
         context_id=message.context_id,
-        status=TaskStatus(state=TaskState.SUBMITTED, timestamp=timestamp),
+        status=TaskStatus(state=_SUBMITTED, timestamp=timestamp),
         history=[message],
         metadata=deadline.metadata() if deadline else UNSET,
     )

@@ -36,6 +36,19 @@ __all__ = [
 ]
 
 
+# An operation is told by identity with module names: on Python 3.11 a match on
+# Operation's members reads each case's member through EnumType.__getattr__'s slot
+# (about 900 instructions a case).
+_CANCEL = Operation.CANCEL
+_CREATE_PUSH_CONFIG = Operation.CREATE_PUSH_CONFIG
+_DELETE_PUSH_CONFIG = Operation.DELETE_PUSH_CONFIG
+_GET = Operation.GET
+_GET_PUSH_CONFIG = Operation.GET_PUSH_CONFIG
+_LIST = Operation.LIST
+_LIST_PUSH_CONFIGS = Operation.LIST_PUSH_CONFIGS
+_SEND = Operation.SEND
+
+
 def version_text(headers: Headers, query_string: bytes = b"") -> str:
     """The request's ``A2A-Version``: the header (or metadata), else the query
     parameter of that name (HTTP's ``?A2A-Version=``)."""
@@ -72,41 +85,38 @@ class Dispatcher:
         dialect, operation, method = request.dialect, request.operation, request.method
         params, context = request.params, request.context
         hide = not (handler.expose_internal_parts or context.caller.operator)  # _shows_internal
-        match operation:
-            case Operation.SEND:
-                send = dialect.decode_send(params, method)
-                result = await handler.send_message(send, context, dialect=dialect)
-                _note_task(request.record, result)
-                if hide:
-                    result = (
-                        visible_task(result) if isinstance(result, Task) else visible_reply(result)
-                    )
-                return result
-            case Operation.GET:
-                task = await handler.get_task(dialect.decode_get(params, method), context)
-                _note_task(request.record, task)
-                return visible_task(task) if hide else task
-            case Operation.LIST:
-                page = await handler.list_tasks(dialect.decode_list(params, method), context)
-                return visible_page(page) if hide else page
-            case Operation.CANCEL:
-                task = await handler.cancel_task(dialect.decode_task_id(params, method), context)
-                _note_task(request.record, task)
-                return visible_task(task) if hide else task
-            case Operation.CREATE_PUSH_CONFIG:
-                config = dialect.decode_push_config(params, method)
-                created = await handler.create_push_config(config, context, dialect=dialect)
-                return created
-            case Operation.GET_PUSH_CONFIG:
-                config_id = dialect.decode_push_config_id(params, method)
-                return await handler.get_push_config(config_id, context)
-            case Operation.LIST_PUSH_CONFIGS:
-                listing = dialect.decode_list_push_configs(params, method)
-                return await handler.list_push_configs(listing, context)
-            case Operation.DELETE_PUSH_CONFIG:
-                config_id = dialect.decode_push_config_id(params, method)
-                await handler.delete_push_config(config_id, context)
-                return None
+        if operation is _SEND:
+            send = dialect.decode_send(params, method)
+            result = await handler.send_message(send, context, dialect=dialect)
+            _note_task(request.record, result)
+            if hide:
+                result = visible_task(result) if isinstance(result, Task) else visible_reply(result)
+            return result
+        if operation is _GET:
+            task = await handler.get_task(dialect.decode_get(params, method), context)
+            _note_task(request.record, task)
+            return visible_task(task) if hide else task
+        if operation is _LIST:
+            page = await handler.list_tasks(dialect.decode_list(params, method), context)
+            return visible_page(page) if hide else page
+        if operation is _CANCEL:
+            task = await handler.cancel_task(dialect.decode_task_id(params, method), context)
+            _note_task(request.record, task)
+            return visible_task(task) if hide else task
+        if operation is _CREATE_PUSH_CONFIG:
+            config = dialect.decode_push_config(params, method)
+            created = await handler.create_push_config(config, context, dialect=dialect)
+            return created
+        if operation is _GET_PUSH_CONFIG:
+            config_id = dialect.decode_push_config_id(params, method)
+            return await handler.get_push_config(config_id, context)
+        if operation is _LIST_PUSH_CONFIGS:
+            listing = dialect.decode_list_push_configs(params, method)
+            return await handler.list_push_configs(listing, context)
+        if operation is _DELETE_PUSH_CONFIG:
+            config_id = dialect.decode_push_config_id(params, method)
+            await handler.delete_push_config(config_id, context)
+            return None
         assert operation is Operation.EXTENDED_CARD, operation
         info = await handler.get_extended_agent_card(method, context)
         push = handler.engine.push is not None
