@@ -58,14 +58,13 @@ class RequestLog:
         return scope  # what ended's line reads of the request: its method, its client
 
     def ended(self, record: RequestRecord, token: Scope) -> None:
-        if self.access is not None and self._sampled(record):
+        access = self.access
+        if access is None:
+            return
+        if record.status >= 400 or record.code is not None:  # an error: always its line
             self._write(record, token)
-
-    def _sampled(self, record: RequestRecord) -> bool:
-        if record.status >= 400 or record.code is not None:
-            return True
-        access = self.access or 0.0
-        return access >= 1.0 or (access > 0.0 and self._random.random() < access)
+        elif access >= 1.0 or (access > 0.0 and self._random.random() < access):
+            self._write(record, token)
 
     def _write(self, record: RequestRecord, scope: Scope) -> None:
         if not log.isEnabledFor(logging.INFO):

@@ -161,6 +161,9 @@ class A2AApp:
         )
         # Told of every request (observed.py), in order: metrics, logs, tracing, ...
         self.observers: tuple[RequestObserver, ...] = tuple(observers)
+        # Their methods, bound once: began in order, ended in reverse.
+        self._began = tuple(observer.began for observer in self.observers)
+        self._ended = tuple(observer.ended for observer in reversed(self.observers))
         # /metrics (metrics.py): here, unless on a port of its own.
         self.metrics = metrics
         self._metrics = (
@@ -197,20 +200,21 @@ class A2AApp:
             path = path[len(root) :]
         path = path.rstrip("/") or "/"
         record = scope[RECORD_KEY] = RequestRecord(path)
-        observers = self.observers
-        if not observers and log_context.request.get() is None:
+        began = self._began
+        if not began and log_context.request.get() is None:
             await self._route(path, root, record, scope, receive, send)
             return
         # The request being served, for the lines logged meanwhile and for its
         # response's start (types.py response_start: the status, the id echoed);
         # unobserved, none (not that of a request whose agent called this app).
-        serving = log_context.request.set(record if observers else None)
-        tokens = [observer.began(record, scope) for observer in observers]
+        serving = log_context.request.set(record if began else None)
+        tokens = [each(record, scope) for each in began]
         try:
             await self._route(path, root, record, scope, receive, send)
         finally:
-            for observer, token in zip(reversed(observers), reversed(tokens), strict=True):
-                observer.ended(record, token)
+            tokens.reverse()
+            for ended, token in zip(self._ended, tokens, strict=True):
+                ended(record, token)
             log_context.request.reset(serving)
 
     async def _route(

@@ -21,7 +21,7 @@ from .auth import AuthenticationFailed, Authenticator
 from .errors import error_body
 from .observed import RECORD_KEY
 from .request import Headers, Inbound
-from .types import CALLER_KEY, Scope, Send, respond
+from .types import CALLER_KEY, Scope, Send, request_headers, respond
 
 __all__ = ["JSONRPC_PATHS", "admit", "refuse"]
 
@@ -36,7 +36,7 @@ async def admit(authenticator: Authenticator, path: str, scope: Scope, send: Sen
     is told by (beneath ``/agents/<name>`` for a named agent's)."""
     record = scope[RECORD_KEY]
     try:
-        inbound = Inbound(Headers(scope["headers"]), scope.get("client"))
+        inbound = Inbound(Headers(scope["headers"], request_headers(scope)), scope.get("client"))
         scope[CALLER_KEY] = caller = await authenticator.authenticate(inbound)
     except AuthenticationFailed as exc:
         record.code = UnauthenticatedError.code

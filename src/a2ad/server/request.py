@@ -41,13 +41,18 @@ class Headers(Mapping[str, str]):
     """A request's headers (or gRPC metadata), looked up case-insensitively.
 
     A view over ``(name, value)`` byte pairs with lowercase names, as ASGI and
-    HTTP/2 give them, not a copy: wrapping costs one object. A name given more
-    than once is one key whose value is its first; ``all`` gives every value."""
+    HTTP/2 give them. A name given more than once is one key whose value is its
+    first; ``all`` gives every value. ``first`` looks names up in a dict of the
+    first values, made at the first lookup unless given (the ASGI bindings hand
+    over the request's, types.request_headers)."""
 
-    __slots__ = ("pairs",)
+    __slots__ = ("_first", "pairs")
 
-    def __init__(self, pairs: Sequence[tuple[bytes, bytes]] = ()) -> None:
+    def __init__(
+        self, pairs: Sequence[tuple[bytes, bytes]] = (), first: dict[bytes, bytes] | None = None
+    ) -> None:
         self.pairs = pairs  # as given: read it for a pass over them all
+        self._first = first
 
     @classmethod
     def of(cls, items: Mapping[str, str] | Sequence[tuple[str, str]]) -> Headers:
@@ -57,10 +62,11 @@ class Headers(Mapping[str, str]):
 
     def first(self, name: bytes) -> str:
         """The value of the lowercase ``name`` (its first), or "": the fast lookup."""
-        for key, value in self.pairs:
-            if key == name:
-                return value.decode("latin-1")
-        return ""
+        found = self._first
+        if found is None:
+            found = self._first = dict(reversed(self.pairs))  # the first wins
+        value = found.get(name)
+        return "" if value is None else value.decode("latin-1")
 
     def all(self, name: str) -> list[str]:
         """Every value given for ``name``, in order."""
@@ -84,15 +90,13 @@ class Headers(Mapping[str, str]):
         return f"Headers({list(self.keys())!r})"
 
 
-class Inbound:
+class Inbound(msgspec.Struct, eq=False):
     """A request as it arrives: its headers and the peer it came from (None when
-    the transport does not say). What an Authenticator reads."""
+    the transport does not say). What an Authenticator reads. (Structs, made in
+    C: every request makes one.)"""
 
-    __slots__ = ("headers", "peer")
-
-    def __init__(self, headers: Headers, peer: Peer | None = None) -> None:
-        self.headers = headers
-        self.peer = peer
+    headers: Headers
+    peer: Peer | None = None
 
     @property
     def remote(self) -> str:
@@ -101,7 +105,7 @@ class Inbound:
         return f"{peer[0]}:{peer[1]}" if peer else ""
 
 
-class A2ARequest(Inbound):
+class A2ARequest(Inbound, kw_only=True):
     """One A2A request, read from its wire by a binding.
 
     ``method``: how messages name the operation (``tasks/get``, ``GET
@@ -113,41 +117,14 @@ class A2ARequest(Inbound):
     where a subscription resumes; ``base_url``: where the client reached the
     server (the extended card's URLs start with it; only that operation reads it)."""
 
-    __slots__ = (
-        "base_url",
-        "context",
-        "dialect",
-        "last_event_id",
-        "method",
-        "operation",
-        "params",
-        "record",
-    )
-
-    def __init__(
-        self,
-        headers: Headers,
-        peer: Peer | None,
-        *,
-        dialect: ServerDialect,
-        operation: Operation,
-        method: str,
-        params: msgspec.Raw,
-        context: RequestContext,
-        record: RequestRecord | None = None,
-        last_event_id: int | None = None,
-        base_url: str = "",
-    ) -> None:
-        self.headers = headers
-        self.peer = peer
-        self.dialect = dialect
-        self.operation = operation
-        self.method = method
-        self.params = params
-        self.context = context
-        self.record = record
-        self.last_event_id = last_event_id
-        self.base_url = base_url
+    dialect: ServerDialect
+    operation: Operation
+    method: str
+    params: msgspec.Raw
+    context: RequestContext
+    record: RequestRecord | None = None
+    last_event_id: int | None = None
+    base_url: str = ""
 
     @property
     def version(self) -> str:

@@ -27,6 +27,7 @@ __all__ = [
     "caller_of",
     "header",
     "read_body",
+    "request_headers",
     "respond",
     "respond_empty",
     "response_start",
@@ -34,6 +35,7 @@ __all__ = [
 
 
 CALLER_KEY = "a2ad.caller"  # the scope key under which authentication leaves the Caller
+HEADERS_KEY = "a2ad.headers"  # the scope key of request_headers' dict
 REQUEST_ID_HEADER = b"x-request-id"  # the request's id, as the client may give it and is echoed
 
 
@@ -43,12 +45,20 @@ def caller_of(scope: Scope) -> Caller:
     return scope.get(CALLER_KEY, ANONYMOUS)  # type: ignore[no-any-return]
 
 
+def request_headers(scope: Scope) -> dict[bytes, bytes]:
+    """The request's headers by lowercase name, each its first value: made once a
+    request (in C) and kept in the scope, for every lookup that follows (the
+    request id, the version, the extensions, the credential, the card's host)."""
+    found: dict[bytes, bytes] | None = scope.get(HEADERS_KEY)
+    if found is None:
+        found = scope[HEADERS_KEY] = dict(reversed(scope["headers"]))  # the first wins
+    return found
+
+
 def header(scope: Scope, name: bytes) -> str:
     """A request header's value (the first one), or ""."""
-    for key, value in scope["headers"]:
-        if key == name:
-            return value.decode("latin-1")  # type: ignore[no-any-return]
-    return ""
+    value = request_headers(scope).get(name)
+    return "" if value is None else value.decode("latin-1")
 
 
 class ClientGone(Exception):

@@ -46,7 +46,16 @@ from ..handler import RequestHandler
 from ..limits import Limits, StreamSlots, body_too_large, caller_key, retry_headers
 from ..observed import RECORD_KEY, RequestRecord
 from ..request import A2ARequest, Headers, Peer, ReplyValue
-from ..types import ClientGone, Receive, Scope, Send, caller_of, read_body, respond
+from ..types import (
+    ClientGone,
+    Receive,
+    Scope,
+    Send,
+    caller_of,
+    read_body,
+    request_headers,
+    respond,
+)
 from .sse import KEEPALIVE_SECONDS, stream_sse
 
 __all__ = ["BindingEndpoint", "BodyTooLarge", "Exchange", "Refusal", "json_reply", "serve"]
@@ -116,7 +125,7 @@ class Exchange(ABC):
         self.scope = scope
         self.receive = receive
         self.send = send
-        self.headers = Headers(scope["headers"])
+        self.headers = Headers(scope["headers"], request_headers(scope))
         self.record: RequestRecord | None = scope.get(RECORD_KEY)
 
     @property
