@@ -7,13 +7,15 @@ the engine's turn observer (engine/turn_log.py) sets ``turn`` in each turn's
 asyncio task. A turn started by a request runs in a copy of the
 request's context, so its lines carry the request's id and principal too. The
 log formatter (cli/logs.py) reads them through ``fields``. This module imports
-nothing of a2ad's, so any layer may use it.
+nothing of a2ad's (only msgspec), so any layer may use it.
 """
 
 from __future__ import annotations
 
 from contextvars import ContextVar
-from typing import NamedTuple, Protocol
+from typing import Protocol
+
+import msgspec
 
 __all__ = ["CONTEXT_FIELDS", "Request", "Turn", "fields", "request", "turn"]
 
@@ -34,8 +36,8 @@ class Request(Protocol):
     status: int  # the response's HTTP status, noted as it starts (server/types.py)
 
 
-class Turn(NamedTuple):
-    """The agent turn being run."""
+class Turn(msgspec.Struct, frozen=True, gc=False):
+    """The agent turn being run (a Struct, made in C: every turn makes one)."""
 
     task_id: str
     context_id: str
