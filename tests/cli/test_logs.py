@@ -142,6 +142,36 @@ def test_a_streams_access_line_is_written_when_it_ends_with_its_duration(
     assert line["duration_ms"] >= 300  # the agent's 0.3 s: the line came at the stream's end
 
 
+def test_every_kind_of_response_echoes_its_request_id_and_logs_its_status(
+    with_auth: Served,
+) -> None:
+    # Each response starts in one place (server/types.py response_start): the
+    # dashboard's page and files, a 304, a path nothing serves, the agent card.
+    asked = {
+        "page-1": ("/ui", {}),
+        "card-1": ("/.well-known/agent-card.json", {}),
+        "nothing-1": ("/no/such/path", {}),
+    }
+    with httpx.Client(timeout=10) as http:
+        statuses = {}
+        for request_id, (path, extra) in asked.items():
+            got = http.get(with_auth.url + path, headers={"X-Request-ID": request_id, **extra})
+            assert got.headers["x-request-id"] == request_id, path
+            statuses[request_id] = got.status_code
+        page = http.get(with_auth.url + "/ui")
+        again = http.get(
+            with_auth.url + "/ui",
+            headers={"X-Request-ID": "page-2", "If-None-Match": page.headers["etag"]},
+        )
+        assert again.status_code == 304 and again.headers["x-request-id"] == "page-2"
+        statuses["page-2"] = 304
+    assert statuses["page-1"] == 200 and statuses["card-1"] == 200
+    assert statuses["nothing-1"] == 401  # auth is on: refused before any route is looked up
+    with_auth.expect(r'"logger":"a2ad.access".*"request_id":"page-2"')
+    logged = {x["request_id"]: x["status"] for x in access_lines(with_auth.output)}
+    assert {k: logged.get(k) for k in statuses} == statuses
+
+
 def test_with_auth_on_no_line_holds_a_key_or_token(
     with_auth: Served, keys: tuple[Path, str]
 ) -> None:
