@@ -3,10 +3,11 @@ logs and tracing.
 
 The app makes a ``RequestRecord`` for every request and leaves it in the scope
 (``record_of``); the bindings fill in what only they know (the A2A method, the
-version, the error code, the task), and the app notes the status as the
-response starts. A ``RequestObserver`` is told when a request begins and when it
-has ended (for a stream: when the stream has). With no observer the app does
-nothing more than make the record.
+version, the error code, the task), and the response notes its status as it
+starts (types.py ``response_start``, where every response of the app's starts).
+A ``RequestObserver`` is told when a request begins and when it has ended (for
+a stream: when the stream has). With no observer the app does nothing more than
+make the record.
 """
 
 from __future__ import annotations
