@@ -264,6 +264,14 @@ def test_a_blocking_send_for_an_agent_no_worker_runs_ends_saying_so(setup: Setup
     assert said in error["message"]
     assert "`a2ad worker`" in error["message"]
     assert NO_WORKER_WAIT <= took < NO_WORKER_WAIT + 5.0  # and a look or two at the roll
+    # Its audit line names the task, which the request did not (a new one).
+    served.expect(r'"logger":"a2ad.audit".*"reason":"NO_WORKER"')
+    (audited,) = [
+        json.loads(line)
+        for line in served.output.splitlines()
+        if '"logger":"a2ad.audit"' in line and '"NO_WORKER"' in line
+    ]
+    assert audited["task_id"] == task_id and audited["code"] == -32000
     # The task still waits, and the front said why once in its log.
     assert front.get(task_id, "/agents/doomed/")["status"]["state"] == "TASK_STATE_SUBMITTED"
     warned = r"tasks of agent doomed wait, and no worker runs it: start `a2ad worker`"

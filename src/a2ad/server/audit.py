@@ -36,7 +36,9 @@ def refused(
     tenant: str = "",
 ) -> None:
     """A request of ``caller`` from ``peer`` (None: the transport does not say)
-    answered with ``error``."""
+    answered with ``error``. The task is ``task_id``, else the one the error
+    names (a NO_WORKER refusal's new task, which no request param named)."""
+    task_id = task_id or error.metadata.get("taskId", "")
     log.info(
         "request refused: %s",
         error.reason,
