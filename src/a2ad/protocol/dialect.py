@@ -46,6 +46,7 @@ __all__ = [
     "DIALECTS",
     "METHODS",
     "Dialect",
+    "Op",
     "Operation",
     "Version",
     "dialect_of",
@@ -95,6 +96,25 @@ _PUSH_CONFIG = frozenset(
 for _operation in Operation:
     _operation.streaming = _operation in _STREAMING
     _operation.push_config = _operation in _PUSH_CONFIG
+
+
+class Op:
+    """``Operation``'s members as a plain class's attributes, for code that tells
+    operations apart on every request (``operation is Op.GET``): on Python 3.11
+    reading a member of an Enum class goes through ``EnumType.__getattr__``'s
+    slot, about 900 instructions a read, and a plain class's attribute does not."""
+
+    SEND = Operation.SEND
+    STREAM = Operation.STREAM
+    GET = Operation.GET
+    LIST = Operation.LIST
+    CANCEL = Operation.CANCEL
+    SUBSCRIBE = Operation.SUBSCRIBE
+    CREATE_PUSH_CONFIG = Operation.CREATE_PUSH_CONFIG
+    GET_PUSH_CONFIG = Operation.GET_PUSH_CONFIG
+    LIST_PUSH_CONFIGS = Operation.LIST_PUSH_CONFIGS
+    DELETE_PUSH_CONFIG = Operation.DELETE_PUSH_CONFIG
+    EXTENDED_CARD = Operation.EXTENDED_CARD
 
 
 class Dialect(Protocol):

@@ -21,7 +21,7 @@ from urllib.parse import parse_qsl
 
 from ..agent import RequestContext
 from ..engine import EventStream
-from ..protocol.dialect import Operation
+from ..protocol.dialect import Op
 from ..protocol.internal import visible, visible_page, visible_reply, visible_task
 from ..protocol.model import Message, Task
 from .card import render_card
@@ -34,19 +34,6 @@ __all__ = [
     "parse_event_id",
     "version_text",
 ]
-
-
-# An operation is told by identity with module names: on Python 3.11 a match on
-# Operation's members reads each case's member through EnumType.__getattr__'s slot
-# (about 900 instructions a case).
-_CANCEL = Operation.CANCEL
-_CREATE_PUSH_CONFIG = Operation.CREATE_PUSH_CONFIG
-_DELETE_PUSH_CONFIG = Operation.DELETE_PUSH_CONFIG
-_GET = Operation.GET
-_GET_PUSH_CONFIG = Operation.GET_PUSH_CONFIG
-_LIST = Operation.LIST
-_LIST_PUSH_CONFIGS = Operation.LIST_PUSH_CONFIGS
-_SEND = Operation.SEND
 
 
 def version_text(headers: Headers, query_string: bytes = b"") -> str:
@@ -85,39 +72,39 @@ class Dispatcher:
         dialect, operation, method = request.dialect, request.operation, request.method
         params, context = request.params, request.context
         hide = not (handler.expose_internal_parts or context.caller.operator)  # _shows_internal
-        if operation is _SEND:
+        if operation is Op.SEND:
             send = dialect.decode_send(params, method)
             result = await handler.send_message(send, context, dialect=dialect)
             _note_task(request.record, result)
             if hide:
                 result = visible_task(result) if isinstance(result, Task) else visible_reply(result)
             return result
-        if operation is _GET:
+        if operation is Op.GET:
             task = await handler.get_task(dialect.decode_get(params, method), context)
             _note_task(request.record, task)
             return visible_task(task) if hide else task
-        if operation is _LIST:
+        if operation is Op.LIST:
             page = await handler.list_tasks(dialect.decode_list(params, method), context)
             return visible_page(page) if hide else page
-        if operation is _CANCEL:
+        if operation is Op.CANCEL:
             task = await handler.cancel_task(dialect.decode_task_id(params, method), context)
             _note_task(request.record, task)
             return visible_task(task) if hide else task
-        if operation is _CREATE_PUSH_CONFIG:
+        if operation is Op.CREATE_PUSH_CONFIG:
             config = dialect.decode_push_config(params, method)
             created = await handler.create_push_config(config, context, dialect=dialect)
             return created
-        if operation is _GET_PUSH_CONFIG:
+        if operation is Op.GET_PUSH_CONFIG:
             config_id = dialect.decode_push_config_id(params, method)
             return await handler.get_push_config(config_id, context)
-        if operation is _LIST_PUSH_CONFIGS:
+        if operation is Op.LIST_PUSH_CONFIGS:
             listing = dialect.decode_list_push_configs(params, method)
             return await handler.list_push_configs(listing, context)
-        if operation is _DELETE_PUSH_CONFIG:
+        if operation is Op.DELETE_PUSH_CONFIG:
             config_id = dialect.decode_push_config_id(params, method)
             await handler.delete_push_config(config_id, context)
             return None
-        assert operation is Operation.EXTENDED_CARD, operation
+        assert operation is Op.EXTENDED_CARD, operation
         info = await handler.get_extended_agent_card(method, context)
         push = handler.engine.push is not None
         card = render_card(info, request.base_url, dialect.version, extended_card=True, push=push)
@@ -130,14 +117,14 @@ class Dispatcher:
         learns the task and context the request names."""
         dialect, method, params = request.dialect, request.method, request.params
         context, record = request.context, request.record
-        if request.operation is Operation.STREAM:
+        if request.operation is Op.STREAM:
             send = dialect.decode_send(params, method)
             if record is not None:
                 record.task_id = send.message.task_id
                 record.context_id = send.message.context_id
             events = await self.handler.send_streaming_message(send, context, dialect=dialect)
         else:
-            assert request.operation is Operation.SUBSCRIBE, request.operation
+            assert request.operation is Op.SUBSCRIBE, request.operation
             subscribe = dialect.decode_task_id(params, method)
             if record is not None:
                 record.task_id = subscribe.id

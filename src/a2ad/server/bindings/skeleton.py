@@ -26,7 +26,7 @@ from typing import NamedTuple, cast
 import msgspec
 
 from ...agent import Caller, RequestContext
-from ...protocol.dialect import Operation
+from ...protocol.dialect import Op, Operation
 from ...protocol.errors import A2AError, QuotaExceededError
 from ...protocol.model import (
     ListTaskPushNotificationConfigsResponse,
@@ -59,19 +59,6 @@ from ..types import (
 from .sse import KEEPALIVE_SECONDS, stream_sse
 
 __all__ = ["BindingEndpoint", "BodyTooLarge", "Exchange", "Refusal", "json_reply", "serve"]
-
-
-# Operations told by identity with module names: on Python 3.11 reading a member of
-# Operation reads it through EnumType.__getattr__'s slot (about 900 instructions).
-_CANCEL = Operation.CANCEL
-_CREATE_PUSH_CONFIG = Operation.CREATE_PUSH_CONFIG
-_DELETE_PUSH_CONFIG = Operation.DELETE_PUSH_CONFIG
-_EXTENDED_CARD = Operation.EXTENDED_CARD
-_GET = Operation.GET
-_GET_PUSH_CONFIG = Operation.GET_PUSH_CONFIG
-_LIST = Operation.LIST
-_LIST_PUSH_CONFIGS = Operation.LIST_PUSH_CONFIGS
-_SEND = Operation.SEND
 
 
 class BodyTooLarge(Exception):
@@ -205,7 +192,7 @@ class Exchange(ABC):
             params=params,
             context=context,
             record=self.record,
-            base_url=base_url(scope) if operation is _EXTENDED_CARD else "",
+            base_url=base_url(scope) if operation is Op.EXTENDED_CARD else "",
         )
 
 
@@ -301,17 +288,17 @@ async def _refuse(exchange: Exchange, error: A2AError) -> None:
 def json_reply(dialect: ServerDialect, operation: Operation, value: ReplyValue) -> bytes:
     """The JSON in ``dialect`` of the value of a Reply to ``operation`` (the result
     member of JSON-RPC, the body of HTTP+JSON)."""
-    if (operation is _GET or operation is _CANCEL) and isinstance(value, Task):
+    if (operation is Op.GET or operation is Op.CANCEL) and isinstance(value, Task):
         return dialect.encode_task(value)
-    if operation is _SEND:
+    if operation is Op.SEND:
         return dialect.encode_send_result(cast(Task | Message, value))
-    if operation is _LIST:
+    if operation is Op.LIST:
         return dialect.encode_page(cast(ListTasksResponse, value))
-    if operation is _CREATE_PUSH_CONFIG or operation is _GET_PUSH_CONFIG:
+    if operation is Op.CREATE_PUSH_CONFIG or operation is Op.GET_PUSH_CONFIG:
         return dialect.encode_push_config(cast(TaskPushNotificationConfig, value))
-    if operation is _LIST_PUSH_CONFIGS:
+    if operation is Op.LIST_PUSH_CONFIGS:
         page = cast(ListTaskPushNotificationConfigsResponse, value)
         return dialect.encode_push_config_page(page)
-    if operation is _DELETE_PUSH_CONFIG:
+    if operation is Op.DELETE_PUSH_CONFIG:
         return dialect.encode_deleted()
     return msgspec.json.encode(value)  # the extended card, rendered
