@@ -72,7 +72,7 @@ from ..store.base import (
 from ..wording import plural
 from .deadlines import Deadline
 from .delegation import Delegations
-from .outbox import Outbox, retrieved_future
+from .outbox import Outbox, set_error
 from .writer import Batch, Writer
 
 __all__ = [
@@ -151,8 +151,9 @@ class Invocation:
         self._clock = clock
         self.agent_name = given.owner[2]  # the served agent's name ("" for a lone agent)
         self.current = created  # the latest snapshot this invocation knows
-        self.head: asyncio.Future[StoredTask | Message] = retrieved_future()
-        self.outcome: asyncio.Future[Task | Message] = retrieved_future()
+        loop = asyncio.get_running_loop()
+        self.head: asyncio.Future[StoredTask | Message] = loop.create_future()
+        self.outcome: asyncio.Future[Task | Message] = loop.create_future()
         if created is not None:
             self.head.set_result(created)
         self._outbox = Outbox(task_id, self._write)
@@ -248,7 +249,7 @@ class Invocation:
         error = ServerBusyError("The server is shutting down; send the message again later")
         for future in (self.head, self.outcome):
             if not future.done():
-                future.set_exception(error)
+                set_error(future, error)
 
     async def flush(self) -> None:
         """Wait until everything the agent emitted so far is written."""
@@ -321,7 +322,7 @@ class Invocation:
         self._failed = error
         for future in (self.head, self.outcome):
             if not future.done():
-                future.set_exception(error)
+                set_error(future, error)
 
     async def _finish(self, state: TaskState, text: str, *, error: A2AError | None = None) -> None:
         if self._replied or self._failed is not None:
@@ -417,7 +418,7 @@ class Invocation:
         self._failed = error
         for future in (self.head, self.outcome):
             if not future.done():
-                future.set_exception(error)
+                set_error(future, error)
         self.stop()  # nobody can see or cancel a task that was never stored
         return Batch(None, [False] * len(events), True)
 
@@ -442,12 +443,12 @@ class Invocation:
             if stored is not None:
                 self.head.set_result(stored)
             elif error is not None:
-                self.head.set_exception(error)
+                set_error(self.head, error)
         if not self.outcome.done():
             if stored is not None:
                 self.outcome.set_result(stored.task)
             elif error is not None:
-                self.outcome.set_exception(error)
+                set_error(self.outcome, error)
 
     # --- what the agent's TaskContext calls (the Emitter protocol) ---
 

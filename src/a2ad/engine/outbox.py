@@ -27,7 +27,7 @@ from ..protocol.model import TaskEvent
 from ..protocol.types import TaskId
 from ..store.base import StoreUnavailableError
 
-__all__ = ["MAX_QUEUED_EVENTS", "Outbox", "retrieved_future"]
+__all__ = ["MAX_QUEUED_EVENTS", "Outbox", "set_error"]
 
 log = logging.getLogger("a2ad.engine")
 
@@ -45,17 +45,12 @@ async def _closed(events: list[TaskEvent]) -> list[bool]:
     return [False] * len(events)
 
 
-def retrieved_future() -> asyncio.Future[Any]:
-    """A future whose error counts as read once it is set, so one nobody awaits
-    any more (a request that went away) is not reported as never retrieved."""
-    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-    future.add_done_callback(_retrieve)
-    return future
-
-
-def _retrieve(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled():
-        future.exception()
+def set_error(future: asyncio.Future[Any], error: BaseException) -> None:
+    """Fail ``future`` with ``error``, counted as read: whoever awaited it may be
+    gone (a request that went away), and asyncio would log it as never retrieved.
+    (A done callback on every future doing the same cost each a scheduled call.)"""
+    future.set_exception(error)
+    future.exception()
 
 
 class Outbox:
@@ -91,7 +86,7 @@ class Outbox:
 
     async def put_and_wait(self, event: TaskEvent) -> bool:
         """Queue ``event`` and wait until it is written: whether it was stored."""
-        ack: asyncio.Future[bool] = retrieved_future()
+        ack: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._entries.append((event, ack))
         if not self._writing:
             await self._drain()
@@ -104,7 +99,7 @@ class Outbox:
         """Wait until everything queued so far is written."""
         if self._group is None or (not self._entries and not self._writing):
             return  # nothing queued, or nothing left to write
-        ack: asyncio.Future[bool] = retrieved_future()
+        ack: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._entries.append((_Barrier(), ack))
         if not self._writing:
             self._start_consumer()
@@ -162,7 +157,7 @@ class Outbox:
                 if isinstance(entry, _Barrier):
                     waiter.set_result(False)
                 else:
-                    waiter.set_exception(exc)
+                    set_error(waiter, exc)
                     told = True
             if not told:
                 self._error = exc

@@ -31,7 +31,7 @@ from ..protocol.model import Message, Task
 from ..protocol.types import Seq, TaskId
 from ..store.base import StoredTask, TaskStore
 from .bus import Bus, Subscription
-from .outbox import retrieved_future
+from .outbox import set_error
 from .streams import EventStream
 from .worker_presence import WorkerPresence
 
@@ -66,8 +66,9 @@ class RemoteTurn:
         self._closing = closing
         self._sub: Subscription | None = None
         self._head_seq: Seq = 0
-        self.head: asyncio.Future[StoredTask | Message] = retrieved_future()
-        self.outcome: asyncio.Future[Task | Message] = retrieved_future()
+        loop = asyncio.get_running_loop()
+        self.head: asyncio.Future[StoredTask | Message] = loop.create_future()
+        self.outcome: asyncio.Future[Task | Message] = loop.create_future()
 
     def subscribe(self) -> None:
         self._sub = self._bus.subscribe(self.task_id, maxsize=self._buffer)
@@ -147,7 +148,7 @@ class RemoteTurn:
         if self.outcome.done():
             return  # the request went away
         if error is not None:
-            self.outcome.set_exception(error)
+            set_error(self.outcome, error)
         else:
             assert task is not None
             self.outcome.set_result(task)
