@@ -141,6 +141,12 @@ class Bus(abc.ABC):
     def publish(self, task_id: TaskId, item: Published) -> None:
         """Hand a stored event to the task's subscribers, without waiting on any."""
 
+    def followed(self, task_id: TaskId) -> bool:
+        """Whether a subscriber here takes the task's events: the snapshots of
+        events stored together are made for it only then (the last one is the
+        store's). A bus that can't tell says True."""
+        return True
+
     @abc.abstractmethod
     def subscribe(self, task_id: TaskId, *, maxsize: int) -> Subscription:
         """Follow the task's events from now on; close the subscription when done."""
@@ -190,6 +196,9 @@ class LocalBus(Bus):
             self.subscribers -= 1
             if not subs:
                 del self._subs[sub.task_id]
+
+    def followed(self, task_id: TaskId) -> bool:
+        return task_id in self._subs
 
     def publish(self, task_id: TaskId, item: Published) -> None:
         subs = self._subs.get(task_id)

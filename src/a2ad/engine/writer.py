@@ -34,7 +34,7 @@ from typing import NamedTuple
 
 import msgspec
 
-from ..protocol.model import Message, Task, TaskEvent, TaskStatusUpdateEvent
+from ..protocol.model import Message, Task, TaskEvent, TaskState, TaskStatusUpdateEvent
 from ..protocol.types import TaskId
 from ..protocol.usage import UsageRecord
 from ..store.base import (
@@ -233,11 +233,12 @@ class Writer:
             except SequenceConflictError:
                 current = None
                 continue
+            now = stored.task.status.state
             if metrics.on:
                 metrics.store_op("append", time.perf_counter() - started)
-                if stored.task.status.state is not state:
-                    metrics.transition(task_id, stored.agent, state, stored.task.status.state)
-            self._announce(task_id, Published(stored.seq, timed, stored.task), stored.task)
+                if now is not state:
+                    metrics.transition(task_id, stored.agent, state, now)
+            self._announce(task_id, Published(stored.seq, timed, stored.task), now)
             return stored
 
     async def _one_by_one(
@@ -278,26 +279,39 @@ class Writer:
         return kept
 
     def _publish(self, before: StoredTask, events: list[TaskEvent], after: StoredTask) -> None:
-        """Publish events stored together, each with the snapshot it made."""
+        """Publish events stored together, each with the snapshot it made: made
+        here only for a task someone here follows (else None; the last is the
+        store's either way)."""
         task_id = before.task.id
-        snapshot = before.task
+        followed = self.bus.followed(task_id)
         metrics = self.metrics
-        state = snapshot.status.state
-        last = len(events)
-        for i, event in enumerate(events, start=1):
-            snapshot = after.task if i == last else apply_event(snapshot, event, bounds=self.bounds)
-            self._announce(task_id, Published(before.seq + i, event, snapshot), snapshot)
-            if metrics.on and snapshot.status.state is not state:
-                metrics.transition(task_id, after.agent, state, snapshot.status.state)
-                state = snapshot.status.state
+        snapshot: Task | None = before.task
+        state = before.task.status.state
+        seq, last = before.seq, before.seq + len(events)
+        for event in events:
+            seq += 1
+            if seq == last:
+                snapshot = after.task
+                now = snapshot.status.state
+            else:
+                if followed:
+                    assert snapshot is not None
+                    snapshot = apply_event(snapshot, event, bounds=self.bounds)
+                else:
+                    snapshot = None
+                now = event.status.state if type(event) is TaskStatusUpdateEvent else state
+            self._announce(task_id, Published(seq, event, snapshot), now)
+            if now is not state:
+                if metrics.on:
+                    metrics.transition(task_id, after.agent, state, now)
+                state = now
 
-    def _announce(self, task_id: TaskId, item: Published, snapshot: Task) -> None:
+    def _announce(self, task_id: TaskId, item: Published, state: TaskState) -> None:
         self.bus.publish(task_id, item)
-        state = snapshot.status.state
         hooked = self._hooked
         if hooked is not None and task_id in hooked.tasks:  # no webhook: no call
             hooked.stored(task_id, state.terminal)
-        if (state.terminal or state.interrupted) and isinstance(item.event, TaskStatusUpdateEvent):
+        if (state.terminal or state.interrupted) and type(item.event) is TaskStatusUpdateEvent:
             log.info(
                 "task %s",
                 state.word,
