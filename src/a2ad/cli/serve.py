@@ -39,6 +39,7 @@ from ..wording import plural
 from . import serve_options as opt
 from .agent_specs import load_agents
 from .agent_threads import AGENT_THREADS, AgentThreadsOption
+from .collector import settle_collector
 from .logs import access_fraction, configure_logging, keep_logging
 from .serve_settings import ServeSettings, open_store, read_settings
 from .startup import READY, STARTUP_FAILURE
@@ -92,6 +93,7 @@ class _Server(uvicorn.Server):
             return
         await super().startup(sockets=sockets)
         if self.started:
+            settle_collector()
             presence = self.application.engine.presence  # a front's: is a worker connected?
             problem = presence.problem() if presence is not None else ""
             warn = [f"[bold yellow]warning:[/bold yellow] {escape(problem)}"] if problem else []

@@ -33,6 +33,7 @@ from ..store.base import MAX_ARTIFACTS, MAX_HISTORY, StoreError
 from ..tools import ENV_URL
 from .agent_specs import load_agents
 from .agent_threads import AGENT_THREADS, AgentThreadsOption
+from .collector import settle_collector
 from .config import DURATION, ENV_AGENTS
 from .logs import configure_logging, keep_logging
 from .serve import _fail, _find_modules_here
@@ -239,6 +240,7 @@ async def _work(engine: Engine, work: Worker, banner: list[str]) -> int:
         listening = asyncio.ensure_future(work.listening.wait())
         await asyncio.wait({running, stop, listening}, return_when=asyncio.FIRST_COMPLETED)
         if listening.done():
+            settle_collector()
             for line in banner:
                 console.print(line)
             await asyncio.wait({running, stop}, return_when=asyncio.FIRST_COMPLETED)
