@@ -1575,9 +1575,10 @@ def parse_args() -> argparse.Namespace:
             setattr(args, key, value)
     args.servers = [s for s in args.servers.split(",") if s]
     if args.before:
-        args.servers += [
-            f"{s}-before" for s in ("a2ad", "a2ad-sqlite", "a2ad-postgres") if s in args.servers
-        ]
+        # Each named store's server from that commit, once (it may be named already).
+        for s in ("a2ad", "a2ad-sqlite", "a2ad-postgres"):
+            if s in args.servers and f"{s}-before" not in args.servers:
+                args.servers.append(f"{s}-before")
     args.workloads = [w for w in args.workloads.split(",") if w]
     args.memory_sizes = sorted(int(n) for n in str(args.memory_sizes).split(","))
     for name in args.servers:
