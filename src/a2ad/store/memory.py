@@ -119,30 +119,30 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
             raise ValueError(f"task {task.id} already exists")
         if new.usage:
             task = msgspec.structs.replace(task, metadata=with_usage(task.metadata, new.usage))
+        events = new.events
+        # All or nothing, and in one step: the task as its events leave it is
+        # what is stored and indexed (no snapshot between is kept).
+        last = applied(task.id, task, events, None, new.bounds, ())[0] if events else task
         if len(self._tasks) >= self.max_tasks and not self._evict_one():
             raise StoreFullError(
                 f"the store holds {plural(len(self._tasks), 'task')} (its cap is "
                 f"{self.max_tasks}), all still in flight"
             )
-        record = StoredTask(task, 0, tenant, principal, agent)
+        record = StoredTask(last, len(events), tenant, principal, agent)
         if tenant or principal or agent:
             self._owners[task.id] = (tenant, principal, agent)
         self._tasks[task.id] = record
-        self._events[task.id] = []
-        if new.lease is not None:
+        log = list(events[-MAX_EVENTS:])
+        self._events[task.id] = log
+        state = last.status.state
+        if new.lease is not None and state in IN_FLIGHT:
             self._leases[task.id] = new.lease
-        if new.deadline is not None:
+        if new.deadline is not None and not state.terminal:
             self._deadlines[task.id] = new.deadline
             heapq.heappush(self._deadline_heap, (new.deadline, task.id))
-        self._index(task, 0)
-        if new.events:
-            try:
-                record = await self.append(
-                    task.id, 0, new.events, lease=new.lease, bounds=new.bounds
-                )
-            except BaseException:
-                self._drop(task.id)
-                raise
+        self._index(last, record.seq)
+        if state.terminal:
+            self._freeze(record, log)
         self._remember(new.message_key, task.id)
         self._add_usage(tenant, principal, new.usage)
         return record
@@ -231,16 +231,20 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
             del log[: len(log) - MAX_EVENTS]
         if new.status.state.terminal:
             self._deadlines.pop(task_id, None)
-            try:
-                self._tasks[task_id] = freeze(record, log)
-                del self._events[task_id]
-            except OverflowError:
-                pass  # an integer beyond 64 bits (JSON allows it, msgpack not): keep as is
+            self._freeze(record, log)
         if new.status.state not in IN_FLIGHT:
             self._leases.pop(task_id, None)
         elif lease is not None:
             self._leases[task_id] = lease
         return record
+
+    def _freeze(self, record: StoredTask, log: list[TaskEvent]) -> None:
+        """Keep a terminal task and its log as one frozen record (memory_frozen.py)."""
+        try:
+            self._tasks[record.task.id] = freeze(record, log)
+            del self._events[record.task.id]
+        except OverflowError:
+            pass  # an integer beyond 64 bits (JSON allows it, msgpack not): keep as is
 
     async def record_usage(self, tenant: str, principal: str, usage: Sequence[UsageRecord]) -> None:
         self._add_usage(tenant, principal, usage)
