@@ -58,10 +58,7 @@ def scope_of(access: Access | None) -> str:
 
 def message_key(message: Message, *, scope: str = "") -> bytes:
     """The key of ``message`` as sent by a caller in ``scope``."""
-    digest = hashlib.sha256(scope.encode())
-    digest.update(b"\0")
-    digest.update(_canonical(message))
-    return digest.digest()[:16]
+    return hashlib.sha256(b"%s\0%s" % (scope.encode(), _canonical(message))).digest()[:16]
 
 
 class Claims:
