@@ -203,9 +203,7 @@ class LocalTurns:
         )
 
     def _run(self, invocation: Invocation) -> asyncio.Task[None]:
-        job = self._runner.start(invocation)
-        job.add_done_callback(lambda _: self._turn_over(invocation))
-        return job
+        return self._runner.start(invocation, self._turn_over)
 
     def _turn_over(self, invocation: Invocation) -> None:
         if invocation.store_lost:  # a store outage ended it: failed once the store answers

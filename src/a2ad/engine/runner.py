@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..protocol.types import TaskId
 from .invocation import Invocation, TurnObserver
@@ -33,8 +33,11 @@ class Runner:
         entry = self._running.get(task_id)
         return entry[0] if entry is not None else None
 
-    def start(self, invocation: Invocation) -> asyncio.Task[None]:
-        """Run ``invocation``; returns its asyncio task (done when the turn is over)."""
+    def start(
+        self, invocation: Invocation, then: Callable[[Invocation], None] | None = None
+    ) -> asyncio.Task[None]:
+        """Run ``invocation``; returns its asyncio task (done when the turn is over),
+        after which ``then(invocation)`` is called (in the task's one done callback)."""
         task_id = invocation.task_id
         if self._closed:
             raise RuntimeError("the runner is closed; the server is shutting down")
@@ -45,8 +48,18 @@ class Runner:
         turn = invocation.run(self.observers)
         job = asyncio.get_running_loop().create_task(turn, name=f"a2ad-task-{task_id}")
         self._running[task_id] = (invocation, job)
-        job.add_done_callback(lambda _: self._forget(task_id, job))
+        job.add_done_callback(lambda _: self._ended(invocation, job, then))
         return job
+
+    def _ended(
+        self,
+        invocation: Invocation,
+        job: asyncio.Task[None],
+        then: Callable[[Invocation], None] | None,
+    ) -> None:
+        self._forget(invocation.task_id, job)
+        if then is not None:
+            then(invocation)
 
     def _forget(self, task_id: TaskId, job: asyncio.Task[None]) -> None:
         entry = self._running.get(task_id)
