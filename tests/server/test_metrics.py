@@ -199,3 +199,15 @@ def test_with_auth_metrics_needs_an_operator(tmp_path: Path) -> None:
         allowed = httpx.get(url, headers={"Authorization": f"Bearer {operator}"})
         assert allowed.status_code == 200
         assert "a2ad_tasks" in allowed.text
+
+
+def test_the_memory_store_counts_transitions_but_times_no_store_call() -> None:
+    from a2ad.server.metrics import Metrics
+
+    app = create_app(Script(), observability=Observability(metrics=Metrics()))
+    with LiveServer(app) as live, httpx.Client(base_url=live.url, headers=V1) as http:
+        assert "result" in http.post("/", json=rpc_body("SendMessage", msg10("ok"))).json()
+        m = parse(http.get("/metrics").text)
+    assert total(m, "a2ad_task_transitions_total", to_state="completed") == 1
+    assert total(m, "a2ad_task_duration_seconds_count") == 1
+    assert not [name for name, _ in m if name.startswith("a2ad_store_operation_seconds")]

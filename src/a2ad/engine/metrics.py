@@ -9,12 +9,15 @@ cheap, and may not raise or block."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from ..protocol.model import TaskState
 from ..protocol.types import TaskId
 
-__all__ = ["NULL_METRICS", "EngineMetrics", "NullMetrics"]
+__all__ = ["NULL_METRICS", "Change", "EngineMetrics", "NullMetrics"]
+
+Change = tuple[TaskState | None, TaskState]  # a task's state before and after a change
 
 
 class EngineMetrics(Protocol):
@@ -23,14 +26,15 @@ class EngineMetrics(Protocol):
 
     on: bool
 
-    def transition(
-        self, task_id: TaskId, agent: str, before: TaskState | None, after: TaskState
-    ) -> None:
-        """A task's state changed from ``before`` to ``after`` (``before`` is None
-        when the task was just created, in state ``after``)."""
+    def changed(self, task_id: TaskId, agent: str, changes: Sequence[Change]) -> None:
+        """One write changed the task's state: each ``(before, after)`` of
+        ``changes`` in turn (``before`` is None for the task created, in state
+        ``after``). Told once a write, not once a change: a new task's first write
+        often makes three."""
 
     def store_op(self, op: str, seconds: float) -> None:
-        """A store call the engine made (``create``, ``append``, ``get``, ...) took ``seconds``."""
+        """A store call the engine made (``create``, ``append``, ``get``, ...) took
+        ``seconds``; only for a store that is ``timed`` (store/base.py)."""
 
     def subscriber_dropped(self) -> None:
         """A slow subscriber's buffer filled and it was dropped."""
@@ -51,9 +55,7 @@ class EngineMetrics(Protocol):
 class NullMetrics:
     on = False
 
-    def transition(
-        self, task_id: TaskId, agent: str, before: TaskState | None, after: TaskState
-    ) -> None:
+    def changed(self, task_id: TaskId, agent: str, changes: Sequence[Change]) -> None:
         pass
 
     def store_op(self, op: str, seconds: float) -> None:

@@ -60,6 +60,7 @@ class Reads:
         self.bus = bus
         self.stream_buffer = stream_buffer
         self.metrics = metrics
+        self._timed = metrics.on and store.timed  # TaskStore.timed
 
     async def reachable(
         self, task_id: TaskId, access: Access | None, history_length: int | None = None
@@ -67,11 +68,11 @@ class Reads:
         """The task, if ``access`` (None: any) reaches it; else TaskNotFoundError."""
         # One read, whether the task is missing or another caller's: both answer
         # the same error after the same query.
-        metrics = self.metrics
-        started = time.perf_counter() if metrics.on else 0.0
+        timed = self._timed
+        started = time.perf_counter() if timed else 0.0
         stored = await self.store.get(task_id, history_length=history_length)
-        if metrics.on:
-            metrics.store_op("get", time.perf_counter() - started)
+        if timed:
+            self.metrics.store_op("get", time.perf_counter() - started)
         if stored is None or (access is not None and not access.sees(stored)):
             raise not_found(task_id)
         return stored
@@ -161,7 +162,8 @@ class Reads:
                 overdue_at=format_timestamp(self.clock()) if query.overdue else "",
             )
         )
-        self.metrics.store_op("list", time.perf_counter() - started)
+        if self._timed:
+            self.metrics.store_op("list", time.perf_counter() - started)
         return ListTasksResponse(
             tasks=[task_view(t, query.history_length, query.include_artifacts) for t in page.tasks],
             next_page_token=encode_page_token(page.next_cursor) if page.next_cursor else "",

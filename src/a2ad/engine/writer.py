@@ -55,7 +55,7 @@ from ..store.base import (
 from .bus import Bus, Published
 from .hooked import HookedTasks
 from .lifecycle import InvalidTransitionError, check_event, lawful
-from .metrics import NULL_METRICS, EngineMetrics
+from .metrics import NULL_METRICS, Change, EngineMetrics
 
 __all__ = ["Batch", "Writer"]
 
@@ -90,7 +90,9 @@ class Writer:
         self.bounds = bounds
         self._hooked = hooked
         self.keeps_usage = isinstance(store, Usage)
-        self.metrics = metrics  # told of transitions and store timings
+        self.metrics = metrics  # told of state changes and store timings
+        # A store whose calls are in-process dict work is not timed (TaskStore.timed).
+        self._timed = metrics.on and store.timed
 
     async def create(
         self,
@@ -127,18 +129,21 @@ class Writer:
             turn=turn,
         )
         metrics = self.metrics
-        started = time.perf_counter() if metrics.on else 0.0
+        started = time.perf_counter() if self._timed else 0.0
         try:
             stored = await self.store.create(new._replace(events=kept))
         except EventLimitError:  # the batch broke a size bound: store what fits
             stored = await self.store.create(new)
-            metrics.transition(task.id, agent, None, task.status.state)
+            if metrics.on:
+                metrics.changed(task.id, agent, [(None, task.status.state)])
             batch = await self._one_by_one(stored, events)
             return batch._replace(usage_stored=bool(kept_usage))
-        if metrics.on:
+        if self._timed:
             metrics.store_op("create", time.perf_counter() - started)
-            metrics.transition(task.id, agent, None, task.status.state)
-        self._publish(StoredTask(task, 0, tenant, principal, agent), kept, stored)
+        changes: list[Change] | None = [(None, task.status.state)] if metrics.on else None
+        self._publish(StoredTask(task, 0, tenant, principal, agent), kept, stored, changes)
+        if changes:
+            metrics.changed(task.id, agent, changes)
         return Batch(stored, marks, stored.task.status.state.terminal, bool(kept_usage))
 
     async def apply_batch(
@@ -169,7 +174,7 @@ class Writer:
             marks = _marks(events, kept)
             kept = _in_time(current.task, kept)
             metrics = self.metrics
-            started = time.perf_counter() if metrics.on else 0.0
+            started = time.perf_counter() if self._timed else 0.0
             try:
                 stored = await self.store.append(
                     task_id, current.seq, kept, bounds=self.bounds, usage=kept_usage
@@ -182,9 +187,12 @@ class Writer:
                 continue
             except EventLimitError:
                 return await self._one_by_one(current, events, usage)
-            if metrics.on:
+            if self._timed:
                 metrics.store_op("append", time.perf_counter() - started)
-            self._publish(current, kept, stored)
+            changes: list[Change] | None = [] if metrics.on else None
+            self._publish(current, kept, stored, changes)
+            if changes:
+                metrics.changed(task_id, stored.agent, changes)
             return Batch(stored, marks, stored.task.status.state.terminal, bool(kept_usage))
 
     async def apply(
@@ -217,7 +225,7 @@ class Writer:
             check_event(state, event, resume=resume)
             (timed,) = _in_time(current.task, [event])
             metrics = self.metrics
-            started = time.perf_counter() if metrics.on else 0.0
+            started = time.perf_counter() if self._timed else 0.0
             try:
                 stored = await self.store.append(
                     task_id,
@@ -234,10 +242,10 @@ class Writer:
                 current = None
                 continue
             now = stored.task.status.state
-            if metrics.on:
+            if self._timed:
                 metrics.store_op("append", time.perf_counter() - started)
-                if now is not state:
-                    metrics.transition(task_id, stored.agent, state, now)
+            if metrics.on and now is not state:
+                metrics.changed(task_id, stored.agent, [(state, now)])
             self._announce(task_id, Published(stored.seq, timed, stored.task), now)
             return stored
 
@@ -278,13 +286,19 @@ class Writer:
             )
         return kept
 
-    def _publish(self, before: StoredTask, events: list[TaskEvent], after: StoredTask) -> None:
+    def _publish(
+        self,
+        before: StoredTask,
+        events: list[TaskEvent],
+        after: StoredTask,
+        changes: list[Change] | None,
+    ) -> None:
         """Publish events stored together, each with the snapshot it made: made
         here only for a task someone here follows (else None; the last is the
-        store's either way)."""
+        store's either way). The state changes they made are added to ``changes``
+        (None: nobody counts them)."""
         task_id = before.task.id
         followed = self.bus.followed(task_id)
-        metrics = self.metrics
         snapshot: Task | None = before.task
         state = before.task.status.state
         seq, last = before.seq, before.seq + len(events)
@@ -302,8 +316,8 @@ class Writer:
                 now = event.status.state if type(event) is TaskStatusUpdateEvent else state
             self._announce(task_id, Published(seq, event, snapshot), now)
             if now is not state:
-                if metrics.on:
-                    metrics.transition(task_id, after.agent, state, now)
+                if changes is not None:
+                    changes.append((state, now))
                 state = now
 
     def _announce(self, task_id: TaskId, item: Published, state: TaskState) -> None:

@@ -33,7 +33,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +46,7 @@ from prometheus_client.core import (
     Metric,
 )
 
-from ..protocol.model import Task, TaskState
+from ..protocol.model import TaskState
 from ..protocol.types import TaskId
 from ..store.base import Census, TaskStore
 from .histograms import Histograms
@@ -56,6 +56,7 @@ from .types import Receive, Scope, Send, respond
 if TYPE_CHECKING:
     from ..engine.bus import Bus
     from ..engine.invocation import Invocation
+    from ..engine.metrics import Change
     from ..engine.runner import TurnObserver
 
 __all__ = ["CONTENT_TYPE", "METRICS_PATH", "Metrics", "MetricsEndpoint", "MetricsListener"]
@@ -111,7 +112,7 @@ _HISTOGRAMS: dict[str, tuple[str, tuple[str, ...], tuple[float, ...]]] = {
         _TASK_BUCKETS,
     ),
     "a2ad_store_operation_seconds": (
-        "Store calls the engine made, by operation",
+        "Store calls the engine made, by operation (none for the memory store)",
         ("operation",),
         _STORE_BUCKETS,
     ),
@@ -205,30 +206,29 @@ class Metrics:
             born[invocation.task_id] = now
 
     def turn_ended(self, invocation: Invocation, token: Any = None) -> None:
-        agent = invocation.agent_name
-        self._turns[agent] -= 1
-        outcome = invocation.outcome
-        if not outcome.done() or outcome.cancelled() or outcome.exception() is not None:
-            self._born.pop(invocation.task_id, None)
-        elif not isinstance(outcome.result(), Task):  # answered with a Message: no task
+        self._turns[invocation.agent_name] -= 1
+        if invocation.current is None:  # no task was stored (a reply, a refusal): none ends
             self._born.pop(invocation.task_id, None)
 
     # --- the engine (engine/metrics.py) ---
 
-    def transition(
-        self, task_id: TaskId, agent: str, before: TaskState | None, after: TaskState
-    ) -> None:
-        key = (agent, before, after)
+    def changed(self, task_id: TaskId, agent: str, changes: Sequence[Change]) -> None:
         transitions = self._transitions
-        transitions[key] = transitions.get(key, 0) + 1
-        if before is None:  # the task was stored: its first event
+        for before, after in changes:
+            key = (agent, before, after)
+            transitions[key] = transitions.get(key, 0) + 1
+        created, ended = changes[0][0] is None, changes[-1][1].terminal
+        if not (created or ended):
+            return
+        now = time.perf_counter()
+        if created:  # the task was stored: its first event
             born = self._born.get(task_id)
             if born is not None:
-                self._first_events.note(agent, time.perf_counter() - born)
-        if after.terminal:
+                self._first_events.note(agent, now - born)
+        if ended:
             born = self._born.pop(task_id, None)
             if born is not None:
-                self._task_durations.note(agent, time.perf_counter() - born)
+                self._task_durations.note(agent, now - born)
 
     def _count(self, name: str, n: int = 1) -> None:
         self._events[name] = self._events.get(name, 0) + n

@@ -76,6 +76,8 @@ def _key(task: Task) -> Cursor:
 class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
     """Tasks in a dict, plus sorted keys for listing (O(log n) search)."""
 
+    timed = False  # each call is a few dict operations: no latency worth a histogram
+
     def __init__(self, *, max_tasks: int = DEFAULT_MAX_TASKS) -> None:
         if max_tasks < 1:
             raise ValueError("max_tasks must be at least 1")
