@@ -77,8 +77,26 @@ class Runner:
         entry = self._running.get(task_id)
         if entry is None:
             return True
-        done, _ = await asyncio.wait({entry[1]}, timeout=timeout)
-        return bool(done)
+        job = entry[1]
+        # One job, one timer: what asyncio.wait does for a set, without the set's
+        # work (a cancel waits here for its agent to stop). Woken by a done callback
+        # even when the job is done already: the runner's own (which forgets the
+        # job) runs first, so a follow-up turn may start once this returns.
+        loop = asyncio.get_running_loop()
+        woken: asyncio.Future[None] = loop.create_future()
+
+        def wake(_: object = None) -> None:
+            if not woken.done():
+                woken.set_result(None)
+
+        job.add_done_callback(wake)
+        timer = loop.call_later(timeout, wake)
+        try:
+            await woken
+        finally:
+            timer.cancel()
+            job.remove_done_callback(wake)
+        return job.done()
 
     async def wait_all(self, *, timeout: float) -> bool:
         """Wait until no invocation runs, at most ``timeout`` seconds."""
