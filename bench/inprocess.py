@@ -1,0 +1,186 @@
+"""Instructions per operation of the app ``a2ad serve --store memory`` builds,
+driven in-process (no HTTP, no socket, no other process) under callgrind:
+for differences below the 1% that two servers of bench/budget.py can differ by.
+
+``a2ad serve``'s own start-up runs (its flags, settings, assembly, the
+collector's setting), with uvicorn's server swapped for a driver that calls the
+app as ASGI: ``--warm`` sends, then the counter is switched on around ``--count``
+operations of one kind, and the instructions a second of an idle spell before
+them are subtracted for the loop's wall time (the engine's timers). Runs of one
+tree differ by about 0.1%; run one at a time (a second one on the machine moves
+the idle figure).
+
+    .venv/bin/python bench/inprocess.py send                 # this tree
+    .venv/bin/python bench/inprocess.py get --count 3000
+    .venv/bin/python bench/inprocess.py send --src /tmp/old/src   # another tree's src/
+    A2AD_METRICS=false .venv/bin/python bench/inprocess.py send   # settings pass through
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+OPERATIONS = ("send", "get")
+
+
+def send_body(n: int) -> bytes:
+    message = {"role": "ROLE_USER", "messageId": f"m{n}", "parts": [{"text": "hello"}]}
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
+    ).encode()
+
+
+async def call(app: Any, body: bytes) -> bytes:
+    """One JSON-RPC request to ``app`` in-process; its response body."""
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/",
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(b"content-type", b"application/json"), (b"a2a-version", b"1.0")],
+        "client": ("127.0.0.1", 50000),
+    }
+    sent = False
+    answer: list[bytes] = []
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if sent:
+            await asyncio.Event().wait()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body":
+            answer.append(message.get("body", b""))
+
+    await app(scope, receive, send)
+    return b"".join(answer)
+
+
+async def control(*args: str) -> None:
+    """callgrind_control on this process, waited for on the loop (which must
+    keep running for valgrind to take the command)."""
+    done = subprocess.Popen(
+        ["callgrind_control", *args, str(os.getpid())], stdout=subprocess.DEVNULL
+    )
+    while done.poll() is None:
+        await asyncio.sleep(0.02)
+
+
+async def drive(app: Any, op: str, count: int, warm: int, out: Path) -> None:
+    await app.lifetime.start()
+    first = json.loads(await call(app, send_body(-1)))
+    get = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "GetTask",
+            "params": {"id": first["result"]["task"]["id"]},
+        }
+    ).encode()
+    for n in range(warm):
+        await call(app, send_body(-2 - n))
+    await control("--instr=on")
+    await control("--zero")
+    started = time.monotonic()
+    await asyncio.sleep(3)
+    idle_seconds = time.monotonic() - started
+    await control("--dump=idle")
+    await control("--zero")
+    started = time.monotonic()
+    for n in range(count):
+        await call(app, send_body(n) if op == "send" else get)
+    loop_seconds = time.monotonic() - started
+    await control("--dump=loop")
+    out.write_text(json.dumps({"idle": idle_seconds, "loop": loop_seconds}))
+    await app.aclose()
+
+
+def child(op: str, count: int, warm: int, out: Path) -> None:
+    """``a2ad serve``, its uvicorn server swapped for ``drive``."""
+    import a2ad.cli.serve as serve_module
+    from a2ad.cli import main
+    from a2ad.cli.collector import settle_collector
+
+    class Driver:
+        def __init__(self, config: Any, application: Any, banner: Any, *more: Any) -> None:
+            self.application = application
+            self.startup_failed = False
+
+        def run(self, sockets: list[Any]) -> None:
+            for sock in sockets:
+                sock.close()
+            settle_collector()  # as the server does once up
+            asyncio.run(drive(self.application, op, count, warm, out))
+
+    serve_module._Server = Driver  # type: ignore[misc,assignment]
+    sys.argv = ["a2ad", "serve", "--store", "memory", "--port", "0", "--log-level", "warning"]
+    main()
+
+
+def measure(op: str, count: int, warm: int, src: str | None) -> float:
+    with tempfile.TemporaryDirectory(prefix="a2ad-inprocess-") as tmp:
+        out = Path(tmp) / "times.json"
+        env = {**os.environ, "PYTHONHASHSEED": "0"}
+        if src:
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [src, env.get("PYTHONPATH")]))
+        argv = [
+            "valgrind",
+            "--tool=callgrind",
+            "--instr-atstart=no",
+            f"--callgrind-out-file={tmp}/cg",
+            sys.executable,
+            __file__,
+            op,
+            "--count",
+            str(count),
+            "--warm",
+            str(warm),
+            "--child",
+            str(out),
+        ]
+        subprocess.run(argv, env=env, check=True, capture_output=True)
+        dumps = sorted(Path(tmp).glob("cg.*"), key=lambda p: int(p.name.rsplit(".", 1)[1]))
+        idle, loop = (_total(path) for path in dumps[-2:])
+        times = json.loads(out.read_text())
+        return (loop - idle / times["idle"] * times["loop"]) / count
+
+
+def _total(path: Path) -> int:
+    found = re.search(r"^totals:\s+(\d+)", path.read_text(errors="replace"), re.MULTILINE)
+    if found is None:
+        raise RuntimeError(f"{path}: no totals line")
+    return int(found.group(1))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("op", choices=OPERATIONS)
+    parser.add_argument("--count", type=int, default=1000, help="operations counted")
+    parser.add_argument("--warm", type=int, default=50, help="sends before counting")
+    parser.add_argument("--src", help="run a2ad from this src/ (PYTHONPATH)")
+    parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child is not None:
+        child(args.op, args.count, args.warm, args.child)
+        return 0
+    per_op = measure(args.op, args.count, args.warm, args.src)
+    print(f"{args.op}: {per_op:,.0f} instructions each ({args.src or 'this tree'})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
