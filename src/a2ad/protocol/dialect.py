@@ -53,6 +53,7 @@ __all__ = [
     "method_name",
     "requested_version",
     "resolve",
+    "resolve_asked",
 ]
 
 Version = Literal["1.0", "0.3"]
@@ -303,6 +304,21 @@ def dialect_of(version: str) -> Dialect:
             metadata={"requestedVersion": version, "supportedVersions": "1.0,0.3"},
         )
     return dialect
+
+
+_RESOLVED: dict[tuple[str, str], tuple[Dialect, Operation]] = {}
+_RESOLVED_MAX = 256  # version texts vary ("1.0", "1.0.2", ...): past this, none is kept
+
+
+def resolve_asked(text: str, method: str) -> tuple[Dialect, Operation]:
+    """``resolve(requested_version(text), method)``, kept for the pairs that
+    resolve: every request asks one of a few, and this is one dict lookup."""
+    found = _RESOLVED.get((text, method))
+    if found is None:
+        found = resolve(requested_version(text), method)
+        if len(_RESOLVED) < _RESOLVED_MAX:
+            _RESOLVED[text, method] = found
+    return found
 
 
 def resolve(version: str, method: str) -> tuple[Dialect, Operation]:

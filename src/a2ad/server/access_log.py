@@ -23,7 +23,7 @@ import re
 import time
 
 from .observed import REQUEST_ID_HEADER, RequestRecord
-from .types import Scope, header
+from .types import Scope, request_headers
 
 __all__ = ["RequestLog"]
 
@@ -50,9 +50,9 @@ class RequestLog:
         self._ids = itertools.count(self._random.getrandbits(64))
 
     def began(self, record: RequestRecord, scope: Scope) -> Scope:
-        given = header(scope, REQUEST_ID_HEADER)
-        if given and _SANE_ID.fullmatch(given):
-            record.request_id = given
+        given = request_headers(scope).get(REQUEST_ID_HEADER)
+        if given and _SANE_ID.fullmatch(text := given.decode("latin-1")):
+            record.request_id = text
         else:
             record.request_id = (next(self._ids) & _ID_MASK).to_bytes(8, "big").hex()
         return scope  # what ended's line reads of the request: its method, its client

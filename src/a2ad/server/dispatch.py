@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl
 
-from ..agent import RequestContext
+from ..agent import ANONYMOUS, RequestContext
 from ..engine import EventStream
 from ..protocol.dialect import Op
 from ..protocol.internal import visible, visible_page, visible_reply, visible_task
@@ -71,7 +71,8 @@ class Dispatcher:
         handler = self.handler
         dialect, operation, method = request.dialect, request.operation, request.method
         params, context = request.params, request.context
-        hide = not (handler.expose_internal_parts or context.caller.operator)  # _shows_internal
+        caller = context.caller  # the anonymous caller is no operator: no property call
+        hide = not (handler.expose_internal_parts or (caller is not ANONYMOUS and caller.operator))
         if operation is Op.SEND:
             send = dialect.decode_send(params, method)
             result = await handler.send_message(send, context, dialect=dialect)

@@ -11,7 +11,13 @@ from __future__ import annotations
 from ..protocol.card import AgentExtension
 from .request import Headers
 
-__all__ = ["PUSH_DELIVERY", "SERVER_EXTENSIONS", "echo_headers", "requested_extensions"]
+__all__ = [
+    "EXTENSIONS_HEADERS",
+    "PUSH_DELIVERY",
+    "SERVER_EXTENSIONS",
+    "echo_headers",
+    "requested_extensions",
+]
 
 # a2ad's own extension: the delivery status of each push config, in an extra
 # member that strict ProtoJSON parsers (the official 0.3 SDK's REST client)
@@ -25,7 +31,7 @@ PUSH_DELIVERY = AgentExtension(
 )
 SERVER_EXTENSIONS = (PUSH_DELIVERY,)  # declared on every card, beside the agent's
 
-_NAMES = (b"a2a-extensions", b"x-a2a-extensions")
+EXTENSIONS_HEADERS = (b"a2a-extensions", b"x-a2a-extensions")  # 1.0's, then 0.3's
 
 
 def requested_extensions(headers: Headers) -> frozenset[str]:
@@ -33,7 +39,7 @@ def requested_extensions(headers: Headers) -> frozenset[str]:
     them for an agent that declares no extension: nothing could be activated.)"""
     found: set[str] = set()
     for key, value in headers.pairs:
-        if key in _NAMES:
+        if key in EXTENSIONS_HEADERS:
             found.update(u for u in (v.strip() for v in value.decode("latin-1").split(",")) if u)
     return frozenset(found)
 

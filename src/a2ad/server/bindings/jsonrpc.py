@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 from msgspec import UNSET
 
-from ...protocol.dialect import Operation, requested_version, resolve
+from ...protocol.dialect import Operation, resolve_asked
 from ...protocol.errors import A2AError, JSONParseError
 from ...protocol.jsonrpc import (
     Request,
@@ -107,7 +107,7 @@ class _JsonRpcExchange(Exchange):
             await respond(self.send, 200, encode_result(self.request_id, report))
             return None
         text = version_text(self.headers, self.scope.get("query_string", b""))
-        dialect, operation = resolve(requested_version(text), method)
+        dialect, operation = resolve_asked(text, method)
         self.dialect = dialect
         if record is not None:
             record.operation(operation, dialect.version)

@@ -25,7 +25,7 @@ from typing import NamedTuple, cast
 
 import msgspec
 
-from ...agent import Caller, RequestContext
+from ...agent import ANONYMOUS, Caller, RequestContext
 from ...protocol.dialect import Op, Operation
 from ...protocol.errors import A2AError, QuotaExceededError
 from ...protocol.model import (
@@ -41,12 +41,13 @@ from ..card import base_url
 from ..dialect import ServerDialect
 from ..dispatch import Dispatcher, parse_event_id
 from ..errors import internal_error
-from ..extensions import echo_headers, requested_extensions
+from ..extensions import EXTENSIONS_HEADERS, echo_headers, requested_extensions
 from ..handler import RequestHandler
 from ..limits import Limits, StreamSlots, body_too_large, caller_key, retry_headers
 from ..observed import RECORD_KEY, RequestRecord
 from ..request import A2ARequest, Headers, Peer, ReplyValue
 from ..types import (
+    CALLER_KEY,
     ClientGone,
     Receive,
     Scope,
@@ -59,6 +60,8 @@ from ..types import (
 from .sse import KEEPALIVE_SECONDS, stream_sse
 
 __all__ = ["BindingEndpoint", "BodyTooLarge", "Exchange", "Refusal", "json_reply", "serve"]
+
+_EXTENSIONS, _EXTENSIONS_03 = EXTENSIONS_HEADERS
 
 
 class BodyTooLarge(Exception):
@@ -105,14 +108,15 @@ class BindingEndpoint:
 class Exchange(ABC):
     """One request on a binding, from its wire form to its answer."""
 
-    __slots__ = ("endpoint", "headers", "receive", "record", "scope", "send")
+    __slots__ = ("endpoint", "first", "headers", "receive", "record", "scope", "send")
 
     def __init__(self, endpoint: BindingEndpoint, scope: Scope, receive: Receive, send: Send):
         self.endpoint = endpoint
         self.scope = scope
         self.receive = receive
         self.send = send
-        self.headers = Headers(scope["headers"], request_headers(scope))
+        self.first = request_headers(scope)  # each header's first value, by lowercase name
+        self.headers = Headers(scope["headers"], self.first)
         self.record: RequestRecord | None = scope.get(RECORD_KEY)
 
     @property
@@ -166,8 +170,10 @@ class Exchange(ABC):
         """The request's context: its caller, the extensions its headers activate.
         Raises ExtensionSupportRequiredError (server/handler.py)."""
         handler = self.endpoint.handler
-        requested = requested_extensions(self.headers) if handler.extensions else ()
-        caller = caller_of(self.scope)
+        first = self.first
+        asked = _EXTENSIONS in first or _EXTENSIONS_03 in first  # most requests ask none
+        requested = requested_extensions(self.headers) if asked and handler.extensions else ()
+        caller = self.scope.get(CALLER_KEY, ANONYMOUS)  # as caller_of, without the call
         return handler.request_context(dialect.version, self.endpoint.binding, requested, caller)
 
     def request(

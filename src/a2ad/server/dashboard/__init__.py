@@ -88,6 +88,9 @@ class DashboardEndpoint:
 
     def __init__(self, path: str = DEFAULT_PATH, *, agents: list[str], auth: bool) -> None:
         self.path = check_path(path)
+        # What the dashboard serves: ``path`` itself and what is under it (the app
+        # asks both on every request, without a call).
+        self.under = self.path + "/"
         self._assets: dict[str, _Asset] = {}
         urls: dict[str, str] = {}
         for name in ("app.js", "app.css"):
@@ -107,10 +110,6 @@ class DashboardEndpoint:
         )
         body = page.encode()
         self._page = _Asset(body, b"text/html; charset=utf-8", _etag(body))
-
-    def serves(self, path: str) -> bool:
-        """Whether ``path`` (trailing slash trimmed) is the dashboard's."""
-        return path == self.path or path.startswith(self.path + "/")
 
     async def __call__(self, path: str, scope: Scope, send: Send) -> None:
         if scope["method"] not in ("GET", "HEAD"):
