@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, NamedTuple
 
 from .. import log_context
@@ -207,7 +207,9 @@ class A2AApp:
         # response's start (types.py response_start: the status, the id echoed);
         # unobserved, none (not that of a request whose agent called this app).
         serving = log_context.request.set(record if began else None)
-        tokens = [each(record, scope) for each in began]
+        tokens = []  # a loop, not a comprehension: that is a function called, on 3.11
+        for each in began:
+            tokens.append(each(record, scope))
         try:
             await self._route(path, root, record, scope, receive, send)
         finally:
@@ -285,34 +287,29 @@ class A2AApp:
                 return
         await self._serve(served, path, scope, receive, send)
 
-    async def _serve(
+    def _serve(
         self, served: _Served, path: str, scope: Scope, receive: Receive, send: Send
-    ) -> None:
-        """An admitted request, to the endpoint of ``served`` its path names."""
+    ) -> Awaitable[None]:
+        """An admitted request, to the endpoint of ``served`` its path names: what
+        to await (the endpoint's own coroutine, with no frame of this one between)."""
         method = scope["method"]
         if path in JSONRPC_PATHS:
             if method == "POST":
-                await served.jsonrpc(scope, receive, send)
-                return
+                return served.jsonrpc(scope, receive, send)
             error: A2AError = InvalidRequestError(
                 f"{method} {path}: the A2A JSON-RPC endpoint takes POST requests; "
                 f"the agent card is at GET {CARD_PATHS[0]}"
             )
-            await respond(send, 405, encode_error(None, error), headers=[(b"allow", b"POST")])
-            return
+            return respond(send, 405, encode_error(None, error), headers=[(b"allow", b"POST")])
         if path == USAGE_PATH:
-            await self._usage(scope, send)
-            return
+            return self._usage(scope, send)
         if path == CHANGES_PATH:
-            await served.changes(scope, receive, send)
-            return
+            return served.changes(scope, receive, send)
         if path.startswith(TIMELINE_PREFIX) and (task_id := timeline_task_id(path)):
-            await served.timeline(task_id, scope, send)
-            return
+            return served.timeline(task_id, scope, send)
         if path == ACTIVITY_PATH:
-            await served.activity(scope, send)
-            return
-        await served.rest.serve(path, scope, receive, send)
+            return served.activity(scope, send)
+        return served.rest.serve(path, scope, receive, send)
 
     async def _serve_metrics(self, path: str, scope: Scope, receive: Receive, send: Send) -> None:
         """/metrics on the main port: with auth on, for operators only."""
