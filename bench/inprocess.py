@@ -12,6 +12,7 @@ the idle figure).
 
     .venv/bin/python bench/inprocess.py send                 # this tree
     .venv/bin/python bench/inprocess.py get --count 3000
+    .venv/bin/python bench/inprocess.py cancel               # a long task's send, then its cancel
     .venv/bin/python bench/inprocess.py send --src /tmp/old/src   # another tree's src/
     A2AD_METRICS=false .venv/bin/python bench/inprocess.py send   # settings pass through
 """
@@ -31,14 +32,30 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-OPERATIONS = ("send", "get")
+OPERATIONS = ("send", "get", "cancel", "half")  # half: cancel's send alone, left running
 
 
-def send_body(n: int) -> bytes:
-    message = {"role": "ROLE_USER", "messageId": f"m{n}", "parts": [{"text": "hello"}]}
-    return json.dumps(
-        {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
-    ).encode()
+def send_body(n: int, text: str = "hello", **configuration: object) -> bytes:
+    message = {"role": "ROLE_USER", "messageId": f"m{n}", "parts": [{"text": text}]}
+    params: dict[str, object] = {"message": message}
+    if configuration:
+        params["configuration"] = configuration
+    return rpc("SendMessage", params)
+
+
+def rpc(method: str, params: dict[str, object]) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
+
+
+async def cancel(app: Any, n: int, *, then_cancel: bool = True) -> None:
+    """bench/budget.py's cancel: a long task's send returning at once, then its
+    CancelTask (with ``then_cancel`` False, the send alone)."""
+    sent = json.loads(await call(app, send_body(n, "sleep:60 cancel me", returnImmediately=True)))
+    if then_cancel:
+        task_id = sent["result"]["task"]["id"]
+        answer = await call(app, rpc("CancelTask", {"id": task_id}))
+        if b"TASK_STATE_CANCELED" not in answer:
+            raise RuntimeError(f"CancelTask answered {answer[:300]!r}")
 
 
 async def call(app: Any, body: bytes) -> bytes:
@@ -83,14 +100,7 @@ async def control(*args: str) -> None:
 async def drive(app: Any, op: str, count: int, warm: int, out: Path) -> None:
     await app.lifetime.start()
     first = json.loads(await call(app, send_body(-1)))
-    get = json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "GetTask",
-            "params": {"id": first["result"]["task"]["id"]},
-        }
-    ).encode()
+    get = rpc("GetTask", {"id": first["result"]["task"]["id"]})
     for n in range(warm):
         await call(app, send_body(-2 - n))
     await control("--instr=on")
@@ -102,7 +112,12 @@ async def drive(app: Any, op: str, count: int, warm: int, out: Path) -> None:
     await control("--zero")
     started = time.monotonic()
     for n in range(count):
-        await call(app, send_body(n) if op == "send" else get)
+        if op == "send":
+            await call(app, send_body(n))
+        elif op == "get":
+            await call(app, get)
+        else:
+            await cancel(app, n, then_cancel=op == "cancel")
     loop_seconds = time.monotonic() - started
     await control("--dump=loop")
     out.write_text(json.dumps({"idle": idle_seconds, "loop": loop_seconds}))
