@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from access_log import call  # bench/access_log.py, beside this script: one request in-process
+
 ROOT = Path(__file__).resolve().parent.parent
 OPERATIONS = ("send", "get", "cancel", "half")  # half: cancel's send alone, left running
 
@@ -56,35 +58,6 @@ async def cancel(app: Any, n: int, *, then_cancel: bool = True) -> None:
         answer = await call(app, rpc("CancelTask", {"id": task_id}))
         if b"TASK_STATE_CANCELED" not in answer:
             raise RuntimeError(f"CancelTask answered {answer[:300]!r}")
-
-
-async def call(app: Any, body: bytes) -> bytes:
-    """One JSON-RPC request to ``app`` in-process; its response body."""
-    scope = {
-        "type": "http",
-        "method": "POST",
-        "path": "/",
-        "root_path": "",
-        "query_string": b"",
-        "headers": [(b"content-type", b"application/json"), (b"a2a-version", b"1.0")],
-        "client": ("127.0.0.1", 50000),
-    }
-    sent = False
-    answer: list[bytes] = []
-
-    async def receive() -> dict[str, Any]:
-        nonlocal sent
-        if sent:
-            await asyncio.Event().wait()
-        sent = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    async def send(message: dict[str, Any]) -> None:
-        if message["type"] == "http.response.body":
-            answer.append(message.get("body", b""))
-
-    await app(scope, receive, send)
-    return b"".join(answer)
 
 
 async def control(*args: str) -> None:
