@@ -59,6 +59,9 @@ class Subscription:
         # ``start_after``): only a bus fed from other processes keeps it.
         self.last: Seq | None = None
         self.on_start: Callable[[Subscription], None] | None = None
+        # Told at once when it is dropped (True) or ended (False): a stream's end
+        # without a task of its own waiting on each event (EventStream.watch).
+        self.watcher: Callable[[bool], None] | None = None
 
     def start_after(self, seq: Seq) -> None:
         """Say that the reader has the task as of ``seq`` (read from the store
@@ -87,12 +90,16 @@ class Subscription:
         """End this subscription: its reader gets None."""
         self.dropped.set()
         self._wake()
+        if self.watcher is not None:
+            self.watcher(True)
 
     def end(self) -> None:
         """End this subscription once its reader has taken what is buffered (at
         shutdown: the final events of the tasks that had to be failed)."""
         self.ending.set()
         self._wake()
+        if self.watcher is not None:
+            self.watcher(False)
 
     async def get(self, timeout: float | None = None) -> Published | None:
         """The next event; None if dropped, or ended with nothing left. Raises
@@ -114,6 +121,7 @@ class Subscription:
         return self._items.popleft()
 
     def close(self) -> None:
+        self.watcher = None
         self._unsubscribe(self)
 
     def __enter__(self) -> Subscription:

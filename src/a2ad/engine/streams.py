@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import collections
 from collections.abc import Awaitable, Callable
 
@@ -38,17 +37,19 @@ class EventStream:
         self._ended = False
         self.view: Callable[[StreamItem], StreamItem | None] | None = None
 
-    @property
-    def dropped(self) -> asyncio.Event | None:
-        """Set when the stream was cut off: its reader fell too far behind
-        (``fell_behind``)."""
-        return self._sub.dropped if self._sub else None
-
-    @property
-    def ending(self) -> asyncio.Event | None:
-        """Set when the server ends the stream (shutdown): what is buffered is
-        still sent, then the stream ends."""
-        return self._sub.ending if self._sub else None
+    def watch(self, watcher: Callable[[bool], None]) -> None:
+        """Call ``watcher(True)`` when the stream is cut off (its reader fell too
+        far behind: ``fell_behind``) and ``watcher(False)`` when the server ends
+        it (shutdown: what is buffered is still sent, then it ends), at once if
+        that happened already; until ``close``. For a writer stuck in a send."""
+        sub = self._sub
+        if sub is None:
+            return
+        sub.watcher = watcher
+        if sub.dropped.is_set():
+            watcher(True)
+        elif sub.ending.is_set():
+            watcher(False)
 
     @property
     def fell_behind(self) -> bool:
