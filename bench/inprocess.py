@@ -12,6 +12,7 @@ the idle figure).
 
     .venv/bin/python bench/inprocess.py send                 # this tree
     .venv/bin/python bench/inprocess.py get --count 3000
+    .venv/bin/python bench/inprocess.py stream               # SendStreamingMessage read to its end
     .venv/bin/python bench/inprocess.py cancel               # a long task's send, then its cancel
     .venv/bin/python bench/inprocess.py send --src /tmp/old/src   # another tree's src/
     A2AD_METRICS=false .venv/bin/python bench/inprocess.py send   # settings pass through
@@ -34,7 +35,7 @@ from typing import Any
 from access_log import call  # bench/access_log.py, beside this script: one request in-process
 
 ROOT = Path(__file__).resolve().parent.parent
-OPERATIONS = ("send", "get", "cancel", "half")  # half: cancel's send alone, left running
+OPERATIONS = ("send", "get", "stream", "cancel", "half")  # half: cancel's send alone
 
 
 def send_body(n: int, text: str = "hello", **configuration: object) -> bytes:
@@ -43,6 +44,11 @@ def send_body(n: int, text: str = "hello", **configuration: object) -> bytes:
     if configuration:
         params["configuration"] = configuration
     return rpc("SendMessage", params)
+
+
+def stream_body(n: int) -> bytes:
+    message = {"role": "ROLE_USER", "messageId": f"s{n}", "parts": [{"text": "hi"}]}
+    return rpc("SendStreamingMessage", {"message": message})
 
 
 def rpc(method: str, params: dict[str, object]) -> bytes:
@@ -89,6 +95,10 @@ async def drive(app: Any, op: str, count: int, warm: int, out: Path) -> None:
             await call(app, send_body(n))
         elif op == "get":
             await call(app, get)
+        elif op == "stream":
+            streamed = await call(app, stream_body(n))
+            if b"TASK_STATE_COMPLETED" not in streamed:
+                raise RuntimeError(f"the stream did not complete: {streamed[-300:]!r}")
         else:
             await cancel(app, n, then_cancel=op == "cancel")
     loop_seconds = time.monotonic() - started
