@@ -6,9 +6,9 @@ between two awaits are stored in one write, in order. An event someone waits for
 (a turn-ending one, or one that fills the outbox) is drained in the waiter's own
 task when no drain is under way: most turns cost one write and no task switch
 (a separate consumer task per turn cost about a quarter more CPU per echo send,
-measured in-process). Other events are drained by a background consumer, started
-in the owner's task group once the emitting task yields, so progress is stored
-while the agent waits on something else.
+measured in-process). Other events are drained by a background consumer, a task
+started once the emitting task yields, so progress is stored while the agent
+waits on something else; the owner waits for it (``settled``) before its turn ends.
 
 A failed write is raised where someone waits for it, else kept for ``take_error``
 (the agent's next call). A barrier (``flush``) only learns that what came before
@@ -60,7 +60,7 @@ class Outbox:
         self._task_id = task_id
         self._write = write
         self._entries: deque[_Entry] = deque()
-        self._group: asyncio.TaskGroup | None = None  # where background drains run
+        self._open = False  # background drains may start (from open to close)
         self._consumer: asyncio.Task[None] | None = None
         self._kicked = False  # a background drain is about to start
         self._writing = False  # a drain is under way (only one at a time)
@@ -69,9 +69,26 @@ class Outbox:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def open(self, group: asyncio.TaskGroup) -> None:
-        """Run background drains in ``group``."""
-        self._group = group
+    def open(self) -> None:
+        """Let background drains start (each a task of its own, one at a time)."""
+        self._open = True
+
+    async def settled(self) -> None:
+        """Wait until no background drain runs; cancelled meanwhile, the drain is
+        cancelled too (as a task group's children are). Raises what a drain
+        failed with other than a cancel (none does: a write's failure is kept)."""
+        consumer = self._consumer
+        if consumer is None:
+            return
+        if not consumer.done():
+            try:
+                await consumer
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise  # this task was cancelled (and so the drain with it)
+        if not consumer.cancelled() and (failed := consumer.exception()) is not None:
+            raise failed
 
     def take_error(self) -> Exception | None:
         error, self._error = self._error, None
@@ -97,7 +114,7 @@ class Outbox:
 
     async def flush(self) -> None:
         """Wait until everything queued so far is written."""
-        if self._group is None or (not self._entries and not self._writing):
+        if not self._open or (not self._entries and not self._writing):
             return  # nothing queued, or nothing left to write
         ack: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._entries.append((_Barrier(), ack))
@@ -108,7 +125,7 @@ class Outbox:
     def close(self) -> None:
         """The owner is done: no more drains; whatever is still queued (its drain was
         cancelled) is answered as not stored; the writer is let go."""
-        self._group = None
+        self._open = False
         while self._entries:
             _, ack = self._entries.popleft()
             if ack is not None and not ack.done():
@@ -120,10 +137,10 @@ class Outbox:
         if (
             self._entries
             and not self._writing
-            and self._group is not None
+            and self._open
             and (self._consumer is None or self._consumer.done())
         ):
-            self._consumer = self._group.create_task(self._drain())
+            self._consumer = asyncio.get_running_loop().create_task(self._drain())
 
     async def _drain(self) -> None:
         self._writing = True
