@@ -33,6 +33,7 @@ log = logging.getLogger("a2ad.server")
 KEEPALIVE_SECONDS = 15.0
 _FINISH_SECONDS = 1.0
 _SHUTDOWN_FLUSH_SECONDS = 2.0  # at shutdown, the writer's time to send what is buffered
+_WATCHER_GRACE_SECONDS = 1.0  # a finished stream's disconnect watcher, left to end by itself
 # How long a reader that fell behind has to take the error that says so. The
 # server's cost meanwhile is one idle coroutine and what the socket already holds.
 _BEHIND_SECONDS = 10.0
@@ -170,35 +171,51 @@ async def stream_sse(
         else:  # the server is shutting down: what is buffered may still go
             loop.call_later(_SHUTDOWN_FLUSH_SECONDS, end)
 
-    jobs: list[asyncio.Future[object]] = [
-        asyncio.ensure_future(writer.write()),
-        asyncio.ensure_future(disconnected()),
-    ]
-    for job in jobs:
-        job.add_done_callback(end)
+    writing: asyncio.Future[None] = asyncio.ensure_future(writer.write())
+    watching: asyncio.Future[None] = asyncio.ensure_future(disconnected())
+    writing.add_done_callback(end)
+    watching.add_done_callback(end)
     events.watch(cut)
-    done: set[asyncio.Future[object]] = set()
     try:
-        await over
-        done = {job for job in jobs if job.done()}
-    finally:
-        events.close()
-        for job in jobs:
-            job.cancel()
-        await asyncio.wait(jobs)  # each has ended; a failed one is looked at below
-    closing = _closing(writer, fail, done, client, connected=jobs[1] not in done)
-    # A stalled client may never take the closing chunk; don't wait on it forever.
-    with contextlib.suppress(TimeoutError, OSError):
-        async with asyncio.timeout(_BEHIND_SECONDS if closing else _FINISH_SECONDS):
-            for body in closing:
-                await send({"type": "http.response.body", "body": body, "more_body": True})
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        try:
+            await over
+        finally:
+            events.close()
+        done = {job for job in (writing, watching) if job.done()}
+        if not writing.done():  # stuck in a send: the reader was dropped, or the client left
+            writing.cancel()
+            await asyncio.wait({writing})
+        closing = _closing(writer, fail, done, client, connected=watching not in done)
+        # A stalled client may never take the closing chunk; don't wait on it forever.
+        with contextlib.suppress(TimeoutError, OSError):
+            async with asyncio.timeout(_BEHIND_SECONDS if closing else _FINISH_SECONDS):
+                for body in closing:
+                    await send({"type": "http.response.body", "body": body, "more_body": True})
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+    except BaseException:
+        writing.cancel()
+        watching.cancel()
+        raise
+    if not watching.done():
+        # The response is complete, so the server's receive() says http.disconnect
+        # (uvicorn does at once) and the watcher ends by itself: cancelling it, its
+        # error thrown through receive(), cost more than the rest of the stream's
+        # ending. A server whose receive() waits on has it cancelled shortly.
+        watching.add_done_callback(_retrieved)
+        loop.call_later(_WATCHER_GRACE_SECONDS, watching.cancel)
+
+
+def _retrieved(job: asyncio.Future[None]) -> None:
+    """A job nobody awaits: its error, if any, is counted as read (a receive()
+    that failed once the response was over is nothing to report)."""
+    if not job.cancelled():
+        job.exception()
 
 
 def _closing(
     writer: _Writer,
     fail: Callable[[A2AError], bytes],
-    done: set[asyncio.Future[object]],
+    done: set[asyncio.Future[None]],
     client: Any,
     *,
     connected: bool,
