@@ -52,8 +52,8 @@ class Subscription:
         # The reader's wake-up, only while it waits: cheaper than an asyncio.Event
         # on a path every event of every task takes.
         self._waiter: asyncio.Future[None] | None = None
-        self.dropped = asyncio.Event()
-        self.ending = asyncio.Event()
+        self.dropped = False  # ended at once (``drop``)
+        self.ending = False  # ending once what is buffered is taken (``end``)
         self.fell_behind = False
         # The last seq its reader has (None until the engine says where it starts,
         # ``start_after``): only a bus fed from other processes keeps it.
@@ -88,7 +88,7 @@ class Subscription:
 
     def drop(self) -> None:
         """End this subscription: its reader gets None."""
-        self.dropped.set()
+        self.dropped = True
         self._wake()
         if self.watcher is not None:
             self.watcher(True)
@@ -96,7 +96,7 @@ class Subscription:
     def end(self) -> None:
         """End this subscription once its reader has taken what is buffered (at
         shutdown: the final events of the tasks that had to be failed)."""
-        self.ending.set()
+        self.ending = True
         self._wake()
         if self.watcher is not None:
             self.watcher(False)
@@ -105,7 +105,7 @@ class Subscription:
         """The next event; None if dropped, or ended with nothing left. Raises
         TimeoutError after ``timeout``."""
         while not self._items:
-            if self.dropped.is_set() or self.ending.is_set():
+            if self.dropped or self.ending:
                 return None
             self._waiter = asyncio.get_running_loop().create_future()
             try:
@@ -116,7 +116,7 @@ class Subscription:
                         await self._waiter
             finally:
                 self._waiter = None
-        if self.dropped.is_set():
+        if self.dropped:
             return None
         return self._items.popleft()
 

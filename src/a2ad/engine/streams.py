@@ -46,9 +46,9 @@ class EventStream:
         if sub is None:
             return
         sub.watcher = watcher
-        if sub.dropped.is_set():
+        if sub.dropped:
             watcher(True)
-        elif sub.ending.is_set():
+        elif sub.ending:
             watcher(False)
 
     @property
