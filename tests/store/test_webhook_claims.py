@@ -4,6 +4,7 @@ a SQLite group (``--workers``) and instances on one PostgreSQL schema."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
@@ -17,7 +18,7 @@ from a2ad.store.sqlite import SqliteStore
 from a2ad.store.sqlite_group import SqliteGroup, claim_for_group
 
 from ..postgres import fresh_schema
-from .test_store_contract import hook, new_task, webhooks
+from .test_store_contract import artifact, hook, new_task, webhooks
 
 KEY = ("t", "w")
 
@@ -66,3 +67,27 @@ async def test_a_claimed_webhook_is_due_to_no_one_else_until_given_up_or_lapsed(
     assert await other.claim_webhook(KEY, 300.0, "B") is False
     assert await other.claim_webhook(KEY, None, "B") is False  # nor clear A's
     assert await other.due_webhooks(240.0, 10, claim_until=300.0, claimant="B") == []
+
+
+async def test_an_event_stored_while_another_process_delivers_leaves_its_webhook_due(
+    pair: tuple[TaskStore, TaskStore],
+) -> None:
+    # One process stores the task's events while another delivers them: each
+    # round stores an event as the one before leaves the outbox (delivered, or
+    # given up on every other round), at once. However the
+    # two interleave, the new event is pending and its webhook due, or the
+    # delivering process would never look at it again.
+    writer, deliverer = pair[0], webhooks(pair[1])
+    task = new_task("t")
+    await writer.create(task)
+    await webhooks(writer).put_webhook(hook("t"))  # its first delivery: the task
+    for seq in range(1, 41):
+        (oldest,) = await deliverer.deliveries(KEY, 10)
+        await asyncio.gather(
+            writer.append("t", seq - 1, [artifact(task, f"a{seq}", "x")]),
+            deliverer.delivered(oldest)
+            if seq % 2
+            else deliverer.delivery_failed(oldest, "HTTP 410", retry_at=None),
+        )
+        assert [d.seq for d in await deliverer.deliveries(KEY, 10)] == [seq]
+        assert await deliverer.due_webhooks(1e12, 10) == [KEY], f"event {seq} is not due"

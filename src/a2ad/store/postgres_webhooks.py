@@ -113,7 +113,15 @@ async def deliveries(conn: Connection, key: WebhookKey, limit: int) -> list[Deli
     return [delivery(key, row) for row in rows]
 
 
+# A delivery leaving the outbox decides whether its webhook is still due from
+# the deliveries it sees; one an append is queueing meanwhile, uncommitted, it
+# does not see, and that append's MARK_DUE saw the webhook due already: so the
+# webhook would rest with a delivery pending. Taking the task's row first, as an
+# append does before it queues, puts the two one after the other.
+
+
 async def delivered(conn: Connection, done: Delivery) -> bool:
+    await conn.execute(_LOCK_TASK, done.key[0])
     if await conn.execute(S.delete_delivery, done.id) == "DELETE 0":
         return False
     await conn.execute(S.delivered, *done.key, None)
@@ -123,7 +131,8 @@ async def delivered(conn: Connection, done: Delivery) -> bool:
 async def delivery_failed(
     conn: Connection, failed: Delivery, error: str, retry_at: float | None
 ) -> bool:
-    if retry_at is None:
+    if retry_at is None:  # it leaves: as in ``delivered``
+        await conn.execute(_LOCK_TASK, failed.key[0])
         if await conn.execute(S.delete_delivery, failed.id) == "DELETE 0":
             return False
         await conn.execute(S.dead_lettered, *failed.key, error)
