@@ -316,6 +316,18 @@ WRONG_PARAMS: list[tuple[str, str, Any, str]] = [
         "parts",
     ),
     (
+        "1.0",
+        "SendMessage",
+        {
+            "message": {
+                "messageId": "m",
+                "role": "ROLE_USER",
+                "parts": [{"raw": "cg==", "data": {"a": 1}}],
+            }
+        },
+        "parts",
+    ),
+    (
         "0.3",
         "message/send",
         {"message": {"role": "user", "parts": [{"kind": "file", "file": {"bytes": "%%%"}}]}},

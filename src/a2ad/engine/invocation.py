@@ -244,6 +244,8 @@ class Invocation:
     def abandon(self) -> None:
         """The turn was cancelled before it could answer (it never ran): tell
         whoever waits."""
+        if self.head.done() and self.outcome.done():
+            return  # answered: a stopped turn (a cancel's) ends here too, with no error made
         error = ServerBusyError("The server is shutting down; send the message again later")
         for future in (self.head, self.outcome):
             if not future.done():
