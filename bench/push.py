@@ -3,8 +3,11 @@ its webhook receiving it.
 
     .venv/bin/python bench/push.py                   # memory and SQLite, about a minute
     .venv/bin/python bench/push.py --stores sqlite --tasks 2000 --rates 50,200
+    .venv/bin/python bench/push.py --stores postgresql   # a schema per run on --postgres
 
-The engine runs in this process over a fresh store, with push delivery started
+The engine runs in this process over a fresh store (PostgreSQL: a schema of its
+own on ``--postgres``, default A2AD_BENCH_POSTGRES or the local server, dropped
+at the end), with push delivery started
 (``allow_private_webhooks``: the receiver is on loopback) and an agent that
 emits ``--chunks`` artifact chunks between working and completed. Every message
 names a webhook (1.0: each event's StreamResponse), so each task makes
@@ -271,16 +274,40 @@ def steady(rate: float, seconds: float) -> Callable[[Callable[[], Any]], Any]:
     return sends
 
 
-def make_store(name: str, folder: Path, run_name: str) -> TaskStore:
+POSTGRES = os.environ.get("A2AD_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres")
+_schemas: list[str] = []  # made for the runs, dropped at the end
+
+
+def make_store(name: str, folder: Path, run_name: str, postgres: str = POSTGRES) -> TaskStore:
     if name == "memory":
         return MemoryStore(max_tasks=10**7)
+    if name == "postgresql":
+        from a2ad.store.postgres import PostgresStore
+
+        schema = f"a2ad_push_{os.getpid()}_{len(_schemas)}"
+        asyncio.run(pg_admin(postgres, f"CREATE SCHEMA {schema}"))
+        _schemas.append(schema)
+        separator = "&" if "?" in postgres else "?"
+        return PostgresStore(f"{postgres}{separator}search_path={schema}")
     return SqliteStore(folder / f"{run_name}.db")
+
+
+async def pg_admin(server: str, *statements: str) -> None:
+    import asyncpg  # type: ignore[import-untyped]
+
+    conn = await asyncpg.connect(server)
+    try:
+        for statement in statements:
+            await conn.execute(statement)
+    finally:
+        await conn.close()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--receiver", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--stores", default="memory,sqlite")
+    parser.add_argument("--stores", default="memory,sqlite", help="of memory, sqlite, postgresql")
+    parser.add_argument("--postgres", default=POSTGRES, help="the server for postgresql")
     parser.add_argument("--tasks", type=int, default=1000, help="messages in the burst run")
     parser.add_argument("--senders", type=int, default=32)
     parser.add_argument("--chunks", type=int, default=3, help="artifact chunks per task")
@@ -298,13 +325,15 @@ def main() -> None:
                 runs = {"burst": burst(args.tasks, args.senders)}
                 for rate in args.rates.split(","):
                     runs[f"steady-{rate}/s"] = steady(float(rate), args.seconds)
-                store = make_store(store_name, Path(folder), "baseline")
+                store = make_store(store_name, Path(folder), "baseline", args.postgres)
                 base = asyncio.run(
                     run(store, port, chunks=args.chunks, sends=runs["burst"], hooked=False)
                 )
                 results.setdefault(store_name, {})["burst without webhooks"] = base
                 for run_name, sends in runs.items():
-                    store = make_store(store_name, Path(folder), run_name.replace("/", ""))
+                    store = make_store(
+                        store_name, Path(folder), run_name.replace("/", ""), args.postgres
+                    )
                     figures = asyncio.run(run(store, port, chunks=args.chunks, sends=sends))
                     if run_name == "burst":
                         extra = figures["cpu_us_per_task"] - base["cpu_us_per_task"]
@@ -322,6 +351,9 @@ def main() -> None:
     finally:
         proc.terminate()
         proc.wait(10)
+        if _schemas:
+            drops = [f"DROP SCHEMA IF EXISTS {schema} CASCADE" for schema in _schemas]
+            asyncio.run(pg_admin(args.postgres, *drops))
     print(
         json.dumps(
             {

@@ -82,3 +82,51 @@ async def test_two_instances_deliver_each_event_of_a_webhook_once_in_order(url: 
     finally:
         for app in apps:
             await app.aclose()
+
+
+async def test_more_webhooks_due_than_the_push_concurrency_are_each_delivered_at_once(
+    url: str,
+) -> None:
+    # Two lanes, six webhooks: as each lane ends, the next due webhook starts
+    # then, not once a claim taken for a lane that was not free runs out (60 s).
+    app = create_app(
+        ScriptedAgent(),
+        store=store_from_url(url),
+        secret_key=KEY,
+        engine=EngineConfig(
+            allow_private_webhooks=True,
+            push_policy=PushPolicy(
+                first_retry=0.01, max_retry=0.05, max_attempts=4, timeout=5, concurrency=2
+            ),
+        ),
+    )
+    await app.engine.start()
+    try:
+        with Receiver() as receiver:
+            hooks = [uuid.uuid4().hex[:8] for _ in range(6)]
+            for hook in hooks:  # held: the six are due while both lanes are taken
+                receiver.rule(hook, hold=True)
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://a") as http:
+                for hook in hooks:
+                    params = {
+                        **msg10("echo hi"),
+                        "configuration": {
+                            "taskPushNotificationConfig": {"url": receiver.url(hook)}
+                        },
+                    }
+                    sent = await http.post(
+                        "/",
+                        json={"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params},
+                        headers=V1,
+                    )
+                    task = sent.json()["result"]["task"]
+                    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+            await wait_for(lambda: len(receiver.received()) >= 2)  # both lanes hold one
+            for hook in hooks:  # one at a time: the lanes end apart
+                receiver.release(hook)
+                await asyncio.sleep(0.2)
+            # Each task made 3 deliveries: the task as set, working, completed.
+            await wait_for(lambda: all(len(receiver.accepted(h)) >= 3 for h in hooks), 10)
+    finally:
+        await app.aclose()

@@ -313,11 +313,15 @@ class PushNotifications:
                 self._wake.clear()
                 free = self.policy.concurrency - len(self._lanes)
                 if free > 0:
+                    # A store that keeps claims answers none being delivered: each
+                    # it answers is claimed, for a lane that is free. Others may
+                    # answer those too, so they are asked for as many more.
+                    wanted = free if self.store.claims else free + len(self._lanes)
                     try:
                         now = self._clock()
                         due = await self.store.due_webhooks(
                             now,
-                            free + len(self._lanes),
+                            wanted,
                             claim_until=now + self._claim_seconds,
                             claimant=self._claimant,
                         )
@@ -358,9 +362,11 @@ class PushNotifications:
             )
             heapq.heappush(self._retries, self._clock() + POLL_SECONDS)
         finally:
+            # Out of the lanes before the claim is given up: a round that claims
+            # the webhook again meanwhile then starts a lane for it.
+            self._lanes.discard(key)
             with contextlib.suppress(Exception):  # not given up, it lapses by itself
                 await self.store.claim_webhook(key, None, self._claimant)
-            self._lanes.discard(key)
             self._wake.set()  # its webhook may be due again already
             await self._clients.give_back(key, client)
 

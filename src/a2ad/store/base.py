@@ -340,7 +340,13 @@ class Webhooks(abc.ABC):
     task as it stands. Deleting a task deletes its webhooks; deleting a webhook
     deletes its pending deliveries. A webhook is *due* while it has a pending
     delivery and its next attempt's time has come.
+
+    ``claims``: the store keeps claims (``due_webhooks`` with ``claim_until``
+    answers only webhooks nobody holds, the asking process's own included);
+    False for a store of one process, which may answer those being delivered.
     """
+
+    claims = False
 
     @abc.abstractmethod
     async def put_webhook(self, webhook: Webhook) -> bool:

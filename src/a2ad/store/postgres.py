@@ -204,6 +204,7 @@ class PostgresStore(Pooled, TaskStore, Upkeep, Webhooks, Usage, Turns, PostgresW
         self._outage = Outage(self.where)
 
     durable = True  # it outlives the process, with no file to put a key beside
+    claims = True  # instances share its webhooks: each is delivered by its claimant
 
     def signals(self) -> PostgresSignals:
         """LISTEN/NOTIFY on a connection of its own (postgres_signals.py)."""

@@ -190,6 +190,7 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
         self._snapshots = SnapshotCache()  # the tasks written and read last
         self._closed = False
         self._group = group
+        self.claims = group is not None  # a group's members share its webhooks (base.py)
         # Held while this process serves the file; a member holds the group's.
         self._lock: ServingLock | None = (
             ServingLock(group.lock_fd, lock_path(self.path))
