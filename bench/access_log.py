@@ -20,6 +20,8 @@ import tempfile
 import time
 from typing import Any
 
+from asgi_call import call, rpc, send_body  # beside this script
+
 from a2ad import create_app
 from a2ad.cli.logs import access_fraction, configure_logging
 from a2ad.server.access_log import RequestLog
@@ -27,44 +29,6 @@ from a2ad.settings import Observability
 from a2ad.store.memory import MemoryStore
 
 SETTINGS = ("off", "errors", "on")
-
-
-def rpc(method: str, params: dict[str, Any]) -> bytes:
-    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
-
-
-def send_body(n: int) -> bytes:
-    message = {"role": "ROLE_USER", "messageId": f"m{n}", "parts": [{"text": "hello"}]}
-    return rpc("SendMessage", {"message": message})
-
-
-async def call(app: Any, body: bytes = b"", *, method: str = "POST", path: str = "/") -> bytes:
-    """One request to ``app`` in-process (JSON-RPC by default); its response body."""
-    scope = {
-        "type": "http",
-        "method": method,
-        "path": path,
-        "root_path": "",
-        "query_string": b"",
-        "headers": [(b"content-type", b"application/json"), (b"a2a-version", b"1.0")],
-        "client": ("127.0.0.1", 50000),
-    }
-    sent = False
-    answer: list[bytes] = []
-
-    async def receive() -> dict[str, Any]:
-        nonlocal sent
-        if sent:
-            await asyncio.Event().wait()
-        sent = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    async def send(message: dict[str, Any]) -> None:
-        if message["type"] == "http.response.body":
-            answer.append(message.get("body", b""))
-
-    await app(scope, receive, send)
-    return b"".join(answer)
 
 
 async def prefilled_gets(app: Any, prefill: int, requests: int) -> list[bytes]:

@@ -32,27 +32,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from access_log import call  # bench/access_log.py, beside this script: one request in-process
+from asgi_call import call, rpc, send_body, stream_body  # beside this script
 
 ROOT = Path(__file__).resolve().parent.parent
 OPERATIONS = ("send", "get", "stream", "cancel", "half")  # half: cancel's send alone
-
-
-def send_body(n: int, text: str = "hello", **configuration: object) -> bytes:
-    message = {"role": "ROLE_USER", "messageId": f"m{n}", "parts": [{"text": text}]}
-    params: dict[str, object] = {"message": message}
-    if configuration:
-        params["configuration"] = configuration
-    return rpc("SendMessage", params)
-
-
-def stream_body(n: int) -> bytes:
-    message = {"role": "ROLE_USER", "messageId": f"s{n}", "parts": [{"text": "hi"}]}
-    return rpc("SendStreamingMessage", {"message": message})
-
-
-def rpc(method: str, params: dict[str, object]) -> bytes:
-    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
 
 
 async def cancel(app: Any, n: int, *, then_cancel: bool = True) -> None:

@@ -18,7 +18,8 @@ import asyncio
 import json
 import statistics
 
-from access_log import call, prefilled_gets, timed_round  # bench/access_log.py: in-process
+from access_log import prefilled_gets, timed_round  # bench/access_log.py: in-process
+from asgi_call import call
 
 from a2ad import create_app
 from a2ad.server.metrics import Metrics
