@@ -8,6 +8,7 @@ import asyncio
 import os
 import uuid
 from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 import pytest
@@ -31,6 +32,22 @@ async def url() -> AsyncIterator[str]:
         yield made
 
 
+async def send_hooked(app: Any, text: str, webhook_url: str) -> dict[str, Any]:
+    """A blocking SendMessage to ``app`` naming a 1.0 webhook: the task it answers."""
+    params = {
+        **msg10(text),
+        "configuration": {"taskPushNotificationConfig": {"url": webhook_url}},
+    }
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://a") as http:
+        sent = await http.post(
+            "/",
+            json={"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params},
+            headers=V1,
+        )
+    return sent.json()["result"]["task"]  # type: ignore[no-any-return]
+
+
 async def test_two_instances_deliver_each_event_of_a_webhook_once_in_order(url: str) -> None:
     apps = [
         create_app(
@@ -48,22 +65,7 @@ async def test_two_instances_deliver_each_event_of_a_webhook_once_in_order(url: 
             hooks = [uuid.uuid4().hex[:8] for _ in range(4)]
             for hook in hooks:  # held: each instance's outbox round (1 s) finds them due
                 receiver.rule(hook, hold=True)
-            transport = httpx.ASGITransport(app=apps[0])
-            async with httpx.AsyncClient(transport=transport, base_url="http://a") as http:
-                tasks = []
-                for hook in hooks:
-                    params = {
-                        **msg10("chunks 25"),
-                        "configuration": {
-                            "taskPushNotificationConfig": {"url": receiver.url(hook)}
-                        },
-                    }
-                    sent = await http.post(
-                        "/",
-                        json={"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params},
-                        headers=V1,
-                    )
-                    tasks.append(sent.json()["result"]["task"])
+            tasks = [await send_hooked(apps[0], "chunks 25", receiver.url(h)) for h in hooks]
             expected = {}
             for hook, task in zip(hooks, tasks, strict=True):
                 expected[hook] = len(await apps[0].store.events(task["id"], 0)) + 1
@@ -106,22 +108,9 @@ async def test_more_webhooks_due_than_the_push_concurrency_are_each_delivered_at
             hooks = [uuid.uuid4().hex[:8] for _ in range(6)]
             for hook in hooks:  # held: the six are due while both lanes are taken
                 receiver.rule(hook, hold=True)
-            transport = httpx.ASGITransport(app=app)
-            async with httpx.AsyncClient(transport=transport, base_url="http://a") as http:
-                for hook in hooks:
-                    params = {
-                        **msg10("echo hi"),
-                        "configuration": {
-                            "taskPushNotificationConfig": {"url": receiver.url(hook)}
-                        },
-                    }
-                    sent = await http.post(
-                        "/",
-                        json={"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params},
-                        headers=V1,
-                    )
-                    task = sent.json()["result"]["task"]
-                    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+            for hook in hooks:
+                task = await send_hooked(app, "echo hi", receiver.url(hook))
+                assert task["status"]["state"] == "TASK_STATE_COMPLETED"
             await wait_for(lambda: len(receiver.received()) >= 2)  # both lanes hold one
             for hook in hooks:  # one at a time: the lanes end apart
                 receiver.release(hook)
