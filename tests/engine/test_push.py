@@ -320,3 +320,14 @@ async def test_a_webhook_that_resolves_to_a_private_address_is_refused_at_delive
         assert "localhost resolves to" in delivery["lastError"]
         assert "not a public address" in delivery["lastError"]
         assert receiver.received(hook) == []
+
+
+@pytest.mark.parametrize(
+    ("policy", "named"),
+    [({"max_attempts": 0}, "max_attempts"), ({"store_calls": 0}, "store_calls")],
+)
+def test_a_push_policy_below_one_attempt_or_store_call_is_refused_naming_it(
+    policy: dict[str, int], named: str
+) -> None:
+    with pytest.raises(ValueError, match=named):
+        PushPolicy(**policy)  # type: ignore[arg-type]

@@ -37,7 +37,6 @@ import heapq
 import logging
 import random
 import uuid
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -76,6 +75,7 @@ from ..store.base import (
 )
 from .hooked import HookedTasks
 from .metrics import NULL_METRICS, EngineMetrics
+from .push_lanes import LaneClients, LaneOutbox
 from .secrets import SecretsUnreadable, WebhookSecrets, random_key
 from .webhook_urls import Target, WebhookRefused, check_url, target
 
@@ -101,17 +101,23 @@ class PushPolicy:
     after the n-th failure the next try waits ``first_retry * 2**(n-1)`` seconds
     (at most ``max_retry``), less up to half of it at random, so that receivers
     coming back are not met by every server at once. Each attempt gets
-    ``timeout`` seconds; at most ``concurrency`` webhooks are called at once."""
+    ``timeout`` seconds; at most ``concurrency`` webhooks are called at once.
+    Their deliveries make at most ``store_calls`` calls on the store at once
+    (None: as many as the store suggests; on PostgreSQL half its pool, so that
+    requests find connections free)."""
 
     max_attempts: int = 10
     first_retry: float = 1.0
     max_retry: float = 60.0
     timeout: float = 10.0
     concurrency: int = 100
+    store_calls: int | None = None
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1 or self.concurrency < 1:
             raise ValueError("max_attempts and concurrency must be at least 1")
+        if self.store_calls is not None and self.store_calls < 1:
+            raise ValueError("store_calls must be at least 1 (or None)")
         if not (0 < self.first_retry <= self.max_retry and self.timeout > 0):
             raise ValueError("need 0 < first_retry <= max_retry, and a positive timeout")
 
@@ -158,8 +164,11 @@ class PushNotifications:
         self._claim_seconds = max(CLAIM_SECONDS, 3 * self.policy.timeout)
         self._retries: list[float] = []  # when failed deliveries are due again (a heap)
         self._worker: asyncio.Task[None] | None = None
-        self._clients: _Clients | None = None
+        self._clients: LaneClients | None = None
         self._closed = False
+        # The lanes' store calls: a few at once, if the store asks for it.
+        slots = self.policy.store_calls or store.delivery_calls
+        self._outbox: Webhooks | LaneOutbox = store if slots is None else LaneOutbox(store, slots)
 
     # --- configs: what the four push-config operations and a send do ---
 
@@ -291,7 +300,7 @@ class PushNotifications:
         """Start delivering (what the outbox holds from before, too). Idempotent."""
         if self._worker is not None or self._closed:
             return
-        self._clients = _Clients(keep=self.policy.concurrency, timeout=self.policy.timeout)
+        self._clients = LaneClients(keep=self.policy.concurrency, timeout=self.policy.timeout)
         self._worker = asyncio.ensure_future(self._dispatch())
 
     async def aclose(self) -> None:
@@ -366,7 +375,7 @@ class PushNotifications:
             # the webhook again meanwhile then starts a lane for it.
             self._lanes.discard(key)
             with contextlib.suppress(Exception):  # not given up, it lapses by itself
-                await self.store.claim_webhook(key, None, self._claimant)
+                await self._outbox.claim_webhook(key, None, self._claimant)
             self._wake.set()  # its webhook may be due again already
             await self._clients.give_back(key, client)
 
@@ -377,8 +386,8 @@ class PushNotifications:
         claimed = self._clock()
         while True:
             # Read afresh for each batch: the config may have been replaced.
-            state = await self.store.get_webhook(key)
-            pending = await self.store.deliveries(key, BATCH) if state is not None else []
+            state = await self._outbox.get_webhook(key)
+            pending = await self._outbox.deliveries(key, BATCH) if state is not None else []
             if state is None or not pending:
                 return
             webhook = state.webhook
@@ -390,7 +399,7 @@ class PushNotifications:
                 now = self._clock()
                 if now - claimed > self._claim_seconds / 3:  # hold the claim a stretch more
                     until = now + self._claim_seconds
-                    if not await self.store.claim_webhook(key, until, self._claimant):
+                    if not await self._outbox.claim_webhook(key, until, self._claimant):
                         log.warning(
                             "push: this instance lost its claim on a webhook; another delivers it",
                             extra={"task_id": key[0], "config_id": key[1]},
@@ -402,7 +411,7 @@ class PushNotifications:
                 else:
                     failure = await self._attempt(client, revealed, delivery, reached[1])
                 if failure is None:
-                    if not await self.store.delivered(delivery):
+                    if not await self._outbox.delivered(delivery):
                         return  # deleted meanwhile: the rest of the batch is gone too
                     continue
                 error, permanent = failure
@@ -410,7 +419,7 @@ class PushNotifications:
                 final = permanent or failures >= self.policy.max_attempts
                 self.metrics.push_failed(final)
                 if final:
-                    if not await self.store.delivery_failed(delivery, error, retry_at=None):
+                    if not await self._outbox.delivery_failed(delivery, error, retry_at=None):
                         return
                     log.warning(
                         "push delivery given up: %s",
@@ -419,7 +428,7 @@ class PushNotifications:
                     )
                     continue
                 retry_at = self._clock() + self.policy.retry_delay(failures)
-                await self.store.delivery_failed(delivery, error, retry_at=retry_at)
+                await self._outbox.delivery_failed(delivery, error, retry_at=retry_at)
                 heapq.heappush(self._retries, retry_at)
                 log.info(
                     "push delivery failed, will retry: %s", error, extra=_about(delivery, failures)
@@ -507,50 +516,6 @@ class PushNotifications:
             item = shown
             snapshot = visible_task(snapshot) if snapshot is not None else None
         return DIALECTS[webhook.version].encode_push(item, snapshot)
-
-
-class _Clients:
-    """An HTTP client per webhook, holding at most one connection, kept alive
-    between its lane's runs. Not one shared pool: its bookkeeping on every
-    request grows with the connections it holds (httpcore), and a connection of
-    its own means no webhook waits for another's. The ``keep`` most recently
-    used are kept while idle; older ones are closed."""
-
-    def __init__(self, *, keep: int, timeout: float) -> None:
-        self._keep = keep
-        self._timeout = timeout
-        self._tls = httpx.create_ssl_context()  # made once: it costs milliseconds
-        self._idle: OrderedDict[WebhookKey, httpx.AsyncClient] = OrderedDict()
-        self._open: set[httpx.AsyncClient] = set()  # idle or in use: closed by aclose
-
-    def take(self, key: WebhookKey) -> httpx.AsyncClient:
-        client = self._idle.pop(key, None)
-        if client is None:
-            client = httpx.AsyncClient(
-                verify=self._tls,
-                timeout=self._timeout,
-                limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
-                follow_redirects=False,  # a redirect could lead where the guard would refuse
-                trust_env=False,  # the address checked is the one connected to: no proxy
-                headers={"User-Agent": "a2ad"},
-            )
-            self._open.add(client)
-        return client
-
-    async def give_back(self, key: WebhookKey, client: httpx.AsyncClient) -> None:
-        self._idle[key] = client
-        while len(self._idle) > self._keep:
-            _, old = self._idle.popitem(last=False)
-            await self._close(old)
-
-    async def aclose(self) -> None:
-        self._idle.clear()
-        for client in list(self._open):
-            await self._close(client)
-
-    async def _close(self, client: httpx.AsyncClient) -> None:
-        await client.aclose()
-        self._open.discard(client)
 
 
 def _about(delivery: Delivery, attempts: int) -> dict[str, Any]:

@@ -344,9 +344,12 @@ class Webhooks(abc.ABC):
     ``claims``: the store keeps claims (``due_webhooks`` with ``claim_until``
     answers only webhooks nobody holds, the asking process's own included);
     False for a store of one process, which may answer those being delivered.
+    ``delivery_calls``: how many calls push delivery should make at once, so
+    that requests still find the store free (None: as many as it likes).
     """
 
     claims = False
+    delivery_calls: int | None = None
 
     @abc.abstractmethod
     async def put_webhook(self, webhook: Webhook) -> bool:

@@ -188,6 +188,9 @@ class PostgresStore(Pooled, TaskStore, Upkeep, Webhooks, Usage, Turns, PostgresW
         self.max_tasks = max_tasks
         self.pool_max = pool_max if pool_max is not None else options.pool_max
         self.pool_min = min(pool_min if pool_min is not None else options.pool_min, self.pool_max)
+        # Half the pool: a hundred delivery lanes would hold all of it between their
+        # receivers' answers, and requests queue behind them (docs/performance.md).
+        self.delivery_calls = max(1, self.pool_max // 2)
         if self.pool_max < 1:
             raise ValueError("pool_max must be at least 1")
         settings = {**options.server_settings, **(server_settings or {})}
