@@ -34,6 +34,7 @@ class Request(Protocol):
     task_id: str
     context_id: str
     status: int  # the response's HTTP status, noted as it starts (server/types.py)
+    started: float  # time.perf_counter() as it arrived (metrics: when a new task was asked for)
 
 
 class Turn(msgspec.Struct, frozen=True, gc=False):

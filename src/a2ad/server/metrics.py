@@ -46,7 +46,7 @@ from prometheus_client.core import (
     Metric,
 )
 
-from ..protocol.model import TaskState
+from .. import log_context
 from ..protocol.types import TaskId
 from ..store.base import Census, TaskStore
 from .histograms import Histograms
@@ -148,7 +148,8 @@ class Metrics:
         self._requests: dict[tuple[str, str, str], int] = {}
         self._durations = Histograms(_REQUEST_BUCKETS)  # by (method, binding)
         self._open: set[RequestRecord] = set()
-        self._transitions: dict[tuple[str, TaskState | None, TaskState], int] = {}
+        # (agent, the changes one write made) -> writes that made them
+        self._transitions: dict[tuple[str, tuple[Change, ...]], int] = {}
         self._task_durations = Histograms(_TASK_BUCKETS)  # by agent
         self._first_events = Histograms(_TASK_BUCKETS)  # by agent
         self._store_ops = Histograms(_STORE_BUCKETS)  # by operation
@@ -199,7 +200,10 @@ class Metrics:
         self._turns[agent] = self._turns.get(agent, 0) + 1
         current = invocation.current
         if current is None or current.seq == 0:  # a new task (stored at once, or not yet)
-            now = time.perf_counter()
+            # Asked for when its request came: the turn runs in that request's
+            # context, whose record read the clock then (a worker's turn has none).
+            asked = log_context.request.get()
+            now = asked.started if asked is not None else time.perf_counter()
             born = self._born
             if len(born) >= BORN_KEPT:  # tasks that never end here: forget the oldest
                 del born[next(iter(born))]
@@ -213,10 +217,11 @@ class Metrics:
     # --- the engine (engine/metrics.py) ---
 
     def changed(self, task_id: TaskId, agent: str, changes: Sequence[Change]) -> None:
+        # One count for the write's whole list of changes (most tasks' lists are
+        # alike): ``snapshot`` counts each transition in it.
+        key = (agent, tuple(changes))
         transitions = self._transitions
-        for before, after in changes:
-            key = (agent, before, after)
-            transitions[key] = transitions.get(key, 0) + 1
+        transitions[key] = transitions.get(key, 0) + 1
         created, ended = changes[0][0] is None, changes[-1][1].terminal
         if not (created or ended):
             return
@@ -255,10 +260,12 @@ class Metrics:
         GIL, so the sharing thread may take one while the loop counts)."""
         snap: Snapshot = {name: {} for name in (*_COUNTERS, *_HISTOGRAMS, *_GAUGES)}
         snap["a2ad_requests"] = {key: n for key, n in self._requests.copy().items()}
-        snap["a2ad_task_transitions"] = {
-            (agent, before.word if before is not None else "none", after.word): n
-            for (agent, before, after), n in self._transitions.copy().items()
-        }
+        counted: dict[tuple[str, ...], int] = {}
+        for (agent, changes), n in self._transitions.copy().items():
+            for before, after in changes:
+                key = (agent, before.word if before is not None else "none", after.word)
+                counted[key] = counted.get(key, 0) + n
+        snap["a2ad_task_transitions"] = counted
         for name, n in self._events.copy().items():
             snap[name] = {(): n}
         if self._store is not None:
