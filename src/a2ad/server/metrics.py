@@ -218,7 +218,9 @@ class Metrics:
 
     def changed(self, task_id: TaskId, agent: str, changes: Sequence[Change]) -> None:
         # One count for the write's whole list of changes (most tasks' lists are
-        # alike): ``snapshot`` counts each transition in it.
+        # alike): ``snapshot`` counts each transition in it. The lists are few:
+        # the lifecycle lets a write go from submitted through working to an
+        # interrupted state and then a terminal one at most (engine/lifecycle.py).
         key = (agent, tuple(changes))
         transitions = self._transitions
         transitions[key] = transitions.get(key, 0) + 1
