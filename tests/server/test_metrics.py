@@ -94,6 +94,7 @@ async def _script(url: str) -> Samples:
         task_id = hung["result"]["task"]["id"]
         await rpc("CancelTask", {"id": task_id})
         assert (await rpc("GetTask", {"id": "no-such-task"}))["error"]["code"] == -32001
+        assert "result" in await rpc("GetTask", {"id": task_id})
         bad = await http.post("/", content=b"{not json")
         assert bad.json()["error"]["code"] == -32700
         async with http.stream(
@@ -122,8 +123,10 @@ def test_requests_are_counted_by_method_binding_and_code(scripted: tuple[str, Sa
     assert value(m, "a2ad_requests_total", method="CancelTask", binding="JSONRPC", code="none") == 1
     streamed = ("a2ad_requests_total", "SendStreamingMessage")
     assert value(m, streamed[0], method=streamed[1], binding="JSONRPC", code="none") == 1
+    assert value(m, "a2ad_requests_total", method="GetTask", binding="JSONRPC", code="none") == 1
     count = "a2ad_request_duration_seconds_count"
     assert value(m, count, method="SendMessage", binding="JSONRPC") == 5
+    assert value(m, count, method="GetTask", binding="JSONRPC") == 2  # answered, and refused
 
 
 def test_transitions_and_durations_match_what_the_tasks_did(

@@ -35,7 +35,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 from prometheus_client import CollectorRegistry, generate_latest
@@ -145,8 +145,8 @@ class Metrics:
         self.listener: MetricsListener | None = None
         self._store: TaskStore | None = None  # read for the gauges and the census
         self._bus: Bus | None = None
-        self._requests: dict[tuple[str, str, str], int] = {}
-        self._durations = Histograms(_REQUEST_BUCKETS)  # by (method, binding)
+        # By (method, binding, code): its counts are a2ad_requests too (snapshot).
+        self._durations = Histograms(_REQUEST_BUCKETS)
         self._open: set[RequestRecord] = set()
         # (agent, the changes one write made) -> writes that made them
         self._transitions: dict[tuple[str, tuple[Change, ...]], int] = {}
@@ -189,9 +189,7 @@ class Metrics:
         self._open.discard(record)
         code = record.code
         key = (record.method, record.binding, "none" if code is None else str(code))
-        requests = self._requests
-        requests[key] = requests.get(key, 0) + 1
-        self._durations.note((record.method, record.binding), time.perf_counter() - record.started)
+        self._durations.note(key, time.perf_counter() - record.started)
 
     # --- agent turns (engine/runner.py) ---
 
@@ -261,7 +259,19 @@ class Metrics:
         """This process's numbers, copied (each dict copy is atomic under the
         GIL, so the sharing thread may take one while the loop counts)."""
         snap: Snapshot = {name: {} for name in (*_COUNTERS, *_HISTOGRAMS, *_GAUGES)}
-        snap["a2ad_requests"] = {key: n for key, n in self._requests.copy().items()}
+        # The requests' durations by (method, binding, code): their counts are the
+        # requests counted; the histogram itself is by (method, binding).
+        requests: dict[tuple[str, ...], Any] = {}
+        durations: dict[tuple[str, ...], Any] = {}
+        for key, hist in self._durations.read().items():
+            method, binding, code = cast(tuple[str, str, str], key)
+            requests[(method, binding, code)] = sum(hist[:-1])
+            summed = durations.get((method, binding))
+            durations[(method, binding)] = (
+                hist if summed is None else [a + b for a, b in zip(summed, hist, strict=True)]
+            )
+        snap["a2ad_requests"] = requests
+        snap["a2ad_request_duration_seconds"] = durations
         counted: dict[tuple[str, ...], int] = {}
         for (agent, changes), n in self._transitions.copy().items():
             for before, after in changes:
@@ -277,7 +287,6 @@ class Metrics:
         failures = self._push_failures
         snap["a2ad_push_delivery_failures"] = {("false",): failures[0], ("true",): failures[1]}
         for name, source in (
-            ("a2ad_request_duration_seconds", self._durations),
             ("a2ad_task_duration_seconds", self._task_durations),
             ("a2ad_task_first_event_seconds", self._first_events),
             ("a2ad_store_operation_seconds", self._store_ops),
