@@ -3,6 +3,7 @@ interpreted work is, exactly (a count, not a sample or a time), in seconds.
 
     .venv/bin/python bench/opcodes.py get                        # this tree, by file
     .venv/bin/python bench/opcodes.py cancel --by function --top 40
+    .venv/bin/python bench/opcodes.py get --by line --top 80    # function:line
     PYTHONPATH=/tmp/old/src .venv/bin/python bench/opcodes.py get --old   # e.g. 6b601f5
 
 ``a2ad serve --store memory``'s app (as bench/inprocess.py builds it; with
@@ -47,7 +48,8 @@ class Counter:
     def _opcode(self, frame: FrameType, event: str, arg: Any) -> Any:
         if self.on and event == "opcode":
             code = frame.f_code
-            self.counts[code.co_filename, code.co_name] += 1
+            where = f"{code.co_name}:{frame.f_lineno}" if ARGS.by == "line" else code.co_name
+            self.counts[code.co_filename, where] += 1
         return self._opcode
 
 
@@ -119,7 +121,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("op", choices=OPERATIONS)
     parser.add_argument("--count", type=int, default=300, help="requests counted")
-    parser.add_argument("--by", choices=("file", "function"), default="file")
+    parser.add_argument("--by", choices=("file", "function", "line"), default="file")
     parser.add_argument("--top", type=int, default=25, help="lines listed")
     parser.add_argument("--old", action="store_true", help="a tree before a2ad.cli (see above)")
     parser.parse_args(namespace=ARGS)

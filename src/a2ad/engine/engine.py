@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from msgspec import UNSET
@@ -51,6 +51,8 @@ from .turns import StartedTurn, TurnRequest
 __all__ = ["AgentStartError", "Engine", "task_view"]
 
 log = logging.getLogger("a2ad.engine")
+
+_CANCELED = TaskState.CANCELED  # a module name: an Enum class's member is a slow read on 3.11
 
 
 class Engine:
@@ -312,11 +314,12 @@ class Engine:
             exists=lambda: self._reads.still_there(task_id),
         )
 
-    async def get_task(
+    def get_task(
         self, task_id: TaskId, history_length: int | Any = UNSET, *, access: Access | None = None
-    ) -> Task:
-        """GetTask: the task, if ``access`` (None: any) reaches it."""
-        return await self._reads.task(task_id, history_length, access)
+    ) -> Coroutine[Any, Any, Task]:
+        """GetTask: the task, if ``access`` (None: any) reaches it (to await: the
+        read's own coroutine, with no frame of this one between)."""
+        return self._reads.task(task_id, history_length, access)
 
     async def check_access(self, task_id: TaskId, access: Access | None) -> None:
         """Raise TaskNotFoundError unless the task exists and ``access`` reaches it."""
@@ -327,7 +330,7 @@ class Engine:
         if access is not None:
             await self._reads.reachable(task_id, access)
         try:
-            stored = await self._endings.end(task_id, TaskState.CANCELED, None)
+            stored = await self._endings.end(task_id, _CANCELED, None)
         except TerminalTaskError as exc:
             raise TaskNotCancelableError(
                 f"Task not cancelable: already {exc.state.word}",

@@ -52,7 +52,7 @@ from .limits import (
     retry_headers,
 )
 from .metrics import METRICS_PATH, Metrics, MetricsEndpoint
-from .observed import RECORD_KEY, RequestObserver, RequestRecord
+from .observed import RECORD_KEY, RequestObserver, RequestRecord, observing
 from .reads.activity import ACTIVITY_PATH, ActivityEndpoint
 from .reads.changes import CHANGES_PATH, ChangesEndpoint
 from .reads.timeline import TIMELINE_PREFIX, TimelineEndpoint, timeline_task_id
@@ -133,6 +133,8 @@ class A2AApp:
             if self.limits.rate_limit
             else None
         )
+        # Neither authentication nor a rate limit: every request goes on unchecked.
+        self._unchecked = authenticator is None and self._rate is None
         streams = StreamSlots(self.limits.max_streams_per_principal)
         schemes = authenticator.schemes if authenticator is not None else None
 
@@ -161,9 +163,7 @@ class A2AApp:
         )
         # Told of every request (observed.py), in order: metrics, logs, tracing, ...
         self.observers: tuple[RequestObserver, ...] = tuple(observers)
-        # Their methods, bound once: began in order, ended in reverse.
-        self._began = tuple(observer.began for observer in self.observers)
-        self._ended = tuple(observer.ended for observer in reversed(self.observers))
+        self._began, self._ended = observing(self.observers)
         # /metrics (metrics.py): here, unless on a port of its own.
         self.metrics = metrics
         self._metrics = (
@@ -200,22 +200,26 @@ class A2AApp:
         path = path.rstrip("/") or "/"
         record = scope[RECORD_KEY] = RequestRecord(path)
         began = self._began
-        if not began and log_context.request.get() is None:
-            await self._route(path, root, record, scope, receive, send)
+        if began is None:
+            if log_context.request.get() is None:
+                await self._route(path, root, record, scope, receive, send)
+                return
+            # Unobserved, the request has no record in the log context (not that
+            # of a request whose agent called this app).
+            outer = log_context.request.set(None)
+            try:
+                await self._route(path, root, record, scope, receive, send)
+            finally:
+                log_context.request.reset(outer)
             return
         # The request being served, for the lines logged meanwhile and for its
-        # response's start (types.py response_start: the status, the id echoed);
-        # unobserved, none (not that of a request whose agent called this app).
-        serving = log_context.request.set(record if began else None)
-        tokens = []  # a loop, not a comprehension: that is a function called, on 3.11
-        for each in began:
-            tokens.append(each(record, scope))
+        # response's start (types.py response_start: the status, the id echoed).
+        serving = log_context.request.set(record)
+        token = began(record, scope)
         try:
             await self._route(path, root, record, scope, receive, send)
         finally:
-            tokens.reverse()
-            for ended, token in zip(self._ended, tokens, strict=True):
-                ended(record, token)
+            self._ended(record, token)  # type: ignore[misc]
             log_context.request.reset(serving)
 
     async def _route(
@@ -227,6 +231,11 @@ class A2AApp:
         receive: Receive,
         send: Send,
     ) -> None:
+        if path in JSONRPC_PATHS:  # the default agent's JSON-RPC: most requests, checked first
+            record.binding = "JSONRPC"
+            if self._unchecked or await self._admit(path, scope, send):
+                await self._jsonrpc(self._default, path, scope, receive, send)
+            return
         method = scope["method"]
         if path in HEALTH_PATHS:  # public: a probe has no credential, and isn't rate limited
             record.binding = "health"
@@ -271,36 +280,49 @@ class A2AApp:
             record.binding = "a2ad"
         else:
             record.binding = "HTTP+JSON"
+        if self._unchecked or await self._admit(path, scope, send):
+            await self._serve(served, path, scope, receive, send)
+
+    async def _admit(self, path: str, scope: Scope, send: Send) -> bool:
+        """Whether the request may go on: authenticated (with an authenticator)
+        and within the rate limit (with one); if not, it is answered here."""
         if self.authenticator is not None and not await admit(
             self.authenticator, path, scope, send
         ):
-            return
+            return False
         if self._rate is not None:
             try:
                 self._rate.take(caller_key(caller_of(scope), scope.get("client")))
             except QuotaExceededError as exc:
-                record.code = exc.code
-                audit.refused(
-                    caller_of(scope), scope.get("client"), exc, method=f"{method} {path[:200]}"
-                )
+                scope[RECORD_KEY].code = exc.code
+                method = f"{scope['method']} {path[:200]}"
+                audit.refused(caller_of(scope), scope.get("client"), exc, method=method)
                 await self._too_many(exc, path, send)
-                return
-        await self._serve(served, path, scope, receive, send)
+                return False
+        return True
+
+    @staticmethod
+    def _jsonrpc(
+        served: _Served, path: str, scope: Scope, receive: Receive, send: Send
+    ) -> Awaitable[None]:
+        """An admitted JSON-RPC request, to ``served``'s endpoint (its coroutine:
+        no frame of this one between)."""
+        method = scope["method"]
+        if method == "POST":
+            return served.jsonrpc(scope, receive, send)
+        error: A2AError = InvalidRequestError(
+            f"{method} {path}: the A2A JSON-RPC endpoint takes POST requests; "
+            f"the agent card is at GET {CARD_PATHS[0]}"
+        )
+        return respond(send, 405, encode_error(None, error), headers=[(b"allow", b"POST")])
 
     def _serve(
         self, served: _Served, path: str, scope: Scope, receive: Receive, send: Send
     ) -> Awaitable[None]:
         """An admitted request, to the endpoint of ``served`` its path names: what
         to await (the endpoint's own coroutine, with no frame of this one between)."""
-        method = scope["method"]
         if path in JSONRPC_PATHS:
-            if method == "POST":
-                return served.jsonrpc(scope, receive, send)
-            error: A2AError = InvalidRequestError(
-                f"{method} {path}: the A2A JSON-RPC endpoint takes POST requests; "
-                f"the agent card is at GET {CARD_PATHS[0]}"
-            )
-            return respond(send, 405, encode_error(None, error), headers=[(b"allow", b"POST")])
+            return self._jsonrpc(served, path, scope, receive, send)
         if path == USAGE_PATH:
             return self._usage(scope, send)
         if path == CHANGES_PATH:

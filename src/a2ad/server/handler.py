@@ -142,9 +142,11 @@ class RequestHandler:
         request = with_via(request, context.caller)
         return await self.engine.stream(request, context, webhooks=webhooks, access=access)
 
-    async def get_task(self, request: GetTaskRequest, context: RequestContext) -> Task:
+    def get_task(self, request: GetTaskRequest, context: RequestContext) -> Awaitable[Task]:
+        """The task (to await: the engine's read, with no frame of this one between);
+        raises PermissionDeniedError at once for a tenant not the caller's."""
         access = access_for(context.caller, request.tenant, self.agent_name)  # as _access does
-        return await self.engine.get_task(request.id, request.history_length, access=access)
+        return self.engine.get_task(request.id, request.history_length, access=access)
 
     async def list_tasks(self, query: TaskQuery, context: RequestContext) -> ListTasksResponse:
         return await self.engine.list_tasks(query, access=self._access(context, query.tenant))

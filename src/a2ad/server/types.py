@@ -18,6 +18,7 @@ __all__ = [
     "CALLER_KEY",
     "REQUEST_ID_HEADER",
     "ASGIApp",
+    "BodyTooLarge",
     "Caller",
     "ClientGone",
     "Message",
@@ -61,16 +62,32 @@ def header(scope: Scope, name: bytes) -> str:
     return "" if value is None else value.decode("latin-1")
 
 
+class BodyTooLarge(Exception):
+    """The request body grew past ``limit`` bytes: answered 413."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the request body is over {limit} bytes")
+        self.limit = limit
+
+
 class ClientGone(Exception):
     """The client disconnected before its request body was complete: there is
     no one to answer, and half a body must not be acted on."""
 
 
-async def read_body(receive: Receive, limit: int) -> bytes | None:
-    """The request body, or None once it grows past ``limit`` bytes (the rest is
-    not read). Raises ClientGone if the client leaves before the body ends."""
-    chunks: list[bytes] = []
-    size = 0
+async def read_body(receive: Receive, limit: int) -> bytes:
+    """The request body. Raises BodyTooLarge once it grows past ``limit`` bytes
+    (the rest is not read), ClientGone if the client leaves before it ends."""
+    message = await receive()
+    if message["type"] == "http.disconnect":
+        raise ClientGone
+    chunk: bytes = message.get("body", b"")
+    size = len(chunk)
+    if size > limit:
+        raise BodyTooLarge(limit)
+    if not message.get("more_body", False):  # most bodies: one message
+        return chunk
+    chunks = [chunk]
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
@@ -78,11 +95,10 @@ async def read_body(receive: Receive, limit: int) -> bytes | None:
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
-            return None
+            raise BodyTooLarge(limit)
         chunks.append(chunk)
         if not message.get("more_body", False):
-            break
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            return b"".join(chunks)
 
 
 def response_start(status: int, headers: list[tuple[bytes, bytes]]) -> Message:

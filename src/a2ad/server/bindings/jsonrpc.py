@@ -16,7 +16,8 @@ notification (no ``id``) is not run and gets no answer: HTTP 204
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from msgspec import UNSET
 
@@ -76,8 +77,8 @@ class JsonRpcEndpoint(BindingEndpoint):
         )
         self.usage = UsageEndpoint(handler.engine)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await serve(_JsonRpcExchange(self, scope, receive, send))
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Coroutine[Any, Any, None]:
+        return serve(_JsonRpcExchange(self, scope, receive, send))  # no coroutine of its own
 
 
 class _JsonRpcExchange(Exchange):

@@ -19,9 +19,9 @@ skeleton hands it: an error, a result, a stream's events.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from contextlib import AbstractContextManager
-from typing import NamedTuple, cast
+from typing import Any, NamedTuple, cast
 
 import msgspec
 
@@ -48,6 +48,7 @@ from ..observed import RECORD_KEY, RequestRecord
 from ..request import A2ARequest, Headers, Peer, ReplyValue
 from ..types import (
     CALLER_KEY,
+    BodyTooLarge,
     ClientGone,
     Receive,
     Scope,
@@ -62,14 +63,6 @@ from .sse import KEEPALIVE_SECONDS, stream_sse
 __all__ = ["BindingEndpoint", "BodyTooLarge", "Exchange", "Refusal", "json_reply", "serve"]
 
 _EXTENSIONS, _EXTENSIONS_03 = EXTENSIONS_HEADERS
-
-
-class BodyTooLarge(Exception):
-    """The request body grew past the limit: answered 413 with ``error``."""
-
-    def __init__(self, error: A2AError) -> None:
-        super().__init__(error.message)
-        self.error = error
 
 
 class Refusal(NamedTuple):
@@ -103,6 +96,8 @@ class BindingEndpoint:
         self.limits = limits if limits is not None else Limits()
         self.streams = streams if streams is not None else StreamSlots(0)
         self.keepalive_seconds = keepalive_seconds
+        # By version: the context of an anonymous request that asks for no extension.
+        self.plain: dict[str, RequestContext] = {}
 
 
 class Exchange(ABC):
@@ -157,24 +152,28 @@ class Exchange(ABC):
         """How a stream's events are written: ``encode(item, last)`` a data line,
         ``fail(error)`` the event that ends a stream cut short."""
 
-    async def body(self) -> bytes:
-        """The request body; raises BodyTooLarge past the limit, ClientGone if
-        the client left before it ended."""
-        limit = self.endpoint.limits.max_body_bytes
-        body = await read_body(self.receive, limit)
-        if body is None:
-            raise BodyTooLarge(body_too_large(limit))
-        return body
+    def body(self) -> Coroutine[Any, Any, bytes]:
+        """The request body (to await); raises BodyTooLarge past the limit,
+        ClientGone if the client left before it ended."""
+        return read_body(self.receive, self.endpoint.limits.max_body_bytes)
 
     def context(self, dialect: ServerDialect) -> RequestContext:
         """The request's context: its caller, the extensions its headers activate.
         Raises ExtensionSupportRequiredError (server/handler.py)."""
-        handler = self.endpoint.handler
+        endpoint = self.endpoint
         first = self.first
         asked = _EXTENSIONS in first or _EXTENSIONS_03 in first  # most requests ask none
-        requested = requested_extensions(self.headers) if asked and handler.extensions else ()
         caller = self.scope.get(CALLER_KEY, ANONYMOUS)  # as caller_of, without the call
-        return handler.request_context(dialect.version, self.endpoint.binding, requested, caller)
+        if not asked and caller is ANONYMOUS:  # most requests: one context a version
+            plain = endpoint.plain.get(dialect.version)
+            if plain is not None:
+                return plain
+        handler = endpoint.handler
+        requested = requested_extensions(self.headers) if asked and handler.extensions else ()
+        context = handler.request_context(dialect.version, endpoint.binding, requested, caller)
+        if not asked and caller is ANONYMOUS:  # the same for every such request (or refused)
+            endpoint.plain[dialect.version] = context
+        return context
 
     def request(
         self,
@@ -225,7 +224,7 @@ async def serve(exchange: Exchange) -> None:
         except ClientGone:
             return
         except BodyTooLarge as exc:
-            await _too_large(exchange, exc.error)
+            await _too_large(exchange, body_too_large(exc.limit))
             return
         except A2AError as exc:
             await _refuse(exchange, exc)
