@@ -11,7 +11,8 @@ interpreted work is, exactly (a count, not a sample or a time), in seconds.
 memory store with the echo agent) is driven in-process; every bytecode of every
 frame is counted while one request is served, then the loop's next two turns
 (what the request left scheduled). ``cancel`` counts the CancelTask alone, sent
-once the long task it ends is working. Tracing slows Python about fiftyfold, so
+once the long task it ends is working; ``half`` counts that long task's send, until
+its turn is working. Tracing slows Python about fiftyfold, so
 ``--count`` is small. Two trees' counts side by side say which code grew; a
 bytecode costs about 70 instructions on average here, so callgrind
 (bench/inprocess.py) still says what a change saves.
@@ -31,7 +32,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from asgi_call import call, rpc, send_body, stream_body
 
-OPERATIONS = ("send", "get", "stream", "cancel")
+OPERATIONS = ("send", "get", "stream", "cancel", "half")  # half: cancel's send alone
 
 
 class Counter:
@@ -61,6 +62,14 @@ async def drive(app: Any, op: str, count: int, counter: Counter) -> None:
     sys.settrace(counter.trace)  # from here, so that the turns' frames are traced too
     try:
         for n in range(count):
+            if op == "half":  # the long task's send, counted; its cancel not
+                long = send_body(n, "sleep:60 cancel me", returnImmediately=True)
+                counter.on = True
+                sent = json.loads(await call(app, long))
+                await asyncio.sleep(0.005)  # its turn has stored WORKING
+                counter.on = False
+                await call(app, rpc("CancelTask", {"id": sent["result"]["task"]["id"]}))
+                continue
             if op == "cancel":
                 long = send_body(n, "sleep:60 cancel me", returnImmediately=True)
                 sent = json.loads(await call(app, long))
