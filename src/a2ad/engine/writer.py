@@ -30,7 +30,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from typing import NamedTuple
 
 import msgspec
 
@@ -62,8 +61,9 @@ __all__ = ["Batch", "Writer"]
 log = logging.getLogger("a2ad.engine")
 
 
-class Batch(NamedTuple):
-    """What became of an agent's batch of events."""
+class Batch(msgspec.Struct, frozen=True, gc=False):
+    """What became of an agent's batch of events. (Structs, made in C, like
+    the store's records: every write makes one.)"""
 
     current: StoredTask | None  # the task after it (None: the task is gone)
     stored: list[bool]  # per event, in order
@@ -131,13 +131,13 @@ class Writer:
         metrics = self.metrics
         started = time.perf_counter() if self._timed else 0.0
         try:
-            stored = await self.store.create(new._replace(events=kept))
+            stored = await self.store.create(msgspec.structs.replace(new, events=kept))
         except EventLimitError:  # the batch broke a size bound: store what fits
             stored = await self.store.create(new)
             if metrics.on:
                 metrics.changed(task.id, agent, [(None, task.status.state)])
             batch = await self._one_by_one(stored, events)
-            return batch._replace(usage_stored=bool(kept_usage))
+            return msgspec.structs.replace(batch, usage_stored=bool(kept_usage))
         if self._timed:
             metrics.store_op("create", time.perf_counter() - started)
         changes: list[Change] | None = [(None, task.status.state)] if metrics.on else None

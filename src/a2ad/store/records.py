@@ -211,7 +211,7 @@ def group_usage(totals: dict[UsageKey, TokenCounts], query: UsageQuery) -> built
     ]
 
 
-class NewTask(NamedTuple):
+class NewTask(msgspec.Struct, frozen=True, gc=False):
     """What ``TaskStore.create`` stores: ``task`` at sequence 0, then ``events``
     as sequences 1, 2, ... in the same step. ``lease``: the instance running it,
     while it is in flight. ``deadline`` (timestamp text): when it becomes
@@ -236,7 +236,7 @@ class NewTask(NamedTuple):
     turn: QueuedTurn | None = None
 
 
-class NewEvents(NamedTuple):
+class NewEvents(msgspec.Struct, frozen=True, gc=False):
     """What ``TaskStore.append`` stores: ``events`` of the task ``task_id`` if it
     is at ``expected_seq``, ``user_message`` joining its history before the
     first, with the message's ``message_key``; ``lease`` set if given (a
