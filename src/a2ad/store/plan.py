@@ -185,7 +185,10 @@ def _changes(
         changes["split"] = rows.split
     new_state = new.status.state
     old_lease = (current.lease_owner, current.lease_expires)
-    new_lease = (None, None) if new_state not in IN_FLIGHT else lease or old_lease
+    if new_state not in IN_FLIGHT:
+        new_lease: tuple[str | None, float | None] = (None, None)
+    else:
+        new_lease = (lease.owner, lease.expires_at) if lease is not None else old_lease
     if new_lease != old_lease:
         changes["lease_owner"], changes["lease_expires"] = new_lease
     if any(isinstance(event, TaskStatusUpdateEvent) for event in events):

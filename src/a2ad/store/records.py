@@ -78,7 +78,7 @@ class StoredTask(msgspec.Struct, frozen=True, gc=False):
     agent: str = ""
 
 
-class Lease(NamedTuple):
+class Lease(msgspec.Struct, frozen=True, gc=False):
     """A server instance runs the task until ``expires_at`` (epoch seconds) unless
     it renews; a submitted/working task whose lease expired has lost its runner."""
 
