@@ -211,8 +211,10 @@ class Invocation:
         finally:
             self._running = False
             self._outbox.close()  # answers what a cancelled drain left
-            await self._settle()
-            await self._leftover_usage()
+            if not (self.head.done() and self.outcome.done()):  # else answered already
+                await self._settle()
+            if self._usage:  # most agents report none
+                await self._leftover_usage()
             # Break the invocation's reference cycles (it and its outbox's writer,
             # it and its task): otherwise every turn leaves garbage for the cycle
             # collector, which then runs several times as often (measured).
@@ -423,9 +425,8 @@ class Invocation:
         return Batch(None, [False] * len(events), True)
 
     async def _settle(self) -> None:
-        """The turn is over: answer whoever still waits for it."""
-        if self.head.done() and self.outcome.done():
-            return
+        """The turn is over: answer whoever still waits for it (``run`` calls it
+        while one of the two is not answered yet)."""
         # A store failure reaches the request as itself: the server answers -32603
         # with an incident id and logs it with its traceback.
         error: Exception | None = self._turn_error

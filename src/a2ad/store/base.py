@@ -180,7 +180,8 @@ class TaskStore(abc.ABC):
         then nothing is stored. Like every write, it completes even if the
         awaiting caller is cancelled meanwhile. Runs ``write_new``."""
         new = new if isinstance(new, NewTask) else NewTask(new)
-        self._refuse_missing(new.usage, new.turn)
+        if new.usage or new.turn is not None:  # most writes ask for neither
+            self._refuse_missing(new.usage, new.turn)
         return await self.write_new(new)
 
     @abc.abstractmethod
@@ -220,7 +221,8 @@ class TaskStore(abc.ABC):
         in ``NewTask``. Runs ``write_events``."""
         if not events:
             raise ValueError("append needs at least one event")
-        self._refuse_missing(usage, turn)
+        if usage or turn is not None:  # most writes ask for neither
+            self._refuse_missing(usage, turn)
         new = NewEvents(
             task_id, expected_seq, events, user_message, lease, message_key, bounds, usage, turn
         )

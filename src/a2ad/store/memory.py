@@ -145,8 +145,10 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
         self._index(last, record.seq)
         if state.terminal:
             self._freeze(record, log)
-        self._remember(new.message_key, task.id)
-        self._add_usage(tenant, principal, new.usage)
+        if new.message_key is not None:
+            self._remember(new.message_key, task.id)
+        if new.usage:
+            self._add_usage(tenant, principal, new.usage)
         return record
 
     async def write_events(self, new: NewEvents) -> StoredTask:
@@ -162,15 +164,17 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
             record = self._commit(record, event, after, new.lease)
             if hooks:
                 self._enqueue(hooks.values(), record.seq, event, after)
-        self._remember(new.message_key, task_id)
-        self._add_usage(record.tenant, record.principal, new.usage)
+        if new.message_key is not None:  # a user's message: most writes are an agent's
+            self._remember(new.message_key, task_id)
+        if new.usage:
+            self._add_usage(record.tenant, record.principal, new.usage)
         return record
 
     async def find_message(self, message_key: bytes) -> str | None:
         return self._message_keys.get(message_key)
 
-    def _remember(self, message_key: bytes | None, task_id: str) -> None:
-        if message_key is not None and message_key not in self._message_keys:
+    def _remember(self, message_key: bytes, task_id: str) -> None:
+        if message_key not in self._message_keys:
             self._message_keys[message_key] = task_id
             had = self._keys_of.get(task_id)
             if had is None:

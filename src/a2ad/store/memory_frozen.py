@@ -64,7 +64,7 @@ def freeze(record: StoredTask, log: list[TaskEvent]) -> bytes:
     task = record.task
     status = task.status
     artifacts = task.artifacts or ()
-    held = {a.artifact_id: i for i, a in enumerate(artifacts)}
+    held = {a.artifact_id: i for i, a in enumerate(artifacts)} if artifacts else {}
     rows: list[Any] = []
     for e in log:
         if isinstance(e, TaskStatusUpdateEvent):
