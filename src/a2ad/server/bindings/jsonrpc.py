@@ -35,12 +35,11 @@ from ...protocol.types import StreamItem
 from ...protocol.usage import USAGE_METHOD
 from .. import audit
 from ..dialect import ServerDialect
-from ..dispatch import version_text
 from ..handler import RequestHandler
 from ..limits import Limits, StreamSlots, refusal
 from ..reads.usage import UsageEndpoint
 from ..request import A2ARequest, ReplyValue
-from ..types import Receive, Scope, Send, caller_of, respond, respond_empty
+from ..types import Receive, Scope, Send, caller_of, read_body, respond, respond_empty
 from .skeleton import BindingEndpoint, Exchange, Refusal, json_reply, serve
 from .sse import KEEPALIVE_SECONDS
 
@@ -93,7 +92,8 @@ class _JsonRpcExchange(Exchange):
     method = ""
 
     async def read(self) -> A2ARequest | None:
-        self.body_read = body = await self.body()
+        limit = self.endpoint.limits.max_body_bytes  # as self.body(), with no call between
+        self.body_read = body = await read_body(self.receive, limit)
         self.envelope = envelope = decode_request(body)
         if envelope.id is UNSET:
             await _ignore_notification(self.send, envelope.method)
@@ -107,8 +107,7 @@ class _JsonRpcExchange(Exchange):
             report = await self.endpoint.usage.rpc(envelope.params, caller_of(self.scope))
             await respond(self.send, 200, encode_result(self.request_id, report))
             return None
-        text = version_text(self.headers, self.scope.get("query_string", b""))
-        dialect, operation = resolve_asked(text, method)
+        dialect, operation = resolve_asked(self.version_asked(), method)
         self.dialect = dialect
         if record is not None:
             record.operation(operation, dialect.version)

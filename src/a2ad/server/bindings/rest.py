@@ -34,7 +34,6 @@ from ...protocol.v03_rest import V03Rest
 from ...protocol.v1 import V1
 from .. import audit
 from ..dialect import ServerDialect
-from ..dispatch import version_text
 from ..errors import error_body
 from ..observed import record_of
 from ..request import A2ARequest, ReplyValue
@@ -280,7 +279,7 @@ class _RestExchange(Exchange):
 
     def _check_version(self) -> None:
         route = self.found.route
-        text = version_text(self.headers, self.scope.get("query_string", b""))
+        text = self.version_asked()
         if not text:
             return  # the path says the version
         asked = requested_version(text)

@@ -39,7 +39,7 @@ from ...protocol.types import StreamItem
 from .. import audit
 from ..card import base_url
 from ..dialect import ServerDialect
-from ..dispatch import Dispatcher, parse_event_id
+from ..dispatch import Dispatcher, parse_event_id, version_text
 from ..errors import internal_error
 from ..extensions import EXTENSIONS_HEADERS, echo_headers, requested_extensions
 from ..handler import RequestHandler
@@ -156,6 +156,16 @@ class Exchange(ABC):
         """The request body (to await); raises BodyTooLarge past the limit,
         ClientGone if the client left before it ended."""
         return read_body(self.receive, self.endpoint.limits.max_body_bytes)
+
+    def version_asked(self) -> str:
+        """The request's ``A2A-Version``: the header, else the query parameter of
+        that name (dispatch.version_text, called only when the header is not
+        there: most requests carry no query)."""
+        asked = self.first.get(b"a2a-version")
+        text = asked.decode("latin-1").strip() if asked else ""
+        if text or not self.scope.get("query_string"):
+            return text
+        return version_text(self.headers, self.scope["query_string"])
 
     def context(self, dialect: ServerDialect) -> RequestContext:
         """The request's context: its caller, the extensions its headers activate.
