@@ -154,7 +154,7 @@ class LocalTurns:
         parts = self._parts
         try:
             await invocation.create_now()
-            if parts.push is not None:
+            if turn.webhooks and parts.push is not None:  # most messages name none
                 await parts.push.register(invocation.task_id, turn.webhooks)
         except BaseException as exc:
             if invocation.current is not None:  # stored, but it will never run

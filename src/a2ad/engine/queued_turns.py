@@ -150,7 +150,7 @@ class QueuedTurns:
         assert batch.current is not None
         if held is not None:
             try:
-                if parts.push is not None:
+                if turn.webhooks and parts.push is not None:
                     await parts.push.register(task_id, turn.webhooks)
                 await self._turns.end_turn(task_id, held.owner)
             except BaseException:
