@@ -1,0 +1,73 @@
+"""A2A's gRPC schemas, loaded where they meet no other copy of them.
+
+The spec's protos (``a2a_v10.proto``: A2A 1.0, package ``lf.a2a.v1``;
+``a2a_v03.proto``: A2A 0.3, package ``a2a.v1``) are kept here beside their
+compiled descriptor sets (``*.binpb``, every imported file included), which
+``scripts/grpc_schema.py`` makes again with grpcio-tools. A ``Schema`` loads a
+set into a descriptor pool of its own: the official SDK registers the same
+packages in protobuf's default pool, and a second registration there fails
+("duplicate symbol"), so a process may hold both. Loading needs protobuf
+only (the ``grpc`` extra), and only when asked for: importing this module
+imports nothing of protobuf.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from google.protobuf.descriptor import ServiceDescriptor  # type: ignore[import-untyped]
+    from google.protobuf.descriptor_pool import DescriptorPool  # type: ignore[import-untyped]
+
+__all__ = ["SERVICES", "Schema", "Version"]
+
+Version = Literal["1.0", "0.3"]
+
+# The service each version's gRPC clients call, and the file that declares it.
+SERVICES: dict[Version, str] = {"1.0": "lf.a2a.v1.A2AService", "0.3": "a2a.v1.A2AService"}
+_FILES: dict[Version, str] = {"1.0": "a2a_v10", "0.3": "a2a_v03"}
+
+
+class Schema:
+    """One version's messages and service, from its descriptor set, in a pool
+    of its own. Raises ModuleNotFoundError naming the ``grpc`` extra when
+    protobuf is not installed."""
+
+    def __init__(self, version: Version) -> None:
+        try:
+            from google.protobuf import (  # type: ignore[import-untyped]
+                descriptor_pb2,
+                descriptor_pool,
+            )
+        except ModuleNotFoundError as exc:  # pragma: no cover - the extra is installed in tests
+            raise ModuleNotFoundError(
+                "A2A over gRPC needs protobuf: pip install 'a2ad[grpc]'"
+            ) from exc
+        self.version = version
+        data = resources.files(__package__).joinpath(f"{_FILES[version]}.binpb").read_bytes()
+        files = descriptor_pb2.FileDescriptorSet.FromString(data)
+        self.pool: DescriptorPool = descriptor_pool.DescriptorPool()
+        for file in files.file:  # protoc writes each file after those it imports
+            self.pool.Add(file)
+        self.service: ServiceDescriptor = self.pool.FindServiceByName(SERVICES[version])
+        self._classes: dict[str, Any] = {}
+
+    def message(self, name: str) -> Any:
+        """The message class of the full ``name`` (``lf.a2a.v1.Task``); KeyError
+        for a name the schema lacks."""
+        found = self._classes.get(name)
+        if found is None:
+            from google.protobuf import message_factory
+
+            found = message_factory.GetMessageClass(self.pool.FindMessageTypeByName(name))
+            self._classes[name] = found
+        return found
+
+    def methods(self) -> dict[str, tuple[str, str, bool]]:
+        """Each rpc of the service by name: its request's and response's full
+        message names, and whether it answers with a stream."""
+        return {
+            m.name: (m.input_type.full_name, m.output_type.full_name, m.server_streaming)
+            for m in self.service.methods
+        }
