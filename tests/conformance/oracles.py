@@ -2,7 +2,8 @@
 
 * ``validate_03``: the A2A 0.3.0 JSON Schema (tests/data/a2a-v0.3.schema.json).
 * ``fields_not_in_1_0``: the keys of a JSON object that the A2A 1.0 proto
-  (tests/data/a2a-v1.0.proto, read as text) does not give its message, recursively.
+  (the copy a2ad keeps, protocol/grpc_schema/a2a_v10.proto, read as text; its test
+  checks it is the spec's) does not give its message, recursively.
 * ``parse_v1``: the official A2A 1.0 protobuf types (a2a-sdk, test-only dependency),
   parsed with ``ParseDict(ignore_unknown_fields=False)`` after a strictness pass that
   ParseDict lacks (snake_case keys, integer enums, nulls, empty Parts, non-UTC
@@ -20,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
@@ -44,6 +46,7 @@ __all__ = [
 ]
 
 DATA = Path(__file__).resolve().parent.parent / "data"
+PROTO_1_0 = resources.files("a2ad.protocol.grpc_schema").joinpath("a2a_v10.proto")
 SCHEMA_03: dict[str, Any] = json.loads((DATA / "a2a-v0.3.schema.json").read_text())
 
 STANDARD_CODES = frozenset({-32700, -32600, -32601, -32602, -32603})
@@ -105,7 +108,7 @@ def _lower_camel(name: str) -> str:
 def proto_fields_1_0() -> dict[str, dict[str, ProtoField]]:
     """Each message of the 1.0 proto: its fields by JSON name (``json_name``, else
     the lowerCamelCase of the field name), oneof members included."""
-    text = _COMMENT.sub("", (DATA / "a2a-v1.0.proto").read_text())
+    text = _COMMENT.sub("", PROTO_1_0.read_text())
     messages: dict[str, dict[str, ProtoField]] = {}
     for match in _MESSAGE.finditer(text):
         depth, end = 1, match.end()

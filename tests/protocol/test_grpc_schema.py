@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from google.protobuf import descriptor_pb2, json_format
 
+from a2ad.protocol.dialect import Operation, method_name
 from a2ad.protocol.grpc_schema import Schema
 from a2ad.protocol.model import (
     Artifact,
@@ -64,23 +65,9 @@ def test_each_kept_proto_is_the_specs(name: str, spec_name: str) -> None:
     )
 
 
-def test_a2a_1_0_serves_its_eleven_rpcs_two_of_them_streams() -> None:
+def test_a2a_1_0_serves_its_eleven_rpcs_named_as_json_rpc_names_them_two_of_them_streams() -> None:
     methods = Schema("1.0").methods()
-    assert sorted(methods) == sorted(
-        [
-            "SendMessage",
-            "SendStreamingMessage",
-            "GetTask",
-            "ListTasks",
-            "CancelTask",
-            "SubscribeToTask",
-            "CreateTaskPushNotificationConfig",
-            "GetTaskPushNotificationConfig",
-            "ListTaskPushNotificationConfigs",
-            "DeleteTaskPushNotificationConfig",
-            "GetExtendedAgentCard",
-        ]
-    )
+    assert sorted(methods) == sorted(method_name(V1, op) for op in Operation)
     assert {name for name, (_, _, stream) in methods.items() if stream} == {
         "SendStreamingMessage",
         "SubscribeToTask",

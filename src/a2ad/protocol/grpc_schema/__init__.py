@@ -9,6 +9,10 @@ packages in protobuf's default pool, and a second registration there fails
 ("duplicate symbol"), so a process may hold both. Loading needs protobuf
 only (the ``grpc`` extra), and only when asked for: importing this module
 imports nothing of protobuf.
+
+The protos are the a2aproject/A2A repository's (A2A 1.0.1 and 0.3.0), under the
+Apache License 2.0, copied unchanged (tests/protocol/test_grpc_schema.py checks
+them against the project's spec).
 """
 
 from __future__ import annotations
