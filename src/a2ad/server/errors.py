@@ -16,12 +16,12 @@ import logging
 import sys
 import uuid
 from collections.abc import Awaitable
-from types import MappingProxyType
 from typing import Any
 
 import msgspec
 
 from ..protocol.errors import A2AError, InternalError, TaskStoreUnavailableError
+from ..protocol.rpc_status import rpc_status
 from ..store.base import StoreUnavailableError
 from .types import Send, respond
 
@@ -31,38 +31,13 @@ log = logging.getLogger("a2ad.server")
 
 _encode = msgspec.json.Encoder().encode
 
-# The google.rpc.Code name beside each ErrorInfo reason (the spec's table; the
-# official SDK's); by HTTP status for any other.
-_RPC_STATUS = MappingProxyType(
-    {
-        "TASK_NOT_CANCELABLE": "FAILED_PRECONDITION",
-        "PUSH_NOTIFICATION_NOT_SUPPORTED": "FAILED_PRECONDITION",
-        "UNSUPPORTED_OPERATION": "FAILED_PRECONDITION",
-        "EXTENDED_AGENT_CARD_NOT_CONFIGURED": "FAILED_PRECONDITION",
-        "EXTENSION_SUPPORT_REQUIRED": "FAILED_PRECONDITION",
-        "VERSION_NOT_SUPPORTED": "FAILED_PRECONDITION",
-    }
-)
-_RPC_STATUS_BY_HTTP = MappingProxyType(
-    {
-        400: "INVALID_ARGUMENT",
-        401: "UNAUTHENTICATED",
-        403: "PERMISSION_DENIED",
-        404: "NOT_FOUND",
-        405: "UNIMPLEMENTED",
-        413: "INVALID_ARGUMENT",
-        429: "RESOURCE_EXHAUSTED",
-    }
-    | {500: "INTERNAL", 503: "UNAVAILABLE"}
-)
-
 
 def error_body(error: A2AError, status: int | None = None, *, v03: bool = False) -> bytes:
     """A google.rpc.Status JSON body (AIP-193) for ``error``. For 0.3 paths also
     ``type`` (the error's name in the spec) and ``message`` beside it: 0.3 named
     no error format, and that is the one 0.3 clients (the Python SDK's) read."""
     code = status if status is not None else error.http_status
-    name = _RPC_STATUS.get(error.reason) or _RPC_STATUS_BY_HTTP.get(code, "UNKNOWN")
+    name = rpc_status(error, code)
     body: dict[str, Any] = {
         "error": {
             "code": code,
