@@ -1,0 +1,126 @@
+"""A2A 1.0's unary rpcs over gRPC (server/bindings/grpc_service.py), on a real
+grpc.aio server on a real port, called by the official SDK's stubs and client."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+import pytest
+from a2a.client import ClientConfig, ClientFactory
+from a2a.types import a2a_pb2, a2a_pb2_grpc
+from a2a.utils.errors import TaskNotFoundError
+from google.rpc import error_details_pb2, status_pb2
+
+from a2ad.assembly import create_app
+from a2ad.server.bindings.grpc_service import GrpcService
+from a2ad.server.handler import RequestHandler
+
+from ..scripted import ScriptedAgent
+
+
+@pytest.fixture
+async def served() -> AsyncIterator[tuple[str, Any]]:
+    """The address of a gRPC server answering for a fresh app's engine, and the app."""
+    app = create_app(ScriptedAgent())
+    await app.lifetime.start()
+    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+    server.add_generic_rpc_handlers((GrpcService(RequestHandler(app.engine)).generic_handler(),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        yield f"127.0.0.1:{port}", app
+    finally:
+        await server.stop(grace=None)
+        await app.aclose()
+
+
+def _text(message_id: str, text: str) -> a2a_pb2.Message:
+    return a2a_pb2.Message(
+        message_id=message_id, role=a2a_pb2.ROLE_USER, parts=[a2a_pb2.Part(text=text)]
+    )
+
+
+async def test_a_message_sent_over_grpc_is_answered_with_its_task_which_get_task_reads(
+    served: tuple[str, Any],
+) -> None:
+    address, _ = served
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = a2a_pb2_grpc.A2AServiceStub(channel)
+        sent = await stub.SendMessage(a2a_pb2.SendMessageRequest(message=_text("m1", "hello")))
+        task = sent.task
+        assert task.status.state == a2a_pb2.TASK_STATE_COMPLETED
+        assert [p.text for p in task.artifacts[0].parts] == ["hello"]
+        read = await stub.GetTask(a2a_pb2.GetTaskRequest(id=task.id))
+        assert (read.id, read.context_id, read.status.state) == (
+            task.id,
+            task.context_id,
+            a2a_pb2.TASK_STATE_COMPLETED,
+        )
+        listed = await stub.ListTasks(a2a_pb2.ListTasksRequest(context_id=task.context_id))
+        assert [t.id for t in listed.tasks] == [task.id]
+
+
+async def test_an_unknown_task_is_not_found_with_its_error_info_in_the_status(
+    served: tuple[str, Any],
+) -> None:
+    address, _ = served
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = a2a_pb2_grpc.A2AServiceStub(channel)
+        with pytest.raises(grpc.aio.AioRpcError) as raised:
+            await stub.GetTask(a2a_pb2.GetTaskRequest(id="nope"))
+    error = raised.value
+    assert error.code() == grpc.StatusCode.NOT_FOUND
+    assert "nope" in (error.details() or "")
+    trailer = dict(error.trailing_metadata() or ())["grpc-status-details-bin"]
+    status = status_pb2.Status.FromString(trailer)
+    assert (status.code, status.message) == (error.code().value[0], error.details())
+    info = error_details_pb2.ErrorInfo()
+    assert status.details[0].Unpack(info)
+    assert (info.reason, info.domain) == ("TASK_NOT_FOUND", "a2a-protocol.org")
+
+
+async def test_a_terminal_tasks_cancel_is_a_failed_precondition(
+    served: tuple[str, Any],
+) -> None:
+    address, _ = served
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = a2a_pb2_grpc.A2AServiceStub(channel)
+        sent = await stub.SendMessage(a2a_pb2.SendMessageRequest(message=_text("m2", "done")))
+        with pytest.raises(grpc.aio.AioRpcError) as raised:
+            await stub.CancelTask(a2a_pb2.CancelTaskRequest(id=sent.task.id))
+    assert raised.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+
+
+async def test_the_official_sdks_grpc_client_gets_tasks_and_reads_our_errors(
+    served: tuple[str, Any],
+) -> None:
+    address, _ = served
+    card = a2a_pb2.AgentCard(
+        name="scripted",
+        supported_interfaces=[
+            a2a_pb2.AgentInterface(url=address, protocol_binding="GRPC", protocol_version="1.0")
+        ],
+    )
+    config = ClientConfig(
+        streaming=False,
+        grpc_channel_factory=grpc.aio.insecure_channel,
+        supported_protocol_bindings=["GRPC"],
+    )
+    client = ClientFactory(config).create(card)
+    try:
+        answers = [
+            a
+            async for a in client.send_message(
+                a2a_pb2.SendMessageRequest(message=_text("m3", "from the sdk"))
+            )
+        ]
+        task = answers[-1].task
+        assert task.status.state == a2a_pb2.TASK_STATE_COMPLETED
+        read = await client.get_task(a2a_pb2.GetTaskRequest(id=task.id))
+        assert read.id == task.id
+        with pytest.raises(TaskNotFoundError):
+            await client.get_task(a2a_pb2.GetTaskRequest(id="nope"))
+    finally:
+        await client.close()
