@@ -89,8 +89,6 @@ class Writer:
         self.bus = bus
         self.bounds = bounds
         self._hooked = hooked
-        # A store that keeps usage gets an agent's; others are given none (they
-        # would refuse it): the usage is then not kept, as Batch.usage_stored says.
         self.keeps_usage = isinstance(store, Usage)
         self.metrics = metrics  # told of state changes and store timings
         # A store whose calls are in-process dict work is not timed (TaskStore.timed).
@@ -117,7 +115,7 @@ class Writer:
         kept = self._lawful(task, events)
         marks = _marks(events, kept)
         kept = _in_time(task, kept)
-        kept_usage = usage if usage and self.keeps_usage else ()
+        kept_usage = self._usage(usage)
         new = NewTask(
             task,
             lease=lease,
@@ -159,7 +157,7 @@ class Writer:
         """Store an agent's events (and ``usage`` with them) in one write; ``known``
         is the caller's latest snapshot (saving a read; if it is stale the append
         conflicts and the task is read afresh)."""
-        kept_usage = usage if usage and self.keeps_usage else ()
+        kept_usage = self._usage(usage)
         current = known
         while True:
             if current is None:
@@ -214,7 +212,7 @@ class Writer:
         key, a follow-up's, and the ``turn`` it queues for a worker; with an
         agent's ``usage``). Raises MissingTaskError, TerminalTaskError (the task
         already ended), InvalidTransitionError."""
-        kept_usage = usage if usage and self.keeps_usage else ()
+        kept_usage = self._usage(usage)
         current = known
         while True:
             if current is None:
@@ -272,6 +270,11 @@ class Writer:
             marks.append(True)
             usage = ()
         return Batch(current, marks, current.task.status.state.terminal, not usage)
+
+    def _usage(self, usage: Sequence[UsageRecord]) -> Sequence[UsageRecord]:
+        """``usage`` for a store that keeps it; for others, none (they refuse it:
+        an agent's usage is then not kept, as ``Batch.usage_stored`` says)."""
+        return usage if self.keeps_usage else ()
 
     def _lawful(self, task: Task, events: Sequence[TaskEvent]) -> list[TaskEvent]:
         kept, refused = lawful(task.status.state, events)

@@ -82,8 +82,7 @@ class Dispatcher:
             return result
         if operation is Op.GET:
             task = await handler.get_task(dialect.decode_get(params, method), context)
-            if (record := request.record) is not None:  # as _note_task does, without the call
-                record.task_id, record.context_id = task.id, task.context_id
+            _note_task(request.record, task)
             return visible_task(task) if hide else task
         if operation is Op.LIST:
             page = await handler.list_tasks(dialect.decode_list(params, method), context)

@@ -39,7 +39,7 @@ from ..handler import RequestHandler
 from ..limits import Limits, StreamSlots, refusal
 from ..reads.usage import UsageEndpoint
 from ..request import A2ARequest, ReplyValue
-from ..types import Receive, Scope, Send, caller_of, read_body, respond, respond_empty
+from ..types import Receive, Scope, Send, caller_of, respond, respond_empty
 from .skeleton import BindingEndpoint, Exchange, Refusal, json_reply, serve
 from .sse import KEEPALIVE_SECONDS
 
@@ -92,8 +92,7 @@ class _JsonRpcExchange(Exchange):
     method = ""
 
     async def read(self) -> A2ARequest | None:
-        limit = self.endpoint.limits.max_body_bytes  # as self.body(), with no call between
-        self.body_read = body = await read_body(self.receive, limit)
+        self.body_read = body = await self.body()
         self.envelope = envelope = decode_request(body)
         if envelope.id is UNSET:
             await _ignore_notification(self.send, envelope.method)
