@@ -36,6 +36,13 @@ async def served() -> AsyncIterator[tuple[str, Any]]:
         await app.aclose()
 
 
+@pytest.fixture
+async def stub(served: tuple[str, Any]) -> AsyncIterator[a2a_pb2_grpc.A2AServiceStub]:
+    """The official SDK's stub of A2A 1.0's service, on a channel to ``served``."""
+    async with grpc.aio.insecure_channel(served[0]) as channel:
+        yield a2a_pb2_grpc.A2AServiceStub(channel)
+
+
 def _text(message_id: str, text: str) -> a2a_pb2.Message:
     return a2a_pb2.Message(
         message_id=message_id, role=a2a_pb2.ROLE_USER, parts=[a2a_pb2.Part(text=text)]
@@ -43,33 +50,27 @@ def _text(message_id: str, text: str) -> a2a_pb2.Message:
 
 
 async def test_a_message_sent_over_grpc_is_answered_with_its_task_which_get_task_reads(
-    served: tuple[str, Any],
+    stub: a2a_pb2_grpc.A2AServiceStub,
 ) -> None:
-    address, _ = served
-    async with grpc.aio.insecure_channel(address) as channel:
-        stub = a2a_pb2_grpc.A2AServiceStub(channel)
-        sent = await stub.SendMessage(a2a_pb2.SendMessageRequest(message=_text("m1", "hello")))
-        task = sent.task
-        assert task.status.state == a2a_pb2.TASK_STATE_COMPLETED
-        assert [p.text for p in task.artifacts[0].parts] == ["hello"]
-        read = await stub.GetTask(a2a_pb2.GetTaskRequest(id=task.id))
-        assert (read.id, read.context_id, read.status.state) == (
-            task.id,
-            task.context_id,
-            a2a_pb2.TASK_STATE_COMPLETED,
-        )
-        listed = await stub.ListTasks(a2a_pb2.ListTasksRequest(context_id=task.context_id))
-        assert [t.id for t in listed.tasks] == [task.id]
+    sent = await stub.SendMessage(a2a_pb2.SendMessageRequest(message=_text("m1", "hello")))
+    task = sent.task
+    assert task.status.state == a2a_pb2.TASK_STATE_COMPLETED
+    assert [p.text for p in task.artifacts[0].parts] == ["hello"]
+    read = await stub.GetTask(a2a_pb2.GetTaskRequest(id=task.id))
+    assert (read.id, read.context_id, read.status.state) == (
+        task.id,
+        task.context_id,
+        a2a_pb2.TASK_STATE_COMPLETED,
+    )
+    listed = await stub.ListTasks(a2a_pb2.ListTasksRequest(context_id=task.context_id))
+    assert [t.id for t in listed.tasks] == [task.id]
 
 
 async def test_an_unknown_task_is_not_found_with_its_error_info_in_the_status(
-    served: tuple[str, Any],
+    stub: a2a_pb2_grpc.A2AServiceStub,
 ) -> None:
-    address, _ = served
-    async with grpc.aio.insecure_channel(address) as channel:
-        stub = a2a_pb2_grpc.A2AServiceStub(channel)
-        with pytest.raises(grpc.aio.AioRpcError) as raised:
-            await stub.GetTask(a2a_pb2.GetTaskRequest(id="nope"))
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await stub.GetTask(a2a_pb2.GetTaskRequest(id="nope"))
     error = raised.value
     assert error.code() == grpc.StatusCode.NOT_FOUND
     assert "nope" in (error.details() or "")
@@ -82,14 +83,11 @@ async def test_an_unknown_task_is_not_found_with_its_error_info_in_the_status(
 
 
 async def test_a_terminal_tasks_cancel_is_a_failed_precondition(
-    served: tuple[str, Any],
+    stub: a2a_pb2_grpc.A2AServiceStub,
 ) -> None:
-    address, _ = served
-    async with grpc.aio.insecure_channel(address) as channel:
-        stub = a2a_pb2_grpc.A2AServiceStub(channel)
-        sent = await stub.SendMessage(a2a_pb2.SendMessageRequest(message=_text("m2", "done")))
-        with pytest.raises(grpc.aio.AioRpcError) as raised:
-            await stub.CancelTask(a2a_pb2.CancelTaskRequest(id=sent.task.id))
+    sent = await stub.SendMessage(a2a_pb2.SendMessageRequest(message=_text("m2", "done")))
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await stub.CancelTask(a2a_pb2.CancelTaskRequest(id=sent.task.id))
     assert raised.value.code() == grpc.StatusCode.FAILED_PRECONDITION
 
 
