@@ -137,6 +137,7 @@ def assemble(
         metrics=seen.metrics,
         observers=requests,
         lifetime=Lifetime(engine, seen.metrics),
+        interfaces=settings.interfaces,
     )
 
 

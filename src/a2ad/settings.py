@@ -27,6 +27,7 @@ from .engine.config import EngineConfig
 from .engine.runner import TurnObserver
 from .server.auth import Authenticator
 from .server.bindings.sse import KEEPALIVE_SECONDS
+from .server.card import Interface
 from .server.dashboard import DEFAULT_PATH as DASHBOARD_PATH
 from .server.handler import ExtendedCardCheck
 from .server.limits import Limits
@@ -110,7 +111,9 @@ class AppSettings:
     first). ``dashboard_path``: where the task dashboard is served (None: not
     at all). An SSE stream with nothing to send for ``keepalive_seconds`` gets
     a ``: keep-alive`` comment, so that proxies do not take it for dead. The
-    rate limiter reads ``rate_clock`` (monotonic seconds)."""
+    rate limiter reads ``rate_clock`` (monotonic seconds). ``interfaces``: the
+    bindings served beside the app on ports of their own (``a2ad serve
+    --grpc-port``), which the cards list after JSON-RPC and HTTP+JSON."""
 
     engine: EngineConfig = field(default_factory=EngineConfig)
     limits: Limits = field(default_factory=Limits)
@@ -121,3 +124,4 @@ class AppSettings:
     dashboard_path: str | None = DASHBOARD_PATH
     keepalive_seconds: float = KEEPALIVE_SECONDS
     rate_clock: Callable[[], float] = time.monotonic
+    interfaces: tuple[Interface, ...] = ()

@@ -14,23 +14,20 @@ from a2a.utils.errors import TaskNotFoundError
 from google.rpc import error_details_pb2, status_pb2
 
 from a2ad.assembly import create_app
-from a2ad.server.bindings.grpc_service import GrpcService
-from a2ad.server.handler import RequestHandler
+from a2ad.server.grpc_server import GrpcServer
 
 from ..scripted import ScriptedAgent
 
 
 @pytest.fixture
 async def served() -> AsyncIterator[tuple[str, Any]]:
-    """The address of a gRPC server answering for a fresh app's engine, and the app."""
+    """The address of a gRPC server answering for a fresh app, and the app."""
     app = create_app(ScriptedAgent())
     await app.lifetime.start()
-    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
-    server.add_generic_rpc_handlers((GrpcService(RequestHandler(app.engine)).generic_handler(),))
-    port = server.add_insecure_port("127.0.0.1:0")
+    server = GrpcServer(app)
     await server.start()
     try:
-        yield f"127.0.0.1:{port}", app
+        yield server.address, app
     finally:
         await server.stop(grace=None)
         await app.aclose()

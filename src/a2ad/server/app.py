@@ -38,6 +38,7 @@ from .auth import Authenticator
 from .bindings.jsonrpc import JsonRpcEndpoint
 from .bindings.rest import RestEndpoint
 from .bindings.sse import KEEPALIVE_SECONDS
+from .card import Interface
 from .dashboard import DashboardEndpoint
 from .errors import error_body
 from .gate import JSONRPC_PATHS, admit
@@ -88,13 +89,19 @@ def _served(
     keepalive_seconds: float,
     schemes: Any,
 ) -> _Served:
-    """The endpoints that serve agent ``name`` through ``handler``."""
+    """The endpoints that serve agent ``name`` through ``handler`` (whose
+    interfaces its card lists too)."""
     return _Served(
         JsonRpcEndpoint(
             handler, limits=limits, streams=streams, keepalive_seconds=keepalive_seconds
         ),
         RestEndpoint(handler, limits=limits, streams=streams, keepalive_seconds=keepalive_seconds),
-        CardEndpoint(engine.agents[name], schemes=schemes, push=engine.push is not None),
+        CardEndpoint(
+            engine.agents[name],
+            schemes=schemes,
+            push=engine.push is not None,
+            interfaces=handler.interfaces,
+        ),
         ChangesEndpoint(handler, streams=streams),
         TimelineEndpoint(handler),
         ActivityEndpoint(handler),
@@ -106,7 +113,14 @@ class A2AApp:
     (or ``aclose``) stops running agents and closes the store. With an
     ``authenticator``, requests other than the card's need a credential. Every
     request but the card's is held to ``limits`` (server/limits.py); the rate
-    limiter's clock is ``rate_clock`` (monotonic seconds)."""
+    limiter's clock is ``rate_clock`` (monotonic seconds). ``interfaces``: the
+    bindings served on ports of their own beside it (gRPC), for the cards.
+
+    A binding on a port of its own (bindings/grpc_service.py) serves the same
+    agents through the app's own parts, so that a caller meets one server:
+    ``handler(name)``, ``authenticator``, ``rate`` (None: no rate limit),
+    ``streams`` (the callers' stream slots), ``limits``, ``began``/``ended``
+    (its observers' calls, None for none)."""
 
     def __init__(
         self,
@@ -122,20 +136,21 @@ class A2AApp:
         metrics: Metrics | None = None,
         observers: Sequence[RequestObserver] = (),
         lifetime: Lifetime | None = None,
+        interfaces: Sequence[Interface] = (),
     ) -> None:
         self.engine = engine
         self.authenticator = authenticator
         self.agent = engine.agent
         self.store = engine.store
         self.limits = limits if limits is not None else Limits()
-        self._rate = (
+        self.rate = (
             RateLimiter(self.limits.rate_limit, self.limits.rate_burst, clock=rate_clock)
             if self.limits.rate_limit
             else None
         )
         # Neither authentication nor a rate limit: every request goes on unchecked.
-        self._unchecked = authenticator is None and self._rate is None
-        streams = StreamSlots(self.limits.max_streams_per_principal)
+        self._unchecked = authenticator is None and self.rate is None
+        self.streams = streams = StreamSlots(self.limits.max_streams_per_principal)
         schemes = authenticator.schemes if authenticator is not None else None
 
         def served(name: str) -> _Served:
@@ -146,6 +161,7 @@ class A2AApp:
                 expose_internal_parts=expose_internal_parts,
                 limits=self.limits,
                 agent=name,
+                interfaces=interfaces,
             )
             return _served(handler, engine, name, self.limits, streams, keepalive_seconds, schemes)
 
@@ -163,7 +179,7 @@ class A2AApp:
         )
         # Told of every request (observed.py), in order: metrics, logs, tracing, ...
         self.observers: tuple[RequestObserver, ...] = tuple(observers)
-        self._began, self._ended = observing(self.observers)
+        self.began, self.ended = observing(self.observers)
         # /metrics (metrics.py): here, unless on a port of its own.
         self.metrics = metrics
         self._metrics = (
@@ -171,6 +187,16 @@ class A2AApp:
         )
         # What starts and stops with the server: the engine, the metrics' work.
         self.lifetime = lifetime if lifetime is not None else Lifetime(engine, metrics)
+
+    def handler(self, name: str) -> RequestHandler | None:
+        """The request handler of agent ``name`` ("" for the one at /), or None."""
+        served = self._served.get(name) if name else self._default
+        return served.jsonrpc.handler if served is not None else None
+
+    @property
+    def agent_names(self) -> list[str]:
+        """The named agents (those at /agents/<name>/), for messages."""
+        return [name for name in self._served if name]
 
     async def aclose(self) -> None:
         """Stop the agents at once, end the streams, close the store."""
@@ -199,7 +225,7 @@ class A2AApp:
             path = path[len(root) :]
         path = path.rstrip("/") or "/"
         record = scope[RECORD_KEY] = RequestRecord(path)
-        began = self._began
+        began = self.began
         if began is None:
             if log_context.request.get() is None:
                 await self._route(path, root, record, scope, receive, send)
@@ -219,7 +245,7 @@ class A2AApp:
         try:
             await self._route(path, root, record, scope, receive, send)
         finally:
-            self._ended(record, token)  # type: ignore[misc]
+            self.ended(record, token)  # type: ignore[misc]
             log_context.request.reset(serving)
 
     async def _route(
@@ -290,9 +316,9 @@ class A2AApp:
             self.authenticator, path, scope, send
         ):
             return False
-        if self._rate is not None:
+        if self.rate is not None:
             try:
-                self._rate.take(caller_key(caller_of(scope), scope.get("client")))
+                self.rate.take(caller_key(caller_of(scope), scope.get("client")))
             except QuotaExceededError as exc:
                 scope[RECORD_KEY].code = exc.code
                 method = f"{scope['method']} {path[:200]}"
@@ -353,7 +379,7 @@ class A2AApp:
 
     async def _no_agent(self, scope: Scope, send: Send, name: str, method: str, path: str) -> None:
         scope[RECORD_KEY].code = MethodNotFoundError.code
-        names = ", ".join(n for n in self._served if n) or "none (one agent, at /)"
+        names = ", ".join(self.agent_names) or "none (one agent, at /)"
         error = MethodNotFoundError(
             f"{method} {path}: this server has no agent {name!r}; its agents: {names}",
             metadata={"agent": name[:256]},

@@ -13,8 +13,9 @@ to a request that names its version: well_known.py says when each is served).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -24,10 +25,28 @@ from ..protocol.v03 import card_to_03
 from .extensions import SERVER_EXTENSIONS
 from .types import Scope, header
 
-__all__ = ["agent_card", "base_url", "render_card", "with_security"]
+__all__ = ["Interface", "agent_card", "base_url", "render_card", "with_security"]
 
 
-def _interfaces(base: str) -> list[dict[str, str]]:
+class Interface(NamedTuple):
+    """A binding served on a port of its own (gRPC), which the cards list after
+    JSON-RPC and HTTP+JSON: at ``host:port``, where ``host`` is the one the
+    card's reader reached the server by unless given (a public address)."""
+
+    binding: str
+    version: str
+    port: int
+    host: str = ""
+
+    def url(self, base: str) -> str:
+        """Its bare ``host:port``, for a card served at ``base``."""
+        host = self.host or urlsplit(base).hostname or "127.0.0.1"
+        if ":" in host and not host.startswith("["):  # an IPv6 address
+            host = f"[{host}]"
+        return f"{host}:{self.port}"
+
+
+def _interfaces(base: str, more: Sequence[Interface]) -> list[dict[str, str]]:
     url = base.rstrip("/") + "/"
     # HTTP+JSON at the same URL: its paths (/message:send, /v1/message:send)
     # never collide with JSON-RPC's (/, /a2a).
@@ -36,21 +55,31 @@ def _interfaces(base: str) -> list[dict[str, str]]:
         {"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
         {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
         {"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "0.3"},
+        *(
+            {"url": one.url(base), "protocolBinding": one.binding, "protocolVersion": one.version}
+            for one in more
+        ),
     ]
 
 
 def render_card(
-    info: AgentCardInfo, base: str, version: str, *, extended_card: bool, push: bool = True
+    info: AgentCardInfo,
+    base: str,
+    version: str,
+    *,
+    extended_card: bool,
+    push: bool = True,
+    interfaces: Sequence[Interface] = (),
 ) -> dict[str, Any]:
     """The card of ``info`` served at ``base``, in A2A ``version`` ("1.0" or "0.3");
     ``push``: whether the server delivers push notifications (its store keeps
-    webhooks)."""
+    webhooks); ``interfaces``: the bindings served on ports of their own."""
     capabilities = {"streaming": True, "pushNotifications": push}
     if extended_card:
         capabilities["extendedAgentCard"] = True
     ours = SERVER_EXTENSIONS if push else ()  # a2ad's own are about push deliveries
     info = msgspec.structs.replace(info, extensions=(*info.extensions, *ours))
-    card = card_v1(info, interfaces=_interfaces(base), capabilities=capabilities)
+    card = card_v1(info, interfaces=_interfaces(base, interfaces), capabilities=capabilities)
     return card_to_03(card) if version == "0.3" else card
 
 
@@ -74,11 +103,19 @@ def agent_card(
     *,
     schemes: Mapping[str, SecurityScheme] | None = None,
     push: bool = True,
+    interfaces: Sequence[Interface] = (),
 ) -> dict[str, Any]:
     """The public card served at ``base``: the 1.0 card with the 0.3 one inside;
     it declares the server's authentication ``schemes``."""
     info = with_security(agent.card_info(), schemes or {})
-    card = render_card(info, base, "1.0", extended_card=agent.has_extended_card, push=push)
+    card = render_card(
+        info,
+        base,
+        "1.0",
+        extended_card=agent.has_extended_card,
+        push=push,
+        interfaces=interfaces,
+    )
     old = card_to_03(card)
     for key, value in old.items():
         card.setdefault(key, value)

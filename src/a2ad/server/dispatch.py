@@ -108,8 +108,14 @@ class Dispatcher:
         assert operation is Op.EXTENDED_CARD, operation
         info = await handler.get_extended_agent_card(method, context)
         push = handler.engine.push is not None
-        card = render_card(info, request.base_url, dialect.version, extended_card=True, push=push)
-        return card
+        return render_card(
+            info,
+            request.base_url,
+            dialect.version,
+            extended_card=True,
+            push=push,
+            interfaces=handler.interfaces,
+        )
 
     async def open_stream(self, request: A2ARequest) -> EventStream:
         """The stream's events, or an A2AError before anything is sent (then the

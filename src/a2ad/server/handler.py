@@ -16,7 +16,7 @@ in the params (to name it when it is refused).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 
 import msgspec
 from msgspec import UNSET
@@ -47,7 +47,7 @@ from ..protocol.model import (
 from ..protocol.requests import TaskQuery
 from ..store.base import LoggedEvent, Webhook
 from . import audit
-from .card import with_security
+from .card import Interface, with_security
 from .delegation import with_via
 from .dialect import ServerDialect
 from .extensions import PUSH_DELIVERY, SERVER_EXTENSIONS
@@ -75,8 +75,10 @@ class RequestHandler:
         expose_internal_parts: bool = False,
         limits: Limits | None = None,
         agent: str | None = None,
+        interfaces: Sequence[Interface] = (),
     ) -> None:
         self.engine = engine
+        self.interfaces = tuple(interfaces)  # bindings on ports of their own, for the cards
         # the agent this handler serves, of the engine's (None: its default)
         self.agent_name = engine.default_agent if agent is None else agent
         self.agent = engine.agents[self.agent_name]

@@ -24,7 +24,7 @@ date (RFC 9110 §13.2.2); an unparsable date is ignored.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from email.utils import format_datetime, parsedate_to_datetime
 from typing import Any
@@ -35,7 +35,7 @@ from ..agent import Agent
 from ..protocol.card import SecurityScheme
 from ..protocol.dialect import dialect_of, requested_version
 from ..protocol.errors import VersionNotSupportedError
-from .card import agent_card, base_url, render_card, with_security
+from .card import Interface, agent_card, base_url, render_card, with_security
 from .dispatch import version_text
 from .errors import error_body
 from .request import Headers
@@ -57,10 +57,12 @@ class CardEndpoint:
         *,
         schemes: Mapping[str, SecurityScheme] | None = None,
         push: bool = True,
+        interfaces: Sequence[Interface] = (),
     ) -> None:
         self.agent = agent
         self.schemes = dict(schemes or {})
         self.push = push  # the store keeps webhooks: the card says pushNotifications
+        self.interfaces = tuple(interfaces)  # bindings on ports of their own (gRPC)
         # HTTP dates have whole seconds: a client echoing ours must compare equal.
         self.last_modified = datetime.now(UTC).replace(microsecond=0)
         self._headers = [
@@ -100,10 +102,21 @@ class CardEndpoint:
 
     def _render(self, base: str, version: str | None) -> dict[str, Any]:
         if version is None:
-            return agent_card(self.agent, base, schemes=self.schemes, push=self.push)
+            return agent_card(
+                self.agent,
+                base,
+                schemes=self.schemes,
+                push=self.push,
+                interfaces=self.interfaces,
+            )
         info = with_security(self.agent.card_info(), self.schemes)
         return render_card(
-            info, base, version, extended_card=self.agent.has_extended_card, push=self.push
+            info,
+            base,
+            version,
+            extended_card=self.agent.has_extended_card,
+            push=self.push,
+            interfaces=self.interfaces,
         )
 
     def _not_modified(self, scope: Scope, etag: str) -> bool:

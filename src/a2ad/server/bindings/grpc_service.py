@@ -1,121 +1,373 @@
-"""A2A 1.0 over gRPC, its unary rpcs: the gRPC binding's first part (issue 26).
+"""A2A 1.0 over gRPC: ``lf.a2a.v1.A2AService``, served beside the HTTP app.
 
-Each rpc of ``lf.a2a.v1.A2AService`` that answers once (all but the two
-streams) is a generic ``grpc.aio`` handler over the same ``Dispatcher`` the
-HTTP bindings use: the request message is read as ProtoJSON, which is what the
-1.0 dialect decodes (JSON-RPC's params are that same JSON), and the answer is
-the dialect's JSON parsed into the rpc's response message. An A2AError is the
-call's status by the spec's table (protocol/rpc_status.py), with its
-google.rpc.Status, ErrorInfo and BadRequest, in the ``grpc-status-details-bin``
-trailer; anything else is ``errors.internal_error``'s, never a traceback.
+Each rpc is a generic ``grpc.aio`` handler over the same ``Dispatcher``, the
+same agents, callers and limits as the HTTP bindings (the app's: server/app.py),
+so a task sent by one binding is read, followed and canceled by any. The
+request message is read as ProtoJSON, which is what the 1.0 dialect decodes
+(JSON-RPC's params are that same JSON); the answer is the dialect's JSON parsed
+into the rpc's response message. How a call is admitted and ended (metadata,
+auth, the agent, errors as statuses): grpc_call.py.
 
-Not yet served by ``a2ad serve``: streams, authentication, limits and the
-request's observers come with the rest of the binding.
+The two streams (SendStreamingMessage, SubscribeToTask) carry the events SSE
+carries, in its order, each call holding one of its caller's stream slots. A
+call the client cancels ends at once and leaves the task running. HTTP/2 pings
+keep an idle call open (the server's options: server/grpc_server.py), and a
+quiet task is checked every keep-alive interval as SSE does. To resume after a
+cut, ``SubscribeToTask`` takes ``last-event-id`` in its metadata; the call's
+trailing metadata says ``last-event-id`` (the last event it carried) whenever it
+ends, and a call that sends ``a2ad-event-ids: 1`` gets each event's id in that
+event's own metadata (``a2ad.eventId``) too, for a client cut off with no
+trailer. A stream whose reader fell behind, or that a store outage cut short,
+ends with that error's status naming the last event it carried.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from contextlib import AbstractContextManager
+from typing import Any, NoReturn
 
 import grpc  # type: ignore[import-untyped]
 import msgspec
 from google.protobuf import json_format  # type: ignore[import-untyped]
 
-from ...agent import ANONYMOUS
-from ...protocol.dialect import Operation, resolve_asked
-from ...protocol.errors import A2AError
+from ... import log_context
+from ...agent import ANONYMOUS, Caller
+from ...engine import EventStream
+from ...protocol.dialect import Op, Operation, requested_version, resolve_asked
+from ...protocol.errors import A2AError, VersionNotSupportedError
 from ...protocol.grpc_schema import SERVICES, Schema, Version
-from ...protocol.rpc_status import TABLE_1_0_1, rpc_status, status_message
+from ...protocol.rpc_status import TABLE_1_0_1
+from ...protocol.types import Seq
+from ...store.base import StoreUnavailableError
+from .. import audit
 from ..dialect import ServerDialect
-from ..dispatch import Dispatcher
-from ..errors import internal_error
-from ..extensions import requested_extensions
-from ..handler import RequestHandler
-from ..request import A2ARequest, Headers
+from ..dispatch import Dispatcher, parse_event_id
+from ..errors import internal_error, store_unavailable
+from ..extensions import echo_headers, requested_extensions
+from ..limits import caller_key
+from ..observed import RequestRecord
+from ..request import A2ARequest, Headers, Peer
+from .grpc_call import AGENT_KEY, Context, abort, admit, call_headers, no_agent, peer_of, scope_of
 from .skeleton import json_reply
+from .sse import KEEPALIVE_SECONDS, fell_behind_error, log_fell_behind
 
 __all__ = ["GrpcService"]
 
 _VERSION: Version = "1.0"
 _EMPTY = "google.protobuf.Empty"
+_STREAM_RESPONSE = "lf.a2a.v1.StreamResponse"
+_SHUTDOWN_FLUSH_SECONDS = 2.0  # at shutdown, a stream's time to send what is buffered
+_EVENT_IDS_KEY = b"a2ad-event-ids"
+_LAST_EVENT_ID = "last-event-id"
 
-Context = Any  # grpc.aio.ServicerContext: what the call's handler is given
-Unary = Callable[[Any, Context], Awaitable[Any]]
+Handler = Callable[[Any, Context], Awaitable[Any]]
 
 
 class GrpcService:
-    """The unary rpcs of A2A 1.0's gRPC service, answered through ``handler``;
-    errors by ``table`` (protocol/rpc_status.py: 1.0.1's by default)."""
+    """A2A 1.0's gRPC service, answered by ``app``'s agents (an A2AApp: its
+    handlers, authenticator, rate limit, stream slots and observers); errors by
+    ``table`` (protocol/rpc_status.py: 1.0.1's by default). ``base_url``: the
+    HTTP URL the extended card's HTTP interfaces name."""
 
-    def __init__(self, handler: RequestHandler, *, table: Mapping[str, str] = TABLE_1_0_1):
-        self.handler = handler
-        self.dispatcher = Dispatcher(handler)
+    def __init__(
+        self,
+        app: Any,
+        *,
+        table: Mapping[str, str] = TABLE_1_0_1,
+        base_url: str = "",
+        keepalive_seconds: float = KEEPALIVE_SECONDS,
+    ) -> None:
+        self.app = app
         self.table = table
+        self.base_url = base_url
+        self.keepalive_seconds = keepalive_seconds
         self.schema = Schema(_VERSION)
+        self.service = SERVICES[_VERSION]
+        self._dispatchers: dict[str, Dispatcher] = {}
+        self._stream_response = self.schema.message(_STREAM_RESPONSE)
 
     def generic_handler(self) -> Any:
         """What a ``grpc.aio`` server adds (``add_generic_rpc_handlers``)."""
         handlers = {}
         for name, (request_type, response_type, streams) in self.schema.methods().items():
-            if streams:
-                continue  # SendStreamingMessage, SubscribeToTask: the binding's next part
             request_class = self.schema.message(request_type)
             response_class = self.schema.message(response_type)
             dialect, operation = resolve_asked(_VERSION, name)
-            handlers[name] = grpc.unary_unary_rpc_method_handler(
-                self._unary(name, dialect, operation, response_class),
-                request_deserializer=request_class.FromString,
-                response_serializer=response_class.SerializeToString,
-            )
-        return grpc.method_handlers_generic_handler(SERVICES[_VERSION], handlers)
+            if streams:
+                handlers[name] = grpc.unary_stream_rpc_method_handler(
+                    self._streaming(name, dialect, operation),
+                    request_deserializer=request_class.FromString,
+                    response_serializer=response_class.SerializeToString,
+                )
+            else:
+                handlers[name] = grpc.unary_unary_rpc_method_handler(
+                    self._unary(name, dialect, operation, response_class),
+                    request_deserializer=request_class.FromString,
+                    response_serializer=response_class.SerializeToString,
+                )
+        return grpc.method_handlers_generic_handler(self.service, handlers)
 
     def _unary(
         self, name: str, dialect: ServerDialect, operation: Operation, response_class: Any
-    ) -> Unary:
+    ) -> Handler:
         empty = response_class.DESCRIPTOR.full_name == _EMPTY
 
         async def answer(message: Any, context: Context) -> Any:
+            call = _Call(self, name, context)
             try:
-                request = self._request(name, dialect, operation, message, context)
-                value = await self.dispatcher.call(request)
-                if empty:
-                    return response_class()
-                reply = json_reply(dialect, operation, value)
-                return json_format.Parse(reply, response_class(), ignore_unknown_fields=True)
-            except A2AError as exc:
-                await self._abort(context, exc)
-            except Exception:
-                await self._abort(context, internal_error())
-            raise AssertionError("unreachable: abort raises")  # pragma: no cover
+                try:
+                    request, dispatcher = await call.open(message, dialect, operation)
+                    value = await dispatcher.call(request)
+                    if empty:
+                        reply = response_class()
+                    else:
+                        json = json_reply(dialect, operation, value)
+                        reply = json_format.Parse(
+                            json, response_class(), ignore_unknown_fields=True
+                        )
+                except A2AError as exc:
+                    await call.refuse(exc, message)
+                except Exception:
+                    await call.fail()
+                await call.answered(request)
+                return reply
+            finally:
+                call.end()
 
         return answer
 
-    def _request(
+    def _streaming(self, name: str, dialect: ServerDialect, operation: Operation) -> Handler:
+        async def stream(message: Any, context: Context) -> None:
+            call = _Call(self, name, context)
+            slot: AbstractContextManager[None] | None = None
+            try:
+                try:
+                    request, dispatcher = await call.open(message, dialect, operation)
+                    hold = self.app.streams.hold(caller_key(request.caller, request.peer))
+                    hold.__enter__()
+                    slot = hold
+                    last = call.headers.first(_LAST_EVENT_ID.encode())
+                    request.last_event_id = parse_event_id(last)
+                    events = await dispatcher.open_stream(request)
+                except A2AError as exc:
+                    await call.refuse(exc, message)
+                except Exception:
+                    await call.fail()
+                await call.answered(request)
+                ids = call.headers.first(_EVENT_IDS_KEY).strip().lower() in ("1", "true")
+                await self._send_events(call, events, dialect, ids=ids)
+            finally:
+                if slot is not None:
+                    slot.__exit__(None, None, None)
+                call.end()
+
+        return stream
+
+    async def _send_events(
+        self, call: _Call, events: EventStream, dialect: ServerDialect, *, ids: bool
+    ) -> None:
+        """Write ``events`` until the first of: the stream's end, its reader
+        dropped, the shutdown's flush over, the client gone (this call is
+        cancelled then). Ends the call with the status of a stream cut short."""
+        writer = _Writer(call.context, events, dialect, self._stream_response, ids)
+        loop = asyncio.get_running_loop()
+        over: asyncio.Future[None] = loop.create_future()
+
+        def end(_: object = None) -> None:
+            if not over.done():
+                over.set_result(None)
+
+        def cut(dropped: bool) -> None:
+            if dropped:
+                end()
+            else:  # the server is shutting down: what is buffered may still go
+                loop.call_later(_SHUTDOWN_FLUSH_SECONDS, end)
+
+        writing = asyncio.ensure_future(writer.write(self.keepalive_seconds))
+        writing.add_done_callback(end)
+        events.watch(cut)
+        try:
+            await over
+        finally:
+            events.close()
+            if not writing.done():  # stuck in a write: the reader was dropped
+                writing.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.wait({writing})
+        failed = None if writing.cancelled() else writing.exception()
+        last_id = writer.last_id
+        trailers = ((_LAST_EVENT_ID, str(last_id)),) if last_id is not None else ()
+        if isinstance(failed, StoreUnavailableError):
+            await call.cut_short(store_unavailable(failed, last_event_id=last_id), trailers)
+        elif failed is not None:
+            raise failed
+        if events.fell_behind and not writer.ended:
+            log_fell_behind(events, last_id, call.peer)
+            await call.cut_short(fell_behind_error(events, last_id), trailers)
+        if trailers:
+            call.context.set_trailing_metadata(trailers)
+
+    def dispatcher(self, agent: str) -> Dispatcher:
+        """The dispatcher of the app's agent ``agent`` ("": the one at /);
+        raises MethodNotFoundError naming the agents there are."""
+        found = self._dispatchers.get(agent)
+        if found is None:
+            handler = self.app.handler(agent)
+            if handler is None:
+                raise no_agent(agent, self.app.agent_names)
+            found = self._dispatchers[agent] = Dispatcher(handler)
+        return found
+
+
+class _Writer:
+    """Writes a stream's events as StreamResponse messages and remembers how far
+    it got: the id of the last one written, and whether the last event went."""
+
+    __slots__ = ("context", "dialect", "ended", "events", "ids", "last_id", "response")
+
+    def __init__(
         self,
-        name: str,
-        dialect: ServerDialect,
-        operation: Operation,
-        message: Any,
         context: Context,
-    ) -> A2ARequest:
-        # Text metadata only: a binary key ("-bin") carries bytes, which no A2A header is.
-        pairs = [(k, v) for k, v in context.invocation_metadata() or () if isinstance(v, str)]
-        headers = Headers.of(pairs)
-        requested = requested_extensions(headers) if self.handler.extensions else ()
-        a2a_context = self.handler.request_context(_VERSION, "GRPC", requested, ANONYMOUS)
+        events: EventStream,
+        dialect: ServerDialect,
+        response: Any,
+        ids: bool,
+    ) -> None:
+        self.context = context
+        self.events = events
+        self.dialect = dialect
+        self.response = response
+        self.ids = ids
+        self.last_id: Seq | None = None
+        self.ended = False
+
+    async def write(self, keepalive: float) -> None:
+        events, encode, context = self.events, self.dialect.encode_stream_item, self.context
+        while True:
+            try:
+                step = await events.next(timeout=keepalive)
+            except TimeoutError:
+                continue  # HTTP/2 pings keep the call; the wait checks a quiet task
+            if step is None:
+                return
+            seq, item, last = step
+            message = json_format.Parse(encode(item, last), self.response())
+            if self.ids and seq is not None:
+                payload = getattr(message, message.WhichOneof("payload"))
+                payload.metadata.get_or_create_struct("a2ad")["eventId"] = str(seq)
+            await context.write(message)
+            self.last_id = seq
+            if last:
+                self.ended = True
+                return
+
+
+class _Call:
+    """One call, from its metadata to its status: its record, told to the app's
+    observers from ``__init__`` to ``end``, its headers, its peer."""
+
+    __slots__ = (
+        "caller",
+        "context",
+        "headers",
+        "name",
+        "peer",
+        "record",
+        "service",
+        "serving",
+        "token",
+    )
+
+    def __init__(self, service: GrpcService, name: str, context: Context) -> None:
+        self.service = service
+        self.context = context
+        self.name = name
+        pairs = call_headers(context)
+        self.headers = Headers(pairs)
+        self.peer: Peer | None = peer_of(context)
+        self.caller: Caller = ANONYMOUS  # until the call's credential proves another
+        self.record = record = RequestRecord(f"/{service.service}/{name}", binding="GRPC")
+        self.serving = log_context.request.set(record)
+        began = service.app.began
+        self.token = began(record, scope_of(record, pairs, self.peer)) if began else None
+
+    def end(self) -> None:
+        ended = self.service.app.ended
+        if ended is not None:
+            ended(self.record, self.token)
+        log_context.request.reset(self.serving)
+
+    async def open(
+        self, message: Any, dialect: ServerDialect, operation: Operation
+    ) -> tuple[A2ARequest, Dispatcher]:
+        """The call as a request, its caller proved and its agent found; raises A2AError."""
+        service, headers, record = self.service, self.headers, self.record
+        record.operation(operation, _VERSION)
+        self.caller = caller = await admit(service.app, headers, self.peer, record)
+        agent = headers.first(AGENT_KEY)
+        record.agent = agent
+        dispatcher = service.dispatcher(agent)
+        asked = headers.first(b"a2a-version").strip()
+        if asked and requested_version(asked) != _VERSION:
+            raise VersionNotSupportedError(
+                f"A2A-Version {asked[:32]}: {service.service} is A2A {_VERSION}; "
+                "send a2a-version: 1.0, or none",
+                metadata={"requestedVersion": asked[:32], "supportedVersions": _VERSION},
+            )
+        handler = dispatcher.handler
+        requested = requested_extensions(headers) if handler.extensions else ()
+        context = handler.request_context(_VERSION, "GRPC", requested, caller)
         params = msgspec.Raw(msgspec.json.encode(json_format.MessageToDict(message)))
-        return A2ARequest(
+        request = A2ARequest(
             headers,
-            None,
+            self.peer,
             dialect=dialect,
             operation=operation,
-            method=name,
+            method=self.name,
             params=params,
-            context=a2a_context,
+            context=context,
+            record=record,
+            base_url=service.base_url if operation is Op.EXTENDED_CARD else "",
         )
+        return request, dispatcher
 
-    async def _abort(self, context: Context, error: A2AError) -> None:
-        status = status_message(error, table=self.table)
-        context.set_trailing_metadata((("grpc-status-details-bin", status.SerializeToString()),))
-        await context.abort(grpc.StatusCode[rpc_status(error, table=self.table)], error.message)
+    async def answered(self, request: A2ARequest) -> None:
+        """The call is answered: its status noted, its activated extensions named
+        in the response's metadata."""
+        self.record.status = 200
+        extensions = request.context.extensions
+        if extensions:
+            echo = echo_headers(_VERSION, extensions)
+            await self.context.send_initial_metadata(
+                [(key.decode("latin-1"), value.decode("latin-1")) for key, value in echo]
+            )
+
+    async def refuse(self, error: A2AError, message: Any) -> NoReturn:
+        """End the call with ``error``, audited as the HTTP bindings' refusals are."""
+        task_id = getattr(message, "id", "") or getattr(message, "task_id", "")
+        if not isinstance(task_id, str):
+            task_id = ""
+        audit.refused(
+            self.caller,
+            self.peer,
+            error,
+            method=self.name,
+            task_id=task_id,
+            tenant=getattr(message, "tenant", "") or "",
+        )
+        await self.cut_short(error, ())
+
+    async def fail(self) -> NoReturn:
+        """End the call as ``errors.internal_error`` answers an unexpected failure."""
+        await self.cut_short(internal_error(), ())
+
+    async def cut_short(self, error: A2AError, trailers: tuple[tuple[str, str], ...]) -> NoReturn:
+        """End the call with ``error``'s status (and ``trailers``)."""
+        record = self.record
+        record.code = error.code
+        record.status = error.http_status
+        await abort(self.context, error, self.service.table, trailers)
+        raise AssertionError("unreachable: grpc's abort raises")  # pragma: no cover

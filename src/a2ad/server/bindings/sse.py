@@ -26,7 +26,7 @@ from ...store.base import StoreUnavailableError
 from ..errors import store_unavailable
 from ..types import Receive, Send, response_start
 
-__all__ = ["KEEPALIVE_SECONDS", "stream_sse"]
+__all__ = ["KEEPALIVE_SECONDS", "fell_behind_error", "log_fell_behind", "stream_sse"]
 
 log = logging.getLogger("a2ad.server")
 
@@ -57,7 +57,7 @@ def _one_line(data: bytes) -> bytes:
     return data
 
 
-def _fell_behind(events: EventStream, last_id: Seq | None) -> StreamFellBehindError:
+def fell_behind_error(events: EventStream, last_id: Seq | None) -> StreamFellBehindError:
     task_id = events.task_id or ""
     metadata = {"taskId": task_id}
     if last_id is None:
@@ -235,13 +235,13 @@ def _closing(
         return [b"data: %s\n\n" % _one_line(fail(store_unavailable(cut, last_event_id=last_id)))]
     events = writer.events
     if events.fell_behind and not writer.ended:
-        _log_fell_behind(events, last_id, client)
+        log_fell_behind(events, last_id, client)
         if connected:  # still connected: tell it
-            return [b"data: %s\n\n" % _one_line(fail(_fell_behind(events, last_id)))]
+            return [b"data: %s\n\n" % _one_line(fail(fell_behind_error(events, last_id)))]
     return []
 
 
-def _log_fell_behind(events: EventStream, last_id: Seq | None, client: Any) -> None:
+def log_fell_behind(events: EventStream, last_id: Seq | None, client: Any) -> None:
     """One line for a stream whose reader was dropped (its buffer filled), naming
     the task, the reader's address and the last event it was sent."""
     remote = f"{client[0]}:{client[1]}" if client else ""

@@ -1,0 +1,142 @@
+"""One gRPC call as the rest of a2ad sees it: its metadata as headers, its peer,
+its record for the observers, its caller, its end as a status.
+
+gRPC's call metadata and HTTP's headers are one namespace (lowercase names,
+text values), so a call is read the way a request is: ``authorization`` and
+``x-api-key`` prove the caller (the app's authenticator, before anything is
+looked up), ``a2a-version`` and ``a2a-extensions`` say what the caller speaks,
+``x-request-id`` and ``traceparent`` go to the observers, ``last-event-id``
+resumes a subscription. What only gRPC has: ``a2ad-agent`` names which of the
+server's agents the call is for (the one at / when absent), as the path's
+``/agents/<name>/`` does over HTTP. An error ends the call with the status the
+spec's table gives its A2A error (protocol/rpc_status.py), its google.rpc.Status
+(ErrorInfo, and BadRequest for a field) in the ``grpc-status-details-bin``
+trailer, and the same message as the status's.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import grpc  # type: ignore[import-untyped]
+
+from ...agent import ANONYMOUS, Caller
+from ...protocol.errors import A2AError, MethodNotFoundError, UnauthenticatedError
+from ...protocol.rpc_status import rpc_status, status_message
+from .. import audit
+from ..auth import AuthenticationFailed
+from ..limits import caller_key
+from ..observed import RequestRecord
+from ..request import Headers, Inbound, Peer
+
+__all__ = [
+    "AGENT_KEY",
+    "Context",
+    "abort",
+    "admit",
+    "call_headers",
+    "no_agent",
+    "peer_of",
+    "scope_of",
+]
+
+auth_log = logging.getLogger("a2ad.auth")
+
+Context = Any  # grpc.aio.ServicerContext: what a call's handler is given
+
+AGENT_KEY = b"a2ad-agent"  # the metadata naming the agent a call is for
+
+
+def call_headers(context: Context) -> list[tuple[bytes, bytes]]:
+    """The call's text metadata as header pairs (a ``-bin`` key carries bytes,
+    which no A2A header is: left out)."""
+    return [
+        (key.encode("latin-1"), value.encode("latin-1"))
+        for key, value in context.invocation_metadata() or ()
+        if isinstance(value, str)
+    ]
+
+
+def peer_of(context: Context) -> Peer | None:
+    """The caller's address and port, from gRPC's ``ipv4:1.2.3.4:5``,
+    ``ipv6:[::1]:5``; None for another kind (a Unix socket)."""
+    peer = context.peer() or ""
+    kind, _, address = peer.partition(":")
+    if kind not in ("ipv4", "ipv6"):
+        return None
+    host, _, port = address.rpartition(":")
+    if not port.isdigit():
+        return None
+    return host.strip("[]"), int(port)
+
+
+def scope_of(
+    record: RequestRecord, pairs: Sequence[tuple[bytes, bytes]], peer: Peer | None
+) -> dict[str, Any]:
+    """What observers read of a request (server/observed.py): its method
+    (HTTP/2's, which gRPC's always is), path, headers and client."""
+    return {"type": "grpc", "method": "POST", "path": record.path, "headers": pairs, "client": peer}
+
+
+async def admit(app: Any, headers: Headers, peer: Peer | None, record: RequestRecord) -> Caller:
+    """The call's caller, proved by the app's authenticator (anonymous without
+    one) and within the rate limit; raises UnauthenticatedError (logged as over
+    HTTP) or QuotaExceededError (audited)."""
+    caller = ANONYMOUS
+    authenticator = app.authenticator
+    if authenticator is not None:
+        try:
+            caller = await authenticator.authenticate(Inbound(headers, peer))
+        except AuthenticationFailed as exc:
+            _failed(exc, peer, record)
+            raise UnauthenticatedError(exc.message) from None
+        record.principal = caller.principal
+    rate = app.rate
+    if rate is not None:
+        try:
+            rate.take(caller_key(caller, peer))
+        except A2AError as exc:
+            audit.refused(caller, peer, exc, method=record.method or record.path)
+            raise
+    return caller
+
+
+def _failed(exc: AuthenticationFailed, peer: Peer | None, record: RequestRecord) -> None:
+    """One line for a call whose credential proved nothing (never the credential)."""
+    auth_log.warning(
+        "authentication failed: %s",
+        exc.reason,
+        extra={
+            "event": "auth_failed",
+            "reason": exc.reason,
+            "principal": exc.principal,
+            "remote": f"{peer[0]}:{peer[1]}" if peer else "",
+            "method": "POST",
+            "path": record.path,
+        },
+    )
+
+
+def no_agent(name: str, names: Sequence[str]) -> MethodNotFoundError:
+    """A call for an agent the server lacks: named, with the ones it has."""
+    listed = ", ".join(names) or "none (one agent, served when a2ad-agent is not sent)"
+    return MethodNotFoundError(
+        f"a2ad-agent {name[:256]!r}: this server has no such agent; its agents: {listed}",
+        metadata={"agent": name[:256]},
+    )
+
+
+async def abort(
+    context: Context,
+    error: A2AError,
+    table: Mapping[str, str],
+    trailers: Sequence[tuple[str, str]] = (),
+) -> None:
+    """End the call with ``error``'s status by ``table``; raises (grpc's abort)."""
+    status = status_message(error, table=table)
+    context.set_trailing_metadata(
+        (*trailers, ("grpc-status-details-bin", status.SerializeToString()))
+    )
+    await context.abort(grpc.StatusCode[rpc_status(error, table=table)], error.message)
