@@ -18,7 +18,7 @@ import socket
 import sys
 from dataclasses import replace
 from types import FrameType
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 import uvicorn
@@ -41,14 +41,20 @@ from .agent_specs import load_agents
 from .agent_threads import AGENT_THREADS, AgentThreadsOption
 from .collector import settle_collector
 from .logs import access_fraction, configure_logging, keep_logging
+from .serve_grpc import grpc_banner, grpc_server, with_grpc_port
 from .serve_settings import ServeSettings, open_store, read_settings
 from .startup import READY, STARTUP_FAILURE
 from .terminal import make_console
+
+if TYPE_CHECKING:
+    from ..server.grpc_server import GrpcServer  # imported only with --grpc-port
 
 __all__ = ["serve"]
 
 console = make_console(stderr=True)
 log = logging.getLogger("a2ad.serve")
+
+_GRPC_GRACE_SECONDS = 1.0  # at the end, the time gRPC calls still open have to finish
 
 
 class _Server(uvicorn.Server):
@@ -62,7 +68,9 @@ class _Server(uvicorn.Server):
 
     A process of a group (``--workers``) has a ``control`` socket to the group's
     parent: it says "ready" there once it serves, and shuts down as on SIGTERM
-    if the parent goes away."""
+    if the parent goes away. With ``--grpc-port``, the ``grpc`` listener starts
+    once the engine has, and stops before the app does (after the shutdown
+    has ended its streams)."""
 
     def __init__(
         self,
@@ -70,9 +78,11 @@ class _Server(uvicorn.Server):
         application: A2AApp,
         banner: list[str],
         control: socket.socket | None = None,
+        grpc: GrpcServer | None = None,
     ) -> None:
         super().__init__(config)
         self.application = application
+        self.grpc = grpc
         self.banner = banner
         self.control = control
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -86,7 +96,9 @@ class _Server(uvicorn.Server):
         # started), so that a store that can't be served is one clear line.
         try:
             await self.application.lifetime.start()
-        except (StoreError, AgentStartError) as exc:
+            if self.grpc is not None:
+                await self.grpc.start()
+        except (StoreError, AgentStartError, OSError) as exc:
             console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
             await self.application.aclose()
             self.startup_failed = self.should_exit = True
@@ -102,6 +114,11 @@ class _Server(uvicorn.Server):
             if self.control is not None:
                 self.control.sendall(READY)
                 self.loop.add_reader(self.control, self._parent_said)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        if self.grpc is not None:  # its streams have ended with their tasks' final events
+            await self.grpc.stop(grace=_GRPC_GRACE_SECONDS)
+        await super().shutdown(sockets=sockets)
 
     def _parent_said(self) -> None:
         assert self.control is not None and self.loop is not None
@@ -185,6 +202,10 @@ def serve(
     tracing: opt.Tracing = "off",
     metrics: opt.Metrics = True,
     metrics_port: opt.MetricsPort = None,
+    grpc_port: opt.GrpcPort = None,
+    grpc_tls_cert: opt.GrpcTlsCert = None,
+    grpc_tls_key: opt.GrpcTlsKey = None,
+    grpc_error_table: opt.GrpcErrorTable = "1.0.1",
     model: opt.Model = None,
 ) -> None:
     """Serve an agent over A2A JSON-RPC (1.0 and 0.3) with SSE streaming."""
@@ -209,6 +230,15 @@ def _serve(flags: dict[str, Any], settings: ServeSettings, task_store: TaskStore
     """Listen, load the agents, read the key, then serve (one process, or a group)."""
     listening, metrics_listening = _sockets(settings)
     base = _url(listening)
+    if settings.grpc is not None:
+        try:
+            grpc = with_grpc_port(settings.grpc, settings.host)
+        except OSError as exc:
+            listening.close()
+            said = exc.strerror or str(exc)
+            _fail(f"--grpc-port {settings.grpc.port}: can't listen on {settings.host}: {said}", 3)
+        settings = replace(settings, grpc=grpc)
+        flags["grpc_port"] = grpc.port  # a group's processes serve this one
     try:
         agents = load_agents(list(settings.agents), settings.default_agent, base, settings.model)
         keep_logging()  # an agent's library may have reconfigured logging as it loaded
@@ -233,7 +263,12 @@ def _serve(flags: dict[str, Any], settings: ServeSettings, task_store: TaskStore
         return
     metrics = _metrics(settings, metrics_listening, None)
     application = assemble(agents, settings.app_settings(key, metrics), store=task_store)
-    server = _Server(_config(settings, application), application, banner)
+    front = (
+        grpc_server(settings.grpc, application, settings.host, base)
+        if settings.grpc is not None
+        else None
+    )
+    server = _Server(_config(settings, application), application, banner, grpc=front)
     server.run(sockets=[listening])
     if server.startup_failed:
         raise typer.Exit(STARTUP_FAILURE)
@@ -317,6 +352,7 @@ def _banner(
         f"{'at most ' + plural(cap, 'task') if cap else 'no task cap'}"
         f"{f', {workers} processes' if workers > 1 else ''})",
         f"  JSON-RPC:   {base}/  (also {base}/a2a)",
+        *([grpc_banner(settings.grpc, settings.host)] if settings.grpc is not None else []),
         f"  Agent card: {base}/.well-known/agent-card.json",
         *(
             [f"  Dashboard:  {base}{escape(settings.dashboard_path.rstrip('/'))}"]

@@ -396,3 +396,41 @@ Model = Annotated[
         "The endpoint comes from OPENAI_BASE_URL and OPENAI_API_KEY."
     ),
 ]
+
+GrpcPort = Annotated[
+    int | None,
+    typer.Option(
+        min=0,
+        max=65535,
+        help="Also serve A2A 1.0's gRPC binding (lf.a2a.v1.A2AService) on this port, same "
+        "--host, for the same agents and tasks (0: any free port). Needs a2ad[grpc].",
+        rich_help_panel="gRPC",
+    ),
+]
+
+GrpcTlsCert = Annotated[
+    str | None,
+    typer.Option(
+        help="With --grpc-port: serve gRPC over TLS with this PEM certificate chain "
+        "(and --grpc-tls-key); plaintext (h2c) without.",
+        rich_help_panel="gRPC",
+    ),
+]
+
+GrpcTlsKey = Annotated[
+    str | None,
+    typer.Option(
+        help="The PEM private key of --grpc-tls-cert.",
+        rich_help_panel="gRPC",
+    ),
+]
+
+GrpcErrorTable = Annotated[
+    str,
+    typer.Option(
+        help="Which of the spec's tables gives A2A errors their gRPC status: 1.0.1 "
+        "(FAILED_PRECONDITION for VersionNotSupported, UnsupportedOperation, "
+        "PushNotificationNotSupported) or 1.0.0 (UNIMPLEMENTED for those three).",
+        rich_help_panel="gRPC",
+    ),
+]

@@ -22,6 +22,7 @@ from ..store.sqlite_group import SqliteGroup
 from .agent_specs import load_agents
 from .logs import access_fraction, configure_logging, keep_logging
 from .serve import _config, _find_modules_here, _metrics, _Server, _url, console
+from .serve_grpc import grpc_server
 from .serve_settings import open_store, read_settings
 from .startup import STARTUP_FAILURE
 
@@ -61,7 +62,12 @@ def main(argv: list[str]) -> int:
     metrics = _metrics(settings, metrics_listening, shared["share"])
     key = bytes.fromhex(order["key"])
     application = assemble(agents, settings.app_settings(key, metrics), store=task_store)
-    server = _Server(_config(settings, application), application, [], control)
+    front = (
+        grpc_server(settings.grpc, application, settings.host, _url(listening), shared=True)
+        if settings.grpc is not None
+        else None
+    )
+    server = _Server(_config(settings, application), application, [], control, grpc=front)
     try:
         server.run(sockets=[listening])
     finally:

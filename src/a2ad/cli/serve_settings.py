@@ -31,6 +31,7 @@ from ..store.memory import MemoryStore
 from ..store.sqlite_group import SqliteGroup
 from .auth_flags import authenticator_from_flags
 from .logs import access_fraction
+from .serve_grpc import GrpcSettings, grpc_settings
 
 __all__ = ["ServeSettings", "duration", "open_store", "read_settings", "workers_store"]
 
@@ -60,6 +61,7 @@ class ServeSettings:
     tracing: str  # off, otlp or console
     metrics: bool
     metrics_port: int | None
+    grpc: GrpcSettings | None  # --grpc-port and its flags; None: no gRPC
 
     def app_settings(self, key: bytes, metrics: Metrics | None) -> AppSettings:
         """The app's settings: these, with the secret key and the metrics."""
@@ -76,6 +78,7 @@ class ServeSettings:
             ),
             default_agent=self.default_agent,
             dashboard_path=self.dashboard_path,
+            interfaces=self.grpc.interfaces if self.grpc is not None else (),
         )
 
 
@@ -125,6 +128,7 @@ def read_settings(flags: dict[str, Any]) -> ServeSettings:
         tracing=flags["tracing"],
         metrics=flags["metrics"],
         metrics_port=flags["metrics_port"],
+        grpc=grpc_settings(flags),
     )
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from .errors import ERROR_DOMAIN, A2AError
 
-__all__ = ["RPC_CODES", "TABLE_1_0_0", "TABLE_1_0_1", "rpc_status", "status_message"]
+__all__ = ["RPC_CODES", "TABLES", "TABLE_1_0_0", "TABLE_1_0_1", "rpc_status", "status_message"]
 
 # google.rpc.Code: each canonical code's name and number.
 RPC_CODES: Mapping[str, int] = MappingProxyType(
@@ -80,6 +80,12 @@ _BY_HTTP: Mapping[int, str] = MappingProxyType(
         500: "INTERNAL",
         503: "UNAVAILABLE",
     }
+)
+
+
+# The tables by the spec release that gave them (``a2ad serve --grpc-error-table``).
+TABLES: Mapping[str, Mapping[str, str]] = MappingProxyType(
+    {"1.0.1": TABLE_1_0_1, "1.0.0": TABLE_1_0_0}
 )
 
 

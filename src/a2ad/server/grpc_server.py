@@ -12,13 +12,15 @@ The listener's options, each for what a careful operator expects:
 - a ping every keep-alive interval on an idle connection (an open stream with
   nothing to say), so that proxies that drop quiet connections keep it, and
   clients may ping every 10 s;
-- the port is the listener's alone (no ``SO_REUSEPORT``), so a port in use is
-  an error at start, not a second server that silently shares it;
+- the port is the listener's alone (no ``SO_REUSEPORT``, unless the processes
+  of a group share it), so a port in use is an error at start, not a second
+  server that silently shares it;
 - at most 100 calls at once on one connection.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import grpc  # type: ignore[import-untyped]
@@ -40,7 +42,9 @@ class GrpcServer:
     any free one; ``port`` says which once started). ``tls``: the PEM
     certificate chain and private key, else plaintext. ``table``: the error
     table (protocol/rpc_status.py); ``base_url``: the app's own URL, which
-    the extended card names."""
+    the extended card names. ``shared``: the processes of a group listen on the
+    port together (``SO_REUSEPORT``: the system spreads new connections among
+    them), as ``a2ad serve --workers`` does."""
 
     def __init__(
         self,
@@ -49,13 +53,14 @@ class GrpcServer:
         host: str = "127.0.0.1",
         port: int = 0,
         tls: tuple[bytes, bytes] | None = None,
-        table: dict[str, str] | None = None,
+        table: Mapping[str, str] = TABLE_1_0_1,
         base_url: str = "",
         keepalive_seconds: float = KEEPALIVE_SECONDS,
+        shared: bool = False,
     ) -> None:
         self.service = GrpcService(
             app,
-            table=table if table is not None else TABLE_1_0_1,
+            table=table,
             base_url=base_url,
             keepalive_seconds=keepalive_seconds,
         )
@@ -63,7 +68,7 @@ class GrpcServer:
         self.port = port
         self.tls = tls
         self.options = [
-            ("grpc.so_reuseport", 0),
+            ("grpc.so_reuseport", 1 if shared else 0),
             ("grpc.max_receive_message_length", app.limits.max_body_bytes),
             ("grpc.keepalive_time_ms", int(keepalive_seconds * 1000)),
             ("grpc.keepalive_timeout_ms", _PING_TIMEOUT_MS),
