@@ -33,7 +33,9 @@ V1 = {"A2A-Version": "1.0"}
 def served() -> Iterator[tuple[Served, str]]:
     """One ``a2ad serve --grpc-port 0`` for the module, and its gRPC address."""
     with Served(*AGENT, "--store", "memory", "--grpc-port", "0") as server:
-        address = server.expect(r"gRPC:\s+(\S+)\s+\(A2A 1\.0, lf\.a2a\.v1\.A2AService, plaintext")
+        address = server.expect(
+            r"gRPC:\s+(\S+)\s+\(A2A 1\.0 lf\.a2a\.v1\.A2AService and 0\.3 .*plaintext"
+        )
         yield server, address.group(1)
 
 
@@ -50,12 +52,11 @@ async def test_the_card_lists_grpc_and_the_sdk_client_sends_by_it_to_the_same_ta
     async with httpx.AsyncClient(base_url=server.url) as http:
         card_json = (await http.get("/.well-known/agent-card.json")).json()
         interfaces = card_json["supportedInterfaces"]
-        assert [i["protocolBinding"] for i in interfaces][-1] == "GRPC"
-        assert interfaces[-1] == {
-            "url": address,
-            "protocolBinding": "GRPC",
-            "protocolVersion": "1.0",
-        }
+        assert interfaces[-2:] == [
+            {"url": address, "protocolBinding": "GRPC", "protocolVersion": "1.0"},
+            {"url": address, "protocolBinding": "GRPC", "protocolVersion": "0.3"},
+        ]
+        assert {"url": address, "transport": "GRPC"} in card_json["additionalInterfaces"]
         card = json_format.ParseDict(card_json, a2a_pb2.AgentCard(), ignore_unknown_fields=True)
         config = ClientConfig(
             streaming=True,
@@ -132,7 +133,7 @@ async def test_grpc_over_tls_with_the_given_certificate(tmp_path: Path) -> None:
     cert, key = _self_signed(tmp_path)
     flags = ("--grpc-port", "0", "--grpc-tls-cert", str(cert), "--grpc-tls-key", str(key))
     with Served(*AGENT, "--store", "memory", *flags) as server:
-        address = server.expect(r"gRPC:\s+(\S+)\s+\(A2A 1\.0, lf\.a2a\.v1\.A2AService, TLS\)")
+        address = server.expect(r"gRPC:\s+(\S+)\s+\(A2A 1\.0 .*, TLS\)")
         trusted = grpc.ssl_channel_credentials(root_certificates=cert.read_bytes())
         async with grpc.aio.secure_channel(address.group(1), trusted) as channel:
             stub = a2a_pb2_grpc.A2AServiceStub(channel)

@@ -7,10 +7,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
+import httpx
 import pytest
 from a2a.client import ClientConfig, ClientFactory
 from a2a.types import a2a_pb2, a2a_pb2_grpc
 from a2a.utils.errors import TaskNotFoundError
+from google.protobuf import struct_pb2
 from google.rpc import error_details_pb2, status_pb2
 
 from a2ad.assembly import create_app
@@ -119,3 +121,29 @@ async def test_the_official_sdks_grpc_client_gets_tasks_and_reads_our_errors(
             await client.get_task(a2a_pb2.GetTaskRequest(id="nope"))
     finally:
         await client.close()
+
+
+async def test_whole_numbers_in_a_data_part_are_stored_as_the_caller_wrote_them(
+    stub: a2a_pb2_grpc.A2AServiceStub, served: tuple[str, Any]
+) -> None:
+    # A Struct keeps numbers as doubles: {"n": 1} crosses gRPC as 1.0, and
+    # must not be stored (and answered over JSON-RPC) so.
+    data = struct_pb2.Struct()
+    data.update({"n": 1, "half": 0.5, "xs": [2, 3]})
+    message = a2a_pb2.Message(
+        message_id="d1",
+        role=a2a_pb2.ROLE_USER,
+        parts=[
+            a2a_pb2.Part(text="echo data"),
+            a2a_pb2.Part(data=struct_pb2.Value(struct_value=data)),
+        ],
+    )
+    sent = await stub.SendMessage(a2a_pb2.SendMessageRequest(message=message))
+    _, app = served
+    body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": sent.task.id}}
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://a2ad.test") as http:
+        answer = await http.post("/", json=body, headers={"A2A-Version": "1.0"})
+    data = answer.json()["result"]["history"][0]["parts"][1]["data"]
+    assert data == {"n": 1, "half": 0.5, "xs": [2, 3]}
+    assert [type(v) for v in (data["n"], data["half"], *data["xs"])] == [int, float, int, int]

@@ -39,7 +39,7 @@ class GrpcSettings:
     @property
     def interfaces(self) -> tuple[Interface, ...]:
         """What the cards list for it."""
-        return (Interface("GRPC", "1.0", self.port),)
+        return (Interface("GRPC", "1.0", self.port), Interface("GRPC", "0.3", self.port))
 
 
 def grpc_settings(flags: dict[str, Any]) -> GrpcSettings | None:
@@ -117,4 +117,7 @@ def grpc_banner(settings: GrpcSettings, host: str) -> str:
     """The banner's line for the listener."""
     shown = f"[{host}]" if ":" in host else host
     security = "TLS" if settings.tls is not None else "plaintext"
-    return f"  gRPC:       {shown}:{settings.port}  (A2A 1.0, lf.a2a.v1.A2AService, {security})"
+    return (
+        f"  gRPC:       {shown}:{settings.port}  (A2A 1.0 lf.a2a.v1.A2AService and "
+        f"0.3 a2a.v1.A2AService, {security})"
+    )

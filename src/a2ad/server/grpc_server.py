@@ -1,4 +1,5 @@
-"""The gRPC listener: A2A's gRPC binding on a port of its own, beside the app.
+"""The gRPC listener: A2A's gRPC binding (1.0's service and 0.3's) on a port of
+its own, beside the app.
 
 gRPC needs HTTP/2, which the HTTP app's server does not speak, so it listens
 apart (``a2ad serve --grpc-port``), with ``grpc.aio`` in the app's own event
@@ -58,12 +59,17 @@ class GrpcServer:
         keepalive_seconds: float = KEEPALIVE_SECONDS,
         shared: bool = False,
     ) -> None:
-        self.service = GrpcService(
-            app,
-            table=table,
-            base_url=base_url,
-            keepalive_seconds=keepalive_seconds,
-        )
+        # A2A 1.0's service and 0.3's, on the one port.
+        self.services = [
+            GrpcService(
+                app,
+                version=version,
+                table=table,
+                base_url=base_url,
+                keepalive_seconds=keepalive_seconds,
+            )
+            for version in ("1.0", "0.3")
+        ]
         self.host = host
         self.port = port
         self.tls = tls
@@ -89,7 +95,7 @@ class GrpcServer:
         """Listen and serve, in the running event loop. Raises OSError for an
         address it can't listen on (in use, not this machine's)."""
         server = grpc.aio.server(options=self.options)
-        server.add_generic_rpc_handlers((self.service.generic_handler(),))
+        server.add_generic_rpc_handlers([one.generic_handler() for one in self.services])
         address = self.address
         try:
             if self.tls is None:

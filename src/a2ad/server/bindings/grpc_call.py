@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import grpc  # type: ignore[import-untyped]
+from google.protobuf import json_format  # type: ignore[import-untyped]
 
 from ...agent import ANONYMOUS, Caller
 from ...protocol.errors import A2AError, MethodNotFoundError, UnauthenticatedError
@@ -37,6 +38,7 @@ __all__ = [
     "abort",
     "admit",
     "call_headers",
+    "message_json",
     "no_agent",
     "peer_of",
     "scope_of",
@@ -57,6 +59,24 @@ def call_headers(context: Context) -> list[tuple[bytes, bytes]]:
         for key, value in context.invocation_metadata() or ()
         if isinstance(value, str)
     ]
+
+
+def message_json(message: Any) -> Any:
+    """A request message as ProtoJSON values, with every whole number a
+    ``google.protobuf.Struct`` holds (a data part's, metadata's) an int again:
+    Struct keeps numbers as doubles, so ``{"n": 1}`` arrives as ``1.0``, and
+    would be stored and answered over JSON-RPC so."""
+    return _whole(json_format.MessageToDict(message))
+
+
+def _whole(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _whole(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_whole(item) for item in value]
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    return value
 
 
 def peer_of(context: Context) -> Peer | None:
@@ -131,12 +151,16 @@ def no_agent(name: str, names: Sequence[str]) -> MethodNotFoundError:
 async def abort(
     context: Context,
     error: A2AError,
+    said: str,
     table: Mapping[str, str],
     trailers: Sequence[tuple[str, str]] = (),
 ) -> None:
-    """End the call with ``error``'s status by ``table``; raises (grpc's abort)."""
+    """End the call with ``error``'s status by ``table`` and the message
+    ``said`` (the google.rpc.Status's too: clients compare the two); raises
+    (grpc's abort)."""
     status = status_message(error, table=table)
+    status.message = said
     context.set_trailing_metadata(
         (*trailers, ("grpc-status-details-bin", status.SerializeToString()))
     )
-    await context.abort(grpc.StatusCode[rpc_status(error, table=table)], error.message)
+    await context.abort(grpc.StatusCode[rpc_status(error, table=table)], said)

@@ -1,14 +1,16 @@
-"""A2A 1.0 over gRPC: ``lf.a2a.v1.A2AService``, served beside the HTTP app.
+"""A2A over gRPC: 1.0's ``lf.a2a.v1.A2AService`` and 0.3's ``a2a.v1.A2AService``,
+served beside the HTTP app.
 
 Each rpc is a generic ``grpc.aio`` handler over the same ``Dispatcher``, the
 same agents, callers and limits as the HTTP bindings (the app's: server/app.py),
 so a task sent by one binding is read, followed and canceled by any. The
-request message is read as ProtoJSON, which is what the 1.0 dialect decodes
-(JSON-RPC's params are that same JSON); the answer is the dialect's JSON parsed
-into the rpc's response message. How a call is admitted and ended (metadata,
-auth, the agent, errors as statuses): grpc_call.py.
+request message is read as ProtoJSON, which its version's dialect decodes (1.0:
+JSON-RPC's params are that same JSON; 0.3: the 0.3 HTTP+JSON dialect's, with
+resource names made ids: grpc_versions.py); the answer is the dialect's JSON
+parsed into the rpc's response message. How a call is admitted and ended
+(metadata, auth, the agent, errors as statuses): grpc_call.py.
 
-The two streams (SendStreamingMessage, SubscribeToTask) carry the events SSE
+The two streams (SendStreamingMessage, SubscribeToTask; 0.3's TaskSubscription) carry the events SSE
 carries, in its order, each call holding one of its caller's stream slots. A
 call the client cancels ends at once and leaves the task running. HTTP/2 pings
 keep an idle call open (the server's options: server/grpc_server.py), and a
@@ -36,13 +38,14 @@ from google.protobuf import json_format  # type: ignore[import-untyped]
 from ... import log_context
 from ...agent import ANONYMOUS, Caller
 from ...engine import EventStream
-from ...protocol.dialect import Op, Operation, requested_version, resolve_asked
+from ...protocol.dialect import Op, Operation, requested_version
 from ...protocol.errors import A2AError, VersionNotSupportedError
-from ...protocol.grpc_schema import SERVICES, Schema, Version
+from ...protocol.grpc_schema import Schema, Version
 from ...protocol.rpc_status import TABLE_1_0_1
 from ...protocol.types import Seq
 from ...store.base import StoreUnavailableError
 from .. import audit
+from ..card import render_card, with_security
 from ..dialect import ServerDialect
 from ..dispatch import Dispatcher, parse_event_id
 from ..errors import internal_error, store_unavailable
@@ -50,15 +53,24 @@ from ..extensions import echo_headers, requested_extensions
 from ..limits import caller_key
 from ..observed import RequestRecord
 from ..request import A2ARequest, Headers, Peer
-from .grpc_call import AGENT_KEY, Context, abort, admit, call_headers, no_agent, peer_of, scope_of
+from .grpc_call import (
+    AGENT_KEY,
+    Context,
+    abort,
+    admit,
+    call_headers,
+    message_json,
+    no_agent,
+    peer_of,
+    scope_of,
+)
+from .grpc_versions import VERSIONS, GrpcVersion
 from .skeleton import json_reply
 from .sse import KEEPALIVE_SECONDS, fell_behind_error, log_fell_behind
 
 __all__ = ["GrpcService"]
 
-_VERSION: Version = "1.0"
 _EMPTY = "google.protobuf.Empty"
-_STREAM_RESPONSE = "lf.a2a.v1.StreamResponse"
 _SHUTDOWN_FLUSH_SECONDS = 2.0  # at shutdown, a stream's time to send what is buffered
 _EVENT_IDS_KEY = b"a2ad-event-ids"
 _LAST_EVENT_ID = "last-event-id"
@@ -67,27 +79,28 @@ Handler = Callable[[Any, Context], Awaitable[Any]]
 
 
 class GrpcService:
-    """A2A 1.0's gRPC service, answered by ``app``'s agents (an A2AApp: its
-    handlers, authenticator, rate limit, stream slots and observers); errors by
-    ``table`` (protocol/rpc_status.py: 1.0.1's by default). ``base_url``: the
-    HTTP URL the extended card's HTTP interfaces name."""
+    """A2A's gRPC service of ``version`` ("1.0", "0.3"), answered by ``app``'s
+    agents (an A2AApp: its handlers, authenticator, rate limit, stream slots and
+    observers); errors by ``table`` (protocol/rpc_status.py: 1.0.1's by
+    default). ``base_url``: the HTTP URL the cards' HTTP interfaces name."""
 
     def __init__(
         self,
         app: Any,
         *,
+        version: Version = "1.0",
         table: Mapping[str, str] = TABLE_1_0_1,
         base_url: str = "",
         keepalive_seconds: float = KEEPALIVE_SECONDS,
     ) -> None:
         self.app = app
+        self.spec: GrpcVersion = VERSIONS[version]
         self.table = table
         self.base_url = base_url
         self.keepalive_seconds = keepalive_seconds
-        self.schema = Schema(_VERSION)
-        self.service = SERVICES[_VERSION]
+        self.schema = Schema(version)
+        self.service = self.spec.service
         self._dispatchers: dict[str, Dispatcher] = {}
-        self._stream_response = self.schema.message(_STREAM_RESPONSE)
 
     def generic_handler(self) -> Any:
         """What a ``grpc.aio`` server adds (``add_generic_rpc_handlers``)."""
@@ -95,31 +108,36 @@ class GrpcService:
         for name, (request_type, response_type, streams) in self.schema.methods().items():
             request_class = self.schema.message(request_type)
             response_class = self.schema.message(response_type)
-            dialect, operation = resolve_asked(_VERSION, name)
+            operation = self.spec.rpcs[name]
             if streams:
+                assert operation is not None
                 handlers[name] = grpc.unary_stream_rpc_method_handler(
-                    self._streaming(name, dialect, operation),
+                    self._streaming(name, operation, response_class),
                     request_deserializer=request_class.FromString,
                     response_serializer=response_class.SerializeToString,
                 )
             else:
                 handlers[name] = grpc.unary_unary_rpc_method_handler(
-                    self._unary(name, dialect, operation, response_class),
+                    self._unary(name, operation, response_class),
                     request_deserializer=request_class.FromString,
                     response_serializer=response_class.SerializeToString,
                 )
         return grpc.method_handlers_generic_handler(self.service, handlers)
 
-    def _unary(
-        self, name: str, dialect: ServerDialect, operation: Operation, response_class: Any
-    ) -> Handler:
+    def _unary(self, name: str, operation: Operation | None, response_class: Any) -> Handler:
         empty = response_class.DESCRIPTOR.full_name == _EMPTY
+        dialect = self.spec.dialect
 
         async def answer(message: Any, context: Context) -> Any:
             call = _Call(self, name, context)
             try:
                 try:
-                    request, dispatcher = await call.open(message, dialect, operation)
+                    if operation is None:  # 0.3's GetAgentCard: the card, not an operation
+                        card = await call.card()
+                        return json_format.ParseDict(
+                            card, response_class(), ignore_unknown_fields=True
+                        )
+                    request, dispatcher = await call.open(message, operation)
                     value = await dispatcher.call(request)
                     if empty:
                         reply = response_class()
@@ -139,13 +157,15 @@ class GrpcService:
 
         return answer
 
-    def _streaming(self, name: str, dialect: ServerDialect, operation: Operation) -> Handler:
+    def _streaming(self, name: str, operation: Operation, response_class: Any) -> Handler:
+        dialect = self.spec.dialect
+
         async def stream(message: Any, context: Context) -> None:
             call = _Call(self, name, context)
             slot: AbstractContextManager[None] | None = None
             try:
                 try:
-                    request, dispatcher = await call.open(message, dialect, operation)
+                    request, dispatcher = await call.open(message, operation)
                     hold = self.app.streams.hold(caller_key(request.caller, request.peer))
                     hold.__enter__()
                     slot = hold
@@ -158,7 +178,7 @@ class GrpcService:
                     await call.fail()
                 await call.answered(request)
                 ids = call.headers.first(_EVENT_IDS_KEY).strip().lower() in ("1", "true")
-                await self._send_events(call, events, dialect, ids=ids)
+                await self._send_events(call, events, dialect, response_class, ids=ids)
             finally:
                 if slot is not None:
                     slot.__exit__(None, None, None)
@@ -167,12 +187,18 @@ class GrpcService:
         return stream
 
     async def _send_events(
-        self, call: _Call, events: EventStream, dialect: ServerDialect, *, ids: bool
+        self,
+        call: _Call,
+        events: EventStream,
+        dialect: ServerDialect,
+        response_class: Any,
+        *,
+        ids: bool,
     ) -> None:
         """Write ``events`` until the first of: the stream's end, its reader
         dropped, the shutdown's flush over, the client gone (this call is
         cancelled then). Ends the call with the status of a stream cut short."""
-        writer = _Writer(call.context, events, dialect, self._stream_response, ids)
+        writer = _Writer(call.context, events, dialect, response_class, ids)
         loop = asyncio.get_running_loop()
         over: asyncio.Future[None] = loop.create_future()
 
@@ -300,39 +326,68 @@ class _Call:
             ended(self.record, self.token)
         log_context.request.reset(self.serving)
 
-    async def open(
-        self, message: Any, dialect: ServerDialect, operation: Operation
-    ) -> tuple[A2ARequest, Dispatcher]:
-        """The call as a request, its caller proved and its agent found; raises A2AError."""
+    async def _admitted(self) -> Dispatcher:
+        """The dispatcher of the agent the call is for, once its caller is proved
+        and its version is the service's; raises A2AError."""
         service, headers, record = self.service, self.headers, self.record
-        record.operation(operation, _VERSION)
-        self.caller = caller = await admit(service.app, headers, self.peer, record)
+        self.caller = await admit(service.app, headers, self.peer, record)
         agent = headers.first(AGENT_KEY)
         record.agent = agent
         dispatcher = service.dispatcher(agent)
         asked = headers.first(b"a2a-version").strip()
-        if asked and requested_version(asked) != _VERSION:
-            raise VersionNotSupportedError(
-                f"A2A-Version {asked[:32]}: {service.service} is A2A {_VERSION}; "
-                "send a2a-version: 1.0, or none",
-                metadata={"requestedVersion": asked[:32], "supportedVersions": _VERSION},
+        version = service.spec.version
+        if asked and requested_version(asked) != version:
+            others = " or ".join(
+                f"{one.service} (A2A {one.version})"
+                for one in VERSIONS.values()
+                if one.version != version
             )
-        handler = dispatcher.handler
+            raise VersionNotSupportedError(
+                f"A2A-Version {asked[:32]}: {service.service} is A2A {version}; send "
+                f"a2a-version: {version}, or none, or call {others}",
+                metadata={"requestedVersion": asked[:32], "supportedVersions": version},
+            )
+        return dispatcher
+
+    async def open(self, message: Any, operation: Operation) -> tuple[A2ARequest, Dispatcher]:
+        """The call as a request, its caller proved and its agent found; raises A2AError."""
+        spec, record = self.service.spec, self.record
+        record.operation(operation, spec.version)
+        dispatcher = await self._admitted()
+        handler, headers = dispatcher.handler, self.headers
         requested = requested_extensions(headers) if handler.extensions else ()
-        context = handler.request_context(_VERSION, "GRPC", requested, caller)
-        params = msgspec.Raw(msgspec.json.encode(json_format.MessageToDict(message)))
+        context = handler.request_context(spec.version, "GRPC", requested, self.caller)
+        body = spec.params(self.name, message_json(message))
+        params = msgspec.Raw(msgspec.json.encode(body))
         request = A2ARequest(
             headers,
             self.peer,
-            dialect=dialect,
+            dialect=spec.dialect,
             operation=operation,
             method=self.name,
             params=params,
             context=context,
             record=record,
-            base_url=service.base_url if operation is Op.EXTENDED_CARD else "",
+            base_url=self.service.base_url if operation is Op.EXTENDED_CARD else "",
         )
         return request, dispatcher
+
+    async def card(self) -> dict[str, Any]:
+        """0.3's GetAgentCard: the agent's card in 0.3's form, as its HTTP card
+        says it (the server's auth schemes, its interfaces)."""
+        record = self.record
+        record.method, record.version = "GetAgentCard", self.service.spec.version
+        handler = (await self._admitted()).handler
+        info = with_security(handler.agent.card_info(), handler.security_schemes)
+        record.status = 200
+        return render_card(
+            info,
+            self.service.base_url,
+            self.service.spec.version,
+            extended_card=handler.agent.has_extended_card,
+            push=handler.engine.push is not None,
+            interfaces=handler.interfaces,
+        )
 
     async def answered(self, request: A2ARequest) -> None:
         """The call is answered: its status noted, its activated extensions named
@@ -340,7 +395,7 @@ class _Call:
         self.record.status = 200
         extensions = request.context.extensions
         if extensions:
-            echo = echo_headers(_VERSION, extensions)
+            echo = echo_headers(self.service.spec.version, extensions)
             await self.context.send_initial_metadata(
                 [(key.decode("latin-1"), value.decode("latin-1")) for key, value in echo]
             )
@@ -369,5 +424,6 @@ class _Call:
         record = self.record
         record.code = error.code
         record.status = error.http_status
-        await abort(self.context, error, self.service.table, trailers)
+        said = self.service.spec.said(error)
+        await abort(self.context, error, said, self.service.table, trailers)
         raise AssertionError("unreachable: grpc's abort raises")  # pragma: no cover
