@@ -10,7 +10,16 @@ from rich.text import Text
 
 from ..client import DEFAULT_URL
 from .output import console_for, print_json
-from .remote import AgentOption, JsonOption, Target, TokenOption, UrlOption, VersionOption, session
+from .remote import (
+    AgentOption,
+    BindingOption,
+    JsonOption,
+    Target,
+    TokenOption,
+    UrlOption,
+    VersionOption,
+    session,
+)
 
 __all__ = ["card"]
 
@@ -20,18 +29,20 @@ def card(
     agent: AgentOption = None,
     token: TokenOption = None,
     a2a_version: VersionOption = None,
+    binding: BindingOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Show the server's agent card: who it is, where, and what it can do."""
-    target = Target(url, token, a2a_version, agent)
+    target = Target(url, token, a2a_version, agent, binding)
     with session(target) as s:
         the_card = s.run(s.client.card())
         version = s.run(s.client.version())
+        over = " over gRPC" if s.client.binding == "grpc" else ""
     if as_json:
         print_json(the_card)
     else:
-        how = "as --a2a-version says" if a2a_version else "chosen from this card"
-        _show_card(the_card, f"this client speaks A2A {version} to it ({how})")
+        how = "as --a2a-version says" if a2a_version and not over else "chosen from this card"
+        _show_card(the_card, f"this client speaks A2A {version}{over} to it ({how})")
 
 
 def _show_card(card: dict[str, Any], speaking: str) -> None:

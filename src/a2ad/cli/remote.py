@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal, TypeVar
 import typer
 
 from ..client import Client, ClientError
+from ..client.grpc_transport import is_grpc_url
 from ..client.overdue import parse_stale_after
 from ..durations import parse_duration
 from ..protocol.errors import A2AError, TaskNotFoundError
@@ -27,6 +28,8 @@ from .output import console_for, fail
 __all__ = [
     "INTERRUPTED_EXIT",
     "A2AVersion",
+    "Binding",
+    "BindingOption",
     "JsonOption",
     "Session",
     "Target",
@@ -53,9 +56,19 @@ class A2AVersion(enum.StrEnum):
     V03 = "0.3"
 
 
+class Binding(enum.StrEnum):
+    JSONRPC = "jsonrpc"
+    GRPC = "grpc"
+
+
 # The options every client command takes (after the command's name).
 UrlOption = Annotated[
-    str, typer.Option("--url", envvar="A2AD_URL", help="Base URL of the A2A server.")
+    str,
+    typer.Option(
+        "--url",
+        envvar="A2AD_URL",
+        help="Base URL of the A2A server, or grpc://HOST:PORT (grpcs:// for TLS) for gRPC.",
+    ),
 ]
 AgentOption = Annotated[
     str | None,
@@ -78,6 +91,15 @@ VersionOption = Annotated[
         help="Speak A2A 1.0 or 0.3. Default: what the agent card offers (1.0 first).",
     ),
 ]
+BindingOption = Annotated[
+    Binding | None,
+    typer.Option(
+        "--binding",
+        envvar="A2AD_BINDING",
+        help="jsonrpc, or grpc: A2A 1.0 over gRPC, at the address the agent card gives. "
+        "Default: grpc for a grpc:// URL, else jsonrpc.",
+    ),
+]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 
 
@@ -89,6 +111,7 @@ class Target:
     token: str | None
     version: A2AVersion | None
     agent: str | None = None
+    binding: Binding | None = None
 
     @property
     def url(self) -> str:
@@ -98,10 +121,29 @@ class Target:
         return f"{self.server.rstrip('/')}/agents/{self.agent}/"
 
     def client(self, timeout: float) -> Client:
+        """The client; a flag that does not fit (a gRPC URL with --binding
+        jsonrpc, --a2a-version 0.3 over gRPC) ends the command with exit 2."""
         version: Literal["1.0", "0.3"] | None = None
         if self.version is not None:
             version = "1.0" if self.version is A2AVersion.V1 else "0.3"
-        return Client(self.url, token=self.token, version=version, timeout=timeout)
+        binding: Literal["jsonrpc", "grpc"] | None = None
+        headers: dict[str, str] = {}
+        if self.binding is not None:
+            binding = "grpc" if self.binding is Binding.GRPC else "jsonrpc"
+        if self.agent and binding == "grpc" and not is_grpc_url(self.server):
+            # The card is the agent's (URL/agents/NAME/); its gRPC address is the server's.
+            headers["a2ad-agent"] = self.agent
+        try:
+            return Client(
+                self.url,
+                token=self.token,
+                version=version,
+                binding=binding,
+                headers=headers,
+                timeout=timeout,
+            )
+        except ValueError as exc:
+            fail(str(exc), code=2)
 
 
 class Session:

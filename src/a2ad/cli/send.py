@@ -23,6 +23,7 @@ from .output import (
 )
 from .remote import (
     AgentOption,
+    BindingOption,
     JsonOption,
     Target,
     TokenOption,
@@ -58,10 +59,11 @@ def send(
     agent: AgentOption = None,
     token: TokenOption = None,
     a2a_version: VersionOption = None,
+    binding: BindingOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Send a message to the agent and print its answer."""
-    target = Target(url, token, a2a_version, agent)
+    target = Target(url, token, a2a_version, agent, binding)
     if stream and no_wait:
         fail("--stream and --no-wait don't go together; pick one", code=2)
     seconds = duration_flag(timeout, "--timeout")

@@ -48,6 +48,7 @@ from .output import (
 )
 from .remote import (
     AgentOption,
+    BindingOption,
     JsonOption,
     Target,
     TokenOption,
@@ -91,10 +92,11 @@ def list_tasks(
     agent: AgentOption = None,
     token: TokenOption = None,
     a2a_version: VersionOption = None,
+    binding: BindingOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """List tasks, newest first (with --stale-after: the longest quiet first)."""
-    target = Target(url, token, a2a_version, agent)
+    target = Target(url, token, a2a_version, agent, binding)
     wanted = state_flag(state) if state else None
     overdue = stale_after is not None
     stale = stale_flag(stale_after) if stale_after is not None else None
@@ -194,10 +196,11 @@ def get_task(
     agent: AgentOption = None,
     token: TokenOption = None,
     a2a_version: VersionOption = None,
+    binding: BindingOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Show one task: state, context, time, messages and artifacts."""
-    target = Target(url, token, a2a_version, agent)
+    target = Target(url, token, a2a_version, agent, binding)
     with session(target, task_id=task_id) as s:
         task = s.run(s.client.get_task(task_id, history_length=history))
     if as_json:
@@ -246,10 +249,11 @@ def watch_task(
     agent: AgentOption = None,
     token: TokenOption = None,
     a2a_version: VersionOption = None,
+    binding: BindingOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Follow a task live until it ends. Ctrl-C stops watching, not the task."""
-    target = Target(url, token, a2a_version, agent)
+    target = Target(url, token, a2a_version, agent, binding)
     with session(
         target,
         task_id=task_id,
@@ -300,10 +304,11 @@ def cancel_tasks(
     agent: AgentOption = None,
     token: TokenOption = None,
     a2a_version: VersionOption = None,
+    binding: BindingOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Cancel tasks; one line per task. Exits 1 if any was not canceled."""
-    target = Target(url, token, a2a_version, agent)
+    target = Target(url, token, a2a_version, agent, binding)
     with session(target) as s:
         results = [s.run(_cancel_one(s.client, task_id)) for task_id in task_ids]
     if as_json:
@@ -367,10 +372,11 @@ def cancel_overdue_tasks(
     agent: AgentOption = None,
     token: TokenOption = None,
     a2a_version: VersionOption = None,
+    binding: BindingOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Cancel active tasks past their deadline or quiet for longer than --stale-after."""
-    target = Target(url, token, a2a_version, agent)
+    target = Target(url, token, a2a_version, agent, binding)
     stale = stale_flag(stale_after)
     # Human output goes to stderr with --json, so stdout stays one JSON value.
     out = console_for(stderr=as_json)

@@ -1,20 +1,23 @@
 """An A2A client for any server (a2ad or not), in A2A 1.0 or 0.3.
 
 The version comes from the server's agent card: 1.0 when the card offers a
-JSON-RPC interface of version 1.x, otherwise 0.3. Results are the same typed
+JSON-RPC interface of version 1.x, otherwise 0.3. Over gRPC (a ``grpc://`` or
+``grpcs://`` URL, or ``binding="grpc"`` and the card's GRPC interface) it is
+1.0. Results are the same typed
 values either way (``Task``, ``Message``, the two update events), so callers
 never see the dialect. Errors the server answers are raised as the A2A error
 classes of ``a2ad.protocol.errors`` (``TaskNotFoundError`` and so on, each with
 its ``code``); a server that cannot be reached, or that answers something that
 is not A2A, raises ``ClientError`` naming the server. This module holds the
-operations (``Client``); the HTTP and JSON-RPC framing is ``rpc.py``'s.
+operations (``Client``); the HTTP and JSON-RPC framing is ``rpc.py``'s, gRPC's
+``grpc_transport.py``'s.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import msgspec
@@ -42,9 +45,13 @@ from ..protocol.model import (
 from ..protocol.types import StreamItem
 from ..protocol.usage import USAGE_METHOD, UsageReport
 from .errors import ClientError
+from .grpc_transport import GrpcTransport, card_grpc_address, is_grpc_url, parse_grpc_url
 from .rpc import JsonRpc
+from .transport import Transport
 
-__all__ = ["DEFAULT_URL", "Client", "StreamEvent"]
+__all__ = ["DEFAULT_URL", "Binding", "Client", "StreamEvent"]
+
+Binding = Literal["jsonrpc", "grpc"]
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 
@@ -99,6 +106,14 @@ class Client:
     stream's silences (streams wait as long as the task runs; ``stream_timeout``
     bounds those if set). ``version`` forces "1.0" or "0.3" instead of reading
     the card.
+
+    ``binding`` "grpc" calls the operations over gRPC, at the GRPC interface
+    the card at ``url`` names (as secure as ``url``: TLS for https), in A2A
+    1.0; a ``url`` of ``grpc://HOST:PORT`` (``grpcs://`` for TLS) calls it
+    there with no card, and ``/agents/NAME`` after it names one agent of an
+    a2ad server. Credentials and ``headers`` go as call metadata. Raises
+    ValueError for a bad ``version``, ``binding`` or gRPC URL, and
+    ClientError when gRPC is asked for and the ``grpc`` extra is missing.
     """
 
     def __init__(
@@ -112,10 +127,18 @@ class Client:
         timeout: float = 30.0,
         stream_timeout: float | None = None,
         version: Version | None = None,
+        binding: Binding | None = None,
         http: httpx.AsyncClient | None = None,
     ) -> None:
         if version not in (None, "1.0", "0.3"):
             raise ValueError(f"version must be '1.0' or '0.3', not {version!r}")
+        if binding not in (None, "jsonrpc", "grpc"):
+            raise ValueError(f"binding must be 'jsonrpc' or 'grpc', not {binding!r}")
+        grpc_url = is_grpc_url(url)
+        if grpc_url and binding == "jsonrpc":
+            raise ValueError(f"{url} is a gRPC URL: binding 'jsonrpc' needs the HTTP one")
+        if (grpc_url or binding == "grpc") and version == "0.3":
+            raise ValueError("over gRPC the client speaks A2A 1.0: version '0.3' needs JSON-RPC")
         self.url = url.rstrip("/")
         self._card: dict[str, Any] | None = None
         auth: dict[str, str] = dict(headers or {})
@@ -126,8 +149,19 @@ class Client:
         self._rpc = JsonRpc(
             self.url, headers=auth, timeout=timeout, stream_timeout=stream_timeout, http=http
         )
-        if version:
+        if version and not grpc_url:
             self._rpc.dialect, self._rpc.endpoint = DIALECTS[version], self.url + "/"
+        self._grpc_url = grpc_url  # no HTTP: no card, no a2ad/GetUsage
+        self._grpc: GrpcTransport | None = None
+        self._calls: Transport = self._rpc  # what carries the A2A operations
+        if grpc_url or binding == "grpc":
+            self._grpc = self._calls = GrpcTransport(
+                self.url,
+                metadata=auth,
+                timeout=timeout,
+                stream_timeout=stream_timeout,
+                target=parse_grpc_url(url) if grpc_url else None,
+            )
 
     @property
     def timeout(self) -> float:
@@ -145,13 +179,27 @@ class Client:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
+    @property
+    def binding(self) -> Binding:
+        """What carries the A2A operations: "jsonrpc" or "grpc"."""
+        return "jsonrpc" if self._grpc is None else "grpc"
+
     async def aclose(self) -> None:
+        if self._grpc is not None:
+            await self._grpc.aclose()
         await self._rpc.aclose()
 
     # --- the card and the version ---
 
     async def card(self) -> dict[str, Any]:
-        """The server's agent card (fetched once, then kept)."""
+        """The server's agent card (fetched once, then kept). A ``grpc://`` URL
+        has none: ClientError."""
+        if self._card is None and self._grpc_url:
+            raise ClientError(
+                f"{self.url} is a gRPC address, and agent cards are served over HTTP: "
+                "give the server's HTTP URL (with binding grpc to call it over gRPC)",
+                url=self.url,
+            )
         if self._card is None:
             last: str = ""
             for path in CARD_PATHS:
@@ -178,10 +226,28 @@ class Client:
 
     async def version(self) -> Version:
         """The A2A version this client speaks to the server: "1.0" when its card
-        offers JSON-RPC 1.x, else "0.3"."""
+        offers JSON-RPC 1.x, else "0.3"; over gRPC, "1.0"."""
         return (await self._speaking()).version
 
     async def _speaking(self) -> Dialect:
+        """The dialect of the operations' calls, chosen from the card when not
+        forced; over gRPC by a URL, 1.0 without asking."""
+        if self._grpc is None:
+            return await self._json_rpc()
+        if self._grpc.dialect is not None:
+            return self._grpc.dialect
+        card = await self.card()
+        address = card_grpc_address(card, self.url)
+        if address is None:
+            raise ClientError(
+                f"{self.url}'s agent card offers no gRPC interface of A2A 1.x; "
+                "call it over JSON-RPC",
+                url=self.url,
+            )
+        return self._grpc.aim(address)
+
+    async def _json_rpc(self) -> Dialect:
+        """The JSON-RPC dialect and endpoint, from the card when not forced."""
         if self._rpc.dialect is None:
             version, self._rpc.endpoint = _choose(await self.card(), self.url)
             self._rpc.dialect = DIALECTS[version]
@@ -203,8 +269,8 @@ class Client:
         task ends or needs input, without it at once (``returnImmediately``)."""
         request = self._send_request(content, context_id, task_id, wait, history_length, metadata)
         dialect = await self._speaking()
-        raw = await self._rpc.call(Operation.SEND, dialect.encode_send(request))
-        return self._rpc.decode(dialect.decode_send_result, raw)
+        raw = await self._calls.call(Operation.SEND, dialect.encode_send(request))
+        return self._calls.decode(dialect.decode_send_result, raw)
 
     async def stream(
         self,
@@ -221,7 +287,7 @@ class Client:
         is where ``subscribe`` can pick the task up."""
         request = self._send_request(content, context_id, task_id, True, None, metadata)
         dialect = await self._speaking()
-        async for _, item in self._rpc.events(Operation.STREAM, dialect.encode_send(request)):
+        async for _, item in self._calls.events(Operation.STREAM, dialect.encode_send(request)):
             yield item
 
     async def get_task(self, task_id: str, *, history_length: int | None = None) -> Task:
@@ -229,16 +295,16 @@ class Client:
         request = GetTaskRequest(
             id=task_id, history_length=history_length if history_length is not None else UNSET
         )
-        raw = await self._rpc.call(Operation.GET, dialect.encode_get(request))
-        return self._rpc.decode(dialect.decode_task, raw)
+        raw = await self._calls.call(Operation.GET, dialect.encode_get(request))
+        return self._calls.decode(dialect.decode_task, raw)
 
     async def cancel_task(self, task_id: str) -> Task:
         """Cancel a task; returns it as the server holds it afterwards."""
         dialect = await self._speaking()
-        raw = await self._rpc.call(
+        raw = await self._calls.call(
             Operation.CANCEL, dialect.encode_task_id(TaskIdRequest(id=task_id))
         )
-        return self._rpc.decode(dialect.decode_task, raw)
+        return self._calls.decode(dialect.decode_task, raw)
 
     async def list_page(
         self,
@@ -264,8 +330,8 @@ class Client:
             include_artifacts=include_artifacts,
         )
         dialect = await self._speaking()
-        raw = await self._rpc.call(Operation.LIST, dialect.encode_list(request))
-        return self._rpc.decode(dialect.decode_page, raw)
+        raw = await self._calls.call(Operation.LIST, dialect.encode_list(request))
+        return self._calls.decode(dialect.decode_page, raw)
 
     async def list_tasks(
         self,
@@ -313,8 +379,16 @@ class Client:
         docs/protocol.md): from ``from_day`` to ``to_day`` (``YYYY-MM-DD``; by
         default from the first of the month to today), of ``tenant`` (by
         default every tenant the caller may read), one row per group of
-        ``group_by`` (tenant, principal, day, model)."""
-        await self._speaking()  # the JSON-RPC endpoint, from the card
+        ``group_by`` (tenant, principal, day, model). A JSON-RPC method: with
+        binding "grpc" it goes to the card's JSON-RPC endpoint all the same,
+        and a ``grpc://`` URL, which has no HTTP, raises ClientError."""
+        if self._grpc_url:
+            raise ClientError(
+                f"{self.url}: a2ad/GetUsage is a JSON-RPC method, and a gRPC address has no "
+                "HTTP; give the server's HTTP URL",
+                url=self.url,
+            )
+        await self._json_rpc()  # the JSON-RPC endpoint, from the card
         params: dict[str, Any] = {"groupBy": list(group_by)}
         if from_day:
             params["from"] = from_day
@@ -341,8 +415,9 @@ class Client:
         server that does not starts with the current state.
 
         A stream that breaks, ends before the task does, or is cut off because
-        the caller read too slowly, is reopened with ``Last-Event-ID``, so a
-        server that keeps an event log (a2ad does) replays what was missed. Up
+        the caller read too slowly, is reopened with ``Last-Event-ID`` (over
+        gRPC, ``last-event-id`` metadata), so a server that keeps an event log
+        (a2ad does) replays what was missed. Up
         to ``reconnect`` attempts in a row without a new update, waiting
         ``backoff`` seconds, doubled each time (at most 10 s)."""
         params = (await self._speaking()).encode_task_id(TaskIdRequest(id=task_id))
@@ -351,7 +426,7 @@ class Client:
         seen_any = False  # an event arrived: from then on a broken stream is retried
         while True:
             try:
-                async for event_id, item in self._rpc.events(
+                async for event_id, item in self._calls.events(
                     Operation.SUBSCRIBE, params, last_event_id=resume
                 ):
                     if not isinstance(item, Task):
