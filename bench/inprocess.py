@@ -97,7 +97,7 @@ def child(op: str, count: int, warm: int, out: Path) -> None:
     from a2ad.cli.collector import settle_collector
 
     class Driver:
-        def __init__(self, config: Any, application: Any, banner: Any, *more: Any) -> None:
+        def __init__(self, config: Any, application: Any, banner: Any, *_: Any, **__: Any) -> None:
             self.application = application
             self.startup_failed = False
 

@@ -89,7 +89,7 @@ import tempfile
 import time
 import urllib.parse
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -810,15 +810,39 @@ class Cancel(Workload):
 async def run_window(
     server: Server, workload: Workload, state: State, seconds: float, grace: float = 30.0
 ) -> Window:
-    w = Window(server.name)
     conns = [await connect(server.port) for _ in range(workload.concurrency)]
+    try:
+        return await measure_window(
+            server,
+            server.name,
+            lambda end, w: [workload.worker(c, server, state, end, w) for c in conns],
+            seconds,
+            grace,
+        )
+    finally:
+        for c in conns:
+            c.close()
+
+
+async def measure_window(
+    server: Server,
+    name: str,
+    workers: Callable[[float, Window], list[Coroutine[Any, Any, None]]],
+    seconds: float,
+    grace: float = 30.0,
+) -> Window:
+    """One window named ``name``: the coroutines ``workers(end, window)`` makes,
+    run until they return (each stops taking work at ``end``), with ``server``'s
+    CPU (and its core's, its database's) read around them. bench/grpc_load.py
+    measures its gRPC clients' windows with it too."""
+    w = Window(name)
     gc.disable()
     try:
         db0 = await server.db_cpu()
         cpu0, gen0, stat0 = server.cpu(), time.process_time(), core_times(0)
         t0 = perf()
         end = t0 + seconds
-        jobs = [asyncio.ensure_future(workload.worker(c, server, state, end, w)) for c in conns]
+        jobs = [asyncio.ensure_future(job) for job in workers(end, w)]
         _done, pending = await asyncio.wait(jobs, timeout=seconds + grace)
         for job in pending:
             job.cancel()
@@ -838,8 +862,6 @@ async def run_window(
         w.core0_other = max(0.0, stat1[0] - stat0[0] - w.cpu)
     finally:
         gc.enable()
-        for c in conns:
-            c.close()
     return w
 
 
