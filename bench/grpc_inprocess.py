@@ -48,6 +48,9 @@ class Context:
     def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
         return METADATA
 
+    def time_remaining(self) -> float | None:
+        return None  # no deadline, as a call without one
+
     def peer(self) -> str:
         return "ipv4:127.0.0.1:50000"
 

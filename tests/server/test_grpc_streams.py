@@ -203,3 +203,26 @@ async def test_a_terminal_tasks_subscription_is_refused_as_over_http(
     with pytest.raises(grpc.aio.AioRpcError) as raised:
         await call.read()
     assert raised.value.code() == grpc.StatusCode.FAILED_PRECONDITION  # UnsupportedOperation
+
+
+async def test_a_calls_deadline_is_its_turns_when_it_waits_for_the_turn(
+    stub: a2a_pb2_grpc.A2AServiceStub, agent: ScriptedAgent
+) -> None:
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await stub.SendMessage(_send("hang", "d1", context_id="dl"), metadata=V1, timeout=0.5)
+    assert raised.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    listed = await stub.ListTasks(a2a_pb2.ListTasksRequest(context_id="dl"), metadata=V1)
+    (task,) = listed.tasks
+    assert task.metadata["deadline"]  # the task says the deadline it was given
+
+    async def failed() -> bool:
+        read = await stub.GetTask(a2a_pb2.GetTaskRequest(id=task.id), metadata=V1)
+        return read.status.state == a2a_pb2.TASK_STATE_FAILED
+
+    await wait_for(failed, timeout=5)
+    assert task.id in agent.cancelled  # its agent was stopped, as by a cancel
+    # A call that takes the task at once is not held to its call's deadline.
+    at_once = _send("hang", "d2", context_id="dl2")
+    at_once.configuration.return_immediately = True
+    sent = await stub.SendMessage(at_once, metadata=V1, timeout=0.5)
+    assert "deadline" not in sent.task.metadata

@@ -64,7 +64,7 @@ from .grpc_call import (
     peer_of,
     scope_of,
 )
-from .grpc_versions import VERSIONS, GrpcVersion
+from .grpc_versions import VERSIONS, GrpcVersion, with_call_deadline
 from .skeleton import json_reply
 from .sse import KEEPALIVE_SECONDS, fell_behind_error, log_fell_behind
 
@@ -358,6 +358,9 @@ class _Call:
         requested = requested_extensions(headers) if handler.extensions else ()
         context = handler.request_context(spec.version, "GRPC", requested, self.caller)
         body = spec.params(self.name, message_json(message))
+        if operation is Op.SEND or operation is Op.STREAM:
+            remaining = self.context.time_remaining()
+            body = with_call_deadline(spec.version, operation, body, remaining)
         params = msgspec.Raw(msgspec.json.encode(body))
         request = A2ARequest(
             headers,

@@ -30,7 +30,7 @@ from ...protocol.v03_rest import V03Rest
 from ...protocol.v1 import V1
 from ..dialect import ServerDialect
 
-__all__ = ["VERSIONS", "GrpcVersion"]
+__all__ = ["VERSIONS", "GrpcVersion", "with_call_deadline"]
 
 Params = Callable[[str, dict[str, Any]], dict[str, Any]]
 
@@ -157,6 +157,35 @@ _NAMES_03: Mapping[int, str] = MappingProxyType(
 
 def _named_error(error: A2AError) -> str:
     return f"{_NAMES_03.get(error.code, type(error).__name__)}: {error.message}"
+
+
+_DEADLINE_KEYS = ("deadline", "timeoutSeconds")  # engine/deadlines.py reads these
+
+
+def with_call_deadline(
+    version: Version, operation: Operation, body: dict[str, Any], remaining: float | None
+) -> dict[str, Any]:
+    """A send's params, given the call's deadline (``remaining`` seconds): a
+    call that waits for the turn (a stream, a blocking send) and whose message
+    names no deadline asks for one then, as ``timeoutSeconds`` in the request's
+    metadata (docs/protocol.md, "Deadlines"). A2A names no deadline of its own;
+    a call that takes the task at once is not held to its call's."""
+    if remaining is None or not remaining > 0:
+        return body
+    if operation is Op.SEND:
+        config = body.get("configuration")
+        config = config if isinstance(config, dict) else {}
+        # 1.0 waits unless told not to; 0.3's proto waits only when told to.
+        waits = not config.get("returnImmediately") if version == "1.0" else config.get("blocking")
+        if not waits:
+            return body
+    message = body.get("message")
+    asked = body.get("metadata")
+    for metadata in (message.get("metadata") if isinstance(message, dict) else None, asked):
+        if isinstance(metadata, dict) and any(key in metadata for key in _DEADLINE_KEYS):
+            return body
+    given = asked if isinstance(asked, dict) else {}
+    return {**body, "metadata": {**given, "timeoutSeconds": round(remaining, 3)}}
 
 
 VERSIONS: Mapping[Version, GrpcVersion] = MappingProxyType(
