@@ -33,7 +33,6 @@ from typing import Any, NoReturn
 
 import grpc  # type: ignore[import-untyped]
 import msgspec
-from google.protobuf import json_format  # type: ignore[import-untyped]
 
 from ... import log_context
 from ...agent import ANONYMOUS, Caller
@@ -41,6 +40,7 @@ from ...engine import EventStream
 from ...protocol.dialect import Op, Operation, requested_version
 from ...protocol.errors import A2AError, VersionNotSupportedError
 from ...protocol.grpc_schema import Schema, Version
+from ...protocol.grpc_schema.fill import fill
 from ...protocol.rpc_status import TABLE_1_0_1
 from ...protocol.types import Seq
 from ...store.base import StoreUnavailableError
@@ -133,19 +133,14 @@ class GrpcService:
             try:
                 try:
                     if operation is None:  # 0.3's GetAgentCard: the card, not an operation
-                        card = await call.card()
-                        return json_format.ParseDict(
-                            card, response_class(), ignore_unknown_fields=True
-                        )
+                        return fill(response_class(), await call.card())
                     request, dispatcher = await call.open(message, operation)
                     value = await dispatcher.call(request)
                     if empty:
                         reply = response_class()
                     else:
                         json = json_reply(dialect, operation, value)
-                        reply = json_format.Parse(
-                            json, response_class(), ignore_unknown_fields=True
-                        )
+                        reply = fill(response_class(), msgspec.json.decode(json))
                 except A2AError as exc:
                     await call.refuse(exc, message)
                 except Exception:
@@ -280,7 +275,7 @@ class _Writer:
             if step is None:
                 return
             seq, item, last = step
-            message = json_format.Parse(encode(item, last), self.response())
+            message = fill(self.response(), msgspec.json.decode(encode(item, last)))
             if self.ids and seq is not None:
                 payload = getattr(message, message.WhichOneof("payload"))
                 payload.metadata.get_or_create_struct("a2ad")["eventId"] = str(seq)
