@@ -12,6 +12,11 @@
   ``assert_status``: the google.rpc.Status shape of every HTTP+JSON error.
 * ``parse_03_rest``: A2A 0.3 over HTTP+JSON, the 0.3 proto's JSON (the a2a-sdk's
   compiled 0.3 proto), parsed with ``ParseDict(ignore_unknown_fields=False)``.
+* ``check_grpc_answer``: a 1.0 gRPC answer, as the official SDK's stub decoded it,
+  holds no field the 1.0 proto lacks and has its REQUIRED fields;
+  ``assert_grpc_error``: a gRPC error's status is the code the spec's table
+  (``GRPC_CODES``) gives its ErrorInfo reason, with its google.rpc.Status in the
+  ``grpc-status-details-bin`` trailer.
 
 Nothing here imports a2ad: the oracles must not share code with what they check.
 """
@@ -33,11 +38,14 @@ from google.protobuf.message import Message as ProtoMessage
 __all__ = [
     "A2A_CODES_03",
     "A2A_CODES_10",
+    "GRPC_CODES",
     "SCHEMA_03",
     "STANDARD_CODES",
     "StrictnessError",
     "assert_error",
+    "assert_grpc_error",
     "assert_status",
+    "check_grpc_answer",
     "error_of",
     "fields_not_in_1_0",
     "parse_03_rest",
@@ -349,3 +357,99 @@ def assert_status(
     if reason is not None:
         assert info["reason"] == reason, info
     return info  # type: ignore[no-any-return]
+
+
+# --- gRPC ---------------------------------------------------------------------
+
+# The google.rpc.Code of each ErrorInfo reason: the spec's table (1.0.1 on, NOTES.md
+# §3.2) for the A2A errors; for the JSON-RPC ones, the official SDK's mapping; for
+# the rest, the canonical code of what the reason says (google/rpc/code.proto).
+GRPC_CODES = {
+    "TASK_NOT_FOUND": "NOT_FOUND",
+    "TASK_NOT_CANCELABLE": "FAILED_PRECONDITION",
+    "PUSH_NOTIFICATION_NOT_SUPPORTED": "FAILED_PRECONDITION",
+    "UNSUPPORTED_OPERATION": "FAILED_PRECONDITION",
+    "CONTENT_TYPE_NOT_SUPPORTED": "INVALID_ARGUMENT",
+    "INVALID_AGENT_RESPONSE": "INTERNAL",
+    "EXTENDED_AGENT_CARD_NOT_CONFIGURED": "FAILED_PRECONDITION",
+    "EXTENSION_SUPPORT_REQUIRED": "FAILED_PRECONDITION",
+    "VERSION_NOT_SUPPORTED": "FAILED_PRECONDITION",
+    "PARSE_ERROR": "INVALID_ARGUMENT",
+    "INVALID_REQUEST": "INVALID_ARGUMENT",
+    "INVALID_PARAMS": "INVALID_ARGUMENT",
+    "METHOD_NOT_FOUND": "NOT_FOUND",
+    "INTERNAL_ERROR": "INTERNAL",
+    "UNAUTHENTICATED": "UNAUTHENTICATED",
+    "PERMISSION_DENIED": "PERMISSION_DENIED",
+    "QUOTA_EXCEEDED": "RESOURCE_EXHAUSTED",
+    "SERVER_BUSY": "UNAVAILABLE",
+    "NO_WORKER": "UNAVAILABLE",
+    "STREAM_READER_FELL_BEHIND": "UNAVAILABLE",
+    "TASK_STORE_UNAVAILABLE": "UNAVAILABLE",
+}
+STATUS_DETAILS = "grpc-status-details-bin"
+
+
+def assert_grpc_error(
+    code: Any, message: str | None, trailers: Any, *, reason: str | None = None
+) -> Any:
+    """A gRPC error (its ``grpc.StatusCode``, details and trailing metadata) as
+    A2A's gRPC binding must send it: a google.rpc.Status in the
+    ``grpc-status-details-bin`` trailer with the call's own code and message, an
+    ErrorInfo of the A2A domain first in its details (then perhaps a BadRequest
+    naming fields), and the code the spec's table gives the ErrorInfo's reason.
+    Returns the ErrorInfo."""
+    from google.rpc import error_details_pb2, status_pb2
+
+    assert message and message.strip(), f"{code} without a message"
+    found = [value for key, value in trailers or () if key == STATUS_DETAILS]
+    said = f"{code.name} {message[:300]!r}"
+    assert len(found) == 1, f"{said}: not one {STATUS_DETAILS} trailer: {len(found)}"
+    status = status_pb2.Status.FromString(found[0])
+    assert (status.code, status.message) == (code.value[0], message), (
+        f"the call ended {said}, but its trailer's Status says code {status.code}, "
+        f"{status.message[:100]!r}"
+    )
+    assert status.details, f"{said}: a Status without details"
+    info = error_details_pb2.ErrorInfo()
+    assert status.details[0].Unpack(info), f"{said}: the first detail is not an ErrorInfo"
+    assert info.domain == ERROR_DOMAIN and info.reason, f"{said}: {info}"
+    for detail in status.details[1:]:
+        assert detail.Is(error_details_pb2.BadRequest.DESCRIPTOR), f"{said}: {detail.type_url}"
+    assert info.reason in GRPC_CODES, f"{said}: a reason the table lacks: {info.reason}"
+    assert code.name == GRPC_CODES[info.reason], f"{said}: the table's code for {info.reason}"
+    if reason is not None:
+        assert info.reason == reason, info
+    return info
+
+
+def check_grpc_answer(message: ProtoMessage) -> None:
+    """A 1.0 gRPC answer, decoded by the official SDK's stub: no field the 1.0
+    proto lacks at any depth (an unknown field is one a2ad added), and the
+    REQUIRED fields (of each task, for a ListTasksResponse, as parse_v1)."""
+    unknown = _unknown_fields(message, message.DESCRIPTOR.name)
+    assert not unknown, f"fields the 1.0 proto lacks: {unknown}"
+    if message.DESCRIPTOR.full_name == "lf.a2a.v1.ListTasksResponse":
+        for i, task in enumerate(message.tasks):  # type: ignore[attr-defined]
+            _require(task, f"ListTasksResponse.tasks[{i}]")
+    else:
+        _require(message, message.DESCRIPTOR.name)
+
+
+def _unknown_fields(message: ProtoMessage, where: str) -> list[str]:
+    from google.protobuf.unknown_fields import UnknownFieldSet
+
+    found = [f"{where}: field {f.field_number}" for f in UnknownFieldSet(message)]
+    for field, value in message.ListFields():
+        if field.type != FieldDescriptor.TYPE_MESSAGE:
+            continue
+        if field.message_type.GetOptions().map_entry:
+            entry = field.message_type.fields_by_name["value"]
+            items = value.values() if entry.type == FieldDescriptor.TYPE_MESSAGE else []
+        elif field.is_repeated:
+            items = value
+        else:
+            items = [value]
+        for item in items:
+            found += _unknown_fields(item, f"{where}.{field.name}")
+    return found

@@ -1,280 +1,39 @@
 """Binding equivalence (A2A 1.0 §5.1): one scenario, run through JSON-RPC and
-HTTP+JSON in 1.0 and in 0.3, gives the same tasks, states, events and errors.
+HTTP+JSON in 1.0 and in 0.3, and gRPC in 1.0, gives the same tasks, states,
+events and errors.
 
-Each binding is a small client here that reads every answer through the oracle
-of its wire (parse_v1 for 1.0, the 0.3 JSON Schema for 0.3 JSON-RPC, the 0.3
-proto for 0.3 HTTP+JSON) and reduces it to a plain summary that names nothing
-binding-specific: a task is its state, artifacts and history; an error is its
-ErrorInfo reason. Each test runs its scenario through the four and compares the
-summaries with each other and with what the scenario must give.
+Each binding is a small client (http_binding.py, grpc_binding.py) that reads
+every answer through the oracle of its wire (parse_v1 for 1.0 JSON, the 0.3
+JSON Schema for 0.3 JSON-RPC, the 0.3 proto for 0.3 HTTP+JSON, the official
+SDK's 1.0 protobuf types for gRPC) and reduces it to a plain summary that names
+nothing binding-specific (summaries.py): a task is its state, artifacts and
+history; an error is its ErrorInfo reason (over gRPC, with the status code the
+spec's table gives it). Each test runs its scenario through the five and
+compares the summaries with each other and with what the scenario must give.
+
+One server answers all five: uvicorn for HTTP, and a gRPC listener in its loop
+(grpc_beside), as ``a2ad serve --grpc-port`` runs them.
 """
 
 from __future__ import annotations
 
-import base64
-import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from typing import Any
 
+import grpc.aio
 import httpx
 import pytest
-from a2a.compat.v0_3 import a2a_v0_3_pb2 as pb03
-from a2a.types import ListTasksResponse, SendMessageResponse, StreamResponse, Task
 
 from a2ad import create_app
 
 from ..conftest import LiveServer, wait_for
-from ..jsonrpc import rpc_body
 from ..scripted import ScriptedAgent
-from ..server.sse_client import frames
-from .oracles import assert_error, assert_status, parse_03_rest, parse_v1, validate_03
+from .grpc_binding import GrpcBinding, grpc_beside
+from .http_binding import HttpBinding
+from .summaries import BindingClient, Failed, Summary
 
 TIMEOUT = 10
-
-
-@dataclass(frozen=True)
-class Failed:
-    """An error answer, as every binding must agree on it."""
-
-    reason: str
-
-
-Summary = Any  # plain JSON-like values: what the four bindings are compared on
-
-
-def _word(state: str) -> str:
-    """A state in any binding's spelling as one word: ``input-required``."""
-    word = state.removeprefix("TASK_STATE_").lower().replace("_", "-")
-    return "canceled" if word == "cancelled" else word
-
-
-def _part(p: dict[str, Any]) -> Summary:
-    """A part in any of the three shapes, as (kind, content...)."""
-    if "text" in p:
-        return ("text", p["text"])
-    if "data" in p:
-        data = p["data"]
-        if p.get("kind") is None and isinstance(data, dict) and set(data) == {"data"}:
-            data = data["data"]  # the 0.3 proto's DataPart
-        return ("data", data)
-    f = p.get("file", p)
-    if "fileWithBytes" in f:  # base64 of the base64 text, as the official SDKs read it
-        content = base64.b64decode(base64.b64decode(f["fileWithBytes"]))
-    elif "raw" in f or "bytes" in f:
-        content = base64.b64decode(f.get("raw") or f["bytes"])
-    else:
-        content = f.get("url") or f.get("uri") or f["fileWithUri"]
-    name = f.get("filename") or f.get("name") or ""
-    mime = f.get("mediaType") or f.get("mimeType") or ""
-    return ("file", name, mime, content)
-
-
-def _message(m: dict[str, Any]) -> Summary:
-    role = m["role"].removeprefix("ROLE_").lower()
-    parts = m.get("parts", m.get("content", []))
-    return (role, [_part(p) for p in parts])
-
-
-def _task(t: dict[str, Any]) -> Summary:
-    status = t["status"]
-    return {
-        "state": _word(status["state"]),
-        "status": _message(status["message"]) if "message" in status else None,
-        "artifacts": [
-            (a.get("name", ""), [_part(p) for p in a["parts"]]) for a in t.get("artifacts", [])
-        ],
-        "history": [_message(m) for m in t.get("history", [])],
-    }
-
-
-def _event(item: dict[str, Any]) -> Summary:
-    """A stream item in any binding's shape as (kind, what it says)."""
-    kind = item.get("kind")
-    if "statusUpdate" in item or kind == "status-update":
-        status = item.get("statusUpdate", item)["status"]
-        return ("status", _word(status["state"]))
-    if "artifactUpdate" in item or kind == "artifact-update":
-        artifact = item.get("artifactUpdate", item)["artifact"]
-        return ("artifact", [_part(p) for p in artifact["parts"]])
-    if "task" in item or kind == "task":
-        return ("task", _word(item.get("task", item)["status"]["state"]))
-    return ("message", _message(item.get("message", item)))
-
-
-@dataclass(frozen=True)
-class Binding:
-    rest: bool
-    version: str
-    http: httpx.AsyncClient
-
-    @property
-    def name(self) -> str:
-        return f"{'HTTP+JSON' if self.rest else 'JSON-RPC'} {self.version}"
-
-    @property
-    def v1(self) -> bool:
-        return self.version == "1.0"
-
-    # --- requests ---
-
-    def _message(self, text: str, context_id: str | None, task_id: str | None) -> dict[str, Any]:
-        ids: dict[str, str] = {"messageId": str(uuid.uuid4())}
-        if context_id:
-            ids["contextId"] = context_id
-        if task_id:
-            ids["taskId"] = task_id
-        if self.v1:
-            return {"role": "ROLE_USER", "parts": [{"text": text}], **ids}
-        if self.rest:
-            return {"role": "ROLE_USER", "content": [{"text": text}], **ids}
-        return {"role": "user", "parts": [{"kind": "text", "text": text}], **ids}
-
-    def _send_params(
-        self,
-        text: str,
-        *,
-        context_id: str | None = None,
-        task_id: str | None = None,
-        immediately: bool = False,
-    ) -> dict[str, Any]:
-        params: dict[str, Any] = {"message": self._message(text, context_id, task_id)}
-        if immediately:
-            params["configuration"] = (
-                {"returnImmediately": True} if self.v1 else {"blocking": False}
-            )
-        return params
-
-    def _rpc(self, op: str, params: Any) -> dict[str, Any]:
-        names = {
-            "send": ("SendMessage", "message/send"),
-            "stream": ("SendStreamingMessage", "message/stream"),
-            "get": ("GetTask", "tasks/get"),
-            "list": ("ListTasks", "tasks/list"),
-            "cancel": ("CancelTask", "tasks/cancel"),
-            "subscribe": ("SubscribeToTask", "tasks/resubscribe"),
-        }[op]
-        method = names[0] if self.v1 else names[1]
-        return rpc_body(method, params)
-
-    @property
-    def _headers(self) -> dict[str, str]:
-        return {"A2A-Version": "1.0"} if self.v1 else {}
-
-    def _path(self, path: str) -> str:
-        return path if self.v1 else "/v1" + path
-
-    async def _unary(self, op: str, params: dict[str, Any], rest: tuple[str, str]) -> Any:
-        """The result JSON, or Failed; ``rest`` is (HTTP method, path)."""
-        if self.rest:
-            method, path = rest
-            query = {k: v for k, v in params.items() if method == "GET" and k != "id"}
-            body = params if method == "POST" and op == "send" else None
-            r = await self.http.request(
-                method, self._path(path), json=body, params=_query(query), headers=self._headers
-            )
-            if r.status_code != 200:
-                return Failed(assert_status(r.status_code, r.json())["reason"])
-            return r.json()
-        r = await self.http.post("/", json=self._rpc(op, params), headers=self._headers)
-        assert r.status_code == 200, r.text
-        answer = r.json()
-        if "error" in answer:
-            error = assert_error(answer, answer["error"]["code"], dialect=self.version)
-            return Failed(error["data"][0]["reason"])
-        return answer["result"]
-
-    # --- operations, each answering a Summary ---
-
-    async def send(self, text: str, **how: Any) -> Summary:
-        result = await self._unary(
-            "send", self._send_params(text, **how), ("POST", "/message:send")
-        )
-        if isinstance(result, Failed):
-            return result
-        if self.v1:
-            parse_v1(result, SendMessageResponse)
-        elif self.rest:
-            parse_03_rest(result, pb03.SendMessageResponse)
-        else:
-            validate_03(result, "Task" if result.get("kind") == "task" else "Message")
-        if "message" in result or result.get("kind") == "message":
-            return ("message", _message(result.get("message", result)))
-        return {"id": result.get("task", result)["id"], **self._checked(result.get("task", result))}
-
-    def _checked(self, task: dict[str, Any]) -> Summary:
-        if self.v1:
-            parse_v1(task, Task)
-        elif self.rest:
-            parse_03_rest(task, pb03.Task)
-        else:
-            validate_03(task, "Task")
-        return _task(task)
-
-    async def get(self, task_id: str, **query: Any) -> Summary:
-        result = await self._unary("get", {"id": task_id, **query}, ("GET", f"/tasks/{task_id}"))
-        return result if isinstance(result, Failed) else self._checked(result)
-
-    async def cancel(self, task_id: str) -> Summary:
-        result = await self._unary("cancel", {"id": task_id}, ("POST", f"/tasks/{task_id}:cancel"))
-        return result if isinstance(result, Failed) else self._checked(result)
-
-    async def list(self, **query: Any) -> Summary:
-        page = await self._unary("list", query, ("GET", "/tasks"))
-        if isinstance(page, Failed):
-            return page
-        if self.v1:
-            parse_v1(page, ListTasksResponse)
-        assert set(page) == {"tasks", "nextPageToken", "pageSize", "totalSize"}, page
-        return {
-            "tasks": sorted((_task(t) for t in page["tasks"]), key=json.dumps),
-            "totalSize": page["totalSize"],
-            "pageSize": page["pageSize"],
-            "more": bool(page["nextPageToken"]),
-        }
-
-    async def stream(self, text: str, **how: Any) -> Summary:
-        params = self._send_params(text, **how)
-        if self.rest:
-            return await self._sse("POST", self._path("/message:stream"), json=params)
-        return await self._sse("POST", "/", json=self._rpc("stream", params))
-
-    async def subscribe(self, task_id: str, last_event_id: int | None = None) -> Summary:
-        headers = {} if last_event_id is None else {"Last-Event-ID": str(last_event_id)}
-        if self.rest:
-            return await self._sse(
-                "GET", self._path(f"/tasks/{task_id}:subscribe"), headers=headers
-            )
-        body = self._rpc("subscribe", {"id": task_id})
-        return await self._sse("POST", "/", json=body, headers=headers)
-
-    async def _sse(self, method: str, path: str, **kwargs: Any) -> Summary:
-        headers = {**self._headers, **kwargs.pop("headers", {})}
-        async with self.http.stream(method, path, headers=headers, **kwargs) as r:
-            if not r.headers["content-type"].startswith("text/event-stream"):
-                await r.aread()
-                if self.rest:
-                    return Failed(assert_status(r.status_code, r.json())["reason"])
-                error = assert_error(r.json(), r.json()["error"]["code"], dialect=self.version)
-                return Failed(error["data"][0]["reason"])
-            items = [self._stream_item(f.data) async for f in frames(r)]
-        return [_event(item) for item in items]
-
-    def _stream_item(self, data: dict[str, Any]) -> dict[str, Any]:
-        if self.v1:
-            item = data if self.rest else data["result"]
-            parse_v1(item, StreamResponse)
-            return item  # type: ignore[no-any-return]
-        if self.rest:
-            parse_03_rest(data, pb03.StreamResponse)
-            return data
-        validate_03(data, "SendStreamingMessageSuccessResponse")
-        return data["result"]  # type: ignore[no-any-return]
-
-
-def _query(values: dict[str, Any]) -> dict[str, str]:
-    return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in values.items()}
 
 
 @pytest.fixture(scope="module")
@@ -283,15 +42,28 @@ def agent() -> ScriptedAgent:
 
 
 @pytest.fixture(scope="module")
-def server(agent: ScriptedAgent) -> Iterator[LiveServer]:
-    with LiveServer(create_app(agent)) as live:
-        yield live
+def server(agent: ScriptedAgent) -> Iterator[tuple[LiveServer, str]]:
+    """The live server, and the address of its gRPC listener."""
+    with LiveServer(create_app(agent)) as live, grpc_beside(live) as address:
+        yield live, address
 
 
 @pytest.fixture
-async def bindings(server: LiveServer) -> AsyncIterator[list[Binding]]:
-    async with httpx.AsyncClient(base_url=server.url, timeout=TIMEOUT) as http:
-        yield [Binding(rest, v, http) for rest in (False, True) for v in ("1.0", "0.3")]
+async def bindings(server: tuple[LiveServer, str]) -> AsyncIterator[list[BindingClient]]:
+    live, address = server
+    async with (
+        httpx.AsyncClient(base_url=live.url, timeout=TIMEOUT) as http,
+        grpc.aio.insecure_channel(address) as channel,
+    ):
+        # A2A 0.3's gRPC service (a2a.v1.A2AService, on the same channel) is one more
+        # here when a2ad serves it: a client like GrpcBinding on the 0.3 SDK's stub
+        # (a2a.compat.v0_3.a2a_v0_3_pb2_grpc), naming tasks as the 0.3 proto does
+        # ("tasks/{id}"), whose answers as ProtoJSON are the 0.3 proto's JSON that
+        # the summaries read for 0.3 HTTP+JSON.
+        yield [
+            *(HttpBinding(rest, v, http) for rest in (False, True) for v in ("1.0", "0.3")),
+            GrpcBinding(channel),
+        ]
 
 
 def same(results: dict[str, Summary], expected: Summary) -> None:
@@ -310,7 +82,7 @@ ON_IT = ("agent", [("text", "on it")])
 # --- scenarios ----------------------------------------------------------------
 
 
-async def test_send_gives_the_same_completed_task(bindings: list[Binding]) -> None:
+async def test_send_gives_the_same_completed_task(bindings: list[BindingClient]) -> None:
     results = {b.name: without_ids(await b.send("echo same")) for b in bindings}
     same(
         results,
@@ -323,14 +95,14 @@ async def test_send_gives_the_same_completed_task(bindings: list[Binding]) -> No
     )
 
 
-async def test_a_reply_is_the_same_message(bindings: list[Binding]) -> None:
+async def test_a_reply_is_the_same_message(bindings: list[BindingClient]) -> None:
     same(
         {b.name: await b.send("reply yes") for b in bindings},
         ("message", ("agent", [("text", "yes")])),
     )
 
 
-async def test_every_part_kind_arrives_the_same(bindings: list[Binding]) -> None:
+async def test_every_part_kind_arrives_the_same(bindings: list[BindingClient]) -> None:
     results = {b.name: without_ids(await b.send("parts"))["artifacts"] for b in bindings}
     same(
         results,
@@ -344,7 +116,7 @@ async def test_every_part_kind_arrives_the_same(bindings: list[Binding]) -> None
     )
 
 
-async def test_a_stream_gives_the_same_events(bindings: list[Binding]) -> None:
+async def test_a_stream_gives_the_same_events(bindings: list[BindingClient]) -> None:
     same(
         {b.name: await b.stream("chunks 2") for b in bindings},
         [
@@ -357,7 +129,9 @@ async def test_a_stream_gives_the_same_events(bindings: list[Binding]) -> None:
     )
 
 
-async def test_get_with_history_length_gives_the_same_history(bindings: list[Binding]) -> None:
+async def test_get_with_history_length_gives_the_same_history(
+    bindings: list[BindingClient],
+) -> None:
     results = {}
     for b in bindings:
         task = await b.send("echo h")
@@ -365,7 +139,7 @@ async def test_get_with_history_length_gives_the_same_history(bindings: list[Bin
     same(results, [[], [ON_IT], [("user", [("text", "echo h")]), ON_IT]])
 
 
-async def test_list_with_filters_gives_the_same_page(bindings: list[Binding]) -> None:
+async def test_list_with_filters_gives_the_same_page(bindings: list[BindingClient]) -> None:
     results = {}
     for b in bindings:
         context = f"ctx-{uuid.uuid4()}"
@@ -398,7 +172,7 @@ async def test_list_with_filters_gives_the_same_page(bindings: list[Binding]) ->
 
 
 async def test_cancel_and_its_errors_are_the_same(
-    bindings: list[Binding], agent: ScriptedAgent
+    bindings: list[BindingClient], agent: ScriptedAgent
 ) -> None:
     results = {}
     for b in bindings:
@@ -414,7 +188,7 @@ async def test_cancel_and_its_errors_are_the_same(
 
 
 async def test_subscribe_gives_the_same_events_and_errors(
-    bindings: list[Binding], agent: ScriptedAgent
+    bindings: list[BindingClient], agent: ScriptedAgent
 ) -> None:
     results = {}
     for b in bindings:
@@ -446,7 +220,9 @@ async def test_subscribe_gives_the_same_events_and_errors(
         ("message-to-an-unknown-task", "TASK_NOT_FOUND"),
     ],
 )
-async def test_errors_are_the_same(bindings: list[Binding], scenario: str, reason: str) -> None:
+async def test_errors_are_the_same(
+    bindings: list[BindingClient], scenario: str, reason: str
+) -> None:
     results = {}
     for b in bindings:
         if scenario == "get-unknown":

@@ -91,9 +91,12 @@ class FuzzServer:
     """``a2ad serve`` with the fuzz agent over a SQLite file in a temporary folder,
     on a port the system picks; stdout and stderr go to a log file."""
 
-    def __init__(self, *, auth: str = "", agents: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, *, auth: str = "", agents: tuple[str, ...] = (), args: tuple[str, ...] = ()
+    ) -> None:
         """``auth``: a keys file, to serve with auth on; ``agents``: names to
-        serve the fuzz agent under (at /agents/<name>/, the first at / too)."""
+        serve the fuzz agent under (at /agents/<name>/, the first at / too);
+        ``args``: more of ``a2ad serve``'s flags (``--grpc-port 0``)."""
         specs = [f"{name}={FUZZ_AGENT}" for name in agents] or [FUZZ_AGENT]
         self.dir = tempfile.TemporaryDirectory(prefix="a2ad-fuzz-")
         self.log_path = Path(self.dir.name) / "server.log"
@@ -116,6 +119,7 @@ class FuzzServer:
                 "--max-body-bytes",
                 str(MAX_BODY_BYTES),
                 *(["--auth", auth] if auth else []),
+                *args,
             ],
             cwd=PROJECT,
             stdout=self._log,
