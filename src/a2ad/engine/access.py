@@ -61,10 +61,14 @@ def access_for(caller: Caller, tenant: str, agent: str = "") -> Access:
     tenant = tenant or caller.default_tenant
     if not caller.may_use(tenant):
         yours = ", ".join(repr(t) for t in caller.tenants)
+        how = (
+            f"use one of {yours}, or leave the tenant out for your default"
+            if yours
+            else ("your credential names no tenant to use")
+        )
         raise PermissionDeniedError(
-            f"tenant {tenant!r} is not one of yours; use one of {yours}, "
-            "or leave the tenant out for your default",
+            f"tenant {tenant[:256]!r} is not one of yours; {how}",
             field="tenant",
-            metadata={"tenant": tenant},
+            metadata={"tenant": tenant[:256]},
         )
     return Access(tenant, caller.principal, caller.operator, agent)

@@ -16,15 +16,23 @@ trailer, and the same message as the status's.
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import grpc  # type: ignore[import-untyped]
 from google.protobuf import json_format  # type: ignore[import-untyped]
+from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
 from ...agent import ANONYMOUS, Caller
-from ...protocol.errors import A2AError, MethodNotFoundError, UnauthenticatedError
+from ...protocol.errors import (
+    A2AError,
+    InvalidParamsError,
+    InvalidRequestError,
+    MethodNotFoundError,
+    UnauthenticatedError,
+)
 from ...protocol.rpc_status import rpc_status, status_message
 from .. import audit
 from ..auth import AuthenticationFailed
@@ -37,10 +45,12 @@ __all__ = [
     "Context",
     "abort",
     "admit",
+    "bounded",
     "call_headers",
     "message_json",
     "no_agent",
     "peer_of",
+    "read_message",
     "scope_of",
 ]
 
@@ -61,12 +71,27 @@ def call_headers(context: Context) -> list[tuple[bytes, bytes]]:
     ]
 
 
-def message_json(message: Any) -> Any:
+def read_message(request_class: Any, raw: bytes, rpc: str) -> Any:
+    """The request message of ``raw``; raises InvalidRequestError for bytes that
+    are not one (a corrupt encoding, text that is not UTF-8, nesting too deep)."""
+    try:
+        return request_class.FromString(raw)
+    except DecodeError as exc:
+        name = request_class.DESCRIPTOR.full_name
+        raise InvalidRequestError(f"{rpc}: the request is not a valid {name}: {exc}") from None
+
+
+def message_json(message: Any, rpc: str) -> Any:
     """A request message as ProtoJSON values, with every whole number a
     ``google.protobuf.Struct`` holds (a data part's, metadata's) an int again:
     Struct keeps numbers as doubles, so ``{"n": 1}`` arrives as ``1.0``, and
-    would be stored and answered over JSON-RPC so."""
-    return _whole(json_format.MessageToDict(message))
+    would be stored and answered over JSON-RPC so. Raises InvalidParamsError
+    for a value ProtoJSON has no form for (a timestamp outside years 1-9999, a
+    number that is not finite)."""
+    try:
+        return _whole(json_format.MessageToDict(message))
+    except (json_format.Error, ValueError) as exc:  # json_format's names the field
+        raise InvalidParamsError(f"Invalid params for {rpc}: {exc}") from None
 
 
 def _whole(value: Any) -> Any:
@@ -146,6 +171,29 @@ def no_agent(name: str, names: Sequence[str]) -> MethodNotFoundError:
         f"a2ad-agent {name[:256]!r}: this server has no such agent; its agents: {listed}",
         metadata={"agent": name[:256]},
     )
+
+
+# How much of an error a status carries. gRPC clients refuse trailers past 8 KiB
+# (16 at most), and an error that repeats a long value of the request (a task
+# id, a tenant) would lose the client the status itself: its message is cut
+# to 512 bytes of UTF-8 (three times that in grpc-message's escapes) and each
+# ErrorInfo value to 128 characters.
+_MESSAGE_BYTES = 512
+_VALUE_CHARS = 128
+
+
+def bounded(error: A2AError) -> A2AError:
+    """``error``, or a copy of it whose message and metadata fit a status."""
+    long_message = len(error.message.encode()) > _MESSAGE_BYTES
+    long_values = any(len(value) > _VALUE_CHARS for value in error.metadata.values())
+    if not long_message and not long_values:
+        return error
+    short = copy.copy(error)
+    if long_message:
+        cut = error.message.encode()[: _MESSAGE_BYTES - 3].decode(errors="ignore")
+        short.message = cut + "…"
+    short.metadata = {key: value[:_VALUE_CHARS] for key, value in error.metadata.items()}
+    return short
 
 
 async def abort(

@@ -58,10 +58,12 @@ from .grpc_call import (
     Context,
     abort,
     admit,
+    bounded,
     call_headers,
     message_json,
     no_agent,
     peer_of,
+    read_message,
     scope_of,
 )
 from .grpc_versions import VERSIONS, GrpcVersion, with_call_deadline
@@ -112,29 +114,32 @@ class GrpcService:
             if streams:
                 assert operation is not None
                 handlers[name] = grpc.unary_stream_rpc_method_handler(
-                    self._streaming(name, operation, response_class),
-                    request_deserializer=request_class.FromString,
+                    self._streaming(name, operation, request_class, response_class),
                     response_serializer=response_class.SerializeToString,
                 )
             else:
+                # The request's bytes are parsed in the call, not by grpc: bytes that
+                # are no such message are the caller's INVALID_ARGUMENT, once its
+                # credential is proved (grpc would answer UNKNOWN and log a traceback).
                 handlers[name] = grpc.unary_unary_rpc_method_handler(
-                    self._unary(name, operation, response_class),
-                    request_deserializer=request_class.FromString,
+                    self._unary(name, operation, request_class, response_class),
                     response_serializer=response_class.SerializeToString,
                 )
         return grpc.method_handlers_generic_handler(self.service, handlers)
 
-    def _unary(self, name: str, operation: Operation | None, response_class: Any) -> Handler:
+    def _unary(
+        self, name: str, operation: Operation | None, request_class: Any, response_class: Any
+    ) -> Handler:
         empty = response_class.DESCRIPTOR.full_name == _EMPTY
         dialect = self.spec.dialect
 
-        async def answer(message: Any, context: Context) -> Any:
-            call = _Call(self, name, context)
+        async def answer(raw: bytes, context: Context) -> Any:
+            call = _Call(self, name, context, request_class)
             try:
                 try:
                     if operation is None:  # 0.3's GetAgentCard: the card, not an operation
-                        return fill(response_class(), await call.card())
-                    request, dispatcher = await call.open(message, operation)
+                        return fill(response_class(), await call.card(raw))
+                    request, dispatcher = await call.open(raw, operation)
                     value = await dispatcher.call(request)
                     if empty:
                         reply = response_class()
@@ -142,7 +147,7 @@ class GrpcService:
                         json = json_reply(dialect, operation, value)
                         reply = fill(response_class(), msgspec.json.decode(json))
                 except A2AError as exc:
-                    await call.refuse(exc, message)
+                    await call.refuse(exc)
                 except Exception:
                     await call.fail()
                 await call.answered(request)
@@ -152,15 +157,17 @@ class GrpcService:
 
         return answer
 
-    def _streaming(self, name: str, operation: Operation, response_class: Any) -> Handler:
+    def _streaming(
+        self, name: str, operation: Operation, request_class: Any, response_class: Any
+    ) -> Handler:
         dialect = self.spec.dialect
 
-        async def stream(message: Any, context: Context) -> None:
-            call = _Call(self, name, context)
+        async def stream(raw: bytes, context: Context) -> None:
+            call = _Call(self, name, context, request_class)
             slot: AbstractContextManager[None] | None = None
             try:
                 try:
-                    request, dispatcher = await call.open(message, operation)
+                    request, dispatcher = await call.open(raw, operation)
                     hold = self.app.streams.hold(caller_key(request.caller, request.peer))
                     hold.__enter__()
                     slot = hold
@@ -168,7 +175,7 @@ class GrpcService:
                     request.last_event_id = parse_event_id(last)
                     events = await dispatcher.open_stream(request)
                 except A2AError as exc:
-                    await call.refuse(exc, message)
+                    await call.refuse(exc)
                 except Exception:
                     await call.fail()
                 await call.answered(request)
@@ -294,18 +301,24 @@ class _Call:
         "caller",
         "context",
         "headers",
+        "message",
         "name",
         "peer",
         "record",
+        "request_class",
         "service",
         "serving",
         "token",
     )
 
-    def __init__(self, service: GrpcService, name: str, context: Context) -> None:
+    def __init__(
+        self, service: GrpcService, name: str, context: Context, request_class: Any
+    ) -> None:
         self.service = service
         self.context = context
         self.name = name
+        self.request_class = request_class
+        self.message: Any = None  # the request message, once read
         pairs = call_headers(context)
         self.headers = Headers(pairs)
         self.peer: Peer | None = peer_of(context)
@@ -344,15 +357,16 @@ class _Call:
             )
         return dispatcher
 
-    async def open(self, message: Any, operation: Operation) -> tuple[A2ARequest, Dispatcher]:
+    async def open(self, raw: bytes, operation: Operation) -> tuple[A2ARequest, Dispatcher]:
         """The call as a request, its caller proved and its agent found; raises A2AError."""
         spec, record = self.service.spec, self.record
         record.operation(operation, spec.version)
         dispatcher = await self._admitted()
+        self.message = message = read_message(self.request_class, raw, self.name)
         handler, headers = dispatcher.handler, self.headers
         requested = requested_extensions(headers) if handler.extensions else ()
         context = handler.request_context(spec.version, "GRPC", requested, self.caller)
-        body = spec.params(self.name, message_json(message))
+        body = spec.params(self.name, message_json(message, self.name))
         if operation is Op.SEND or operation is Op.STREAM:
             remaining = self.context.time_remaining()
             body = with_call_deadline(spec.version, operation, body, remaining)
@@ -370,12 +384,13 @@ class _Call:
         )
         return request, dispatcher
 
-    async def card(self) -> dict[str, Any]:
+    async def card(self, raw: bytes) -> dict[str, Any]:
         """0.3's GetAgentCard: the agent's card in 0.3's form, as its HTTP card
         says it (the server's auth schemes, its interfaces)."""
         record = self.record
         record.method, record.version = "GetAgentCard", self.service.spec.version
         handler = (await self._admitted()).handler
+        self.message = read_message(self.request_class, raw, self.name)
         info = with_security(handler.agent.card_info(), handler.security_schemes)
         record.status = 200
         return render_card(
@@ -398,8 +413,9 @@ class _Call:
                 [(key.decode("latin-1"), value.decode("latin-1")) for key, value in echo]
             )
 
-    async def refuse(self, error: A2AError, message: Any) -> NoReturn:
+    async def refuse(self, error: A2AError) -> NoReturn:
         """End the call with ``error``, audited as the HTTP bindings' refusals are."""
+        message = self.message
         task_id = getattr(message, "id", "") or getattr(message, "task_id", "")
         if not isinstance(task_id, str):
             task_id = ""
@@ -419,6 +435,7 @@ class _Call:
 
     async def cut_short(self, error: A2AError, trailers: tuple[tuple[str, str], ...]) -> NoReturn:
         """End the call with ``error``'s status (and ``trailers``)."""
+        error = bounded(error)
         record = self.record
         record.code = error.code
         record.status = error.http_status
