@@ -97,6 +97,16 @@ async def test_ctrl_c_ends_an_open_grpc_stream_with_its_tasks_final_event() -> N
         assert server.proc.wait(20) == 0
 
 
+async def test_the_cards_give_the_public_grpc_address_when_told_one() -> None:
+    flags = ("--grpc-port", "0", "--grpc-public-address", "a2a.example.com:443")
+    with Served(*AGENT, "--store", "memory", *flags) as server:
+        async with httpx.AsyncClient(base_url=server.url) as http:
+            card = (await http.get("/.well-known/agent-card.json")).json()
+    grpc_urls = {i["url"] for i in card["supportedInterfaces"] if i["protocolBinding"] == "GRPC"}
+    assert grpc_urls == {"a2a.example.com:443"}
+    assert {"url": "a2a.example.com:443", "transport": "GRPC"} in card["additionalInterfaces"]
+
+
 def _self_signed(folder: Path) -> tuple[Path, Path]:
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
@@ -157,6 +167,8 @@ def test_the_grpc_flags_usage_errors_name_the_flag(tmp_path: Path) -> None:
             "--grpc-tls-key nowhere.pem",
         ),
         (("--grpc-port", "0", "--grpc-error-table", "2.0"), "give 1.0.1 or 1.0.0"),
+        (("--grpc-public-address", "a2a.example.com:443"), "give --grpc-port"),
+        (("--grpc-port", "0", "--grpc-public-address", "a2a.example.com"), "give HOST:PORT"),
     ]
     for flags, said in cases:
         done = run_a2ad("serve", "--store", "memory", *flags)

@@ -205,6 +205,7 @@ def serve(
     grpc_port: opt.GrpcPort = None,
     grpc_tls_cert: opt.GrpcTlsCert = None,
     grpc_tls_key: opt.GrpcTlsKey = None,
+    grpc_public_address: opt.GrpcPublicAddress = None,
     grpc_error_table: opt.GrpcErrorTable = "1.0.1",
     model: opt.Model = None,
 ) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.rpc_status import TABLES
@@ -35,11 +35,16 @@ class GrpcSettings:
     port: int
     tls: tuple[bytes, bytes] | None  # the PEM certificate chain and key; None: plaintext
     error_table: str  # a key of rpc_status.TABLES
+    public_address: str = ""  # host:port the cards name instead of the listener's
 
     @property
     def interfaces(self) -> tuple[Interface, ...]:
         """What the cards list for it."""
-        return (Interface("GRPC", "1.0", self.port), Interface("GRPC", "0.3", self.port))
+        public = self.public_address
+        return (
+            Interface("GRPC", "1.0", self.port, public),
+            Interface("GRPC", "0.3", self.port, public),
+        )
 
 
 def grpc_settings(flags: dict[str, Any]) -> GrpcSettings | None:
@@ -47,11 +52,11 @@ def grpc_settings(flags: dict[str, Any]) -> GrpcSettings | None:
     for a usage error."""
     port = flags["grpc_port"]
     cert, key = flags["grpc_tls_cert"], flags["grpc_tls_key"]
+    public = flags["grpc_public_address"]
     if port is None:
-        if cert or key:
-            raise ValueError(
-                "--grpc-tls-cert/--grpc-tls-key secure the gRPC port: give --grpc-port"
-            )
+        if cert or key or public:
+            given = "--grpc-public-address" if public else "--grpc-tls-cert/--grpc-tls-key"
+            raise ValueError(f"{given} is for the gRPC port: give --grpc-port")
         return None
     if port == flags["port"] and port != 0:
         raise ValueError(f"--grpc-port {port} is --port too: gRPC needs a port of its own")
@@ -71,7 +76,19 @@ def grpc_settings(flags: dict[str, Any]) -> GrpcSettings | None:
         )
         raise ValueError(f"{given} needs {missing} too")
     tls = (_pem(cert, "--grpc-tls-cert"), _pem(key, "--grpc-tls-key")) if cert else None
-    return GrpcSettings(port=port, tls=tls, error_table=table)
+    address = _address(public) if public else ""
+    return GrpcSettings(port=port, tls=tls, error_table=table, public_address=address)
+
+
+def _address(text: str) -> str:
+    """``--grpc-public-address``: a ``host:port`` (an IPv6 host in brackets)."""
+    host, _, port = text.strip().rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536 or "/" in text:
+        raise ValueError(
+            f"--grpc-public-address {text!r}: give HOST:PORT as clients reach it, "
+            "e.g. a2a.example.com:443"
+        )
+    return text.strip()
 
 
 def _pem(path: str, flag: str) -> bytes:
@@ -92,7 +109,7 @@ def with_grpc_port(settings: GrpcSettings, host: str) -> GrpcSettings:
     with socket.socket(family, socket.SOCK_STREAM) as probe:
         probe.bind((host, settings.port))
         port = probe.getsockname()[1]
-    return GrpcSettings(port=port, tls=settings.tls, error_table=settings.error_table)
+    return replace(settings, port=port)
 
 
 def grpc_server(

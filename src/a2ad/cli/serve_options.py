@@ -425,6 +425,15 @@ GrpcTlsKey = Annotated[
     ),
 ]
 
+GrpcPublicAddress = Annotated[
+    str | None,
+    typer.Option(
+        help="The HOST:PORT the agent cards give for gRPC (a proxy's, a load balancer's) "
+        "instead of the host the card was fetched by and --grpc-port.",
+        rich_help_panel="gRPC",
+    ),
+]
+
 GrpcErrorTable = Annotated[
     str,
     typer.Option(

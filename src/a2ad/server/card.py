@@ -31,16 +31,19 @@ __all__ = ["Interface", "agent_card", "base_url", "render_card", "with_security"
 class Interface(NamedTuple):
     """A binding served on a port of its own (gRPC), which the cards list after
     JSON-RPC and HTTP+JSON: at ``host:port``, where ``host`` is the one the
-    card's reader reached the server by unless given (a public address)."""
+    card's reader reached the server by; or at ``address`` when given (the
+    public address of a proxy in front of the port)."""
 
     binding: str
     version: str
     port: int
-    host: str = ""
+    address: str = ""
 
     def url(self, base: str) -> str:
         """Its bare ``host:port``, for a card served at ``base``."""
-        host = self.host or urlsplit(base).hostname or "127.0.0.1"
+        if self.address:
+            return self.address
+        host = urlsplit(base).hostname or "127.0.0.1"
         if ":" in host and not host.startswith("["):  # an IPv6 address
             host = f"[{host}]"
         return f"{host}:{self.port}"
