@@ -1,6 +1,8 @@
-"""A2A 1.0 over gRPC as the binding-equivalence suite (test_bindings.py) drives
-it: the official SDK's stub of ``lf.a2a.v1.A2AService``, whose decoding of each
-answer's bytes into the SDK's 1.0 types is the wire's oracle, with
+"""A2A over gRPC as the binding-equivalence suite (test_bindings.py) drives it:
+the official SDK's stubs of ``lf.a2a.v1.A2AService`` (1.0) and of
+``a2a.v1.A2AService`` (0.3, ``GrpcBinding03``: tasks named ``tasks/{id}``, no
+ListTasks), whose decoding of each answer's bytes into the SDK's types is the
+wire's oracle, with
 check_grpc_answer (no field the proto lacks, REQUIRED fields) and
 assert_grpc_error (the spec's status code, the google.rpc.Status trailer) on
 top. Answers are turned to ProtoJSON, the shape 1.0's JSON bindings carry, and
@@ -22,6 +24,8 @@ from typing import Any
 
 import grpc
 import grpc.aio
+from a2a.compat.v0_3 import a2a_v0_3_pb2 as pb03
+from a2a.compat.v0_3 import a2a_v0_3_pb2_grpc as grpc03
 from a2a.types import a2a_pb2, a2a_pb2_grpc
 from google.protobuf import json_format
 from google.protobuf.message import Message as ProtoMessage
@@ -32,7 +36,7 @@ from ..conftest import LiveServer
 from .oracles import assert_grpc_error, check_grpc_answer
 from .summaries import Failed, Summary, event_summary, message_summary, task_summary
 
-__all__ = ["GrpcBinding", "grpc_beside"]
+__all__ = ["GrpcBinding", "GrpcBinding03", "grpc_beside"]
 
 TIMEOUT = 10.0  # every call's deadline: a hung call fails, it does not stall the suite
 V1 = (("a2a-version", "1.0"),)
@@ -176,3 +180,83 @@ class GrpcBinding:
             return _refused(exc)
         assert await call.code() == grpc.StatusCode.OK
         return [event_summary(item) for item in items]
+
+
+V03 = (("a2a-version", "0.3"),)
+
+
+class GrpcBinding03:
+    """A2A 0.3 over gRPC on ``channel``: its proto's messages, tasks named by
+    resource; every call says ``a2a-version: 0.3``. 0.3 has no ListTasks rpc,
+    so the listing scenarios leave it out (``lists``); its GetTask can't ask for
+    no history (``asks_no_history``: ``history_length`` 0 is "not set" there)."""
+
+    name = "gRPC 0.3"
+    lists = False
+    asks_no_history = False
+
+    def __init__(self, channel: grpc.aio.Channel) -> None:
+        self.stub = grpc03.A2AServiceStub(channel)
+
+    def _send_request(
+        self,
+        text: str,
+        *,
+        context_id: str | None = None,
+        task_id: str | None = None,
+        immediately: bool = False,
+    ) -> pb03.SendMessageRequest:
+        message = pb03.Message(
+            message_id=str(uuid.uuid4()),
+            role=pb03.ROLE_USER,
+            content=[pb03.Part(text=text)],
+            context_id=context_id or "",
+            task_id=task_id or "",
+        )
+        # The 0.3 proto's `blocking` is a plain bool: absent is false.
+        configuration = pb03.SendMessageConfiguration(blocking=not immediately)
+        return pb03.SendMessageRequest(request=message, configuration=configuration)
+
+    async def send(self, text: str, **how: Any) -> Summary:
+        try:
+            answer = await self.stub.SendMessage(
+                self._send_request(text, **how), metadata=V03, timeout=TIMEOUT
+            )
+        except grpc.aio.AioRpcError as exc:
+            return _refused(exc)
+        result = _json(answer)
+        if "message" in result:
+            return ("message", message_summary(result["message"]))
+        return {"id": answer.task.id, **task_summary(result["task"])}
+
+    async def get(self, task_id: str, **query: Any) -> Summary:
+        request = pb03.GetTaskRequest(
+            name=f"tasks/{task_id}", history_length=query.get("historyLength", 0)
+        )
+        try:
+            task = await self.stub.GetTask(request, metadata=V03, timeout=TIMEOUT)
+        except grpc.aio.AioRpcError as exc:
+            return _refused(exc)
+        return task_summary(_json(task))
+
+    async def cancel(self, task_id: str) -> Summary:
+        request = pb03.CancelTaskRequest(name=f"tasks/{task_id}")
+        try:
+            task = await self.stub.CancelTask(request, metadata=V03, timeout=TIMEOUT)
+        except grpc.aio.AioRpcError as exc:
+            return _refused(exc)
+        return task_summary(_json(task))
+
+    async def list(self, **query: Any) -> Summary:
+        raise AssertionError("A2A 0.3's gRPC service has no ListTasks")
+
+    async def stream(self, text: str, **how: Any) -> Summary:
+        request = self._send_request(text, **how)
+        call = self.stub.SendStreamingMessage(request, metadata=V03, timeout=TIMEOUT)
+        return await GrpcBinding._events(self, call)  # type: ignore[arg-type]
+
+    async def subscribe(self, task_id: str, last_event_id: int | None = None) -> Summary:
+        metadata = V03 if last_event_id is None else (*V03, ("last-event-id", str(last_event_id)))
+        request = pb03.TaskSubscriptionRequest(name=f"tasks/{task_id}")
+        call = self.stub.TaskSubscription(request, metadata=metadata, timeout=TIMEOUT)
+        return await GrpcBinding._events(self, call)  # type: ignore[arg-type]

@@ -12,7 +12,11 @@ imports nothing of protobuf.
 
 The protos are the a2aproject/A2A repository's (A2A 1.0.1 and 0.3.0), under the
 Apache License 2.0, copied unchanged (tests/protocol/test_grpc_schema.py checks
-them against the project's spec).
+them against the project's spec). The 0.3 schema is loaded with three fields
+more, which the official SDKs' 0.3 proto has and their clients send and read
+(``FilePart.name``, ``Part.metadata``, ``AgentCard.icon_url``: new numbers, so
+a peer with the spec's proto passes over them): a file's name, which 0.3's
+JSON has, would be lost over gRPC without them.
 """
 
 from __future__ import annotations
@@ -53,6 +57,8 @@ class Schema:
         files = descriptor_pb2.FileDescriptorSet.FromString(data)
         self.pool: DescriptorPool = descriptor_pool.DescriptorPool()
         for file in files.file:  # protoc writes each file after those it imports
+            if file.package == "a2a.v1":
+                _with_sdk_fields(file, descriptor_pb2.FieldDescriptorProto)
             self.pool.Add(file)
         self.service: ServiceDescriptor = self.pool.FindServiceByName(SERVICES[version])
         self._classes: dict[str, Any] = {}
@@ -75,3 +81,26 @@ class Schema:
             m.name: (m.input_type.full_name, m.output_type.full_name, m.server_streaming)
             for m in self.service.methods
         }
+
+
+# The official SDKs' 0.3 proto's fields the spec's 0.3 proto lacks:
+# (message, field, number, type, message type, JSON name).
+_SDK_03_FIELDS = (
+    ("FilePart", "name", 4, "TYPE_STRING", "", "name"),
+    ("Part", "metadata", 4, "TYPE_MESSAGE", ".google.protobuf.Struct", "metadata"),
+    ("AgentCard", "icon_url", 18, "TYPE_STRING", "", "iconUrl"),
+)
+
+
+def _with_sdk_fields(file: Any, field_type: Any) -> None:
+    """The 0.3 file ``file`` with ``_SDK_03_FIELDS`` added (none it has already)."""
+    messages = {message.name: message for message in file.message_type}
+    for message_name, name, number, kind, type_name, json_name in _SDK_03_FIELDS:
+        message = messages[message_name]
+        if any(field.number == number or field.name == name for field in message.field):
+            continue
+        field = message.field.add(name=name, number=number, json_name=json_name)
+        field.label = field_type.LABEL_OPTIONAL
+        field.type = field_type.Type.Value(kind)
+        if type_name:
+            field.type_name = type_name
