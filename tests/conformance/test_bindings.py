@@ -1,17 +1,17 @@
 """Binding equivalence (A2A 1.0 §5.1): one scenario, run through JSON-RPC and
-HTTP+JSON in 1.0 and in 0.3, and gRPC in 1.0, gives the same tasks, states,
+HTTP+JSON and gRPC, each in 1.0 and in 0.3, gives the same tasks, states,
 events and errors.
 
 Each binding is a small client (http_binding.py, grpc_binding.py) that reads
 every answer through the oracle of its wire (parse_v1 for 1.0 JSON, the 0.3
 JSON Schema for 0.3 JSON-RPC, the 0.3 proto for 0.3 HTTP+JSON, the official
-SDK's 1.0 protobuf types for gRPC) and reduces it to a plain summary that names
+SDK's protobuf types for gRPC) and reduces it to a plain summary that names
 nothing binding-specific (summaries.py): a task is its state, artifacts and
 history; an error is its ErrorInfo reason (over gRPC, with the status code the
-spec's table gives it). Each test runs its scenario through the five and
+spec's table gives it). Each test runs its scenario through the six and
 compares the summaries with each other and with what the scenario must give.
 
-One server answers all five: uvicorn for HTTP, and a gRPC listener in its loop
+One server answers all six: uvicorn for HTTP, and a gRPC listener in its loop
 (grpc_beside), as ``a2ad serve --grpc-port`` runs them.
 """
 
