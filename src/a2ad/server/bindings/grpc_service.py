@@ -68,12 +68,11 @@ from .grpc_call import (
 )
 from .grpc_versions import VERSIONS, GrpcVersion, with_call_deadline
 from .skeleton import json_reply
-from .sse import KEEPALIVE_SECONDS, fell_behind_error, log_fell_behind
+from .sse import KEEPALIVE_SECONDS, fell_behind_error, log_fell_behind, stream_over
 
 __all__ = ["GrpcService"]
 
 _EMPTY = "google.protobuf.Empty"
-_SHUTDOWN_FLUSH_SECONDS = 2.0  # at shutdown, a stream's time to send what is buffered
 _EVENT_IDS_KEY = b"a2ad-event-ids"
 _LAST_EVENT_ID = "last-event-id"
 
@@ -201,22 +200,8 @@ class GrpcService:
         dropped, the shutdown's flush over, the client gone (this call is
         cancelled then). Ends the call with the status of a stream cut short."""
         writer = _Writer(call.context, events, dialect, response_class, ids)
-        loop = asyncio.get_running_loop()
-        over: asyncio.Future[None] = loop.create_future()
-
-        def end(_: object = None) -> None:
-            if not over.done():
-                over.set_result(None)
-
-        def cut(dropped: bool) -> None:
-            if dropped:
-                end()
-            else:  # the server is shutting down: what is buffered may still go
-                loop.call_later(_SHUTDOWN_FLUSH_SECONDS, end)
-
         writing = asyncio.ensure_future(writer.write(self.keepalive_seconds))
-        writing.add_done_callback(end)
-        events.watch(cut)
+        over = stream_over(events, writing)
         try:
             await over
         finally:

@@ -26,7 +26,13 @@ from ...store.base import StoreUnavailableError
 from ..errors import store_unavailable
 from ..types import Receive, Send, response_start
 
-__all__ = ["KEEPALIVE_SECONDS", "fell_behind_error", "log_fell_behind", "stream_sse"]
+__all__ = [
+    "KEEPALIVE_SECONDS",
+    "fell_behind_error",
+    "log_fell_behind",
+    "stream_over",
+    "stream_sse",
+]
 
 log = logging.getLogger("a2ad.server")
 
@@ -155,27 +161,11 @@ async def stream_sse(
             pass
 
     # The stream ends at the first of: the writer done, the client gone, the reader
-    # dropped, the server's shutdown flush over. The last two are callbacks, not
-    # tasks: two tasks a stream, each made, waited on and cancelled, cost a
-    # SendStreamingMessage about 2% (bench/inprocess.py).
+    # dropped, the server's shutdown flush over.
     loop = asyncio.get_running_loop()
-    over: asyncio.Future[None] = loop.create_future()
-
-    def end(_: object = None) -> None:
-        if not over.done():
-            over.set_result(None)
-
-    def cut(dropped: bool) -> None:
-        if dropped:
-            end()
-        else:  # the server is shutting down: what is buffered may still go
-            loop.call_later(_SHUTDOWN_FLUSH_SECONDS, end)
-
     writing: asyncio.Future[None] = asyncio.ensure_future(writer.write())
     watching: asyncio.Future[None] = asyncio.ensure_future(disconnected())
-    writing.add_done_callback(end)
-    watching.add_done_callback(end)
-    events.watch(cut)
+    over = stream_over(events, writing, watching)
     try:
         try:
             await over
@@ -203,6 +193,32 @@ async def stream_sse(
         # ending. A server whose receive() waits on has it cancelled shortly.
         watching.add_done_callback(_retrieved)
         loop.call_later(_WATCHER_GRACE_SECONDS, watching.cancel)
+
+
+def stream_over(events: EventStream, *jobs: asyncio.Future[None]) -> asyncio.Future[None]:
+    """What a stream's writer awaits: done at the first of ``jobs`` done (the
+    writer, a watcher for the client), the reader dropped (its buffer filled),
+    or, once the server shuts down, the moment it has to send what is buffered
+    (the task's final event). The last two are callbacks, not tasks: two tasks a
+    stream, each made, waited on and cancelled, cost a SendStreamingMessage
+    about 2% (bench/inprocess.py)."""
+    loop = asyncio.get_running_loop()
+    over: asyncio.Future[None] = loop.create_future()
+
+    def end(_: object = None) -> None:
+        if not over.done():
+            over.set_result(None)
+
+    def cut(dropped: bool) -> None:
+        if dropped:
+            end()
+        else:  # the server is shutting down: what is buffered may still go
+            loop.call_later(_SHUTDOWN_FLUSH_SECONDS, end)
+
+    for job in jobs:
+        job.add_done_callback(end)
+    events.watch(cut)
+    return over
 
 
 def _retrieved(job: asyncio.Future[None]) -> None:
