@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -80,6 +80,28 @@ def _refused(error: grpc.aio.AioRpcError) -> Failed:
     return Failed(info.reason)
 
 
+async def _answer(call: Awaitable[Any]) -> Any:
+    """A unary call's answer, or the Failed its refusal is."""
+    try:
+        return await call
+    except grpc.aio.AioRpcError as exc:
+        return _refused(exc)
+
+
+def _sent(answer: Any) -> Summary:
+    """A SendMessage's answer (either version's) as its summary."""
+    if isinstance(answer, Failed):
+        return answer
+    result = _json(answer)
+    if "message" in result:
+        return ("message", message_summary(result["message"]))
+    return {"id": answer.task.id, **task_summary(result["task"])}
+
+
+def _task(answer: Any) -> Summary:
+    return answer if isinstance(answer, Failed) else task_summary(_json(answer))
+
+
 class GrpcBinding:
     """A2A 1.0 over gRPC on ``channel``; every call says ``a2a-version: 1.0``,
     as the 1.0 JSON bindings' requests say ``A2A-Version: 1.0``."""
@@ -110,32 +132,16 @@ class GrpcBinding:
         return request
 
     async def send(self, text: str, **how: Any) -> Summary:
-        try:
-            answer = await self.stub.SendMessage(
-                self._send_request(text, **how), metadata=V1, timeout=TIMEOUT
-            )
-        except grpc.aio.AioRpcError as exc:
-            return _refused(exc)
-        result = _json(answer)
-        if "message" in result:
-            return ("message", message_summary(result["message"]))
-        return {"id": answer.task.id, **task_summary(result["task"])}
+        request = self._send_request(text, **how)
+        return _sent(await _answer(self.stub.SendMessage(request, metadata=V1, timeout=TIMEOUT)))
 
     async def get(self, task_id: str, **query: Any) -> Summary:
         request = json_format.ParseDict({"id": task_id, **query}, a2a_pb2.GetTaskRequest())
-        try:
-            task = await self.stub.GetTask(request, metadata=V1, timeout=TIMEOUT)
-        except grpc.aio.AioRpcError as exc:
-            return _refused(exc)
-        return task_summary(_json(task))
+        return _task(await _answer(self.stub.GetTask(request, metadata=V1, timeout=TIMEOUT)))
 
     async def cancel(self, task_id: str) -> Summary:
         request = a2a_pb2.CancelTaskRequest(id=task_id)
-        try:
-            task = await self.stub.CancelTask(request, metadata=V1, timeout=TIMEOUT)
-        except grpc.aio.AioRpcError as exc:
-            return _refused(exc)
-        return task_summary(_json(task))
+        return _task(await _answer(self.stub.CancelTask(request, metadata=V1, timeout=TIMEOUT)))
 
     async def list(self, **query: Any) -> Summary:
         status = query.pop("status", None)
@@ -218,34 +224,18 @@ class GrpcBinding03:
         return pb03.SendMessageRequest(request=message, configuration=configuration)
 
     async def send(self, text: str, **how: Any) -> Summary:
-        try:
-            answer = await self.stub.SendMessage(
-                self._send_request(text, **how), metadata=V03, timeout=TIMEOUT
-            )
-        except grpc.aio.AioRpcError as exc:
-            return _refused(exc)
-        result = _json(answer)
-        if "message" in result:
-            return ("message", message_summary(result["message"]))
-        return {"id": answer.task.id, **task_summary(result["task"])}
+        request = self._send_request(text, **how)
+        return _sent(await _answer(self.stub.SendMessage(request, metadata=V03, timeout=TIMEOUT)))
 
     async def get(self, task_id: str, **query: Any) -> Summary:
         request = pb03.GetTaskRequest(
             name=f"tasks/{task_id}", history_length=query.get("historyLength", 0)
         )
-        try:
-            task = await self.stub.GetTask(request, metadata=V03, timeout=TIMEOUT)
-        except grpc.aio.AioRpcError as exc:
-            return _refused(exc)
-        return task_summary(_json(task))
+        return _task(await _answer(self.stub.GetTask(request, metadata=V03, timeout=TIMEOUT)))
 
     async def cancel(self, task_id: str) -> Summary:
         request = pb03.CancelTaskRequest(name=f"tasks/{task_id}")
-        try:
-            task = await self.stub.CancelTask(request, metadata=V03, timeout=TIMEOUT)
-        except grpc.aio.AioRpcError as exc:
-            return _refused(exc)
-        return task_summary(_json(task))
+        return _task(await _answer(self.stub.CancelTask(request, metadata=V03, timeout=TIMEOUT)))
 
     async def list(self, **query: Any) -> Summary:
         raise AssertionError("A2A 0.3's gRPC service has no ListTasks")

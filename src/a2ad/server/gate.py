@@ -20,10 +20,10 @@ from ..protocol.jsonrpc import encode_error
 from .auth import AuthenticationFailed, Authenticator
 from .errors import error_body
 from .observed import RECORD_KEY
-from .request import Headers, Inbound
+from .request import Headers, Inbound, Peer
 from .types import CALLER_KEY, Scope, Send, request_headers, respond
 
-__all__ = ["JSONRPC_PATHS", "admit", "refuse"]
+__all__ = ["JSONRPC_PATHS", "admit", "log_refused", "refuse"]
 
 auth_log = logging.getLogger("a2ad.auth")
 
@@ -46,10 +46,9 @@ async def admit(authenticator: Authenticator, path: str, scope: Scope, send: Sen
     return caller
 
 
-async def refuse(exc: AuthenticationFailed, path: str, scope: Scope, send: Send) -> None:
-    """401 in the terms of the path's binding, and one audit line, which
-    never holds the credential."""
-    client = scope.get("client")
+def log_refused(exc: AuthenticationFailed, peer: Peer | None, method: str, path: str) -> None:
+    """The audit line of a request whose credential proved nothing (never the
+    credential): over HTTP, or a gRPC call (method POST, path its rpc's)."""
     auth_log.warning(
         "authentication failed: %s",
         exc.reason,
@@ -57,11 +56,17 @@ async def refuse(exc: AuthenticationFailed, path: str, scope: Scope, send: Send)
             "event": "auth_failed",
             "reason": exc.reason,
             "principal": exc.principal,
-            "remote": f"{client[0]}:{client[1]}" if client else "",
-            "method": scope["method"],
+            "remote": f"{peer[0]}:{peer[1]}" if peer else "",
+            "method": method,
             "path": path[:200],
         },
     )
+
+
+async def refuse(exc: AuthenticationFailed, path: str, scope: Scope, send: Send) -> None:
+    """401 in the terms of the path's binding, and one audit line, which
+    never holds the credential."""
+    log_refused(exc, scope.get("client"), scope["method"], path)
     error = UnauthenticatedError(exc.message)
     headers = [(b"www-authenticate", exc.challenge.encode())]
     if path in JSONRPC_PATHS:

@@ -17,7 +17,6 @@ trailer, and the same message as the status's.
 from __future__ import annotations
 
 import copy
-import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -36,6 +35,7 @@ from ...protocol.errors import (
 from ...protocol.rpc_status import rpc_status, status_message
 from .. import audit
 from ..auth import AuthenticationFailed
+from ..gate import log_refused
 from ..limits import caller_key
 from ..observed import RequestRecord
 from ..request import Headers, Inbound, Peer
@@ -53,8 +53,6 @@ __all__ = [
     "read_message",
     "scope_of",
 ]
-
-auth_log = logging.getLogger("a2ad.auth")
 
 Context = Any  # grpc.aio.ServicerContext: what a call's handler is given
 
@@ -135,7 +133,7 @@ async def admit(app: Any, headers: Headers, peer: Peer | None, record: RequestRe
         try:
             caller = await authenticator.authenticate(Inbound(headers, peer))
         except AuthenticationFailed as exc:
-            _failed(exc, peer, record)
+            log_refused(exc, peer, "POST", record.path)
             raise UnauthenticatedError(exc.message) from None
         record.principal = caller.principal
     rate = app.rate
@@ -146,22 +144,6 @@ async def admit(app: Any, headers: Headers, peer: Peer | None, record: RequestRe
             audit.refused(caller, peer, exc, method=record.method or record.path)
             raise
     return caller
-
-
-def _failed(exc: AuthenticationFailed, peer: Peer | None, record: RequestRecord) -> None:
-    """One line for a call whose credential proved nothing (never the credential)."""
-    auth_log.warning(
-        "authentication failed: %s",
-        exc.reason,
-        extra={
-            "event": "auth_failed",
-            "reason": exc.reason,
-            "principal": exc.principal,
-            "remote": f"{peer[0]}:{peer[1]}" if peer else "",
-            "method": "POST",
-            "path": record.path,
-        },
-    )
 
 
 def no_agent(name: str, names: Sequence[str]) -> MethodNotFoundError:
