@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..adapters import adapt
+from ..adapters.command import EXEC_PREFIXES, CommandAgent
 from ..adapters.function import FunctionAgent
 from ..agent import Agent
 from .demo import DemoAgent
@@ -74,10 +75,16 @@ def load_agent(spec: str, settings: AgentSettings | None = None) -> Agent:
     is served through its adapter. A class, or a plain function returning an agent,
     that has a ``settings`` parameter is called with ``settings`` (default
     ``AgentSettings()``): how ``a2ad serve`` passes what it read from its flags
-    and the environment."""
+    and the environment. ``exec:COMMAND`` (``exec-json:COMMAND``) runs a
+    command for each turn (``adapters.command``)."""
     if spec in BUILT_IN_AGENTS:
         return BUILT_IN_AGENTS[spec]()
     framework, sep, target = spec.partition(":")
+    if sep and framework in EXEC_PREFIXES:  # any command: adapters/command.py
+        try:
+            return CommandAgent(target, json_input=framework == "exec-json")
+        except ValueError as exc:
+            raise ValueError(f"--agent {spec!r}: {exc}") from None
     if sep and framework == SDK_PREFIX:
         try:
             from ..adapters.a2a_sdk import SdkExecutorAgent

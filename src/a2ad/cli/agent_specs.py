@@ -13,6 +13,7 @@ import os
 import re
 from collections.abc import Mapping
 
+from ..adapters.command import EXEC_PREFIXES
 from ..agent import Agent
 from ..agents.llm import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
 from ..agents.loading import check_agent_name, load_agent
@@ -29,7 +30,7 @@ def load_agents(
     """The agents ``--agent`` names: one SPEC, or several NAME=SPEC (each told
     the server's URL: agent NAME is at /agents/NAME/ beneath it). Raises
     ValueError for a usage error."""
-    named = [spec.partition("=") for spec in specs]
+    named = [_named(spec) for spec in specs]
     if len(specs) == 1 and not named[0][1]:
         if default is not None:
             raise ValueError("--default-agent: name one of several --agent NAME=SPEC")
@@ -48,6 +49,14 @@ def load_agents(
     if default is not None and default not in agents:
         raise ValueError(f"--default-agent {default!r} is not one of {', '.join(agents)}")
     return agents
+
+
+def _named(spec: str) -> tuple[str, str, str]:
+    """(NAME, "=", SPEC) of ``NAME=SPEC``; ("", "", SPEC) of a SPEC alone, also
+    of a command whose words hold an ``=`` (``exec:tool --mode=fast``)."""
+    if spec.partition(":")[0] in EXEC_PREFIXES:
+        return "", "", spec
+    return spec.partition("=")
 
 
 def agent_settings(base: str, model: str | None) -> AgentSettings:

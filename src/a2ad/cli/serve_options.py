@@ -36,8 +36,9 @@ Agent = Annotated[
     list[str] | None,
     typer.Option(
         envvar=ENV_AGENTS,
-        help="'echo', 'demo', or package.module:attr of your agent. Repeat as NAME=SPEC "
-        "to serve several, each at /agents/NAME/ (the first, or --default-agent, at / too).",
+        help="'echo', 'demo', package.module:attr of your agent, or exec:COMMAND (a command "
+        "run for each message: docs/agents.md). Repeat as NAME=SPEC to serve several, each "
+        "at /agents/NAME/ (the first, or --default-agent, at / too).",
     ),
 ]
 
