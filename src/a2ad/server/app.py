@@ -4,8 +4,9 @@ Built by the assembly (a2ad/assembly.py: ``assemble``, ``create_app``) from an
 engine and what serves it; nothing is added to it after.
 
 JSON-RPC at ``/`` and ``/a2a``, the agent card at its well-known paths, the
-token usage report at ``/a2ad/usage`` (reads/usage.py), and every other path to the
-HTTP+JSON binding (which answers 404 for one it lacks).
+token usage report at ``/a2ad/usage`` (reads/usage.py), the agents' index at
+``/agents`` (reads/agents.py), and every other path to the HTTP+JSON binding
+(which answers 404 for one it lacks).
 With an authenticator, every request but the card's is authenticated first
 (gate.py), also one for an agent the server lacks, before its 404 names the
 agents there: its Caller goes in the scope, or it is answered 401.
@@ -55,6 +56,7 @@ from .limits import (
 from .metrics import METRICS_PATH, Metrics, MetricsEndpoint
 from .observed import RECORD_KEY, RequestObserver, RequestRecord, observing
 from .reads.activity import ACTIVITY_PATH, ActivityEndpoint
+from .reads.agents import AGENTS_PATH, AgentsEndpoint
 from .reads.changes import CHANGES_PATH, ChangesEndpoint
 from .reads.timeline import TIMELINE_PREFIX, TimelineEndpoint, timeline_task_id
 from .reads.usage import UsageEndpoint
@@ -169,6 +171,7 @@ class A2AApp:
         self._served = {name: served(name) for name in engine.agents}
         self._default = self._served[engine.default_agent]
         self._usage = UsageEndpoint(engine)
+        self._agents = AgentsEndpoint(engine)
         self._health = HealthEndpoint(engine)
         self._dashboard = (
             DashboardEndpoint(
@@ -275,6 +278,11 @@ class A2AApp:
         if path == METRICS_PATH and self._metrics is not None:
             record.binding = "metrics"
             await self._serve_metrics(path, scope, receive, send)
+            return
+        if path == AGENTS_PATH:  # the index of the agents (reads/agents.py)
+            record.binding = "a2ad"
+            if self._unchecked or await self._admit(path, scope, send):
+                await self._agents(scope, send)
             return
         served = self._default
         if path.startswith(AGENTS_PREFIX):
