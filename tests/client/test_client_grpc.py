@@ -435,8 +435,6 @@ async def test_a_server_that_is_down_is_a_client_error_naming_it() -> None:
         ("grpc://127.0.0.1", {}),  # no port
         ("grpc://127.0.0.1:5/a2a", {}),  # a path other than /agents/NAME
         ("grpc://127.0.0.1:5", {"binding": "jsonrpc"}),
-        ("grpc://127.0.0.1:5", {"version": "0.3"}),
-        ("http://127.0.0.1:5", {"binding": "grpc", "version": "0.3"}),
         ("http://127.0.0.1:5", {"binding": "rest"}),
     ],
 )

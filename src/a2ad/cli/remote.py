@@ -96,7 +96,8 @@ BindingOption = Annotated[
     typer.Option(
         "--binding",
         envvar="A2AD_BINDING",
-        help="jsonrpc, or grpc: A2A 1.0 over gRPC, at the address the agent card gives. "
+        help="jsonrpc, or grpc: A2A over gRPC (1.0 unless --a2a-version 0.3), at the address "
+        "the agent card gives. "
         "Default: grpc for a grpc:// URL, else jsonrpc.",
     ),
 ]
@@ -122,7 +123,7 @@ class Target:
 
     def client(self, timeout: float) -> Client:
         """The client; a flag that does not fit (a gRPC URL with --binding
-        jsonrpc, --a2a-version 0.3 over gRPC) ends the command with exit 2."""
+        jsonrpc) ends the command with exit 2."""
         version: Literal["1.0", "0.3"] | None = None
         if self.version is not None:
             version = "1.0" if self.version is A2AVersion.V1 else "0.3"

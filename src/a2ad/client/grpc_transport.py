@@ -1,15 +1,18 @@
-"""A2A 1.0 over gRPC to one server: the client's other transport (``rpc.py``
-is JSON-RPC's).
+"""A2A 1.0 or 0.3 over gRPC to one server: the client's other transport
+(``rpc.py`` is JSON-RPC's).
 
-``GrpcTransport`` calls ``lf.a2a.v1.A2AService`` at a ``host:port``,
-plaintext or TLS (the system's roots), with the client's credentials as call
-metadata (``authorization``, ``x-api-key``: gRPC's names are lowercase) and
-``a2a-version: 1.0``. The 1.0 dialect's JSON is ProtoJSON, so an operation's
-params parse into the rpc's request message and its reply prints back as the
-JSON the dialect decodes (protobuf's ``json_format``). The messages come from
-a2ad's copy of the spec's schema, in a descriptor pool of its own
-(protocol/grpc_schema): the official SDK, which may be loaded in the same
-process, registers the same names in protobuf's default pool.
+``GrpcTransport`` calls ``lf.a2a.v1.A2AService`` (A2A 1.0, with
+``a2a-version: 1.0``) or ``a2a.v1.A2AService`` (0.3, with no version, as 0.3
+has none) at a ``host:port``, plaintext or TLS (the system's roots), with the
+client's credentials as call metadata (``authorization``, ``x-api-key``:
+gRPC's names are lowercase). Its dialect's JSON is ProtoJSON of the version's
+request messages (1.0's ``V1``; 0.3's ``V03Grpc``, whose rpcs have 0.3's names
+and whose tasks are resource names), so an operation's params parse into the
+rpc's request message and its reply prints back as the JSON the dialect
+decodes (protobuf's ``json_format``). The messages come from a2ad's copy of
+the spec's schema, in a descriptor pool of its own (protocol/grpc_schema): the
+official SDK, which may be loaded in the same process, registers the same
+names in protobuf's default pool.
 
 Streams ask for each event's id (``a2ad-event-ids: 1``: a2ad puts it in the
 event's ``metadata.a2ad.eventId``, taken out here so the item is what
@@ -17,7 +20,10 @@ JSON-RPC carries) and resume after one with ``last-event-id``, as SSE does
 with ``Last-Event-ID``; another server sends no ids, and a stream opened again
 starts with the task anew. An error's google.rpc.Status (the
 ``grpc-status-details-bin`` trailer) names its A2A error by ErrorInfo reason,
-and is raised as the class, message and ``data`` JSON-RPC would give.
+and is raised as the class, message and ``data`` JSON-RPC would give. A 0.3
+error's message starts with its A2A name (``TaskNotFoundError: ...``), which
+names it when there is no ErrorInfo (the official SDK's 0.3 service sends
+none), and is taken off the message.
 Failing to reach the server, a deadline passed, or an answer that is not A2A
 is a ``ClientError``. grpc is imported when a transport is made: it comes
 with the ``grpc`` extra.
@@ -34,7 +40,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from ..protocol.dialect import DIALECTS, Dialect, Operation, method_name
+from ..protocol.dialect import DIALECTS, Op, Operation, method_name
 from ..protocol.errors import (
     ERROR_DOMAIN,
     ERRORS_BY_REASON,
@@ -43,10 +49,12 @@ from ..protocol.errors import (
     PermissionDeniedError,
     UnauthenticatedError,
 )
-from ..protocol.grpc_schema import SERVICES
+from ..protocol.grpc_schema import SERVICES, Version
 from ..protocol.types import StreamItem
+from ..protocol.v03_grpc import V03Grpc
 from .errors import ClientError, RemoteError, error_from
 from .traced import CALL_TRACER
+from .transport import Codec
 
 __all__ = ["GrpcAddress", "GrpcTransport", "card_grpc_address", "is_grpc_url", "parse_grpc_url"]
 
@@ -54,7 +62,18 @@ T = TypeVar("T")
 Metadata = list[tuple[str, str]]
 
 _V1 = DIALECTS["1.0"]
-_SERVICE = SERVICES["1.0"]
+_CODECS: Mapping[Version, Codec] = {"1.0": _V1, "0.3": V03Grpc}
+# The rpc of each operation the client calls, in 0.3's service (1.0's have the
+# names of its JSON-RPC methods); it has no ListTasks.
+_RPCS_03: Mapping[Operation, str] = {
+    Op.SEND: "SendMessage",
+    Op.STREAM: "SendStreamingMessage",
+    Op.GET: "GetTask",
+    Op.CANCEL: "CancelTask",
+    Op.SUBSCRIBE: "TaskSubscription",
+}
+# The A2A errors by name, which a 0.3 error's message starts with.
+_BY_NAME: Mapping[str, type[A2AError]] = {cls.__name__: cls for cls in ERRORS_BY_REASON.values()}
 _AGENT_KEY = "a2ad-agent"  # which of an a2ad server's agents a call is for
 _EVENT_IDS = ("a2ad-event-ids", "1")
 _DETAILS_KEY = "grpc-status-details-bin"
@@ -107,41 +126,67 @@ def parse_grpc_url(url: str) -> GrpcAddress:
     return GrpcAddress(f"{host}:{port}", tls, agent if path else "")
 
 
-def card_grpc_address(card: Mapping[str, Any], base: str) -> GrpcAddress | None:
-    """The GRPC interface of A2A 1.x that an agent card offers, or None. Its
+def card_grpc_address(
+    card: Mapping[str, Any], base: str, version: Version = "1.0"
+) -> GrpcAddress | None:
+    """The GRPC interface of A2A ``version`` that an agent card offers, or None.
+    For 1.0 a ``supportedInterfaces`` entry of version 1.x; for 0.3 one of
+    version 0.3, else the 0.3 card's ``additionalInterfaces`` entry of
+    transport GRPC, else its ``url`` if its ``preferredTransport`` is GRPC. Its
     ``url`` is a bare ``host:port`` (a2ad's cards, the SDK's), as secure as the
     card's own URL ``base`` (TLS for https), or a URL whose scheme says
     (``grpcs``/``https``: TLS; ``grpc``/``http``: plaintext). Raises
     ClientError for one that names no host and port."""
+    url = _card_grpc_url(card, version)
+    if url is None:
+        return None
+    scheme, found, rest = url.partition("://")
+    if not found:
+        scheme, rest = ("https" if base.lower().startswith("https:") else "http"), url
+    secure = scheme.lower() in ("grpcs", "https")
+    address = urlsplit(f"//{rest}").netloc  # a path, if any, is no part of a gRPC target
+    try:
+        return parse_grpc_url(f"{'grpcs' if secure else 'grpc'}://{address}")
+    except ValueError:
+        raise ClientError(
+            f"{base}'s agent card names its gRPC interface {url!r}, which is no host:port",
+            url=base,
+        ) from None
+
+
+def _card_grpc_url(card: Mapping[str, Any], version: Version) -> str | None:
+    """The ``url`` of the card's GRPC interface of ``version`` (as
+    ``card_grpc_address`` says where it is found), or None."""
+    prefix = "1." if version == "1.0" else "0.3"
     interfaces = card.get("supportedInterfaces")
     for entry in interfaces if isinstance(interfaces, list) else []:
-        if not (
+        if (
             isinstance(entry, dict)
             and str(entry.get("protocolBinding", "")).upper() == "GRPC"
-            and str(entry.get("protocolVersion", "")).startswith("1.")
+            and str(entry.get("protocolVersion", "")).startswith(prefix)
             and isinstance(entry.get("url"), str)
             and entry["url"]
         ):
-            continue
-        url: str = entry["url"]
-        scheme, found, rest = url.partition("://")
-        if not found:
-            scheme, rest = ("https" if base.lower().startswith("https:") else "http"), url
-        secure = scheme.lower() in ("grpcs", "https")
-        address = urlsplit(f"//{rest}").netloc  # a path, if any, is no part of a gRPC target
-        try:
-            return parse_grpc_url(f"{'grpcs' if secure else 'grpc'}://{address}")
-        except ValueError:
-            raise ClientError(
-                f"{base}'s agent card names its gRPC interface {url!r}, which is no host:port",
-                url=base,
-            ) from None
+            return str(entry["url"])
+    if version != "0.3":
+        return None
+    more = card.get("additionalInterfaces")
+    for entry in more if isinstance(more, list) else []:
+        if (
+            isinstance(entry, dict)
+            and str(entry.get("transport", "")).upper() == "GRPC"
+            and isinstance(entry.get("url"), str)
+            and entry["url"]
+        ):
+            return str(entry["url"])
+    url = card.get("url")
+    if str(card.get("preferredTransport", "")).upper() == "GRPC" and isinstance(url, str) and url:
+        return url
     return None
 
 
 class _Grpc:
-    """grpc, protobuf's ``json_format``, and the 1.0 schema's rpcs: each rpc's
-    request class, response class and whether it streams."""
+    """grpc and protobuf's ``json_format``."""
 
     def __init__(self) -> None:
         import grpc  # type: ignore[import-untyped]
@@ -151,16 +196,9 @@ class _Grpc:
         # ErrorInfo and BadRequest print by name only once their module is loaded.
         from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]  # noqa: F401
 
-        from ..protocol.grpc_schema import Schema
-
         self.grpc = grpc
         self.json_format = json_format
         self.status = status_pb2.Status
-        schema = Schema("1.0")
-        self.rpcs = {
-            name: (schema.message(request), schema.message(response), streams)
-            for name, (request, response, streams) in schema.methods().items()
-        }
 
 
 @functools.cache
@@ -168,9 +206,23 @@ def _loaded() -> _Grpc:
     return _Grpc()
 
 
+@functools.cache
+def _rpcs(version: Version) -> dict[str, tuple[Any, Any, bool]]:
+    """Each rpc of ``version``'s service: its request class, response class
+    and whether it streams."""
+    from ..protocol.grpc_schema import Schema
+
+    schema = Schema(version)
+    return {
+        name: (schema.message(request), schema.message(response), streams)
+        for name, (request, response, streams) in schema.methods().items()
+    }
+
+
 class GrpcTransport:
-    """Calls of A2A 1.0's gRPC service for the client of ``url`` (what its
-    errors name), to ``target`` once it is known (``aim``). ``metadata``
+    """Calls of A2A 1.0's or 0.3's gRPC service for the client of ``url`` (what
+    its errors name), to ``target`` in ``version`` once they are known
+    (``aim``). ``metadata``
     (credentials, headers) goes with every call. ``timeout`` bounds each unary
     call; a stream has no deadline, and ``stream_timeout``, if set, bounds its
     silences. Raises ClientError when the ``grpc`` extra is not installed."""
@@ -183,6 +235,7 @@ class GrpcTransport:
         timeout: float,
         stream_timeout: float | None,
         target: GrpcAddress | None = None,
+        version: Version = "1.0",
     ) -> None:
         try:
             self._g = _loaded()
@@ -194,21 +247,20 @@ class GrpcTransport:
         self.url = url
         self.timeout = timeout
         self.stream_timeout = stream_timeout
-        self.dialect: Dialect | None = None
+        self.dialect: Codec | None = None
         self.target: GrpcAddress | None = None
         self._metadata = {key.lower(): value for key, value in metadata.items()}
         self._channel: Any = None
         if target is not None:
-            self.aim(target)
+            self.aim(target, version)
 
-    def aim(self, target: GrpcAddress) -> Dialect:
-        """Call ``target`` from now on, in A2A 1.0 (the only version spoken over
-        gRPC here); returns that dialect."""
+    def aim(self, target: GrpcAddress, version: Version) -> Codec:
+        """Call ``target`` from now on, in A2A ``version``; returns its dialect."""
         self.target = target
         if target.agent:
             self._metadata.setdefault(_AGENT_KEY, target.agent)
-        self.dialect = _V1
-        return _V1
+        self.dialect = _CODECS[version]
+        return self.dialect
 
     async def aclose(self) -> None:
         channel, self._channel = self._channel, None
@@ -218,7 +270,7 @@ class GrpcTransport:
     async def call(self, op: Operation, params: bytes) -> bytes:
         name, request, response = self._request(op, params)
         rpc = self._open().unary_unary(
-            f"/{_SERVICE}/{name}",
+            f"/{self._service}/{name}",
             request_serializer=_serialize,
             response_deserializer=response.FromString,
         )
@@ -234,8 +286,9 @@ class GrpcTransport:
         self, op: Operation, params: bytes, *, last_event_id: str | None = None
     ) -> AsyncIterator[tuple[str, StreamItem]]:
         name, request, response = self._request(op, params)
+        decode = self._codec.decode_stream_item
         rpc = self._open().unary_stream(
-            f"/{_SERVICE}/{name}",
+            f"/{self._service}/{name}",
             request_serializer=_serialize,
             response_deserializer=response.FromString,
         )
@@ -254,7 +307,7 @@ class GrpcTransport:
                     event = self._dict(message)
                     event_id = _take_event_id(event)
                     raw = msgspec.json.encode(event)
-                    yield event_id, self.decode(_V1.decode_stream_item, raw)
+                    yield event_id, self.decode(decode, raw)
             except self._g.grpc.aio.AioRpcError as exc:
                 raise self._failed(exc, name) from None
             finally:
@@ -265,10 +318,21 @@ class GrpcTransport:
             return decode(raw)
         except (msgspec.DecodeError, A2AError, ValueError) as exc:
             raise ClientError(
-                f"{self._where} answered a result that is not valid A2A 1.0: {exc}", url=self.url
+                f"{self._where} answered a result that is not valid A2A "
+                f"{self._codec.version}: {exc}",
+                url=self.url,
             ) from None
 
     # --- plumbing ---
+
+    @property
+    def _codec(self) -> Codec:
+        assert self.dialect is not None  # aimed before any call
+        return self.dialect
+
+    @property
+    def _service(self) -> str:
+        return SERVICES[self._codec.version]
 
     @property
     def _where(self) -> str:
@@ -291,10 +355,19 @@ class GrpcTransport:
         return self._channel
 
     def _request(self, op: Operation, params: bytes) -> tuple[str, Any, Any]:
-        """(rpc name, request message, response class) of a call of ``op``. The
-        1.0 dialect's method names are the rpcs' names."""
-        name = method_name(_V1, op)
-        request_class, response_class, _ = self._g.rpcs[name]
+        """(rpc name, request message, response class) of a call of ``op``. 1.0's
+        rpcs have its JSON-RPC methods' names; an operation 0.3's service lacks
+        (ListTasks) is a ClientError."""
+        version = self._codec.version
+        name = method_name(_V1, op) if version == "1.0" else _RPCS_03.get(op, "")
+        if not name:
+            raise ClientError(
+                f"{self._where} is called in A2A 0.3 over gRPC, and 0.3's gRPC service "
+                f"({self._service}) has no {method_name(_V1, op)}: call it over JSON-RPC, "
+                "or over gRPC in A2A 1.0",
+                url=self.url,
+            )
+        request_class, response_class, _ = _rpcs(version)[name]
         try:
             request = self._g.json_format.Parse(params, request_class(), ignore_unknown_fields=True)
         except self._g.json_format.ParseError as exc:
@@ -307,13 +380,16 @@ class GrpcTransport:
     ) -> Iterator[tuple[Metadata, Callable[[int], None]]]:
         """(metadata, answered) of one call, in a span of the call tracer if one
         is set (which adds its trace context to the metadata)."""
-        headers = {**self._metadata, "a2a-version": _V1.version}
+        headers = dict(self._metadata)
+        if self._codec.version == "1.0":  # 0.3 names no version (its service says it)
+            headers["a2a-version"] = "1.0"
         tracer = CALL_TRACER.get()
         if tracer is None:
             yield [*headers.items(), *extra], _unnoted
             return
         assert self.target is not None
-        with tracer(name, "POST", f"{self.target.url}/{_SERVICE}/{name}", headers) as answered:
+        where = f"{self.target.url}/{self._service}/{name}"
+        with tracer(name, "POST", where, headers) as answered:
             yield [*((key.lower(), value) for key, value in headers.items()), *extra], answered
 
     async def _read(self, call: Any) -> Any:
@@ -339,10 +415,17 @@ class GrpcTransport:
         code: str = exc.code().name
         message: str = exc.details() or code
         data = self._details(exc.trailing_metadata())
+        named = self._named(message)
+        if named is not None:
+            message = named[1]
         for detail in data:
             known = ERRORS_BY_REASON.get(str(detail.get("reason")))
             if detail.get("domain") == ERROR_DOMAIN and known is not None:
                 return error_from({"code": known.code, "message": message, "data": data}, self.url)
+        if named is not None:
+            error = named[0](message)
+            error.data = data or None  # type: ignore[attr-defined]  # as error_from sets it
+            return error
         if code == "DEADLINE_EXCEEDED":
             return self._timed_out()
         if code == "UNAVAILABLE":
@@ -353,8 +436,8 @@ class GrpcTransport:
             )
         if code == "UNIMPLEMENTED":
             return ClientError(
-                f"{self._where} does not serve {_SERVICE}/{name} ({message}); "
-                "is it an A2A 1.0 gRPC server?",
+                f"{self._where} does not serve {self._service}/{name} ({message}); "
+                f"is it an A2A {self._codec.version} gRPC server?",
                 url=self.url,
             )
         if code == "CANCELLED":  # the server stopped the call (shutting down)
@@ -367,6 +450,15 @@ class GrpcTransport:
         )
         error.data = data or None  # type: ignore[attr-defined]  # as error_from sets it
         return error
+
+    def _named(self, message: str) -> tuple[type[A2AError], str] | None:
+        """(class, message) of a 0.3 error's message that starts with its A2A
+        name (``TaskNotFoundError: Task ... not found``); None for another."""
+        name, found, rest = message.partition(": ")
+        known = _BY_NAME.get(name)
+        if self._codec.version != "0.3" or not found or known is None:
+            return None
+        return known, rest
 
     def _details(self, trailers: Any) -> list[dict[str, Any]]:
         """The details of the google.rpc.Status in ``trailers``, as JSON-RPC's

@@ -3,7 +3,8 @@
 The version comes from the server's agent card: 1.0 when the card offers a
 JSON-RPC interface of version 1.x, otherwise 0.3. Over gRPC (a ``grpc://`` or
 ``grpcs://`` URL, or ``binding="grpc"`` and the card's GRPC interface) it is
-1.0. Results are the same typed
+1.0 unless 0.3 is asked for (or the card offers gRPC in 0.3 only). Results
+are the same typed
 values either way (``Task``, ``Message``, the two update events), so callers
 never see the dialect. Errors the server answers are raised as the A2A error
 classes of ``a2ad.protocol.errors`` (``TaskNotFoundError`` and so on, each with
@@ -47,7 +48,7 @@ from ..protocol.usage import USAGE_METHOD, UsageReport
 from .errors import ClientError
 from .grpc_transport import GrpcTransport, card_grpc_address, is_grpc_url, parse_grpc_url
 from .rpc import JsonRpc
-from .transport import Transport
+from .transport import Codec, Transport
 
 __all__ = ["DEFAULT_URL", "Binding", "Client", "StreamEvent"]
 
@@ -108,12 +109,15 @@ class Client:
     the card.
 
     ``binding`` "grpc" calls the operations over gRPC, at the GRPC interface
-    the card at ``url`` names (as secure as ``url``: TLS for https), in A2A
-    1.0; a ``url`` of ``grpc://HOST:PORT`` (``grpcs://`` for TLS) calls it
-    there with no card, and ``/agents/NAME`` after it names one agent of an
-    a2ad server. Credentials and ``headers`` go as call metadata. Raises
-    ValueError for a bad ``version``, ``binding`` or gRPC URL, and
-    ClientError when gRPC is asked for and the ``grpc`` extra is missing.
+    the card at ``url`` names (as secure as ``url``: TLS for https) of
+    ``version``, or without one of 1.0 if the card offers it, else of 0.3; a
+    ``url`` of ``grpc://HOST:PORT`` (``grpcs://`` for TLS) calls it there with
+    no card, in ``version`` (1.0 by default), and ``/agents/NAME`` after it
+    names one agent of an a2ad server. 0.3's gRPC service has no ListTasks:
+    listing raises ClientError without calling it. Credentials and ``headers`` go
+    as call metadata. Raises ValueError for a bad ``version``, ``binding`` or
+    gRPC URL, and ClientError when gRPC is asked for and the ``grpc`` extra
+    is missing.
     """
 
     def __init__(
@@ -137,8 +141,6 @@ class Client:
         grpc_url = is_grpc_url(url)
         if grpc_url and binding == "jsonrpc":
             raise ValueError(f"{url} is a gRPC URL: binding 'jsonrpc' needs the HTTP one")
-        if (grpc_url or binding == "grpc") and version == "0.3":
-            raise ValueError("over gRPC the client speaks A2A 1.0: version '0.3' needs JSON-RPC")
         self.url = url.rstrip("/")
         self._card: dict[str, Any] | None = None
         auth: dict[str, str] = dict(headers or {})
@@ -152,6 +154,7 @@ class Client:
         if version and not grpc_url:
             self._rpc.dialect, self._rpc.endpoint = DIALECTS[version], self.url + "/"
         self._grpc_url = grpc_url  # no HTTP: no card, no a2ad/GetUsage
+        self._version = version
         self._grpc: GrpcTransport | None = None
         self._calls: Transport = self._rpc  # what carries the A2A operations
         if grpc_url or binding == "grpc":
@@ -161,6 +164,7 @@ class Client:
                 timeout=timeout,
                 stream_timeout=stream_timeout,
                 target=parse_grpc_url(url) if grpc_url else None,
+                version=version or "1.0",
             )
 
     @property
@@ -226,25 +230,28 @@ class Client:
 
     async def version(self) -> Version:
         """The A2A version this client speaks to the server: "1.0" when its card
-        offers JSON-RPC 1.x, else "0.3"; over gRPC, "1.0"."""
+        offers JSON-RPC 1.x (over gRPC, gRPC 1.x), else "0.3"; over gRPC by a
+        URL, the one forced (1.0 by default)."""
         return (await self._speaking()).version
 
-    async def _speaking(self) -> Dialect:
+    async def _speaking(self) -> Codec:
         """The dialect of the operations' calls, chosen from the card when not
-        forced; over gRPC by a URL, 1.0 without asking."""
+        forced; over gRPC by a URL, the forced one or 1.0 without asking."""
         if self._grpc is None:
             return await self._json_rpc()
         if self._grpc.dialect is not None:
             return self._grpc.dialect
         card = await self.card()
-        address = card_grpc_address(card, self.url)
-        if address is None:
-            raise ClientError(
-                f"{self.url}'s agent card offers no gRPC interface of A2A 1.x; "
-                "call it over JSON-RPC",
-                url=self.url,
-            )
-        return self._grpc.aim(address)
+        versions: tuple[Version, ...] = (self._version,) if self._version else ("1.0", "0.3")
+        for version in versions:
+            address = card_grpc_address(card, self.url, version)
+            if address is not None:
+                return self._grpc.aim(address, version)
+        of = " or ".join(f"A2A {v}" for v in versions)
+        raise ClientError(
+            f"{self.url}'s agent card offers no gRPC interface of {of}; call it over JSON-RPC",
+            url=self.url,
+        )
 
     async def _json_rpc(self) -> Dialect:
         """The JSON-RPC dialect and endpoint, from the card when not forced."""

@@ -1,9 +1,12 @@
 """What the client's operations need of a binding: JSON-RPC over HTTP
-(``rpc.py``'s ``JsonRpc``) or gRPC (``grpc_transport.py``'s ``GrpcTransport``).
+(``rpc.py``'s ``JsonRpc``) or gRPC (``grpc_transport.py``'s ``GrpcTransport``),
+and of the codec of what it carries.
 
-Both take an operation's params as the 1.0 dialect's JSON (0.3's too, over
-JSON-RPC) and give back its result as that JSON, so ``Client`` encodes and
-decodes the same way whichever carries them.
+Each takes an operation's params as the JSON its ``dialect`` encodes and gives
+back its result as the JSON that dialect decodes, so ``Client`` encodes and
+decodes the same way whichever carries them: over JSON-RPC a ``Dialect`` (1.0's
+or 0.3's), over gRPC 1.0's (its JSON is ProtoJSON) or ``V03Grpc`` (0.3's
+proto).
 """
 
 from __future__ import annotations
@@ -11,12 +14,46 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Protocol, TypeVar
 
-from ..protocol.dialect import Dialect, Operation
+from ..protocol.dialect import Operation, Version
+from ..protocol.model import (
+    GetTaskRequest,
+    ListTasksRequest,
+    ListTasksResponse,
+    Message,
+    SendMessageRequest,
+    Task,
+    TaskIdRequest,
+)
 from ..protocol.types import StreamItem
 
-__all__ = ["Transport"]
+__all__ = ["Codec", "Transport"]
 
 T = TypeVar("T")
+
+
+class Codec(Protocol):
+    """The client's half of a dialect: its requests' params from the model,
+    and its results back into it (raising ValueError or an A2AError for one
+    that is not of this version)."""
+
+    @property
+    def version(self) -> Version: ...
+
+    def encode_send(self, request: SendMessageRequest) -> bytes: ...
+
+    def encode_get(self, request: GetTaskRequest) -> bytes: ...
+
+    def encode_list(self, request: ListTasksRequest) -> bytes: ...
+
+    def encode_task_id(self, request: TaskIdRequest) -> bytes: ...
+
+    def decode_send_result(self, raw: bytes) -> Task | Message: ...
+
+    def decode_task(self, raw: bytes) -> Task: ...
+
+    def decode_page(self, raw: bytes) -> ListTasksResponse: ...
+
+    def decode_stream_item(self, raw: bytes) -> StreamItem: ...
 
 
 class Transport(Protocol):
@@ -24,7 +61,9 @@ class Transport(Protocol):
     client has chosen it (from the card, or forced), and set before any call."""
 
     url: str
-    dialect: Dialect | None
+
+    @property
+    def dialect(self) -> Codec | None: ...
 
     async def aclose(self) -> None: ...
 
