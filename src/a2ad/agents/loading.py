@@ -18,6 +18,7 @@ from typing import Any
 from ..adapters import adapt
 from ..adapters.command import EXEC_PREFIXES, CommandAgent
 from ..adapters.function import FunctionAgent
+from ..adapters.remote import REMOTE_PREFIXES, RemoteAgent
 from ..agent import Agent
 from .demo import DemoAgent
 from .echo import EchoAgent
@@ -76,10 +77,17 @@ def load_agent(spec: str, settings: AgentSettings | None = None) -> Agent:
     that has a ``settings`` parameter is called with ``settings`` (default
     ``AgentSettings()``): how ``a2ad serve`` passes what it read from its flags
     and the environment. ``exec:COMMAND`` (``exec-json:COMMAND``) runs a
-    command for each turn (``adapters.command``)."""
+    command for each turn (``adapters.command``); ``a2a+http://...`` (or
+    ``a2a+https://``, ``grpc://``, ``grpcs://``) fronts an A2A agent served
+    elsewhere (``adapters.remote``)."""
     if spec in BUILT_IN_AGENTS:
         return BUILT_IN_AGENTS[spec]()
     framework, sep, target = spec.partition(":")
+    if sep and framework in REMOTE_PREFIXES:  # an agent served elsewhere: adapters/remote.py
+        try:
+            return RemoteAgent(spec)
+        except ValueError as exc:
+            raise ValueError(f"--agent {spec!r}: {exc}") from None
     if sep and framework in EXEC_PREFIXES:  # any command: adapters/command.py
         try:
             return CommandAgent(target, json_input=framework == "exec-json")

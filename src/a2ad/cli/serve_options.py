@@ -36,9 +36,10 @@ Agent = Annotated[
     list[str] | None,
     typer.Option(
         envvar=ENV_AGENTS,
-        help="'echo', 'demo', package.module:attr of your agent, or exec:COMMAND (a command "
-        "run for each message: docs/agents.md). Repeat as NAME=SPEC to serve several, each "
-        "at /agents/NAME/ (the first, or --default-agent, at / too).",
+        help="'echo', 'demo', package.module:attr of your agent, exec:COMMAND (a command run "
+        "for each message), or a2a+http://HOST:PORT/ (an A2A agent served elsewhere): "
+        "docs/agents.md. Repeat as NAME=SPEC to serve several, each at /agents/NAME/ (the "
+        "first, or --default-agent, at / too).",
     ),
 ]
 

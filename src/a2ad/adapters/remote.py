@@ -1,0 +1,264 @@
+"""An A2A agent that runs elsewhere, fronted by a2ad: ``--agent
+stock=a2a+http://127.0.0.1:8101/`` (or ``a2a+https://``, ``grpc://``,
+``grpcs://``).
+
+a2ad's task is the caller's; each of its turns is a call to the upstream agent
+through a2ad's own client (whichever version and binding its card offers): a
+stream when the upstream card says it streams, else a blocking send. Every
+event the upstream sends is stored in a2ad's task as it arrives (its status
+messages, its artifacts and their chunks), so a2ad's callers get a2ad's
+durable task, replay, auth, tenants, deadlines and dashboard over an agent that
+changed nothing. The upstream task's id is kept in a2ad's task, as an internal
+part of its history (only operators see it): a follow-up (input-required,
+auth-required) goes to the same upstream task, also after a restart.
+
+A cancel on a2ad cancels the upstream task (bounded by ``cancel_seconds``); an
+upstream that can't be reached, or answers with an error, fails the turn with a
+message naming the upstream and what it said. The card a2ad serves for the
+agent is the upstream card's name, description, skills and modes, with a2ad's
+own interfaces and security. Credentials for the upstream: ``token`` or
+``api_key`` (never logged, never in a2ad's answers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from ..agent import Agent, TaskContext
+from ..protocol.card import AgentSkill
+from ..protocol.model import (
+    DataPart,
+    Message,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
+
+__all__ = ["REMOTE_PREFIXES", "RemoteAgent"]
+
+log = logging.getLogger("a2ad.agents")
+
+REMOTE_PREFIXES = ("a2a+http", "a2a+https", "grpc", "grpcs")
+CANCEL_SECONDS = 5.0
+_UPSTREAM = "a2ad.upstream"  # the internal data part that names the upstream task
+
+
+class RemoteAgent(Agent):
+    """The A2A agent at ``url`` (``a2a+http://``, ``a2a+https://``, ``grpc://``,
+    ``grpcs://``), fronted: see the module docstring."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        name: str | None = None,
+        token: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 30.0,
+        cancel_seconds: float = CANCEL_SECONDS,
+    ) -> None:
+        scheme, sep, _ = url.partition("://")
+        if not sep or scheme not in REMOTE_PREFIXES:
+            raise ValueError(
+                f"{url!r}: give the upstream as a2a+http://HOST:PORT/ (its card's base URL), "
+                "a2a+https://..., or grpc://HOST:PORT"
+            )
+        self.url = url.removeprefix("a2a+")  # what a2ad's client takes
+        self.name = name or self.url
+        self.description = f"The A2A agent at {self.url}, fronted by a2ad."
+        self._token, self._api_key = token, api_key
+        self.timeout = timeout
+        self.cancel_seconds = cancel_seconds
+        self.streams = True
+        self.client: Any = None  # a2ad's Client, once started
+
+    async def start(self) -> None:
+        """Open the client and read the upstream card (its name, skills, modes);
+        an upstream not reachable yet is logged, and its turns fail until it is."""
+        from ..client import Client, ClientError  # the client's imports: only to front
+
+        self.client = Client(
+            self.url, token=self._token, api_key=self._api_key, timeout=self.timeout
+        )
+        if self.url.startswith("grpc"):
+            return  # no card over gRPC alone
+        try:
+            card = await self.client.card()
+        except ClientError as exc:
+            log.warning(
+                "the upstream agent's card can't be read now: %s",
+                exc,
+                extra={"upstream": self.url},
+            )
+            return
+        self._learn(card)
+
+    async def stop(self) -> None:
+        if self.client is not None:
+            await self.client.aclose()
+
+    def _learn(self, card: dict[str, Any]) -> None:
+        self.name = str(card.get("name") or self.name)
+        self.description = str(card.get("description") or self.description)
+        self.skills = tuple(
+            AgentSkill(
+                id=str(skill.get("id", "")),
+                name=str(skill.get("name", "")),
+                description=str(skill.get("description", "")),
+                tags=[str(tag) for tag in skill.get("tags", [])],
+            )
+            for skill in card.get("skills", [])
+            if isinstance(skill, dict)
+        )
+        self.input_modes = tuple(card.get("defaultInputModes") or self.input_modes)
+        self.output_modes = tuple(card.get("defaultOutputModes") or self.output_modes)
+        self.streams = bool((card.get("capabilities") or {}).get("streaming", False))
+
+    async def run(self, ctx: TaskContext) -> None:
+        from ..client import ClientError
+
+        client = self.client
+        assert client is not None, "the agent was not started"
+        upstream = _upstream_task(ctx.history)
+        turn = _Turn(self, ctx, upstream)
+        try:
+            if self.streams:
+                async for item in client.stream(
+                    list(ctx.message.parts), context_id=ctx.context_id, task_id=upstream
+                ):
+                    await turn.relay(item)
+            else:
+                answer = await client.send(
+                    list(ctx.message.parts), context_id=ctx.context_id, task_id=upstream
+                )
+                await turn.relay(answer)
+        except asyncio.CancelledError:
+            await turn.cancel_upstream()
+            raise
+        except ClientError as exc:
+            await ctx.fail(f"the upstream agent at {self.url}: {exc}")
+            return
+        await turn.ended()
+
+
+def _upstream_task(history: Sequence[Message]) -> str | None:
+    """The upstream task a2ad's task is fronting, as a turn before noted it."""
+    for message in reversed(history):
+        for part in message.parts:
+            if isinstance(part.data, dict):
+                found = part.data.get(_UPSTREAM)
+                if isinstance(found, dict) and isinstance(found.get("taskId"), str):
+                    return str(found["taskId"])
+    return None
+
+
+class _Turn:
+    """One turn's relay of the upstream's events into a2ad's task."""
+
+    def __init__(self, agent: RemoteAgent, ctx: TaskContext, upstream: str | None) -> None:
+        self.agent = agent
+        self.ctx = ctx
+        self.upstream = upstream
+        self.noted = upstream is not None
+        self.state: TaskState | None = None
+
+    async def relay(
+        self, item: Task | Message | TaskStatusUpdateEvent | TaskArtifactUpdateEvent
+    ) -> None:
+        ctx = self.ctx
+        if isinstance(item, Message):
+            await ctx.reply(list(item.parts))
+            self.state = TaskState.COMPLETED
+            return
+        if isinstance(item, Task):
+            await self._note(item.id)
+            for artifact in item.artifacts:
+                await ctx.artifact(
+                    list(artifact.parts),
+                    artifact_id=artifact.artifact_id,
+                    name=artifact.name,
+                    description=artifact.description,
+                )
+            await self._status(item.status)
+            return
+        await self._note(item.task_id)
+        if isinstance(item, TaskArtifactUpdateEvent):
+            artifact = item.artifact
+            await ctx.artifact(
+                list(artifact.parts),
+                artifact_id=artifact.artifact_id,
+                name=artifact.name,
+                description=artifact.description,
+                append=bool(item.append),
+                last_chunk=bool(item.last_chunk),
+            )
+            return
+        await self._status(item.status)
+
+    async def _note(self, task_id: str) -> None:
+        """Keep the upstream task's id in a2ad's task, once: an internal part."""
+        if self.noted or not task_id:
+            return
+        self.noted, self.upstream = True, task_id
+        note = {_UPSTREAM: {"url": self.agent.url, "taskId": task_id}}
+        await self.ctx.working(self.ctx.internal(DataPart(note)))
+
+    async def _status(self, status: TaskStatus) -> None:
+        ctx, state = self.ctx, status.state
+        self.state = state
+        message = status.message
+        content = list(message.parts) if isinstance(message, Message) else None
+        if state is TaskState.WORKING or state is TaskState.SUBMITTED:
+            if content:
+                await ctx.working(content)
+        elif state is TaskState.INPUT_REQUIRED:
+            await ctx.require_input(content or "the upstream agent needs input")
+        elif state is TaskState.AUTH_REQUIRED:
+            await ctx.require_auth(content or "the upstream agent needs authentication")
+        elif state is TaskState.COMPLETED:
+            await ctx.complete(content)
+        elif state is TaskState.FAILED:
+            await ctx.fail(content or f"the upstream agent at {self.agent.url} failed the task")
+        elif state is TaskState.REJECTED:
+            await ctx.reject(content or f"the upstream agent at {self.agent.url} rejected it")
+        elif state is TaskState.CANCELED:
+            await ctx.cancel(content or f"the upstream agent at {self.agent.url} canceled it")
+
+    async def ended(self) -> None:
+        """The upstream's answer is over: a turn it left working is read once more."""
+        from ..client import ClientError
+
+        if self.state is None or not (self.state.terminal or self.state.interrupted):
+            client = self.agent.client
+            if client is not None and self.upstream:
+                with contextlib.suppress(ClientError):
+                    task = await client.get_task(self.upstream)
+                    await self._status(task.status)
+                    if not (task.status.state.terminal or task.status.state.interrupted):
+                        await self.ctx.fail(
+                            f"the upstream agent at {self.agent.url} ended its answer with the "
+                            f"task {task.status.state.value}"
+                        )
+
+    async def cancel_upstream(self) -> None:
+        """A cancel on a2ad: cancel the upstream task, bounded."""
+        from ..client import ClientError
+
+        client, upstream = self.agent.client, self.upstream
+        if client is None or upstream is None:
+            return
+        try:
+            async with asyncio.timeout(self.agent.cancel_seconds):
+                await client.cancel_task(upstream)
+        except (TimeoutError, ClientError) as exc:
+            log.warning(
+                "the upstream task was not canceled: %s",
+                exc or "no answer in time",
+                extra={"upstream": self.agent.url, "upstream_task_id": upstream},
+            )

@@ -1,0 +1,181 @@
+"""An A2A agent that runs elsewhere, fronted by a2ad (adapters/remote.py): a
+real upstream server on a real port (another a2ad, and the official SDK's),
+a2ad in front of it. Its card learned, each turn a call upstream with its
+events stored in a2ad's task, a follow-up to the same upstream task, a cancel
+reaching upstream, an upstream that can't be reached failing the turn naming
+it, and ``a2ad serve --agent NAME=a2a+http://...``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from a2ad import A2AApp, create_app
+from a2ad.adapters.remote import RemoteAgent
+
+from ..conftest import LiveServer, wait_for
+from ..jsonrpc import answer, rpc_body
+from ..scripted import ScriptedAgent
+from ..served import Served
+from ..threaded_server import free_port
+
+V1 = {"A2A-Version": "1.0"}
+
+
+@pytest.fixture(scope="module")
+def upstream_agent() -> ScriptedAgent:
+    return ScriptedAgent()
+
+
+@pytest.fixture(scope="module")
+def upstream(upstream_agent: ScriptedAgent) -> Iterator[LiveServer]:
+    with LiveServer(create_app(upstream_agent)) as live:
+        yield live
+
+
+async def _front(url: str) -> AsyncIterator[tuple[A2AApp, httpx.AsyncClient]]:
+    app = create_app(RemoteAgent(url))
+    app.engine.shutdown_grace = 0
+    await app.lifetime.start()
+    try:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://front.test") as http:
+            yield app, http
+    finally:
+        await app.aclose()
+
+
+@pytest.fixture
+async def front(upstream: LiveServer) -> AsyncIterator[tuple[A2AApp, httpx.AsyncClient]]:
+    async for pair in _front(f"a2a+{upstream.url}/"):
+        yield pair
+
+
+async def _call(http: httpx.AsyncClient, method: str, params: dict[str, Any]) -> Any:
+    got = answer(await http.post("/", json=rpc_body(method, params), headers=V1))
+    assert "error" not in got, got
+    return got["result"]
+
+
+def _send(text: str, **message: Any) -> dict[str, Any]:
+    sent = {"messageId": os.urandom(8).hex(), "role": "ROLE_USER", "parts": [{"text": text}]}
+    return {"message": {**sent, **message}}
+
+
+async def _upstream_call(upstream: LiveServer, method: str, params: dict[str, Any]) -> Any:
+    async with httpx.AsyncClient(base_url=upstream.url) as http:
+        return await _call(http, method, params)
+
+
+async def test_the_front_serves_the_upstream_card_and_its_answer_as_its_own_task(
+    front: tuple[A2AApp, httpx.AsyncClient], upstream: LiveServer
+) -> None:
+    app, http = front
+    card = (await http.get("/.well-known/agent-card.json")).json()
+    assert card["name"] == "scripted"
+    assert card["supportedInterfaces"][0]["url"] == "http://front.test/"  # a2ad's own
+    task = (await _call(http, "SendMessage", _send("echo hello")))["task"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert [p["text"] for p in task["artifacts"][0]["parts"]] == ["hello"]
+    # The upstream task it made, named in a2ad's task (an internal part: not shown here).
+    assert "a2ad.upstream" not in str(task)
+    stored = await app.engine.store.get(task["id"])
+    assert stored is not None
+    noted = [
+        p.data["a2ad.upstream"]
+        for m in stored.task.history
+        for p in m.parts
+        if isinstance(p.data, dict) and "a2ad.upstream" in p.data
+    ]
+    assert len(noted) == 1 and noted[0]["url"] == upstream.url + "/"
+    theirs = await _upstream_call(upstream, "GetTask", {"id": noted[0]["taskId"]})
+    assert theirs["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+async def test_a_stream_through_the_front_carries_the_upstreams_chunks(
+    front: tuple[A2AApp, httpx.AsyncClient],
+) -> None:
+    _, http = front
+    body = rpc_body("SendStreamingMessage", _send("chunks 3"))
+    results = []
+    async with http.stream("POST", "/", json=body, headers=V1) as response:
+        async for line in response.aiter_lines():
+            if line.startswith("data:"):
+                import json
+
+                results.append(json.loads(line[5:])["result"])
+    chunks = [r["artifactUpdate"] for r in results if "artifactUpdate" in r]
+    assert len(chunks) == 3
+    assert [c.get("append", False) for c in chunks] == [False, True, True]
+    assert results[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+async def test_a_follow_up_goes_to_the_same_upstream_task(
+    front: tuple[A2AApp, httpx.AsyncClient], upstream: LiveServer
+) -> None:
+    _, http = front
+    task = (await _call(http, "SendMessage", _send("input which one?")))["task"]
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert task["status"]["message"]["parts"][0]["text"] == "which one?"
+    follow = _send("the blue one", taskId=task["id"], contextId=task["contextId"])
+    done = (await _call(http, "SendMessage", follow))["task"]
+    assert done["id"] == task["id"]
+    assert done["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert done["artifacts"][-1]["parts"][0]["text"] == "got: the blue one"
+    # Upstream: one task in that context, which took both messages.
+    listed = await _upstream_call(upstream, "ListTasks", {"contextId": task["contextId"]})
+    assert len(listed["tasks"]) == 1
+    assert listed["tasks"][0]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+async def test_a_cancel_on_the_front_cancels_the_upstream_task(
+    front: tuple[A2AApp, httpx.AsyncClient], upstream: LiveServer, upstream_agent: ScriptedAgent
+) -> None:
+    _, http = front
+    params = {**_send("hang"), "configuration": {"returnImmediately": True}}
+    task = (await _call(http, "SendMessage", params))["task"]
+
+    async def upstream_started() -> bool:
+        listed = await _upstream_call(upstream, "ListTasks", {"contextId": task["contextId"]})
+        return bool(listed["tasks"]) and listed["tasks"][0]["id"] in upstream_agent.started
+
+    await wait_for(upstream_started, timeout=10)
+    canceled = await _call(http, "CancelTask", {"id": task["id"]})
+    assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
+    listed = await _upstream_call(upstream, "ListTasks", {"contextId": task["contextId"]})
+    theirs = listed["tasks"][0]
+    await wait_for(lambda: theirs["id"] in upstream_agent.cancelled, timeout=10)
+    read = await _upstream_call(upstream, "GetTask", {"id": theirs["id"]})
+    assert read["status"]["state"] == "TASK_STATE_CANCELED"
+
+
+async def test_an_upstream_that_cannot_be_reached_fails_the_turn_naming_it() -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    async for _, http in _front(f"a2a+{url}/"):
+        task = (await _call(http, "SendMessage", _send("echo hi")))["task"]
+        assert task["status"]["state"] == "TASK_STATE_FAILED"
+        said = task["status"]["message"]["parts"][0]["text"]
+        assert f"the upstream agent at {url}/" in said and "connection refused" in said
+
+
+async def test_the_official_sdks_server_as_the_upstream(sdk_url: str) -> None:
+    async for _, http in _front(f"a2a+{sdk_url}"):
+        task = (await _call(http, "SendMessage", _send("hello sdk")))["task"]
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED", task
+        assert "hello sdk" in str(task["artifacts"])
+
+
+def test_a2ad_serve_fronts_an_agent_given_its_url(upstream: LiveServer) -> None:
+    spec = f"up=a2a+{upstream.url}/"
+    with Served("--agent", spec, "--store", "memory") as served:
+        with httpx.Client(base_url=served.url) as http:
+            card = http.get("/agents/up/.well-known/agent-card.json").json()
+            assert card["name"] == "scripted"
+            body = rpc_body("SendMessage", _send("echo through"))
+            task = answer(http.post("/agents/up/", json=body, headers=V1))["result"]["task"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert task["artifacts"][0]["parts"][0]["text"] == "through"
