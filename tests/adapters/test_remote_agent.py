@@ -14,8 +14,10 @@ from typing import Any
 import httpx
 import pytest
 
-from a2ad import A2AApp, create_app
+from a2ad import A2AApp, Agent, DataPart, Message, TaskContext, TextPart, create_app
 from a2ad.adapters.remote import RemoteAgent
+from a2ad.engine.config import EngineConfig
+from a2ad.protocol.model import Role
 
 from ..conftest import LiveServer, wait_for
 from ..jsonrpc import answer, rpc_body
@@ -179,3 +181,52 @@ def test_a2ad_serve_fronts_an_agent_given_its_url(upstream: LiveServer) -> None:
             task = answer(http.post("/agents/up/", json=body, headers=V1))["result"]["task"]
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
     assert task["artifacts"][0]["parts"][0]["text"] == "through"
+
+
+class AdkLike(Agent):
+    """Answers as ADK's A2A server does: a tool call marked ``adk_type`` in its
+    status message, and each model event's usage in ``adk_usage_metadata`` with
+    its ``adk_event_id`` (ADK repeats one event's metadata on each A2A event)."""
+
+    name = "adk-like"
+
+    async def run(self, ctx: TaskContext) -> None:
+        def said(parts: list[Any], event: str, prompt: int, completion: int) -> Message:
+            usage = {
+                "promptTokenCount": prompt,
+                "candidatesTokenCount": completion,
+                "totalTokenCount": prompt + completion,
+            }
+            return Message(
+                message_id=os.urandom(8).hex(),
+                role=Role.AGENT,
+                parts=parts,
+                metadata={"adk_usage_metadata": usage, "adk_event_id": event},
+            )
+
+        call = DataPart(
+            {"name": "lookup", "args": {"q": "SECRET"}}, metadata={"adk_type": "function_call"}
+        )
+        await ctx.working(said([call], "e1", 100, 20))
+        await ctx.working(said([TextPart("looking")], "e1", 100, 20))  # the same event again
+        await ctx.working(said([TextPart("found it")], "e2", 50, 5))
+        await ctx.complete("12 in stock")
+
+
+async def test_what_an_adk_upstream_leaks_is_hidden_and_what_it_reports_is_counted() -> None:
+    # ADK's server sends its tool calls to every caller: an a2ad exposing them is one.
+    leaking = create_app(AdkLike(), engine=EngineConfig(expose_internal_parts=True))
+    with LiveServer(leaking) as upstream:
+        async for app, http in _front(f"a2a+{upstream.url}/"):
+            task = (await _call(http, "SendMessage", _send("how many?")))["task"]
+            assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+            assert "SECRET" not in str(task)  # the tool call: an internal part
+            assert task["metadata"]["a2ad"]["usage"]["promptTokens"] == 150
+            assert task["metadata"]["a2ad"]["usage"]["completionTokens"] == 25
+            assert task["metadata"]["a2ad"]["usage"]["totalTokens"] == 175
+            stored = await app.engine.store.get(task["id"])
+            assert stored is not None and "SECRET" in str(stored.task.history)
+            report = answer(await http.post("/", json=rpc_body("a2ad/GetUsage", {}), headers=V1))[
+                "result"
+            ]
+            assert report["total"]["totalTokens"] == 175

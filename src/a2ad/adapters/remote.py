@@ -12,6 +12,15 @@ changed nothing. The upstream task's id is kept in a2ad's task, as an internal
 part of its history (only operators see it): a follow-up (input-required,
 auth-required) goes to the same upstream task, also after a restart.
 
+What the upstream leaks, a2ad hides; what it reports, a2ad counts. Its parts
+keep their metadata, so the tool calls and thoughts ADK (and kagent) mark are
+internal parts in a2ad's task (protocol/internal.py). Token usage the upstream
+puts in an event's metadata is recorded as the task's usage (``ctx.usage``),
+totalled per tenant and principal by ``a2ad usage``: ADK's
+``adk_usage_metadata`` (counted once per ADK event, ``adk_event_id``), and a
+``usage`` of ``prompt_tokens``/``completion_tokens`` (or ``input_tokens``/
+``output_tokens``, or their camelCase).
+
 A cancel on a2ad cancels the upstream task (bounded by ``cancel_seconds``); an
 upstream that can't be reached, or answers with an error, fails the turn with a
 message naming the upstream and what it said. The card a2ad serves for the
@@ -40,7 +49,7 @@ from ..protocol.model import (
     TaskStatusUpdateEvent,
 )
 
-__all__ = ["REMOTE_PREFIXES", "RemoteAgent"]
+__all__ = ["REMOTE_PREFIXES", "RemoteAgent", "usage_in"]
 
 log = logging.getLogger("a2ad.agents")
 
@@ -167,11 +176,13 @@ class _Turn:
         self.upstream = upstream
         self.noted = upstream is not None
         self.state: TaskState | None = None
+        self.counted: set[object] = set()  # the usage reports taken, by event
 
     async def relay(
         self, item: Task | Message | TaskStatusUpdateEvent | TaskArtifactUpdateEvent
     ) -> None:
         ctx = self.ctx
+        await self._usage(item)
         if isinstance(item, Message):
             await ctx.reply(list(item.parts))
             self.state = TaskState.COMPLETED
@@ -200,6 +211,34 @@ class _Turn:
             )
             return
         await self._status(item.status)
+
+    async def _usage(
+        self, item: Task | Message | TaskStatusUpdateEvent | TaskArtifactUpdateEvent
+    ) -> None:
+        """Record the token usage the event's metadata reports, once an event."""
+        sources: list[Any] = []
+        if isinstance(item, Message):
+            sources.append(item.metadata)
+        elif not isinstance(item, Task):  # a task's metadata totals: not a report
+            sources.append(item.metadata)
+            if isinstance(item, TaskStatusUpdateEvent) and isinstance(item.status.message, Message):
+                sources.append(item.status.message.metadata)
+        for metadata in sources:
+            if not isinstance(metadata, dict):
+                continue
+            found = usage_in(metadata)
+            if found is None:
+                continue
+            # ADK puts one event's usage on each A2A event made of it: counted once.
+            key = metadata.get("adk_event_id")
+            if key is not None:
+                if key in self.counted:
+                    continue
+                self.counted.add(key)
+            prompt, completion, total = found
+            await self.ctx.usage(
+                prompt_tokens=prompt, completion_tokens=completion, total_tokens=total
+            )
 
     async def _note(self, task_id: str) -> None:
         """Keep the upstream task's id in a2ad's task, once: an internal part."""
@@ -262,3 +301,39 @@ class _Turn:
                 exc or "no answer in time",
                 extra={"upstream": self.agent.url, "upstream_task_id": upstream},
             )
+
+
+_COUNT_NAMES = (  # (prompt, completion, total), as each shape names them
+    ("promptTokenCount", "candidatesTokenCount", "totalTokenCount"),  # ADK (Gemini's)
+    ("prompt_token_count", "candidates_token_count", "total_token_count"),
+    ("prompt_tokens", "completion_tokens", "total_tokens"),
+    ("promptTokens", "completionTokens", "totalTokens"),
+    ("input_tokens", "output_tokens", "total_tokens"),
+)
+
+
+def usage_in(metadata: dict[str, Any]) -> tuple[int, int, int | None] | None:
+    """The token counts an event's ``metadata`` reports, or None: ADK's
+    ``adk_usage_metadata``, or a ``usage`` in one of the common shapes."""
+    for key in ("adk_usage_metadata", "usage"):
+        report = metadata.get(key)
+        if not isinstance(report, dict):
+            continue
+        for prompt_name, completion_name, total_name in _COUNT_NAMES:
+            prompt, completion = report.get(prompt_name), report.get(completion_name)
+            if prompt is None and completion is None:
+                continue
+            total = report.get(total_name)
+            return (
+                _count(prompt),
+                _count(completion),
+                _count(total) if total is not None else None,
+            )
+    return None
+
+
+def _count(value: Any) -> int:
+    """A token count as reported (a number, maybe a float from JSON), or 0."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        return 0
+    return int(value)
