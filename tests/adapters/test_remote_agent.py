@@ -7,7 +7,9 @@ it, and ``a2ad serve --agent NAME=a2a+http://...``."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import threading
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -15,6 +17,7 @@ import httpx
 import pytest
 
 from a2ad import A2AApp, Agent, DataPart, Message, TaskContext, TextPart, create_app
+from a2ad.adapters import remote
 from a2ad.adapters.remote import RemoteAgent
 from a2ad.engine.config import EngineConfig
 from a2ad.protocol.model import Role
@@ -23,6 +26,7 @@ from ..conftest import LiveServer, wait_for
 from ..jsonrpc import answer, rpc_body
 from ..scripted import ScriptedAgent
 from ..served import Served
+from ..tcp_proxy import TcpProxy
 from ..threaded_server import free_port
 
 V1 = {"A2A-Version": "1.0"}
@@ -230,3 +234,77 @@ async def test_what_an_adk_upstream_leaks_is_hidden_and_what_it_reports_is_count
                 "result"
             ]
             assert report["total"]["totalTokens"] == 175
+
+
+class Paced(Agent):
+    """A first chunk, then waits (in its thread-safe ``go``) for the test to let
+    it send the second and complete."""
+
+    name = "paced"
+
+    def __init__(self) -> None:
+        self.go = threading.Event()
+
+    async def run(self, ctx: TaskContext) -> None:
+        artifact = await ctx.artifact("first", name="answer")
+        assert artifact
+        while not self.go.is_set():
+            await asyncio.sleep(0.02)
+        await ctx.artifact("second", artifact_id=artifact, append=True, last_chunk=True)
+        await ctx.complete()
+
+
+async def _until(http: httpx.AsyncClient, task_id: str, check: Any) -> Any:
+    """The task, read until ``check(task)`` holds."""
+
+    async def met() -> bool:
+        return bool(check(await _call(http, "GetTask", {"id": task_id})))
+
+    await wait_for(met, timeout=20)
+    return await _call(http, "GetTask", {"id": task_id})
+
+
+def _in_state(state: str) -> Any:
+    return lambda task: task["status"]["state"] == state
+
+
+async def test_an_upstream_stream_that_drops_is_followed_again_and_nothing_is_lost() -> None:
+    paced = Paced()
+    with LiveServer(create_app(paced)) as upstream:
+        proxy = TcpProxy(("127.0.0.1", upstream.port))
+        try:
+            async for _app, http in _front(f"a2a+http://127.0.0.1:{proxy.port}/"):
+                params = {**_send("go"), "configuration": {"returnImmediately": True}}
+                task = (await _call(http, "SendMessage", params))["task"]
+                await _until(http, task["id"], lambda t: t.get("artifacts"))
+                proxy.cut()  # the stream from the upstream breaks; reconnecting is refused
+                await asyncio.sleep(0.3)
+                proxy.restore()
+                paced.go.set()
+                read = await _until(http, task["id"], _in_state("TASK_STATE_COMPLETED"))
+                (artifact,) = read["artifacts"]
+                assert [p["text"] for p in artifact["parts"]] == ["first", "second"]
+        finally:
+            proxy.close()
+
+
+async def test_an_upstream_that_stays_away_fails_the_turn_saying_what_was_tried(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(remote, "FOLLOW_BACKOFF", 0.05)
+    paced = Paced()
+    with LiveServer(create_app(paced)) as upstream:
+        proxy = TcpProxy(("127.0.0.1", upstream.port))
+        try:
+            async for _app, http in _front(f"a2a+http://127.0.0.1:{proxy.port}/"):
+                params = {**_send("go"), "configuration": {"returnImmediately": True}}
+                task = (await _call(http, "SendMessage", params))["task"]
+                await _until(http, task["id"], lambda t: t.get("artifacts"))
+                proxy.cut()
+                read = await _until(http, task["id"], _in_state("TASK_STATE_FAILED"))
+                said = read["status"]["message"]["parts"][0]["text"]
+                assert f"127.0.0.1:{proxy.port}" in said
+                assert "broke" in said and "failed 5 times" in said
+                paced.go.set()
+        finally:
+            proxy.close()

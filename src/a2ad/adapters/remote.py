@@ -21,9 +21,11 @@ totalled per tenant and principal by ``a2ad usage``: ADK's
 ``usage`` of ``prompt_tokens``/``completion_tokens`` (or ``input_tokens``/
 ``output_tokens``, or their camelCase).
 
-A cancel on a2ad cancels the upstream task (bounded by ``cancel_seconds``); an
-upstream that can't be reached, or answers with an error, fails the turn with a
-message naming the upstream and what it said. The card a2ad serves for the
+A cancel on a2ad cancels the upstream task (bounded by ``cancel_seconds``). An
+upstream stream that breaks mid-turn is followed again (SubscribeToTask, with
+backoff: the missed events from an upstream that keeps a log). An upstream that
+can't be reached, or answers with an error, fails the turn with a message
+naming the upstream and what was tried. The card a2ad serves for the
 agent is the upstream card's name, description, skills and modes, with a2ad's
 own interfaces and security. Credentials for the upstream: ``token`` or
 ``api_key`` (never logged, never in a2ad's answers).
@@ -39,6 +41,7 @@ from typing import Any
 
 from ..agent import Agent, TaskContext
 from ..protocol.card import AgentSkill
+from ..protocol.errors import A2AError, UnsupportedOperationError
 from ..protocol.model import (
     DataPart,
     Message,
@@ -55,6 +58,8 @@ log = logging.getLogger("a2ad.agents")
 
 REMOTE_PREFIXES = ("a2a+http", "a2a+https", "grpc", "grpcs")
 CANCEL_SECONDS = 5.0
+FOLLOW_ATTEMPTS = 5  # resubscriptions to an upstream task whose stream broke, backing off
+FOLLOW_BACKOFF = 0.5  # seconds before the first, doubled each time
 _UPSTREAM = "a2ad.upstream"  # the internal data part that names the upstream task
 
 
@@ -150,9 +155,26 @@ class RemoteAgent(Agent):
         except asyncio.CancelledError:
             await turn.cancel_upstream()
             raise
-        except ClientError as exc:
-            await ctx.fail(f"the upstream agent at {self.url}: {exc}")
+        except A2AError as exc:  # the upstream refused: its error, named
+            await ctx.fail(f"the upstream agent at {self.url} answered: {exc.message}")
             return
+        except ClientError as exc:
+            if turn.upstream is None or turn.over:
+                await ctx.fail(f"the upstream agent at {self.url}: {exc}")
+                return
+            # The stream broke mid-turn: follow the upstream task again.
+            try:
+                await turn.follow(exc)
+            except asyncio.CancelledError:
+                await turn.cancel_upstream()
+                raise
+            except (ClientError, A2AError) as again:
+                await ctx.fail(
+                    f"the upstream agent at {self.url}: its stream of task {turn.upstream} "
+                    f"broke ({exc}), and following the task again failed "
+                    f"{FOLLOW_ATTEMPTS} times: {again}"
+                )
+                return
         await turn.ended()
 
 
@@ -268,6 +290,44 @@ class _Turn:
             await ctx.reject(content or f"the upstream agent at {self.agent.url} rejected it")
         elif state is TaskState.CANCELED:
             await ctx.cancel(content or f"the upstream agent at {self.agent.url} canceled it")
+
+    @property
+    def over(self) -> bool:
+        """The upstream ended this turn (a terminal or interrupted state)."""
+        return self.state is not None and (self.state.terminal or self.state.interrupted)
+
+    async def follow(self, broke: Exception) -> None:
+        """Follow the upstream task again after its stream broke, with backoff:
+        its current state (or, from a server that keeps a log, what was missed),
+        then its events, until the turn is over. Raises the last ClientError
+        once ``FOLLOW_ATTEMPTS`` in a row brought nothing."""
+        from ..client import ClientError
+
+        client, upstream = self.agent.client, self.upstream
+        assert client is not None and upstream is not None
+        log.warning(
+            "the upstream's stream broke; following its task again: %s",
+            broke,
+            extra={"upstream": self.agent.url, "upstream_task_id": upstream},
+        )
+        delay, failed = FOLLOW_BACKOFF, 0
+        while True:
+            try:
+                async for item in client.subscribe(upstream):
+                    failed = 0
+                    await self.relay(item)
+                    if self.over:
+                        return
+                return  # the task ended while we were away: its state was relayed
+            except UnsupportedOperationError:  # it ended while we were away
+                await self.relay(await client.get_task(upstream))
+                return
+            except ClientError:
+                failed += 1
+                if failed >= FOLLOW_ATTEMPTS:
+                    raise
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 10.0)
 
     async def ended(self) -> None:
         """The upstream's answer is over: a turn it left working is read once more."""
