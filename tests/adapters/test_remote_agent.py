@@ -11,16 +11,28 @@ import asyncio
 import os
 import threading
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from a2ad import A2AApp, Agent, DataPart, Message, TaskContext, TextPart, create_app
+from a2ad import (
+    A2AApp,
+    Agent,
+    ApiKeys,
+    CredentialAuthenticator,
+    DataPart,
+    Message,
+    TaskContext,
+    TextPart,
+    create_app,
+)
 from a2ad.adapters import remote
 from a2ad.adapters.remote import RemoteAgent
 from a2ad.engine.config import EngineConfig
 from a2ad.protocol.model import Role
+from a2ad.server import auth
 
 from ..conftest import LiveServer, wait_for
 from ..jsonrpc import answer, rpc_body
@@ -308,3 +320,28 @@ async def test_an_upstream_that_stays_away_fails_the_turn_saying_what_was_tried(
                 paced.go.set()
         finally:
             proxy.close()
+
+
+def test_the_upstreams_credential_comes_from_the_environment_and_is_never_shown(
+    tmp_path: Path,
+) -> None:
+    keys = tmp_path / "keys.toml"
+    key = auth.add_key(str(keys), "front")
+    guarded = create_app(
+        ScriptedAgent(), authenticator=CredentialAuthenticator(keys=ApiKeys.load(str(keys)))
+    )
+    with LiveServer(guarded) as upstream:
+        spec = f"up=a2a+{upstream.url}/"
+        for env, state in (({"A2AD_AGENT_UP_TOKEN": key}, "COMPLETED"), ({}, "FAILED")):
+            with Served("--agent", spec, "--store", "memory", env=env) as served:
+                with httpx.Client(base_url=served.url) as http:
+                    body = rpc_body("SendMessage", _send("echo guarded"))
+                    got = answer(http.post("/agents/up/", json=body, headers=V1))
+                task = got["result"]["task"]
+                assert task["status"]["state"] == f"TASK_STATE_{state}", task
+                if state == "FAILED":
+                    said = task["status"]["message"]["parts"][0]["text"]
+                    assert upstream.url in said and "credential" in said
+                served.stop()
+                assert key not in "\n".join(served.seen)
+                assert key not in str(task)

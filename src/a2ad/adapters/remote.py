@@ -92,6 +92,11 @@ class RemoteAgent(Agent):
         self.streams = True
         self.client: Any = None  # a2ad's Client, once started
 
+    def use_credentials(self, *, token: str | None, api_key: str | None) -> None:
+        """Call the upstream with ``token`` (``Authorization: Bearer``) or
+        ``api_key`` (``X-API-Key``) from now on; before ``start``."""
+        self._token, self._api_key = token, api_key
+
     async def start(self) -> None:
         """Open the client and read the upstream card (its name, skills, modes);
         an upstream not reachable yet is logged, and its turns fail until it is."""

@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 
 from ..adapters.command import EXEC_PREFIXES
+from ..adapters.remote import RemoteAgent
 from ..agent import Agent
 from ..agents.llm import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
 from ..agents.loading import check_agent_name, load_agent
@@ -34,7 +35,7 @@ def load_agents(
     if len(specs) == 1 and not named[0][1]:
         if default is not None:
             raise ValueError("--default-agent: name one of several --agent NAME=SPEC")
-        return load_agent(specs[0], agent_settings(base, model))
+        return _credentialed("", load_agent(specs[0], agent_settings(base, model)))
     agents: dict[str, Agent] = {}
     for name, equals, spec in named:
         if not equals or not name or not spec:
@@ -45,10 +46,24 @@ def load_agents(
         if name in agents:
             raise ValueError(f"--agent: {name!r} is named twice")
         check_agent_name(name)
-        agents[name] = load_agent(spec, agent_settings(base, model))
+        agents[name] = _credentialed(name, load_agent(spec, agent_settings(base, model)))
     if default is not None and default not in agents:
         raise ValueError(f"--default-agent {default!r} is not one of {', '.join(agents)}")
     return agents
+
+
+def _credentialed(name: str, agent: Agent) -> Agent:
+    """An agent served elsewhere (``a2a+http://...``) with its upstream's
+    credential from the environment: ``A2AD_AGENT_<NAME>_TOKEN`` (a bearer
+    token) or ``A2AD_AGENT_<NAME>_API_KEY``, NAME in capitals with ``-`` as
+    ``_``; ``A2AD_AGENT_TOKEN`` and ``A2AD_AGENT_API_KEY`` for an agent served alone."""
+    if isinstance(agent, RemoteAgent):
+        prefix = f"A2AD_AGENT_{name.upper().replace('-', '_')}_" if name else "A2AD_AGENT_"
+        env = os.environ
+        agent.use_credentials(
+            token=env.get(prefix + "TOKEN") or None, api_key=env.get(prefix + "API_KEY") or None
+        )
+    return agent
 
 
 def _named(spec: str) -> tuple[str, str, str]:
