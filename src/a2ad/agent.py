@@ -137,6 +137,9 @@ class Agent:
     provider: AgentProvider | None = None
     documentation_url: str = ""
     icon_url: str = ""
+    # A turn of this agent that sends nothing for this many seconds is failed
+    # (None: the server's --stall-timeout, if any).
+    stall_timeout: float | None = None
 
     async def run(self, ctx: TaskContext) -> None:
         raise NotImplementedError(f"{type(self).__name__}.run(ctx) is not implemented")

@@ -164,6 +164,7 @@ def serve(
     shutdown_grace: opt.ShutdownGrace = "10s",
     retention: opt.Retention = "off",
     task_timeout: opt.TaskTimeout = "off",
+    stall_timeout: opt.StallTimeout = "off",
     lease_seconds: opt.LeaseSeconds = 15.0,
     no_run: opt.NoRun = False,
     no_worker_wait: opt.NoWorkerWait = "10s",

@@ -81,6 +81,15 @@ TaskTimeout = Annotated[
     ),
 ]
 
+StallTimeout = Annotated[
+    str,
+    typer.Option(
+        metavar=DURATION,
+        help="Fail a turn whose agent (local, a command, or one served elsewhere) sends "
+        "nothing for this long (e.g. 2m); off: no bound but the task's deadline.",
+    ),
+]
+
 LeaseSeconds = Annotated[
     float,
     typer.Option(

@@ -137,6 +137,7 @@ def _engine(flags: dict[str, Any]) -> EngineConfig:
         shutdown_grace=duration(parse_duration, flags["shutdown_grace"], "--shutdown-grace"),
         retention_seconds=duration(parse_optional_duration, flags["retention"], "--retention"),
         task_timeout=duration(parse_optional_duration, flags["task_timeout"], "--task-timeout"),
+        stall_timeout=duration(parse_optional_duration, flags["stall_timeout"], "--stall-timeout"),
         lease_seconds=flags["lease_seconds"],
         allow_private_webhooks=flags["allow_private_webhooks"],
         expose_internal_parts=flags["expose_internal_parts"],

@@ -27,6 +27,7 @@ class EngineConfig:
     shutdown_grace: float = 10.0
     retention_seconds: float | None = None
     task_timeout: float | None = None
+    stall_timeout: float | None = None  # a turn quiet this long is failed (stalls.py)
     push_policy: PushPolicy | None = None
     allow_private_webhooks: bool = False
     expose_internal_parts: bool = False
@@ -49,6 +50,8 @@ class EngineConfig:
             )
         if self.max_tasks_per_principal < 0:
             raise ValueError("max_tasks_per_principal must be 0 (no limit) or more")
+        if self.stall_timeout is not None and not self.stall_timeout > 0:
+            raise ValueError("stall_timeout must be positive, or None for none")
         if self.no_worker_wait <= 0:
             raise ValueError("no_worker_wait must be positive")
         if self.agent_threads < 0:

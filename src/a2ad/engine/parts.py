@@ -31,6 +31,7 @@ from .reads import Reads
 from .runner import Runner, TurnObserver
 from .secrets import WebhookSecrets
 from .signal_bus import SignalBus
+from .stalls import StallWatch
 from .turns import Closing, Leases, TurnParts, TurnStarter
 from .upkeep import Maintenance
 from .watchdog import LoopWatchdog
@@ -140,7 +141,7 @@ def assemble(
         quota=Quota(config.max_tasks_per_principal) if config.max_tasks_per_principal else None,
         push=push,
         presence=presence,
-        maintenance=_maintenance(store, config, leases, endings, runner, metrics),
+        maintenance=_maintenance(store, config, leases, endings, runner, metrics, named),
         watchdog=LoopWatchdog(),  # logs an agent that blocks the event loop
         turn_observers=observers,
         delegations=delegations,
@@ -212,8 +213,9 @@ def _maintenance(
     endings: Endings,
     runner: Runner | None,
     metrics: EngineMetrics,
+    agents: Mapping[str, Agent],
 ) -> Maintenance | None:
-    """Upkeep (leases, orphans, deadlines, retention), for a store that keeps it."""
+    """Upkeep (leases, orphans, deadlines, stalls, retention), for a store that keeps it."""
     if not isinstance(store, Upkeep):
         return None
     runs_here: Callable[[TaskId], bool] = (
@@ -228,6 +230,11 @@ def _maintenance(
         fail=endings.fail,
         runs_here=runs_here,
         metrics=metrics,
+        stalls=(
+            StallWatch(runner, agents, config.stall_timeout, endings.fail)
+            if runner is not None
+            else None
+        ),
     )
 
 

@@ -1,6 +1,7 @@
 """The engine's background round: renew this instance's leases, fail the tasks
-whose runner died (another instance, or this one before a crash) and those past
-their deadline, and delete finished tasks past the retention period."""
+whose runner died (another instance, or this one before a crash), those past
+their deadline and the turns that stalled (stalls.py), and delete finished
+tasks past the retention period."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from ..protocol.types import Clock, TaskId, format_timestamp
 from ..store.base import StoreUnavailableError, Upkeep
 from ..wording import plural
 from .metrics import NULL_METRICS, EngineMetrics
+from .stalls import StallWatch
 
 __all__ = ["ORPHANED", "OVERDUE", "Maintenance"]
 
@@ -43,6 +45,7 @@ class Maintenance:
         fail: Callable[[TaskId, str], Awaitable[bool]],
         runs_here: Callable[[TaskId], bool],
         metrics: EngineMetrics = NULL_METRICS,
+        stalls: StallWatch | None = None,
     ) -> None:
         self._upkeep = upkeep
         self._instance = instance
@@ -52,6 +55,7 @@ class Maintenance:
         self._fail = fail
         self._runs_here = runs_here
         self.metrics = metrics
+        self._stalls = stalls if stalls is not None and stalls.watching else None
 
     async def run(self) -> None:
         """Rounds about every second (a third of the lease, if shorter), until cancelled."""
@@ -81,6 +85,8 @@ class Maintenance:
             if await self._fail(task_id, OVERDUE):
                 self.metrics.overdue_failed()
                 log.warning("task failed: deadline exceeded", extra={"task_id": task_id})
+        if self._stalls is not None:
+            await self._stalls.round(now)
         if self._retention_seconds is not None:
             cutoff = format_timestamp(now - self._retention_seconds)
             deleted = await upkeep.delete_terminal(cutoff, RETENTION_BATCH)
