@@ -20,7 +20,7 @@ import httpx
 from a2ad import A2AApp, create_app
 from a2ad.adapters.command import CommandAgent
 
-from ..conftest import LiveServer, wait_for
+from ..conftest import wait_for
 from ..jsonrpc import answer, rpc_body
 from ..served import Served
 
@@ -77,12 +77,13 @@ async def test_its_input_is_the_text_and_each_line_of_output_a_chunk() -> None:
 async def test_output_is_streamed_as_it_comes_and_the_last_line_says_so() -> None:
     # Its last line comes just before it ends: that chunk is marked the last.
     code = "import time\nfor n in range(3):\n print(n, flush=True)\n if n < 2: time.sleep(0.6)"
-    with LiveServer(create_app(CommandAgent(script(code)))) as live:
+    # A real server process: the command is started by its loop, as in production.
+    with Served("--agent", f"exec:{script(code)}", "--store", "memory") as served:
         body = rpc_body("SendStreamingMessage", _send("go"))
         seen: list[tuple[float, Any]] = []
         loop = asyncio.get_running_loop()
         async with (
-            httpx.AsyncClient(base_url=live.url, timeout=20) as http,
+            httpx.AsyncClient(base_url=served.url, timeout=20) as http,
             http.stream("POST", "/", json=body, headers=V1) as response,
         ):
             async for line in response.aiter_lines():
