@@ -43,6 +43,7 @@ from ..agent import Agent, TaskContext
 from ..protocol.card import AgentSkill
 from ..protocol.errors import A2AError, UnsupportedOperationError
 from ..protocol.model import (
+    Artifact,
     DataPart,
     Message,
     Task,
@@ -200,8 +201,7 @@ class _Turn:
     def __init__(self, agent: RemoteAgent, ctx: TaskContext, upstream: str | None) -> None:
         self.agent = agent
         self.ctx = ctx
-        self.upstream = upstream
-        self.noted = upstream is not None
+        self.upstream = upstream  # known: noted in a2ad's task (by this turn or one before)
         self.state: TaskState | None = None
         self.counted: set[object] = set()  # the usage reports taken, by event
 
@@ -217,27 +217,28 @@ class _Turn:
         if isinstance(item, Task):
             await self._note(item.id)
             for artifact in item.artifacts:
-                await ctx.artifact(
-                    list(artifact.parts),
-                    artifact_id=artifact.artifact_id,
-                    name=artifact.name,
-                    description=artifact.description,
-                )
+                await self._artifact(artifact)
             await self._status(item.status)
             return
         await self._note(item.task_id)
         if isinstance(item, TaskArtifactUpdateEvent):
-            artifact = item.artifact
-            await ctx.artifact(
-                list(artifact.parts),
-                artifact_id=artifact.artifact_id,
-                name=artifact.name,
-                description=artifact.description,
-                append=bool(item.append),
-                last_chunk=bool(item.last_chunk),
+            await self._artifact(
+                item.artifact, append=bool(item.append), last_chunk=bool(item.last_chunk)
             )
             return
         await self._status(item.status)
+
+    async def _artifact(
+        self, artifact: Artifact, *, append: bool = False, last_chunk: bool = False
+    ) -> None:
+        await self.ctx.artifact(
+            list(artifact.parts),
+            artifact_id=artifact.artifact_id,
+            name=artifact.name,
+            description=artifact.description,
+            append=append,
+            last_chunk=last_chunk,
+        )
 
     async def _usage(
         self, item: Task | Message | TaskStatusUpdateEvent | TaskArtifactUpdateEvent
@@ -269,9 +270,9 @@ class _Turn:
 
     async def _note(self, task_id: str) -> None:
         """Keep the upstream task's id in a2ad's task, once: an internal part."""
-        if self.noted or not task_id:
+        if self.upstream is not None or not task_id:
             return
-        self.noted, self.upstream = True, task_id
+        self.upstream = task_id
         note = {_UPSTREAM: {"url": self.agent.url, "taskId": task_id}}
         await self.ctx.working(self.ctx.internal(DataPart(note)))
 
@@ -338,7 +339,7 @@ class _Turn:
         """The upstream's answer is over: a turn it left working is read once more."""
         from ..client import ClientError
 
-        if self.state is None or not (self.state.terminal or self.state.interrupted):
+        if not self.over:
             client = self.agent.client
             if client is not None and self.upstream:
                 with contextlib.suppress(ClientError):
