@@ -49,7 +49,7 @@ from ..protocol.errors import (
     PermissionDeniedError,
     UnauthenticatedError,
 )
-from ..protocol.grpc_schema import SERVICES, Version
+from ..protocol.grpc_schema import SERVICES, Version, whole_numbers
 from ..protocol.types import StreamItem
 from ..protocol.v03_grpc import V03Grpc
 from .errors import ClientError, RemoteError, error_from
@@ -404,7 +404,7 @@ class GrpcTransport:
         printed = self._g.json_format.MessageToDict(
             message, always_print_fields_with_no_presence=True
         )
-        whole: dict[str, Any] = _whole(printed)
+        whole: dict[str, Any] = whole_numbers(printed)
         return whole
 
     def _json(self, message: Any) -> bytes:
@@ -473,7 +473,7 @@ class GrpcTransport:
             details = []
             for detail in status.details:
                 with contextlib.suppress(Exception):  # a type this process can't print
-                    details.append(_whole(self._g.json_format.MessageToDict(detail)))
+                    details.append(whole_numbers(self._g.json_format.MessageToDict(detail)))
             return details
         return []
 
@@ -499,19 +499,6 @@ class GrpcTransport:
 def _serialize(message: Any) -> bytes:
     data: bytes = message.SerializeToString()
     return data
-
-
-def _whole(value: Any) -> Any:
-    """``value`` with its whole floats as ints: a google.protobuf.Value holds
-    every number as a double, so the ``1`` of a data part comes back ``1.0``,
-    where JSON-RPC gives ``1``."""
-    if isinstance(value, float):
-        return int(value) if value.is_integer() and abs(value) < 2**53 else value
-    if isinstance(value, dict):
-        return {key: _whole(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_whole(item) for item in value]
-    return value
 
 
 def _take_event_id(event: dict[str, Any]) -> str:

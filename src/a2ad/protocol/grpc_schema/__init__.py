@@ -28,13 +28,27 @@ if TYPE_CHECKING:
     from google.protobuf.descriptor import ServiceDescriptor  # type: ignore[import-untyped]
     from google.protobuf.descriptor_pool import DescriptorPool  # type: ignore[import-untyped]
 
-__all__ = ["SERVICES", "Schema", "Version"]
+__all__ = ["SERVICES", "Schema", "Version", "whole_numbers"]
 
 Version = Literal["1.0", "0.3"]
 
 # The service each version's gRPC clients call, and the file that declares it.
 SERVICES: dict[Version, str] = {"1.0": "lf.a2a.v1.A2AService", "0.3": "a2a.v1.A2AService"}
 _FILES: dict[Version, str] = {"1.0": "a2a_v10", "0.3": "a2a_v03"}
+
+
+def whole_numbers(value: Any) -> Any:
+    """ProtoJSON ``value`` with its whole floats as ints: a
+    ``google.protobuf.Struct`` or ``Value`` (a data part, metadata) holds every
+    number as a double, so the ``1`` a peer wrote reads ``1.0``, where JSON
+    keeps ``1``. Both ends of a2ad's gRPC read messages through it."""
+    if isinstance(value, dict):
+        return {key: whole_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [whole_numbers(item) for item in value]
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    return value
 
 
 class Schema:

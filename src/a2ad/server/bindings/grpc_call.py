@@ -32,6 +32,7 @@ from ...protocol.errors import (
     MethodNotFoundError,
     UnauthenticatedError,
 )
+from ...protocol.grpc_schema import whole_numbers
 from ...protocol.rpc_status import rpc_status, status_message
 from .. import audit
 from ..auth import AuthenticationFailed
@@ -87,19 +88,9 @@ def message_json(message: Any, rpc: str) -> Any:
     for a value ProtoJSON has no form for (a timestamp outside years 1-9999, a
     number that is not finite)."""
     try:
-        return _whole(json_format.MessageToDict(message))
+        return whole_numbers(json_format.MessageToDict(message))
     except (json_format.Error, ValueError) as exc:  # json_format's names the field
         raise InvalidParamsError(f"Invalid params for {rpc}: {exc}") from None
-
-
-def _whole(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: _whole(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_whole(item) for item in value]
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-        return int(value)
-    return value
 
 
 def peer_of(context: Context) -> Peer | None:
