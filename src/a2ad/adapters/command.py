@@ -76,8 +76,8 @@ class CommandAgent(Agent):
             await asyncio.gather(*self._stopping, return_exceptions=True)
 
     async def run(self, ctx: TaskContext) -> None:
-        try:
-            process = await asyncio.create_subprocess_exec(
+        starting = asyncio.ensure_future(
+            asyncio.create_subprocess_exec(
                 *self.argv,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
@@ -85,6 +85,14 @@ class CommandAgent(Agent):
                 start_new_session=True,  # its own process group: a cancel stops its children
                 limit=self.max_output_bytes + 1,  # a line may be all the output there is
             )
+        )
+        try:
+            process = await asyncio.shield(starting)
+        except asyncio.CancelledError:
+            # Cancelled while the command started (it may already run, and have
+            # started others): stop its group once its start is done.
+            starting.add_done_callback(self._stop_started)
+            raise
         except OSError as exc:
             await ctx.fail(f"can't run `{shlex.join(self.argv)}`: {exc.strerror or exc}")
             return
@@ -101,11 +109,14 @@ class CommandAgent(Agent):
             raise
         await run.ended()
 
+    def _stop_started(self, starting: asyncio.Future[asyncio.subprocess.Process]) -> None:
+        if not starting.cancelled() and starting.exception() is None:
+            self._stop(starting.result())
+
     def _stop(self, process: asyncio.subprocess.Process) -> None:
         """SIGTERM to the command's process group, SIGKILL after the grace; done
-        apart from the turn, which may be cancelled and gone before it is."""
-        if process.returncode is not None:
-            return
+        apart from the turn, which may be cancelled and gone before it is. Also
+        when the command itself has exited: what it started may still run."""
         stopping = asyncio.ensure_future(_stop(process, self.kill_grace))
         self._stopping.add(stopping)
         stopping.add_done_callback(self._stopping.discard)
