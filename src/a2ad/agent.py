@@ -30,7 +30,7 @@ from .protocol.card import (
     SecurityScheme,
 )
 from .protocol.internal import mark_internal
-from .protocol.model import Artifact, Message, Part, Role, TaskState, TextPart, new_id
+from .protocol.model import Artifact, Message, Part, Role, Task, TaskState, TextPart, new_id
 from .protocol.usage import TokenCounts
 
 __all__ = [
@@ -101,6 +101,7 @@ _FAILED = TaskState.FAILED
 _REJECTED = TaskState.REJECTED
 _CANCELED = TaskState.CANCELED
 
+_NOTHING: Mapping[str, Any] = MappingProxyType({})
 OPERATOR = "operator"
 ANONYMOUS = Caller()  # every caller of a server without auth
 
@@ -144,6 +145,14 @@ class Agent:
     async def run(self, ctx: TaskContext) -> None:
         raise NotImplementedError(f"{type(self).__name__}.run(ctx) is not implemented")
 
+    def resumes(self, task: Task) -> bool:
+        """Whether ``task``, left working by a server that stopped or was lost
+        mid-turn, can be picked up by a new turn of this agent (``ctx.resumed``
+        is True in it) rather than failed: an agent whose work goes on
+        elsewhere, such as a fronted agent with its upstream task, says yes.
+        No by default."""
+        return False
+
     async def start(self) -> None:
         """Called once when the server starts, before any turn runs here: make
         what every task shares (an HTTP or model client, a connection pool).
@@ -185,7 +194,9 @@ class Agent:
 class Emitter(Protocol):
     """What the engine gives a TaskContext to act on its task."""
 
-    async def status(self, state: TaskState, message: Message | None) -> bool: ...
+    async def status(
+        self, state: TaskState, message: Message | None, metadata: dict[str, Any] | None = None
+    ) -> bool: ...
 
     async def artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> bool: ...
 
@@ -217,10 +228,18 @@ class TaskContext:
         request: RequestContext | None = None,
         tenant: str = "",
         delegate: Callable[[], str | None] | None = None,
+        task_metadata: Mapping[str, Any] | None = None,
+        resumed: bool = False,
     ) -> None:
         self.task_id = task_id
         self.context_id = context_id
         self.tenant = tenant
+        # The task's metadata as the turn began: what earlier turns kept with
+        # ``working(metadata=...)`` (empty for a new task).
+        self.task_metadata: Mapping[str, Any] = task_metadata or _NOTHING
+        # True for a turn the server started again after the one running the task
+        # stopped with it (a restart, a lost instance): see Agent.resumes.
+        self.resumed = resumed
         self.message = message
         self.history = list(history)
         self.metadata = metadata
@@ -266,8 +285,15 @@ class TaskContext:
             task_id=self.task_id,
         )
 
-    async def working(self, content: Content = None) -> bool:
-        """Mark the task working, optionally with a progress message."""
+    async def working(
+        self, content: Content = None, *, metadata: dict[str, Any] | None = None
+    ) -> bool:
+        """Mark the task working, optionally with a progress message; ``metadata``
+        is kept in the task's metadata (each key set; a dict merged into the one
+        there) and sent with the status update: what the turn wants known of it,
+        such as the upstream task a fronted agent called."""
+        if metadata:
+            return await self._emit.status(_WORKING, self.agent_message(content), metadata)
         return await self._emit.status(_WORKING, self.agent_message(content))
 
     async def artifact(

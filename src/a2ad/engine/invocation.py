@@ -121,6 +121,15 @@ class TurnInput(msgspec.Struct, frozen=True, kw_only=True):
     message_key: bytes | None = None
     owner: tuple[str, str, str] = ("", "", "")
     delegations: Delegations | None = None
+    resumed: bool = False  # a turn picking up a task whose runner was lost (Agent.resumes)
+
+
+def _metadata(stored: StoredTask | None) -> dict[str, Any] | None:
+    """The stored task's metadata, if it has any."""
+    if stored is None:
+        return None
+    metadata = stored.task.metadata
+    return metadata if isinstance(metadata, dict) else None
 
 
 class Invocation:
@@ -268,6 +277,8 @@ class Invocation:
             request=self._given.request,
             tenant=self._given.owner[0],
             delegate=self._delegation_token if self._given.delegations is not None else None,
+            task_metadata=_metadata(self.current),
+            resumed=self._given.resumed,
         )
         try:
             await self._given.agent.run(ctx)
@@ -457,14 +468,21 @@ class Invocation:
     def cancelled(self) -> bool:
         return self._cancelled
 
-    async def status(self, state: TaskState, message: Message | None) -> bool:
+    async def status(
+        self, state: TaskState, message: Message | None, metadata: dict[str, Any] | None = None
+    ) -> bool:
         status = TaskStatus(
             state=state,
             message=message if message is not None else UNSET,
             timestamp=self._now(),
         )
         return await self._emit(
-            TaskStatusUpdateEvent(task_id=self.task_id, context_id=self.context_id, status=status)
+            TaskStatusUpdateEvent(
+                task_id=self.task_id,
+                context_id=self.context_id,
+                status=status,
+                metadata=metadata if metadata else UNSET,
+            )
         )
 
     async def artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> bool:

@@ -14,9 +14,17 @@ from collections.abc import Mapping
 
 import msgspec
 
-from ..agent import Agent
+from ..agent import Agent, Caller, RequestContext
 from ..protocol.errors import UnsupportedOperationError
-from ..protocol.model import new_id
+from ..protocol.model import (
+    Message,
+    Role,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+    new_id,
+)
+from ..protocol.types import TaskId
 from ..store.base import ClaimedTurn, StoredTask, StoreUnavailableError
 from .agent_threads import AgentThreads
 from .deadlines import Deadline, deadline_for
@@ -238,3 +246,52 @@ class LocalTurns:
         )
         invocation = self._invocation(given, task.id, task.context_id, stored)
         return self._run(invocation)
+
+    async def adopt(self, task_id: TaskId) -> bool:
+        """Pick up an orphan (a task in flight whose runner was lost: a restart,
+        a lost instance) with a new turn here, told ``ctx.resumed``, if its agent
+        ``resumes`` it. False when it can't (the orphan is failed then); True
+        when the turn runs here, or another instance took the task first."""
+        parts = self._parts
+        stored = await parts.store.get(task_id)
+        if stored is None or parts.closing():
+            return False
+        agent = self._agents.get(stored.agent)
+        task = stored.task
+        message = _last_from_user(task.history)
+        if agent is None or message is None or not agent.resumes(task):
+            return False
+        working = TaskStatusUpdateEvent(
+            task_id=task_id,
+            context_id=task.context_id,
+            status=TaskStatus(state=TaskState.WORKING, timestamp=parts.now()),
+        )
+        taken = await parts.writer.adopt(stored, working, parts.leases())
+        if taken is None:
+            return True  # another instance took it, or it ended
+        caller = Caller(
+            principal=stored.principal,
+            tenants=(stored.tenant,) if stored.tenant else (),
+            authenticated=bool(stored.principal),
+        )
+        given = TurnInput(
+            agent=agent,
+            message=message,
+            history=taken.task.history,
+            metadata={},
+            deadline=None,  # stored with the task when it began
+            request=RequestContext(caller=caller),
+            owner=(stored.tenant, stored.principal, stored.agent),
+            delegations=self.delegations,
+            resumed=True,
+        )
+        self._run(self._invocation(given, task_id, task.context_id, taken))
+        log.warning("task picked up again: its runner was lost", extra={"task_id": task_id})
+        return True
+
+
+def _last_from_user(history: list[Message]) -> Message | None:
+    for message in reversed(history):
+        if message.role is Role.USER:
+            return message
+    return None

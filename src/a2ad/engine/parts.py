@@ -8,7 +8,7 @@ queued for workers (``QueuedTurns``, ``runs_agents=False``)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeGuard
 
@@ -141,7 +141,9 @@ def assemble(
         quota=Quota(config.max_tasks_per_principal) if config.max_tasks_per_principal else None,
         push=push,
         presence=presence,
-        maintenance=_maintenance(store, config, leases, endings, runner, metrics, named),
+        maintenance=_maintenance(
+            store, config, leases, endings, runner, metrics, named, _adoption(local, named)
+        ),
         watchdog=LoopWatchdog(),  # logs an agent that blocks the event loop
         turn_observers=observers,
         delegations=delegations,
@@ -214,6 +216,7 @@ def _maintenance(
     runner: Runner | None,
     metrics: EngineMetrics,
     agents: Mapping[str, Agent],
+    adopt: Callable[[TaskId], Awaitable[bool]] | None,
 ) -> Maintenance | None:
     """Upkeep (leases, orphans, deadlines, stalls, retention), for a store that keeps it."""
     if not isinstance(store, Upkeep):
@@ -229,6 +232,7 @@ def _maintenance(
         retention_seconds=config.retention_seconds,
         fail=endings.fail,
         runs_here=runs_here,
+        adopt=adopt,
         metrics=metrics,
         stalls=(
             StallWatch(runner, agents, config.stall_timeout, endings.fail)
@@ -236,6 +240,16 @@ def _maintenance(
             else None
         ),
     )
+
+
+def _adoption(
+    local: LocalTurns | None, agents: Mapping[str, Agent]
+) -> Callable[[TaskId], Awaitable[bool]] | None:
+    """How orphans are picked up again here: only with an agent run here that
+    can (``Agent.resumes`` overridden); else every orphan fails."""
+    if local is None or all(type(agent).resumes is Agent.resumes for agent in agents.values()):
+        return None
+    return local.adopt
 
 
 def _nowhere(task_id: TaskId) -> bool:

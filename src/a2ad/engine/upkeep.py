@@ -32,7 +32,9 @@ RETENTION_BATCH = 500  # tasks deleted per round
 
 class Maintenance:
     """``fail(task_id, text)`` ends a task (False if it ended first);
-    ``runs_here(task_id)`` says whether this process runs its agent."""
+    ``runs_here(task_id)`` says whether this process runs its agent;
+    ``adopt(task_id)`` has an orphan picked up again rather than failed (True
+    if it was, or another instance took it first)."""
 
     def __init__(
         self,
@@ -46,6 +48,7 @@ class Maintenance:
         runs_here: Callable[[TaskId], bool],
         metrics: EngineMetrics = NULL_METRICS,
         stalls: StallWatch | None = None,
+        adopt: Callable[[TaskId], Awaitable[bool]] | None = None,
     ) -> None:
         self._upkeep = upkeep
         self._instance = instance
@@ -56,6 +59,7 @@ class Maintenance:
         self._runs_here = runs_here
         self.metrics = metrics
         self._stalls = stalls if stalls is not None and stalls.watching else None
+        self._adopt = adopt
 
     async def run(self) -> None:
         """Rounds about every second (a third of the lease, if shorter), until cancelled."""
@@ -96,11 +100,14 @@ class Maintenance:
                 log.info("retention deleted %s", said, extra={"count": len(deleted)})
 
     async def _fail_orphans(self, now: float) -> int:
-        """Fail a batch of orphans; how many the store reported."""
+        """Fail a batch of orphans (or have their agent pick them up again,
+        where it can); how many the store reported."""
         orphans = await self._upkeep.orphans(now, BATCH)
         for task_id in orphans:
             if self._runs_here(task_id):
                 continue  # ours after all (its lease was just renewed)
+            if self._adopt is not None and await self._adopt(task_id):
+                continue  # its agent picks it up again (Agent.resumes)
             if await self._fail(task_id, ORPHANED):
                 self.metrics.orphan_failed()
                 log.warning("orphaned task failed", extra={"task_id": task_id})

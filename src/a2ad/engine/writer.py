@@ -249,6 +249,23 @@ class Writer:
             self._announce(task_id, Published(stored.seq, timed, stored.task), now)
             return stored
 
+    async def adopt(
+        self, known: StoredTask, event: TaskStatusUpdateEvent, lease: Lease
+    ) -> StoredTask | None:
+        """Take ``known``, a task whose runner was lost, under ``lease`` with
+        ``event``: stored only if the task is still as known, so that of the
+        instances finding it orphaned one takes it. None when another write
+        came first (another instance took it, or it ended)."""
+        (timed,) = _in_time(known.task, [event])
+        try:
+            stored = await self.store.append(
+                known.task.id, known.seq, [timed], lease=lease, bounds=self.bounds
+            )
+        except (SequenceConflictError, TerminalTaskError, MissingTaskError):
+            return None
+        self._announce(known.task.id, Published(stored.seq, timed, stored.task), TaskState.WORKING)
+        return stored
+
     async def _one_by_one(
         self, current: StoredTask, events: Sequence[TaskEvent], usage: Sequence[UsageRecord] = ()
     ) -> Batch:

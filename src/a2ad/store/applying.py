@@ -34,6 +34,8 @@ def apply_event(
     if isinstance(event, TaskArtifactUpdateEvent):
         artifacts = _merge_artifact(task, event, bounds.artifacts)
         return msgspec.structs.replace(task, artifacts=artifacts)
+    if event.metadata is not UNSET:  # an agent's notes (ctx.working(metadata=...))
+        task = msgspec.structs.replace(task, metadata=_noted(task, event.metadata))
     added = []
     if user_message is not None:
         added.append(user_message)
@@ -48,6 +50,20 @@ def apply_event(
     return msgspec.structs.replace(
         task, status=event.status, history=history[over:], metadata=_dropped(task, over)
     )
+
+
+def _noted(task: Task, notes: Any) -> Any:
+    """The task's metadata with a status event's ``notes`` in it: each key set,
+    a dict merged into the dict already there (such as ``a2ad``)."""
+    if not isinstance(notes, dict):
+        return task.metadata
+    metadata = dict(task.metadata) if isinstance(task.metadata, dict) else {}
+    for key, value in notes.items():
+        before = metadata.get(key)
+        if isinstance(before, dict) and isinstance(value, dict):
+            value = {**before, **value}
+        metadata[key] = value
+    return metadata
 
 
 def _dropped(task: Task, count: int) -> dict[str, Any]:
