@@ -55,8 +55,10 @@ def upstream(upstream_agent: ScriptedAgent) -> Iterator[LiveServer]:
         yield live
 
 
-async def _front(url: str) -> AsyncIterator[tuple[A2AApp, httpx.AsyncClient]]:
-    app = create_app(RemoteAgent(url))
+async def _front(
+    url: str, config: EngineConfig | None = None
+) -> AsyncIterator[tuple[A2AApp, httpx.AsyncClient]]:
+    app = create_app(RemoteAgent(url), **({"engine": config} if config else {}))
     app.engine.shutdown_grace = 0
     await app.lifetime.start()
     try:
@@ -92,26 +94,19 @@ async def _upstream_call(upstream: LiveServer, method: str, params: dict[str, An
 async def test_the_front_serves_the_upstream_card_and_its_answer_as_its_own_task(
     front: tuple[A2AApp, httpx.AsyncClient], upstream: LiveServer
 ) -> None:
-    app, http = front
+    _, http = front
     card = (await http.get("/.well-known/agent-card.json")).json()
     assert card["name"] == "scripted"
     assert card["supportedInterfaces"][0]["url"] == "http://front.test/"  # a2ad's own
     task = (await _call(http, "SendMessage", _send("echo hello")))["task"]
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
     assert [p["text"] for p in task["artifacts"][0]["parts"]] == ["hello"]
-    # The upstream task it made, named in a2ad's task (an internal part: not shown here).
-    assert "a2ad.upstream" not in str(task)
-    stored = await app.engine.store.get(task["id"])
-    assert stored is not None
-    noted = [
-        p.data["a2ad.upstream"]
-        for m in stored.task.history
-        for p in m.parts
-        if isinstance(p.data, dict) and "a2ad.upstream" in p.data
-    ]
-    assert len(noted) == 1 and noted[0]["url"] == upstream.url + "/"
-    theirs = await _upstream_call(upstream, "GetTask", {"id": noted[0]["taskId"]})
+    # The upstream task it made, named in a2ad's task's metadata.
+    upstream_id = task["metadata"]["a2ad"]["upstream"]["taskId"]
+    theirs = await _upstream_call(upstream, "GetTask", {"id": upstream_id})
     assert theirs["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert theirs["id"] != task["id"]
+    assert upstream.url not in str(task)  # the upstream's address is not shown to callers
 
 
 async def test_a_stream_through_the_front_carries_the_upstreams_chunks(
@@ -169,6 +164,19 @@ async def test_a_cancel_on_the_front_cancels_the_upstream_task(
     await wait_for(lambda: theirs["id"] in upstream_agent.cancelled, timeout=10)
     read = await _upstream_call(upstream, "GetTask", {"id": theirs["id"]})
     assert read["status"]["state"] == "TASK_STATE_CANCELED"
+
+
+async def test_a_task_timeout_on_the_front_cancels_the_upstream_task(
+    upstream: LiveServer, upstream_agent: ScriptedAgent
+) -> None:
+    async for _, http in _front(f"a2a+{upstream.url}/", EngineConfig(task_timeout=1.0)):
+        task = (await _call(http, "SendMessage", _send("hang")))["task"]  # waits for its end
+        assert task["status"]["state"] == "TASK_STATE_FAILED"
+        assert "deadline" in task["status"]["message"]["parts"][0]["text"]
+        theirs = str(task["metadata"]["a2ad"]["upstream"]["taskId"])
+        await wait_for(lambda: theirs in upstream_agent.cancelled, timeout=10)  # noqa: B023
+        read = await _upstream_call(upstream, "GetTask", {"id": theirs})
+        assert read["status"]["state"] == "TASK_STATE_CANCELED"
 
 
 async def test_an_upstream_that_cannot_be_reached_fails_the_turn_naming_it() -> None:

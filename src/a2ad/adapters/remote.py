@@ -8,9 +8,11 @@ stream when the upstream card says it streams, else a blocking send. Every
 event the upstream sends is stored in a2ad's task as it arrives (its status
 messages, its artifacts and their chunks), so a2ad's callers get a2ad's
 durable task, replay, auth, tenants, deadlines and dashboard over an agent that
-changed nothing. The upstream task's id is kept in a2ad's task, as an internal
-part of its history (only operators see it): a follow-up (input-required,
-auth-required) goes to the same upstream task, also after a restart.
+changed nothing. The upstream task's id is kept in a2ad's task's metadata
+(``a2ad.upstream.taskId``): a follow-up (input-required, auth-required) goes
+to the same upstream task, and a task whose a2ad turn was lost (a2ad restarted
+or its instance died mid-turn) is picked up again (``Agent.resumes``): its new
+turn follows the upstream task instead of the task failing.
 
 What the upstream leaks, a2ad hides; what it reports, a2ad counts. Its parts
 keep their metadata, so the tool calls and thoughts ADK (and kagent) mark are
@@ -36,7 +38,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from ..agent import Agent, TaskContext
@@ -44,7 +46,6 @@ from ..protocol.card import AgentSkill
 from ..protocol.errors import A2AError, UnsupportedOperationError
 from ..protocol.model import (
     Artifact,
-    DataPart,
     Message,
     Task,
     TaskArtifactUpdateEvent,
@@ -61,7 +62,6 @@ REMOTE_PREFIXES = ("a2a+http", "a2a+https", "grpc", "grpcs")
 CANCEL_SECONDS = 5.0
 FOLLOW_ATTEMPTS = 5  # resubscriptions to an upstream task whose stream broke, backing off
 FOLLOW_BACKOFF = 0.5  # seconds before the first, doubled each time
-_UPSTREAM = "a2ad.upstream"  # the internal data part that names the upstream task
 
 
 class RemoteAgent(Agent):
@@ -140,22 +140,28 @@ class RemoteAgent(Agent):
         self.output_modes = tuple(card.get("defaultOutputModes") or self.output_modes)
         self.streams = bool((card.get("capabilities") or {}).get("streaming", False))
 
+    def resumes(self, task: Task) -> bool:
+        """A task whose a2ad runner was lost (a restart) is followed again when
+        the upstream task it called is known: the upstream may still have it."""
+        return _upstream_task(task.metadata) is not None
+
     async def run(self, ctx: TaskContext) -> None:
         from ..client import ClientError
 
         client = self.client
         assert client is not None, "the agent was not started"
-        upstream = _upstream_task(ctx.history)
-        turn = _Turn(self, ctx, upstream)
+        turn = _Turn(self, ctx, _upstream_task(ctx.task_metadata))
         try:
-            if self.streams:
+            if ctx.resumed and turn.upstream is not None:
+                await turn.follow("a2ad lost the turn that followed it")
+            elif self.streams:
                 async for item in client.stream(
-                    list(ctx.message.parts), context_id=ctx.context_id, task_id=upstream
+                    list(ctx.message.parts), context_id=ctx.context_id, task_id=turn.upstream
                 ):
                     await turn.relay(item)
             else:
                 answer = await client.send(
-                    list(ctx.message.parts), context_id=ctx.context_id, task_id=upstream
+                    list(ctx.message.parts), context_id=ctx.context_id, task_id=turn.upstream
                 )
                 await turn.relay(answer)
         except asyncio.CancelledError:
@@ -165,33 +171,42 @@ class RemoteAgent(Agent):
             await ctx.fail(f"the upstream agent at {self.url} answered: {exc.message}")
             return
         except ClientError as exc:
-            if turn.upstream is None or turn.over:
+            if turn.upstream is None or turn.over or ctx.resumed:
                 await ctx.fail(f"the upstream agent at {self.url}: {exc}")
                 return
-            # The stream broke mid-turn: follow the upstream task again.
-            try:
-                await turn.follow(exc)
-            except asyncio.CancelledError:
-                await turn.cancel_upstream()
-                raise
-            except (ClientError, A2AError) as again:
-                await ctx.fail(
-                    f"the upstream agent at {self.url}: its stream of task {turn.upstream} "
-                    f"broke ({exc}), and following the task again failed "
-                    f"{FOLLOW_ATTEMPTS} times: {again}"
-                )
+            if not await self._follow_again(turn, exc):
                 return
         await turn.ended()
 
+    async def _follow_again(self, turn: _Turn, broke: Exception) -> bool:
+        """Follow the upstream task again after its stream broke mid-turn; False
+        once the turn failed for it."""
+        from ..client import ClientError
 
-def _upstream_task(history: Sequence[Message]) -> str | None:
-    """The upstream task a2ad's task is fronting, as a turn before noted it."""
-    for message in reversed(history):
-        for part in message.parts:
-            if isinstance(part.data, dict):
-                found = part.data.get(_UPSTREAM)
-                if isinstance(found, dict) and isinstance(found.get("taskId"), str):
-                    return str(found["taskId"])
+        try:
+            await turn.follow(f"its stream broke: {broke}")
+        except asyncio.CancelledError:
+            await turn.cancel_upstream()
+            raise
+        except (ClientError, A2AError) as again:
+            await turn.ctx.fail(
+                f"the upstream agent at {self.url}: its stream of task {turn.upstream} "
+                f"broke ({broke}), and following the task again failed "
+                f"{FOLLOW_ATTEMPTS} times: {again}"
+            )
+            return False
+        return True
+
+
+def _upstream_task(metadata: object) -> str | None:
+    """The upstream task a2ad's task fronts, as a turn before kept it in the
+    task's metadata (``a2ad.upstream.taskId``)."""
+    if isinstance(metadata, Mapping):
+        ours = metadata.get("a2ad")
+        if isinstance(ours, Mapping):
+            upstream = ours.get("upstream")
+            if isinstance(upstream, Mapping) and isinstance(upstream.get("taskId"), str):
+                return str(upstream["taskId"])
     return None
 
 
@@ -269,12 +284,11 @@ class _Turn:
             )
 
     async def _note(self, task_id: str) -> None:
-        """Keep the upstream task's id in a2ad's task, once: an internal part."""
+        """Keep the upstream task's id in a2ad's task's metadata, once."""
         if self.upstream is not None or not task_id:
             return
         self.upstream = task_id
-        note = {_UPSTREAM: {"url": self.agent.url, "taskId": task_id}}
-        await self.ctx.working(self.ctx.internal(DataPart(note)))
+        await self.ctx.working(metadata={"a2ad": {"upstream": {"taskId": task_id}}})
 
     async def _status(self, status: TaskStatus) -> None:
         ctx, state = self.ctx, status.state
@@ -302,8 +316,8 @@ class _Turn:
         """The upstream ended this turn (a terminal or interrupted state)."""
         return self.state is not None and (self.state.terminal or self.state.interrupted)
 
-    async def follow(self, broke: Exception) -> None:
-        """Follow the upstream task again after its stream broke, with backoff:
+    async def follow(self, why: str) -> None:
+        """Follow the upstream task again (``why``: what made it needed), with backoff:
         its current state (or, from a server that keeps a log, what was missed),
         then its events, until the turn is over. Raises the last ClientError
         once ``FOLLOW_ATTEMPTS`` in a row brought nothing."""
@@ -312,8 +326,8 @@ class _Turn:
         client, upstream = self.agent.client, self.upstream
         assert client is not None and upstream is not None
         log.warning(
-            "the upstream's stream broke; following its task again: %s",
-            broke,
+            "following the upstream task again: %s",
+            why,
             extra={"upstream": self.agent.url, "upstream_task_id": upstream},
         )
         delay, failed = FOLLOW_BACKOFF, 0

@@ -1,0 +1,130 @@
+"""a2ad restarted while it fronts a turn (adapters/remote.py, Agent.resumes):
+the real ``a2ad serve`` killed mid-turn and started again on its SQLite file
+picks the task up again and follows the upstream task to its end, instead of
+failing it as an orphan; an upstream that no longer has the task fails it,
+saying so. The upstream is a real server on a real port in this process."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from a2ad import Agent, TaskContext, create_app
+
+from ..conftest import LiveServer, wait_for
+from ..jsonrpc import answer, rpc_body
+from ..served import Served
+
+V1 = {"A2A-Version": "1.0"}
+
+
+class Gated(Agent):
+    """Works until the test opens its gate, then answers."""
+
+    name = "gated"
+    description = "Answers once released."
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.gate = threading.Event()
+
+    async def run(self, ctx: TaskContext) -> None:
+        await ctx.working("waiting for the gate")
+        self.started.set()
+        while not self.gate.is_set():
+            await asyncio.sleep(0.02)
+        await ctx.artifact(f"released: {ctx.text}", name="answer")
+
+
+@pytest.fixture
+def gated() -> Iterator[Gated]:
+    agent = Gated()
+    yield agent
+    agent.gate.set()
+
+
+@pytest.fixture
+def store() -> Iterator[str]:
+    with tempfile.TemporaryDirectory() as folder:
+        yield f"sqlite:///{folder}/front.db"
+
+
+async def _call(url: str, method: str, params: dict[str, Any]) -> Any:
+    async with httpx.AsyncClient(timeout=10) as http:
+        got = answer(await http.post(url, json=rpc_body(method, params), headers=V1))
+    assert "error" not in got, got
+    return got["result"]
+
+
+async def _start_and_kill(gated: Gated, upstream: str, store: str) -> str:
+    """Send a message through a front, wait until the upstream works on it and
+    the front noted the upstream task, then kill the front (SIGKILL)."""
+    with Served("--agent", f"gated=a2a+{upstream}/", "--store", store) as front:
+        url = f"{front.url}/agents/gated/"
+        sent = {
+            "message": {
+                "messageId": os.urandom(8).hex(),
+                "role": "ROLE_USER",
+                "parts": [{"text": "quote 12"}],
+            },
+            "configuration": {"returnImmediately": True},
+        }
+        task_id = (await _call(url, "SendMessage", sent))["task"]["id"]
+        await asyncio.to_thread(gated.started.wait, 10)
+
+        async def noted() -> bool:
+            task = await _call(url, "GetTask", {"id": task_id})
+            return "upstream" in (task.get("metadata") or {}).get("a2ad", {})
+
+        await wait_for(noted, timeout=10)
+        front.proc.kill()
+        front.proc.wait(10)
+    return task_id
+
+
+async def test_a_restarted_front_follows_the_upstream_task_to_its_end(
+    gated: Gated, store: str
+) -> None:
+    with LiveServer(create_app(gated)) as upstream:
+        task_id = await _start_and_kill(gated, upstream.url, store)
+        with Served("--agent", f"gated=a2a+{upstream.url}/", "--store", store) as front:
+            url = f"{front.url}/agents/gated/"
+            task = await _call(url, "GetTask", {"id": task_id})
+            assert task["status"]["state"] == "TASK_STATE_WORKING"  # picked up, not failed
+            gated.gate.set()
+
+            async def completed() -> bool:
+                task = await _call(url, "GetTask", {"id": task_id})
+                return bool(task["status"]["state"] == "TASK_STATE_COMPLETED")
+
+            await wait_for(completed, timeout=15)
+            task = await _call(url, "GetTask", {"id": task_id})
+            assert [p["text"] for p in task["artifacts"][0]["parts"]] == ["released: quote 12"]
+            front.expect("picked up again")
+
+
+async def test_a_restarted_front_fails_a_task_its_upstream_no_longer_has(
+    gated: Gated, store: str
+) -> None:
+    with LiveServer(create_app(gated)) as first:
+        task_id = await _start_and_kill(gated, first.url, store)
+    # The upstream restarted too, with its tasks in memory: gone.
+    with LiveServer(create_app(Gated())) as upstream:
+        with Served("--agent", f"gated=a2a+{upstream.url}/", "--store", store) as front:
+            url = f"{front.url}/agents/gated/"
+
+            async def failed() -> bool:
+                task = await _call(url, "GetTask", {"id": task_id})
+                return bool(task["status"]["state"] == "TASK_STATE_FAILED")
+
+            await wait_for(failed, timeout=15)
+            task = await _call(url, "GetTask", {"id": task_id})
+            said = task["status"]["message"]["parts"][0]["text"]
+            assert upstream.url in said and "not found" in said.lower(), said
