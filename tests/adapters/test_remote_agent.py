@@ -182,6 +182,8 @@ async def test_a_task_timeout_on_the_front_cancels_the_upstream_task(
 async def test_an_upstream_that_cannot_be_reached_fails_the_turn_naming_it() -> None:
     url = f"http://127.0.0.1:{free_port()}"
     async for _, http in _front(f"a2a+{url}/"):
+        card = (await http.get("/.well-known/agent-card.json")).text
+        assert url.removeprefix("http://") not in card  # its address stays private
         task = (await _call(http, "SendMessage", _send("echo hi")))["task"]
         assert task["status"]["state"] == "TASK_STATE_FAILED"
         said = task["status"]["message"]["parts"][0]["text"]

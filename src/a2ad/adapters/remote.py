@@ -85,8 +85,9 @@ class RemoteAgent(Agent):
                 "a2a+https://..., or grpc://HOST:PORT"
             )
         self.url = url.removeprefix("a2a+")  # what a2ad's client takes
-        self.name = name or self.url
-        self.description = f"The A2A agent at {self.url}, fronted by a2ad."
+        self.name = name or "remote agent"  # the upstream card's, once read
+        # Not its address: the card and /agents are public, and a URL may hold a user:password.
+        self.description = "An A2A agent served elsewhere, fronted by a2ad."
         self._token, self._api_key = token, api_key
         self.timeout = timeout
         self.cancel_seconds = cancel_seconds
