@@ -1,13 +1,17 @@
 """The task dashboard: a page served by a2ad itself at ``/ui`` (docs/dashboard.md).
 
-No build step and nothing fetched from elsewhere: the page, its script and its
-style sheet are files of this package (``assets/``), read once when the app is
-made. The page is an A2A client of the server that serves it: it lists, reads,
-cancels and sends through the HTTP+JSON binding with the caller's own
-credential, so it shows exactly what that caller may see.
+No build step and nothing fetched from elsewhere: the page, its scripts (ES
+modules: ``app.js`` and the views it imports, such as ``agents.js``) and its style
+sheet are files of this package (``assets/``), read once when the app is made.
+The page is an A2A client of the server that serves it: it lists, reads, cancels
+and sends through the HTTP+JSON binding, and reads the agents' index
+(``/agents``), with the caller's own credential, so it shows exactly what that
+caller may see.
 
 Caching: each asset's URL carries a hash of its content
-(``/ui/assets/app.3f2a9c1e.js``) and is cacheable for a year; the page itself
+(``/ui/assets/app.3f2a9c1e.js``) and is cacheable for a year; a script's
+``import "./agents.js"`` is written with the imported file's hashed name before
+the importer is hashed, so a change to either reaches the browser; the page itself
 (every path under ``/ui`` that is not an asset: the page routes in the browser)
 is revalidated each time (``no-cache`` with an ETag, 304 when unchanged).
 Every answer forbids framing and sniffing, and the page's Content-Security-Policy
@@ -43,6 +47,9 @@ _CSP = (
     b"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 _YEAR = b"public, max-age=31536000, immutable"
+# The assets, each after the modules it imports (hashed first, so that its import
+# can name them by their hashed names).
+_ASSETS = ("agents.js", "app.js", "app.css")
 
 
 class _Asset(NamedTuple):
@@ -93,11 +100,15 @@ class DashboardEndpoint:
         self.under = self.path + "/"
         self._assets: dict[str, _Asset] = {}
         urls: dict[str, str] = {}
-        for name in ("app.js", "app.css"):
+        hashed_names: dict[str, str] = {}
+        for name in _ASSETS:
             body = _load(name)
+            for imported, served_as in hashed_names.items():  # imports name hashed files
+                body = body.replace(f'"./{imported}"'.encode(), f'"./{served_as}"'.encode())
             stem, dot, ext = name.rpartition(".")
             digest = hashlib.sha256(body).hexdigest()[:12]
             hashed = f"{stem}.{digest}.{ext}"
+            hashed_names[name] = hashed
             self._assets[hashed] = _Asset(body, _TYPES[dot + ext], _etag(body))
             urls[name] = f"{self.path}/assets/{hashed}"
         settings = json.dumps({"base": self.path, "agents": agents, "auth": auth})

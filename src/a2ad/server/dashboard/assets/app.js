@@ -1,8 +1,10 @@
 // The a2ad dashboard: an A2A 1.0 HTTP+JSON client of the server that serves it.
 // No framework and no build step. Views: the task list (its filters in the URL's
-// query) and a task's page (BASE/tasks/<id>). Every request carries the caller's
-// credential, kept in sessionStorage (this tab only), so the server decides what
-// the page may see.
+// query), a task's page (BASE/tasks/<id>) and the server's agents (BASE/agents,
+// drawn by agents.js). Every request carries the caller's credential, kept in
+// sessionStorage (this tab only), so the server decides what the page may see.
+
+import { agentsView } from "./agents.js";
 
 const SETTINGS = JSON.parse(document.querySelector('meta[name="a2ad-settings"]').content);
 const BASE = SETTINGS.base;
@@ -48,10 +50,11 @@ function headers(extra = {}) {
   return h;
 }
 
-async function api(method, path, body) {
+// prefix: the picked agent's path by default; "" for the server's own reads (/agents).
+async function api(method, path, body, prefix = agentPrefix()) {
   const init = { method, headers: headers(body ? { "Content-Type": "application/json" } : {}) };
   if (body) init.body = JSON.stringify(body);
-  const response = await fetch(agentPrefix() + path, init);
+  const response = await fetch(prefix + path, init);
   const data = jsonOrNull(await response.text());
   if (response.status === 401) {
     await askForToken();
@@ -995,25 +998,54 @@ async function sendReply(event, task) {
   }
 }
 
+// --- the server's agents (GET /agents; agents.js draws them) ---
+
+async function showAgents() {
+  const mine = view;
+  main.replaceChildren(el("h1", {}, "Agents"), el("p", {}, "Loading…"));
+  let index;
+  try {
+    index = await api("GET", "/agents", null, ""); // the server's, whichever agent is picked
+  } catch (error) {
+    if (mine === view) showError(main, error);
+    return;
+  }
+  if (mine !== view) return;
+  const agents = index.agents || [];
+  main.replaceChildren(...agentsView(agents, { el, plural, base: BASE }));
+  say(`${plural(agents.length, "agent")} shown`);
+}
+
 // --- routing ---
 
 function route() {
   view += 1;
   stopLive();
   stopLive = () => {};
+  const rest = location.pathname.slice(BASE.length);
+  const agents = /^\/agents\/?$/.test(rest);
+  // The picker says the URL's agent, also after a link or Back changed it.
+  document.getElementById("agent").value = new URLSearchParams(location.search).get("agent") || SETTINGS.agents[0];
+  for (const link of document.querySelectorAll(".views a")) {
+    const current = (link.dataset.nav === "agents") === agents;
+    if (current) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
   if (SETTINGS.auth && !sessionStorage.getItem(TOKEN_KEY)) {
-    main.replaceChildren(el("p", {}, "Sign in to see this server's tasks."));
+    main.replaceChildren(el("p", {}, `Sign in to see this server's ${agents ? "agents" : "tasks"}.`));
     askForToken();
     return;
   }
-  const rest = location.pathname.slice(BASE.length);
   const match = rest.match(/^\/tasks\/([^/]+)$/);
   if (match) showTask(decodeURIComponent(match[1]));
+  else if (agents) showAgents();
   else showList();
 }
 
 function setUp() {
   document.querySelector(".brand").setAttribute("href", BASE);
+  document.getElementById("nav-tasks").setAttribute("href", BASE);
+  document.getElementById("nav-agents").setAttribute("href", `${BASE}/agents`);
   const picker = document.getElementById("agent");
   if (SETTINGS.agents.length > 1) {
     picker.closest("label").hidden = false;
