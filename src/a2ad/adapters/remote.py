@@ -41,6 +41,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+import httpx
+
 from ..agent import Agent, TaskContext
 from ..protocol.card import AgentSkill
 from ..protocol.errors import A2AError, UnsupportedOperationError
@@ -53,6 +55,7 @@ from ..protocol.model import (
     TaskStatus,
     TaskStatusUpdateEvent,
 )
+from .upstream_auth import OAuth2Auth, UpstreamCredential
 
 __all__ = ["REMOTE_PREFIXES", "RemoteAgent", "usage_in"]
 
@@ -75,6 +78,7 @@ class RemoteAgent(Agent):
         name: str | None = None,
         token: str | None = None,
         api_key: str | None = None,
+        credential: UpstreamCredential | None = None,
         timeout: float = 30.0,
         cancel_seconds: float = CANCEL_SECONDS,
     ) -> None:
@@ -88,24 +92,42 @@ class RemoteAgent(Agent):
         self.name = name or "remote agent"  # the upstream card's, once read
         # Not its address: the card and /agents are public, and a URL may hold a user:password.
         self.description = "An A2A agent served elsewhere, fronted by a2ad."
-        self._token, self._api_key = token, api_key
+        self.credential = credential or UpstreamCredential(token=token, api_key=api_key)
         self.timeout = timeout
         self.cancel_seconds = cancel_seconds
         self.streams = True
         self.client: Any = None  # a2ad's Client, once started
+        self._http: httpx.AsyncClient | None = None  # with OAuth2: the client that sends it
 
-    def use_credentials(self, *, token: str | None, api_key: str | None) -> None:
-        """Call the upstream with ``token`` (``Authorization: Bearer``) or
-        ``api_key`` (``X-API-Key``) from now on; before ``start``."""
-        self._token, self._api_key = token, api_key
+    def use_credential(self, credential: UpstreamCredential) -> None:
+        """Call the upstream with ``credential`` from now on; before ``start``.
+        Raises ValueError for OAuth2 to a gRPC upstream (tokens are fetched over HTTP
+        and sent by the HTTP bindings)."""
+        if credential.oauth2 is not None and self.url.startswith("grpc"):
+            raise ValueError(
+                f"{self.url}: OAuth2 client credentials are for an HTTP upstream "
+                "(a2a+http:// or a2a+https://); give a gRPC upstream a token or an API key"
+            )
+        self.credential = credential
 
     async def start(self) -> None:
         """Open the client and read the upstream card (its name, skills, modes);
         an upstream not reachable yet is logged, and its turns fail until it is."""
         from ..client import Client, ClientError  # the client's imports: only to front
 
+        credential = self.credential
+        if credential.oauth2 is not None:
+            fetch = httpx.AsyncClient(timeout=self.timeout)
+            self._http = httpx.AsyncClient(
+                timeout=self.timeout, auth=OAuth2Auth(credential.oauth2, fetch)
+            )
         self.client = Client(
-            self.url, token=self._token, api_key=self._api_key, timeout=self.timeout
+            self.url,
+            token=credential.token,
+            api_key=credential.api_key,
+            api_key_header=credential.api_key_header,
+            timeout=self.timeout,
+            http=self._http,
         )
         if self.url.startswith("grpc"):
             return  # no card over gRPC alone
@@ -123,6 +145,11 @@ class RemoteAgent(Agent):
     async def stop(self) -> None:
         if self.client is not None:
             await self.client.aclose()
+        if self._http is not None:
+            auth = self._http.auth
+            await self._http.aclose()
+            if isinstance(auth, OAuth2Auth):
+                await auth.aclose()
 
     def _learn(self, card: dict[str, Any]) -> None:
         self.name = str(card.get("name") or self.name)

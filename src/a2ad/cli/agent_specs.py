@@ -15,6 +15,7 @@ from collections.abc import Mapping
 
 from ..adapters.command import EXEC_PREFIXES
 from ..adapters.remote import RemoteAgent
+from ..adapters.upstream_auth import UpstreamCredential, read_upstream_auth
 from ..agent import Agent
 from ..agents.llm import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
 from ..agents.loading import check_agent_name, load_agent
@@ -26,16 +27,24 @@ __all__ = ["agent_settings", "agent_urls", "load_agents"]
 
 
 def load_agents(
-    specs: list[str], default: str | None, base: str, model: str | None
+    specs: list[str],
+    default: str | None,
+    base: str,
+    model: str | None,
+    upstream_auth: str | None = None,
 ) -> Agent | dict[str, Agent]:
     """The agents ``--agent`` names: one SPEC, or several NAME=SPEC (each told
-    the server's URL: agent NAME is at /agents/NAME/ beneath it). Raises
-    ValueError for a usage error."""
+    the server's URL: agent NAME is at /agents/NAME/ beneath it); the agents
+    served elsewhere get their credential (``--upstream-auth FILE``, the
+    environment). Raises ValueError for a usage error."""
     named = [_named(spec) for spec in specs]
+    credentials = read_upstream_auth(upstream_auth) if upstream_auth else {}
     if len(specs) == 1 and not named[0][1]:
         if default is not None:
             raise ValueError("--default-agent: name one of several --agent NAME=SPEC")
-        return _credentialed("", load_agent(specs[0], agent_settings(base, model)))
+        agent = load_agent(specs[0], agent_settings(base, model))
+        _no_strays(credentials, {"": agent}, upstream_auth)
+        return _credentialed("", agent, credentials)
     agents: dict[str, Agent] = {}
     for name, equals, spec in named:
         if not equals or not name or not spec:
@@ -46,23 +55,41 @@ def load_agents(
         if name in agents:
             raise ValueError(f"--agent: {name!r} is named twice")
         check_agent_name(name)
-        agents[name] = _credentialed(name, load_agent(spec, agent_settings(base, model)))
+        agents[name] = load_agent(spec, agent_settings(base, model))
+    _no_strays(credentials, agents, upstream_auth)
     if default is not None and default not in agents:
         raise ValueError(f"--default-agent {default!r} is not one of {', '.join(agents)}")
-    return agents
+    return {name: _credentialed(name, agent, credentials) for name, agent in agents.items()}
 
 
-def _credentialed(name: str, agent: Agent) -> Agent:
+def _no_strays(
+    credentials: Mapping[str, UpstreamCredential], agents: Mapping[str, Agent], path: str | None
+) -> None:
+    """Refuse a credential for no agent served elsewhere: a typo would leave
+    the upstream called without it."""
+    for name in credentials:
+        if not isinstance(agents.get(name), RemoteAgent):
+            fronted = [n for n, agent in agents.items() if isinstance(agent, RemoteAgent) and n]
+            raise ValueError(
+                f"--upstream-auth {path}: [{name}] names no agent served elsewhere "
+                f"(--agent {name or 'NAME'}=a2a+http://...); "
+                + (f"those served here: {', '.join(fronted)}" if fronted else "none is")
+            )
+
+
+def _credentialed(name: str, agent: Agent, credentials: Mapping[str, UpstreamCredential]) -> Agent:
     """An agent served elsewhere (``a2a+http://...``) with its upstream's
-    credential from the environment: ``A2AD_AGENT_<NAME>_TOKEN`` (a bearer
+    credential: from the environment, ``A2AD_AGENT_<NAME>_TOKEN`` (a bearer
     token) or ``A2AD_AGENT_<NAME>_API_KEY``, NAME in capitals with ``-`` as
-    ``_``; ``A2AD_AGENT_TOKEN`` and ``A2AD_AGENT_API_KEY`` for an agent served alone."""
+    ``_`` (``A2AD_AGENT_TOKEN`` and ``A2AD_AGENT_API_KEY`` for an agent served
+    alone); else ``--upstream-auth``'s table for it."""
     if isinstance(agent, RemoteAgent):
         prefix = f"A2AD_AGENT_{name.upper().replace('-', '_')}_" if name else "A2AD_AGENT_"
-        env = os.environ
-        agent.use_credentials(
-            token=env.get(prefix + "TOKEN") or None, api_key=env.get(prefix + "API_KEY") or None
-        )
+        token, api_key = os.environ.get(prefix + "TOKEN"), os.environ.get(prefix + "API_KEY")
+        if token or api_key:
+            agent.use_credential(UpstreamCredential(token=token or None, api_key=api_key or None))
+        elif name in credentials:
+            agent.use_credential(credentials[name])
     return agent
 
 

@@ -209,6 +209,7 @@ def serve(
     grpc_public_address: opt.GrpcPublicAddress = None,
     grpc_error_table: opt.GrpcErrorTable = "1.0.1",
     model: opt.Model = None,
+    upstream_auth: opt.UpstreamAuth = None,
 ) -> None:
     """Serve an agent over A2A JSON-RPC (1.0 and 0.3) with SSE streaming."""
     # The flags as given (the only locals yet): what each process of a group is given.
@@ -242,7 +243,13 @@ def _serve(flags: dict[str, Any], settings: ServeSettings, task_store: TaskStore
         settings = replace(settings, grpc=grpc)
         flags["grpc_port"] = grpc.port  # a group's processes serve this one
     try:
-        agents = load_agents(list(settings.agents), settings.default_agent, base, settings.model)
+        agents = load_agents(
+            list(settings.agents),
+            settings.default_agent,
+            base,
+            settings.model,
+            settings.upstream_auth,
+        )
         keep_logging()  # an agent's library may have reconfigured logging as it loaded
     except ValueError as exc:
         listening.close()

@@ -399,6 +399,15 @@ MetricsPort = Annotated[
     ),
 ]
 
+UpstreamAuth = Annotated[
+    str | None,
+    typer.Option(
+        help="Credentials for the agents served elsewhere (--agent NAME=a2a+http://...): "
+        "a TOML table per NAME with token, api-key (and api-key-header) or [NAME.oauth2] "
+        "client credentials; A2AD_AGENT_<NAME>_TOKEN or _API_KEY win over it.",
+    ),
+]
+
 Model = Annotated[
     str | None,
     typer.Option(

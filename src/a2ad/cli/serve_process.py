@@ -48,7 +48,11 @@ def main(argv: list[str]) -> int:
         settings = read_settings(flags)
         task_store = open_store(settings, group=group)
         agents = load_agents(
-            list(settings.agents), settings.default_agent, _url(listening), settings.model
+            list(settings.agents),
+            settings.default_agent,
+            _url(listening),
+            settings.model,
+            settings.upstream_auth,
         )
     except ValueError as exc:  # the parent read the same flags: a file changed since
         console.print(f"error: {exc}", markup=False, soft_wrap=True)

@@ -50,6 +50,7 @@ class ServeSettings:
     agents: tuple[str, ...]  # --agent: one SPEC, or NAME=SPEC each
     default_agent: str | None
     model: str | None
+    upstream_auth: str | None  # --upstream-auth FILE: the fronted agents' credentials
     connections: ConnectionLimits  # max_connections as asked, fit to the fd limit at start
     engine: EngineConfig
     limits: Limits
@@ -103,6 +104,7 @@ def read_settings(flags: dict[str, Any]) -> ServeSettings:
         agents=tuple(flags["agent"] or ["echo"]),
         default_agent=flags["default_agent"],
         model=flags["model"],
+        upstream_auth=flags["upstream_auth"],
         connections=ConnectionLimits(
             max_connections=flags["max_connections"],
             max_header_bytes=flags["max_header_bytes"],

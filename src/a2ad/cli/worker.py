@@ -37,6 +37,7 @@ from .collector import settle_collector
 from .config import DURATION, ENV_AGENTS
 from .logs import configure_logging, keep_logging
 from .serve import _fail, _find_modules_here
+from .serve_options import UpstreamAuth
 from .serve_settings import duration, workers_store
 from .startup import STARTUP_FAILURE
 from .terminal import make_console
@@ -135,6 +136,7 @@ def worker(
     log_format: _LogFormat = "json",
     model: _Model = None,
     secret_key_file: _SecretKeyFile = None,
+    upstream_auth: UpstreamAuth = None,
 ) -> None:
     """Run the agents of tasks that `a2ad serve --no-run` fronts store in PostgreSQL."""
     try:
@@ -154,7 +156,8 @@ def worker(
         task_store = store_from_url(store)
         workers_store(task_store, "a2ad worker")
         # The front's address, for agents that call their own server: $A2AD_URL.
-        agents = load_agents(agent or ["echo"], None, os.environ.get(ENV_URL) or DEFAULT_URL, model)
+        front = os.environ.get(ENV_URL) or DEFAULT_URL
+        agents = load_agents(agent or ["echo"], None, front, model, upstream_auth)
         delegations = _delegations(secret_key_file)
     except ValueError as exc:
         _fail(exc, 2)
