@@ -166,15 +166,25 @@ def test_with_auth_the_view_uses_the_pages_credential_and_shows_nothing_without_
     assert errors == [], f"the page's console had errors: {errors}"
 
 
-def test_the_view_is_a_hashed_module_that_app_js_imports(server: LiveServer) -> None:
+def test_every_module_is_imported_by_its_hashed_name_and_cached(server: LiveServer) -> None:
     page = httpx.get(f"{server.url}/ui/agents").text  # a page route: the page itself
-    script = re.search(r'src="(/ui/assets/app\.[0-9a-f]+\.js)"', page)
+    script = re.search(r'src="/ui/assets/(app\.[0-9a-f]+\.js)"', page)
     assert script is not None
-    app_js = httpx.get(server.url + script.group(1)).text
-    imported = re.search(r'from "\./(agents\.[0-9a-f]{12}\.js)"', app_js)
-    assert imported is not None, "app.js imports agents.js by its hashed name"
-    view = httpx.get(f"{server.url}/ui/assets/{imported.group(1)}")
-    assert view.status_code == 200
-    assert view.headers["content-type"].startswith("text/javascript")
-    assert view.headers["cache-control"] == "public, max-age=31536000, immutable"
-    assert "export function agentsView" in view.text
+    seen: dict[str, str] = {}
+    todo = [script.group(1)]
+    while todo:  # app.js and everything it imports, at any depth
+        name = todo.pop()
+        if name in seen:
+            continue
+        module = httpx.get(f"{server.url}/ui/assets/{name}")
+        assert module.status_code == 200, name
+        assert module.headers["content-type"].startswith("text/javascript")
+        assert module.headers["cache-control"] == "public, max-age=31536000, immutable"
+        seen[name] = module.text
+        imports = re.findall(r'(?:from|import) "\./([^"]+)"', module.text)
+        assert all(re.fullmatch(r"[a-z]+\.[0-9a-f]{12}\.js", i) for i in imports), imports
+        todo += imports
+    names = {name.split(".")[0] for name in seen}
+    assert {"app", "agents", "page", "api", "list", "task"} <= names, names
+    agents = next(text for name, text in seen.items() if name.startswith("agents."))
+    assert "export function agentsView" in agents

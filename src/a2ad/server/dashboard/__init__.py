@@ -1,7 +1,8 @@
 """The task dashboard: a page served by a2ad itself at ``/ui`` (docs/dashboard.md).
 
 No build step and nothing fetched from elsewhere: the page, its scripts (ES
-modules: ``app.js`` and the views it imports, such as ``agents.js``) and its style
+modules: ``app.js``, the router, and the modules it imports, directly or not: the
+views ``list.js``, ``task.js`` and ``agents.js`` and what they share) and its style
 sheet are files of this package (``assets/``), read once when the app is made.
 The page is an A2A client of the server that serves it: it lists, reads, cancels
 and sends through the HTTP+JSON binding, and reads the agents' index
@@ -10,8 +11,10 @@ caller may see.
 
 Caching: each asset's URL carries a hash of its content
 (``/ui/assets/app.3f2a9c1e.js``) and is cacheable for a year; a script's
-``import "./agents.js"`` is written with the imported file's hashed name before
-the importer is hashed, so a change to either reaches the browser; the page itself
+``import ... from "./list.js"`` is written with the imported module's hashed name
+before the importer is hashed (each module after those it imports), so a change to
+any module changes its URL and those of all that import it, up to ``app.js``, and
+reaches the browser; the page itself
 (every path under ``/ui`` that is not an asset: the page routes in the browser)
 is revalidated each time (``no-cache`` with an ETag, 304 when unchanged).
 Every answer forbids framing and sniffing, and the page's Content-Security-Policy
@@ -23,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import re
 from importlib import resources
 from typing import NamedTuple
 
@@ -47,9 +51,11 @@ _CSP = (
     b"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 _YEAR = b"public, max-age=31536000, immutable"
-# The assets, each after the modules it imports (hashed first, so that its import
-# can name them by their hashed names).
-_ASSETS = ("agents.js", "app.js", "app.css")
+# The page's own assets. The modules a script imports (``import { x } from
+# "./list.js"``; files of assets/ too) are found by reading it, and served as well.
+_ENTRIES = ("app.js", "app.css")
+# A static import of a module beside the importer: ``from "./list.js"``, ``import "./x.js"``.
+_IMPORT = re.compile(r"""\b(from|import)(\s*)(["'])\./([^"'/\s]+\.js)\3""")
 
 
 class _Asset(NamedTuple):
@@ -88,6 +94,39 @@ def _etag(body: bytes) -> bytes:
     return b'"' + hashlib.sha256(body).hexdigest()[:16].encode() + b'"'
 
 
+def _hashed_assets() -> dict[str, tuple[str, _Asset]]:
+    """Each asset served (the entries and every module they import, directly or
+    not), by name: the name it is served as (``list.3f2a9c1e5b7d.js``) and what it
+    serves. A script's imports are rewritten to the hashed names of the modules
+    they import before the script is hashed, so each module's hash covers all it
+    imports: a change to one changes the URL of every module above it."""
+    done: dict[str, tuple[str, _Asset]] = {}
+
+    def visit(name: str, importers: tuple[str, ...]) -> str:
+        if name in done:
+            return done[name][0]
+        if name in importers:
+            cycle = " -> ".join((*importers[importers.index(name) :], name))
+            raise ValueError(f"dashboard assets: an import cycle ({cycle}) can't be hashed")
+        body = _load(name)
+        if name.endswith(".js"):
+
+            def hashed_import(match: re.Match[str]) -> str:
+                keyword, space, quote, imported = match.groups()
+                served_as = visit(imported, (*importers, name))
+                return f"{keyword}{space}{quote}./{served_as}{quote}"
+
+            body = _IMPORT.sub(hashed_import, body.decode()).encode()
+        stem, dot, ext = name.rpartition(".")
+        served_as = f"{stem}.{hashlib.sha256(body).hexdigest()[:12]}.{ext}"
+        done[name] = (served_as, _Asset(body, _TYPES[dot + ext], _etag(body)))
+        return served_as
+
+    for entry in _ENTRIES:
+        visit(entry, ())
+    return done
+
+
 class DashboardEndpoint:
     """Serves the dashboard beneath ``path``. ``agents``: the served agents'
     names, the default one first ("" when one agent is served at / alone);
@@ -98,19 +137,9 @@ class DashboardEndpoint:
         # What the dashboard serves: ``path`` itself and what is under it (the app
         # asks both on every request, without a call).
         self.under = self.path + "/"
-        self._assets: dict[str, _Asset] = {}
-        urls: dict[str, str] = {}
-        hashed_names: dict[str, str] = {}
-        for name in _ASSETS:
-            body = _load(name)
-            for imported, served_as in hashed_names.items():  # imports name hashed files
-                body = body.replace(f'"./{imported}"'.encode(), f'"./{served_as}"'.encode())
-            stem, dot, ext = name.rpartition(".")
-            digest = hashlib.sha256(body).hexdigest()[:12]
-            hashed = f"{stem}.{digest}.{ext}"
-            hashed_names[name] = hashed
-            self._assets[hashed] = _Asset(body, _TYPES[dot + ext], _etag(body))
-            urls[name] = f"{self.path}/assets/{hashed}"
+        hashed = _hashed_assets()
+        self._assets = {served_as: asset for served_as, asset in hashed.values()}
+        urls = {name: f"{self.path}/assets/{served_as}" for name, (served_as, _) in hashed.items()}
         settings = json.dumps({"base": self.path, "agents": agents, "auth": auth})
         page = (
             _load("index.html")
