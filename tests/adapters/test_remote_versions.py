@@ -1,0 +1,216 @@
+"""Versions and bindings translated by a front (adapters/remote.py): a 1.0
+caller of an upstream that speaks only A2A 0.3 (the official SDK's server with a
+0.3 card), a 0.3 caller of a 1.0 upstream, an upstream reached over gRPC (the
+SDK's gRPC server, no card), and what can't be translated refused with the
+spec's error. Real servers on real ports."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.tasks import InMemoryTaskStore
+from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
+from starlette.applications import Starlette
+
+from a2ad import create_app
+from a2ad.adapters.remote import RemoteAgent
+
+from ..conftest import SDK_PEER, LiveServer
+from ..jsonrpc import answer, rpc_body
+from ..scripted import ScriptedAgent
+from ..threaded_server import ThreadedServer, free_port
+
+V1 = {"A2A-Version": "1.0"}
+PEERS = Path(SDK_PEER).parent
+
+
+def _echo_executor() -> Any:
+    spec = importlib.util.spec_from_file_location("sdk_echo_peer", SDK_PEER)
+    assert spec is not None and spec.loader is not None
+    peer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(peer)
+    return peer.EchoExecutor()
+
+
+@pytest.fixture(scope="module")
+def sdk_v03_url() -> Iterator[str]:
+    """The official SDK's echo agent, whose card offers A2A 0.3 only."""
+    port = free_port()
+    card = AgentCard(
+        name="echo-0.3",
+        description="Echoes, in A2A 0.3.",
+        version="1.0.0",
+        supported_interfaces=[
+            AgentInterface(
+                url=f"http://127.0.0.1:{port}/", protocol_binding="JSONRPC", protocol_version="0.3"
+            )
+        ],
+        capabilities=AgentCapabilities(streaming=True),
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain"],
+        skills=[AgentSkill(id="echo", name="Echo", description="echoes", tags=["echo"])],
+    )
+    handler = DefaultRequestHandler(
+        agent_executor=_echo_executor(), task_store=InMemoryTaskStore(), agent_card=card
+    )
+    routes = create_agent_card_routes(card) + create_jsonrpc_routes(
+        handler, rpc_url="/", enable_v0_3_compat=True
+    )
+    sdk = Starlette(routes=routes)
+
+    async def recording(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """The SDK's app, noting each JSON-RPC method called (what a2ad spoke)."""
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await sdk(scope, receive, send)
+            return
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        METHODS.append(json.loads(body).get("method", ""))
+        sent = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await sdk(scope, replay, send)
+
+    served = ThreadedServer(recording, what="the SDK's 0.3 server", interface="asgi3")
+    served.port = port
+    served.server.config.port = port
+    served.start()
+    yield f"http://127.0.0.1:{port}"
+    served.stop()
+
+
+METHODS: list[str] = []  # the JSON-RPC methods the 0.3 upstream was called with
+
+
+@pytest.fixture(scope="module")
+def sdk_grpc_address() -> Iterator[str]:
+    """The official SDK's echo agent over gRPC only (bench/peers/sdk_grpc_echo.py)."""
+    port = free_port()
+    peer = subprocess.Popen(
+        [sys.executable, str(PEERS / "sdk_grpc_echo.py"), "--port", str(port)],
+        cwd=PEERS,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if peer.poll() is not None or time.monotonic() > deadline:
+                peer.kill()
+                raise RuntimeError(f"the SDK's gRPC peer did not start: {peer.stderr}") from None
+            time.sleep(0.05)
+    yield f"127.0.0.1:{port}"
+    peer.terminate()
+    peer.wait(10)
+    assert peer.stderr is not None
+    peer.stderr.close()
+
+
+async def _front(url: str) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(RemoteAgent(url))
+    await app.lifetime.start()
+    try:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://front.test") as http:
+            yield http
+    finally:
+        await app.aclose()
+
+
+def _message(text: str) -> dict[str, Any]:
+    return {"messageId": os.urandom(8).hex(), "role": "ROLE_USER", "parts": [{"text": text}]}
+
+
+async def _stream(http: httpx.AsyncClient, body: dict[str, Any], headers: dict[str, str]) -> list:
+    results = []
+    async with http.stream("POST", "/", json=body, headers=headers) as response:
+        async for line in response.aiter_lines():
+            if line.startswith("data:"):
+                results.append(json.loads(line[5:])["result"])
+    return results
+
+
+async def test_a_10_caller_uses_an_upstream_that_speaks_only_03(sdk_v03_url: str) -> None:
+    async for http in _front(f"a2a+{sdk_v03_url}/"):
+        card = (await http.get("/.well-known/agent-card.json")).json()
+        assert card["name"] == "echo-0.3"
+        assert {i["protocolVersion"] for i in card["supportedInterfaces"]} >= {"1.0", "0.3"}
+        body = rpc_body("SendMessage", {"message": _message("hello old world")})
+        task = answer(await http.post("/", json=body, headers=V1))["result"]["task"]
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED", task
+        assert [p["text"] for p in task["artifacts"][0]["parts"]] == ["hello old world"]
+        streamed = await _stream(
+            http, rpc_body("SendStreamingMessage", {"message": _message("streamed")}), V1
+        )
+        assert streamed[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        assert any("artifactUpdate" in r for r in streamed)
+    # a2ad spoke 0.3 to it (streaming, as its card says it can): 0.3's methods, not 1.0's.
+    assert set(METHODS) == {"message/stream"}, METHODS
+    assert not {"SendMessage", "SendStreamingMessage"} & set(METHODS), METHODS
+
+
+async def test_a_03_caller_uses_a_10_upstream() -> None:
+    with LiveServer(create_app(ScriptedAgent())) as upstream:
+        async for http in _front(f"a2a+{upstream.url}/"):
+            sent = {
+                "message": {
+                    "kind": "message",
+                    "messageId": os.urandom(8).hex(),
+                    "role": "user",
+                    "parts": [{"kind": "text", "text": "echo from 0.3"}],
+                }
+            }
+            got = answer(await http.post("/", json=rpc_body("message/send", sent)))
+            task = got["result"]
+            assert task["kind"] == "task" and task["status"]["state"] == "completed", task
+            assert task["artifacts"][0]["parts"] == [{"kind": "text", "text": "from 0.3"}]
+
+
+async def test_an_upstream_reached_over_grpc_answers_callers_over_json_rpc(
+    sdk_grpc_address: str,
+) -> None:
+    async for http in _front(f"grpc://{sdk_grpc_address}"):
+        body = rpc_body("SendMessage", {"message": _message("over grpc")})
+        task = answer(await http.post("/", json=body, headers=V1))["result"]["task"]
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED", task
+        assert [p["text"] for p in task["artifacts"][0]["parts"]] == ["over grpc"]
+        upstream_id = task["metadata"]["a2ad"]["upstream"]["taskId"]
+        assert upstream_id and upstream_id != task["id"]
+
+
+async def test_an_output_mode_the_upstream_cannot_give_is_refused_with_the_specs_error(
+    sdk_v03_url: str,
+) -> None:
+    async for http in _front(f"a2a+{sdk_v03_url}/"):
+        params = {
+            "message": _message("an image please"),
+            "configuration": {"acceptedOutputModes": ["image/png"]},
+        }
+        got = answer(await http.post("/", json=rpc_body("SendMessage", params), headers=V1))
+        assert got["error"]["code"] == -32005, got  # ContentTypeNotSupportedError
+        assert "image/png" in got["error"]["message"] and "text/plain" in got["error"]["message"]
