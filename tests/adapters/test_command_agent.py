@@ -11,6 +11,7 @@ import json
 import os
 import shlex
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -217,3 +218,19 @@ def test_a2ad_serve_runs_a_command_named_or_alone() -> None:
                 task = answer(http.post(path, json=body, headers=V1))["result"]["task"]
             assert task["status"]["state"] == "TASK_STATE_COMPLETED", task
             assert task["artifacts"][0]["parts"][0]["text"] == "SHOUT --MODE=LOUD"
+
+
+def test_serves_task_timeout_stops_a_command_and_what_it_started(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    command = f"exec:sh -c 'sleep 300 & echo $$ $! > {pids}; wait'"
+    with Served("--agent", command, "--store", "memory", "--task-timeout", "1s") as served:
+        with httpx.Client(base_url=served.url, timeout=30) as http:
+            body = rpc_body("SendMessage", _send("go"))  # waits for the task's end
+            task = answer(http.post("/", json=body, headers=V1))["result"]["task"]
+    assert task["status"]["state"] == "TASK_STATE_FAILED", task
+    assert "deadline" in task["status"]["message"]["parts"][0]["text"]
+    shell, child = (int(p) for p in pids.read_text().split())
+    deadline = time.monotonic() + 10
+    while _alive(shell) or _alive(child):
+        assert time.monotonic() < deadline, "the command outlived its task's deadline"
+        time.sleep(0.05)

@@ -97,6 +97,28 @@ async def test_a_quiet_turn_is_failed_and_a_chatty_one_is_not() -> None:
         await _until(http, chatty["id"], "TASK_STATE_COMPLETED")
 
 
+class Mute(Agent):
+    """Says nothing at all, ever: its task is never stored by anything it does."""
+
+    name = "mute"
+
+    async def run(self, ctx: TaskContext) -> None:
+        await asyncio.sleep(3600)
+
+
+async def test_an_agent_quiet_from_its_start_is_failed_and_its_blocking_caller_answered() -> None:
+    app = create_app(Mute(), engine=EngineConfig(stall_timeout=1.0))
+    async for http in _app(app):
+        message = {"messageId": os.urandom(8).hex(), "role": "ROLE_USER", "parts": [{"text": "hi"}]}
+        body = rpc_body("SendMessage", {"message": message})  # blocks until the task ends
+        got = answer(await asyncio.wait_for(http.post("/", json=body, headers=V1), 10))
+        status = got["result"]["task"]["status"]
+        assert status["state"] == "TASK_STATE_FAILED", got
+        assert status["message"]["parts"][0]["text"] == "stalled: its agent sent nothing for 1 s"
+        # Stored, as any task: read back by its id.
+        assert (await _state(http, got["result"]["task"]["id"]))["state"] == "TASK_STATE_FAILED"
+
+
 async def test_an_agents_own_stall_timeout_overrides_the_servers() -> None:
     app = create_app(
         {"quiet": Quiet(), "patient": Patient()}, engine=EngineConfig(stall_timeout=1.0)

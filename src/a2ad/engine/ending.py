@@ -92,6 +92,14 @@ class Endings:
 
     async def fail(self, task_id: TaskId, text: str) -> bool:
         """Fail a task the engine gives up on; False if it ended first."""
+        runner = self._runner
+        invocation = runner.get(task_id) if runner is not None else None
+        if runner is not None and invocation is not None and invocation.current is None:
+            await invocation.flush()
+            if invocation.current is None:  # nothing of it stored: its turn stores the end
+                invocation.give_up(text)
+                await runner.wait(task_id, timeout=CANCEL_WAIT_SECONDS)
+                return True
         try:
             await self.end(task_id, TaskState.FAILED, text)
         except (TerminalTaskError, MissingTaskError):

@@ -177,6 +177,7 @@ class Invocation:
         # by another process first), or the agent refused the request.
         self._failed: Exception | None = None
         self._cancelled = False
+        self._given_up: str | None = None  # why the engine failed a task not yet stored
         self._usage: list[UsageRecord] = []  # reported, not yet written
 
     # --- running ---
@@ -246,6 +247,13 @@ class Invocation:
             self.outcome.set_result(task)
         self.stop()
 
+    def give_up(self, text: str) -> None:
+        """Fail the task, saying ``text``, and stop the agent: for a task nothing
+        of which is stored yet (an agent quiet from its start), which the turn
+        stores, failed, as it unwinds."""
+        self._given_up = text
+        self.stop()
+
     def stop(self) -> None:
         """Cancel the agent's run; what it queued before is still written."""
         self._cancelled = True
@@ -298,7 +306,9 @@ class Invocation:
             raise
         except asyncio.CancelledError:
             self._cancelled = True
-            if self._closing() and not self._ended and (self.current is not None or self._outbox):
+            if self._given_up is not None and not self._ended:
+                await asyncio.shield(self._finish(TaskState.FAILED, self._given_up))
+            elif self._closing() and not self._ended and (self.current is not None or self._outbox):
                 # Shielded: the task must not stay "working" after the server is gone.
                 await asyncio.shield(self._finish(TaskState.FAILED, SHUTDOWN_FAILED))
             raise
