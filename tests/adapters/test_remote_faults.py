@@ -1,0 +1,130 @@
+"""Upstream faults a front lives through (adapters/remote.py): an upstream
+``a2ad serve`` killed mid-stream and started again on its SQLite file, whose
+task a2ad follows again and whose end (the upstream failed it: its own turn was
+lost) a2ad's task takes; and an upstream that accepts connections but never
+answers, which fails the turn once the client's timeout passes, naming it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import tempfile
+import threading
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from a2ad import create_app
+from a2ad.adapters.remote import RemoteAgent
+
+from ..conftest import wait_for
+from ..jsonrpc import answer, rpc_body
+from ..served import Served
+from ..threaded_server import free_port
+
+V1 = {"A2A-Version": "1.0"}
+
+
+async def _front(agent: RemoteAgent) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(agent)
+    await app.lifetime.start()
+    try:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://front.test") as http:
+            yield http
+    finally:
+        await app.aclose()
+
+
+async def _call(http: httpx.AsyncClient, method: str, params: dict[str, Any]) -> Any:
+    got = answer(await http.post("/", json=rpc_body(method, params), headers=V1))
+    assert "error" not in got, got
+    return got["result"]
+
+
+def _send(text: str, **configuration: Any) -> dict[str, Any]:
+    message = {"messageId": os.urandom(8).hex(), "role": "ROLE_USER", "parts": [{"text": text}]}
+    return {"message": message, **({"configuration": configuration} if configuration else {})}
+
+
+async def _until(http: httpx.AsyncClient, task_id: str, check: Any) -> Any:
+    """The task, read until ``check(task)`` holds."""
+
+    async def met() -> bool:
+        return bool(check(await _call(http, "GetTask", {"id": task_id})))
+
+    await wait_for(met, timeout=20)
+    return await _call(http, "GetTask", {"id": task_id})
+
+
+def _ours(task: dict[str, Any]) -> dict[str, Any]:
+    return dict((task.get("metadata") or {}).get("a2ad", {}))
+
+
+async def test_an_upstream_killed_and_restarted_mid_stream_is_followed_to_its_end() -> None:
+    port = free_port()
+    with tempfile.TemporaryDirectory() as folder:
+        store = f"sqlite:///{folder}/upstream.db"
+        upstream = Served("--agent", "echo", "--store", store, port=port)
+        try:
+            url = upstream.url
+            async for http in _front(RemoteAgent(f"a2a+{url}/")):
+                params = _send("sleep:60 too late", returnImmediately=True)
+                task = (await _call(http, "SendMessage", params))["task"]
+
+                await _until(http, task["id"], lambda t: "upstream" in _ours(t))
+                upstream.proc.kill()  # mid-stream: a2ad's stream of the upstream task breaks
+                upstream.proc.wait(10)
+                upstream.__exit__(None, None, None)
+                upstream = Served("--agent", "echo", "--store", store, port=port)
+                assert upstream.url == url
+
+                read = await _until(
+                    http, task["id"], lambda t: t["status"]["state"] != "TASK_STATE_WORKING"
+                )
+                # The restarted upstream failed its task (its turn was lost with it): a2ad
+                # followed the task there and ended its own with the upstream's words.
+                assert read["status"]["state"] == "TASK_STATE_FAILED", read
+                said = read["status"]["message"]["parts"][0]["text"]
+                assert "stopped or was lost" in said, said
+        finally:
+            upstream.__exit__(None, None, None)
+
+
+@pytest.fixture
+def mute_upstream() -> Iterator[str]:
+    """A server that accepts connections and reads, but never answers."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            held.append(conn)
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    stop.set()
+    thread.join(5)
+    for conn in held:
+        conn.close()
+    listener.close()
+
+
+async def test_an_upstream_that_never_answers_fails_the_turn_naming_it(mute_upstream: str) -> None:
+    async for http in _front(RemoteAgent(f"a2a+{mute_upstream}/", timeout=1.0)):
+        got = await asyncio.wait_for(_call(http, "SendMessage", _send("hello?")), 15)
+        task = got["task"]
+        assert task["status"]["state"] == "TASK_STATE_FAILED", task
+        said = task["status"]["message"]["parts"][0]["text"]
+        assert f"the upstream agent at {mute_upstream}/" in said, said
+        assert "timed out" in said or "no answer" in said, said
