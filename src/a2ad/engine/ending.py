@@ -25,7 +25,7 @@ from ..store.base import (
     TerminalTaskError,
 )
 from .bus import Bus
-from .invocation import agent_message
+from .new_tasks import agent_message
 from .runner import Runner
 from .stranded import STORE_LOST, Stranded
 from .writer import Writer

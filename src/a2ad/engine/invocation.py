@@ -45,19 +45,16 @@ import msgspec
 from msgspec import UNSET
 
 from ..agent import Agent, RequestContext, TaskContext
-from ..protocol.errors import A2AError, InternalError, QuotaExceededError, ServerBusyError
+from ..protocol.errors import A2AError, InternalError, ServerBusyError
 from ..protocol.model import (
     Artifact,
     Message,
-    Role,
     Task,
     TaskArtifactUpdateEvent,
     TaskEvent,
     TaskState,
     TaskStatus,
     TaskStatusUpdateEvent,
-    TextPart,
-    new_id,
 )
 from ..protocol.types import IN_FLIGHT, Clock, TaskId, ends_turn, format_timestamp
 from ..protocol.usage import TokenCounts, UsageRecord
@@ -69,25 +66,17 @@ from ..store.base import (
     StoreUnavailableError,
     Usage,
 )
-from ..wording import plural
 from .deadlines import Deadline
 from .delegation import Delegations
+from .new_tasks import agent_message, new_task, store_full
 from .outbox import Outbox, set_error
 from .writer import Batch, Writer
 
-__all__ = [
-    "Invocation",
-    "TurnInput",
-    "TurnObserver",
-    "agent_message",
-    "new_task",
-    "store_full",
-]
+__all__ = ["Invocation", "TurnInput", "TurnObserver"]
 
 log = logging.getLogger("a2ad.engine")
 # Read on every turn: on Python 3.11 an attribute of an Enum class is read through
 # EnumType.__getattr__'s slot (about 900 instructions), a module name is not.
-_SUBMITTED = TaskState.SUBMITTED
 _COMPLETED = TaskState.COMPLETED
 
 SHUTDOWN_FAILED = "The server shut down while the agent was working."
@@ -550,56 +539,3 @@ class Invocation:
 
     def _now(self) -> str:
         return format_timestamp(self._clock())
-
-
-def new_task(message: Message, deadline: Deadline | None, timestamp: str) -> Task:
-    """A new task as first stored: submitted, with the user's ``message`` (its
-    ``task_id`` and ``context_id`` set) and the ``deadline`` it was given."""
-    return Task(
-        id=message.task_id,
-        context_id=message.context_id,
-        status=TaskStatus(state=_SUBMITTED, timestamp=timestamp),
-        history=[message],
-        metadata=deadline.metadata() if deadline else UNSET,
-    )
-
-
-def store_full(exc: StoreFullError) -> ServerBusyError:
-    """What the caller of a new task is told when the store is full (``exc``
-    says how many tasks it holds, and its cap)."""
-    return ServerBusyError(
-        f"The server can't take a new task: {exc}; retry later, or cancel a task you no longer need"
-    )
-
-
-def too_many_in_flight(tenant: str, principal: str, count: int, limit: int) -> QuotaExceededError:
-    """What the caller of a new task is told when ``principal`` (``""``:
-    anonymous) has its quota of tasks in flight in ``tenant``."""
-    if principal:
-        who = f"principal {principal!r} has"
-    else:  # every anonymous caller shares the one count
-        who = "anonymous callers, counted together, have"
-    where = f" in tenant {tenant!r}" if tenant else ""
-    return QuotaExceededError(
-        f"{who} {plural(count, 'task')} in flight{where}, the server's limit "
-        f"(maxTasksPerPrincipal {limit}); wait for one to finish or ask for input, "
-        "cancel one, or ask the operator to raise it (a2ad serve --max-tasks-per-principal)",
-        metadata={
-            "quota": "maxTasksPerPrincipal",
-            "limit": str(limit),
-            "count": str(count),
-            "principal": principal,
-            "tenant": tenant,
-        },
-    )
-
-
-def agent_message(task_id: TaskId, context_id: str, text: str) -> Message:
-    """A text status message from the agent's side (a2ad speaking for it)."""
-    return Message(
-        message_id=new_id(),
-        role=Role.AGENT,
-        parts=[TextPart(text)],
-        context_id=context_id,
-        task_id=task_id,
-    )

@@ -23,7 +23,7 @@ from ..store.base import (
     Turns,
 )
 from .deadlines import deadline_for
-from .invocation import new_task, store_full
+from .new_tasks import new_task, store_full
 from .remote import Followers, RemoteTurn
 from .turn_order import encode_order
 from .turns import NOT_STARTED, TurnParts, TurnRequest, check_follow_up, store_follow_up

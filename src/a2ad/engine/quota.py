@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import msgspec
 
-from .invocation import too_many_in_flight
+from .new_tasks import too_many_in_flight
 from .turns import StartedTurn, TurnRequest, TurnStarter
 
 __all__ = ["Quota"]
