@@ -153,6 +153,14 @@ class Agent:
         No by default."""
         return False
 
+    async def cancelling(self, task: Task) -> str | None:
+        """Called when a caller cancels ``task`` (CancelTask) while its turn runs
+        here, before the task is stored canceled and ``run`` interrupted: stop
+        the work the agent does elsewhere (a fronted agent cancels its upstream
+        task), within a bound of its own. Returns what the canceled status says
+        (None: nothing), such as that the work elsewhere did not confirm."""
+        return None
+
     async def start(self) -> None:
         """Called once when the server starts, before any turn runs here: make
         what every task shares (an HTTP or model client, a connection pool).

@@ -128,3 +128,76 @@ async def test_an_upstream_that_never_answers_fails_the_turn_naming_it(mute_upst
         said = task["status"]["message"]["parts"][0]["text"]
         assert f"the upstream agent at {mute_upstream}/" in said, said
         assert "timed out" in said or "no answer" in said, said
+
+
+class _SlowToCancel:
+    """An a2a-sdk executor that works until canceled, and takes its time to cancel."""
+
+    def __init__(self) -> None:
+        from a2a.server.agent_execution import AgentExecutor
+
+        class Executor(AgentExecutor):  # type: ignore[misc]
+            async def execute(self, context: Any, event_queue: Any) -> None:
+                from a2a.helpers.proto_helpers import new_task_from_user_message
+                from a2a.server.tasks import TaskUpdater
+
+                task = context.current_task or new_task_from_user_message(context.message)
+                await event_queue.enqueue_event(task)
+                await TaskUpdater(event_queue, task.id, task.context_id).start_work()
+                await asyncio.sleep(3600)
+
+            async def cancel(self, context: Any, event_queue: Any) -> None:
+                await asyncio.sleep(30)  # no answer within the front's bound
+
+        self.executor = Executor()
+
+
+@pytest.fixture
+def slow_to_cancel() -> Iterator[str]:
+    from a2a.server.request_handlers import DefaultRequestHandler
+    from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+    from a2a.server.tasks import InMemoryTaskStore
+    from a2a.types import AgentCapabilities, AgentCard, AgentInterface
+    from starlette.applications import Starlette
+
+    from ..threaded_server import ThreadedServer
+
+    port = free_port()
+    card = AgentCard(
+        name="slow",
+        description="Slow to cancel.",
+        version="1.0.0",
+        supported_interfaces=[
+            AgentInterface(
+                url=f"http://127.0.0.1:{port}/", protocol_binding="JSONRPC", protocol_version="1.0"
+            )
+        ],
+        capabilities=AgentCapabilities(streaming=True),
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain"],
+    )
+    handler = DefaultRequestHandler(
+        agent_executor=_SlowToCancel().executor, task_store=InMemoryTaskStore(), agent_card=card
+    )
+    app = Starlette(routes=create_agent_card_routes(card) + create_jsonrpc_routes(handler, "/"))
+    served = ThreadedServer(app, what="the slow-to-cancel SDK server")
+    served.port = port
+    served.server.config.port = port
+    served.start()
+    yield f"http://127.0.0.1:{port}"
+    served.server.force_exit = True
+    served.stop()
+
+
+async def test_a_cancel_the_upstream_does_not_confirm_ends_after_the_bound_saying_so(
+    slow_to_cancel: str,
+) -> None:
+    agent = RemoteAgent(f"a2a+{slow_to_cancel}/", cancel_seconds=0.5)
+    async for http in _front(agent):
+        task = (await _call(http, "SendMessage", _send("work", returnImmediately=True)))["task"]
+        await _until(http, task["id"], lambda t: "upstream" in _ours(t))
+        canceled = await asyncio.wait_for(_call(http, "CancelTask", {"id": task["id"]}), 10)
+        assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
+        said = canceled["status"]["message"]["parts"][0]["text"]
+        assert f"the upstream agent at {slow_to_cancel}/ did not confirm the cancel" in said
+        assert "within 0.5 s" in said, said

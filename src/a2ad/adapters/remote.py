@@ -98,6 +98,7 @@ class RemoteAgent(Agent):
         self.streams = True
         self.client: Any = None  # a2ad's Client, once started
         self._http: httpx.AsyncClient | None = None  # with OAuth2: the client that sends it
+        self._canceled: set[str] = set()  # upstream tasks a caller's cancel asked to cancel
 
     def use_credential(self, credential: UpstreamCredential) -> None:
         """Call the upstream with ``credential`` from now on; before ``start``.
@@ -167,6 +168,47 @@ class RemoteAgent(Agent):
         self.input_modes = tuple(card.get("defaultInputModes") or self.input_modes)
         self.output_modes = tuple(card.get("defaultOutputModes") or self.output_modes)
         self.streams = bool((card.get("capabilities") or {}).get("streaming", False))
+
+    async def cancelling(self, task: Task) -> str | None:
+        """A caller's cancel: the upstream task is canceled before a2ad's task is
+        stored canceled, which says so if the upstream did not agree in time."""
+        upstream = _upstream_task(task.metadata)
+        if self.client is None or upstream is None:
+            return None
+        self._canceled.add(upstream)
+        return await self.cancel_upstream(upstream)
+
+    def canceled_upstream(self, upstream: str) -> bool:
+        """Whether a caller's cancel asked the upstream to cancel ``upstream``
+        already (each asked once)."""
+        if upstream in self._canceled:
+            self._canceled.discard(upstream)
+            return True
+        return False
+
+    async def cancel_upstream(self, upstream: str) -> str | None:
+        """Cancel the upstream task, waiting ``cancel_seconds`` at most; None
+        once it is canceled, else what happened (also logged)."""
+        from ..client import ClientError
+
+        client = self.client
+        if client is None:
+            return None
+        try:
+            async with asyncio.timeout(self.cancel_seconds):
+                await client.cancel_task(upstream)
+            return None
+        except TimeoutError:
+            said = (
+                f"the upstream agent at {self.url} did not confirm the cancel of its task "
+                f"{upstream} within {self.cancel_seconds:g} s; it may still be running"
+            )
+        except A2AError as exc:
+            said = f"the upstream agent at {self.url} did not cancel task {upstream}: {exc.message}"
+        except ClientError as exc:
+            said = f"the upstream agent at {self.url} was not reached to cancel {upstream}: {exc}"
+        log.warning("%s", said, extra={"upstream": self.url, "upstream_task_id": upstream})
+        return said
 
     def resumes(self, task: Task) -> bool:
         """A task whose a2ad runner was lost (a restart) is followed again when
@@ -394,21 +436,12 @@ class _Turn:
                         )
 
     async def cancel_upstream(self) -> None:
-        """A cancel on a2ad: cancel the upstream task, bounded."""
-        from ..client import ClientError
-
-        client, upstream = self.agent.client, self.upstream
-        if client is None or upstream is None:
-            return
-        try:
-            async with asyncio.timeout(self.agent.cancel_seconds):
-                await client.cancel_task(upstream)
-        except (TimeoutError, ClientError) as exc:
-            log.warning(
-                "the upstream task was not canceled: %s",
-                exc or "no answer in time",
-                extra={"upstream": self.agent.url, "upstream_task_id": upstream},
-            )
+        """The turn was interrupted (a deadline, a stall, shutdown; a caller's
+        cancel asked already, in ``RemoteAgent.cancelling``): cancel the upstream
+        task, bounded."""
+        upstream = self.upstream
+        if upstream is not None and not self.agent.canceled_upstream(upstream):
+            await self.agent.cancel_upstream(upstream)
 
 
 _COUNT_NAMES = (  # (prompt, completion, total), as each shape names them

@@ -15,7 +15,8 @@ import logging
 
 from msgspec import UNSET
 
-from ..protocol.model import TaskState, TaskStatus, TaskStatusUpdateEvent
+from ..agent import Agent
+from ..protocol.model import Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 from ..protocol.types import IN_FLIGHT, Clock, TaskId, format_timestamp
 from ..store.base import (
     MissingTaskError,
@@ -61,9 +62,12 @@ class Endings:
         TerminalTaskError, MissingTaskError."""
         invocation = self._runner.get(task_id) if self._runner is not None else None
         known = None
+        asked = False  # the agent was told of a caller's cancel (Agent.cancelling)
         if invocation is not None:
             await invocation.flush()  # what the agent emitted comes first, as it came
             known = invocation.current
+            if state is TaskState.CANCELED and text is None and known is not None:
+                asked, text = await _cancelling(invocation.agent, known.task)
         if known is None:
             known = await self._store.get(task_id)
             if known is None:
@@ -78,7 +82,16 @@ class Endings:
                 timestamp=format_timestamp(self._clock()),
             ),
         )
-        stored = await self._writer.apply(task_id, event, known=known)
+        try:
+            stored = await self._writer.apply(task_id, event, known=known)
+        except TerminalTaskError as exc:
+            if not asked or exc.state is not TaskState.CANCELED:
+                raise
+            # The turn stored first the cancel that the agent's work elsewhere reported.
+            canceled = await self._store.get(task_id)
+            if canceled is None:
+                raise MissingTaskError(task_id) from None
+            stored = canceled
         if invocation is None or self._runner is None:
             self._bus.signal_cancel(task_id)  # its agent may run in another instance
             return stored
@@ -159,3 +172,16 @@ class Endings:
                         extra={"task_id": task_id},
                     )
                     invocation.interrupt(stored.task if stored is not None else None)
+
+
+async def _cancelling(agent: Agent, task: Task) -> tuple[bool, str | None]:
+    """Whether ``agent`` was told of a caller's cancel of ``task`` (it has the
+    hook, Agent.cancelling), and what it says of it, once it stopped its work
+    elsewhere."""
+    if type(agent).cancelling is Agent.cancelling:
+        return False, None
+    try:
+        return True, await agent.cancelling(task)
+    except Exception:
+        log.exception("the agent's cancelling hook failed", extra={"task_id": task.id})
+        return True, None

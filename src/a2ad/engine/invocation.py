@@ -223,6 +223,11 @@ class Invocation:
                     observer.ended(self, token)
 
     @property
+    def agent(self) -> Agent:
+        """The agent this turn runs."""
+        return self._given.agent
+
+    @property
     def store_lost(self) -> bool:
         """The turn ended because the store could not be reached: what it last
         stored of the task may still say it is in flight."""
