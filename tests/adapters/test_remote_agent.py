@@ -355,3 +355,23 @@ def test_the_upstreams_credential_comes_from_the_environment_and_is_never_shown(
                 served.stop()
                 assert key not in "\n".join(served.seen)
                 assert key not in str(task)
+
+
+async def test_the_upstream_may_be_named_by_its_cards_url(upstream: LiveServer) -> None:
+    async for _, http in _front(f"a2a+{upstream.url}/.well-known/agent-card.json"):
+        card = (await http.get("/.well-known/agent-card.json")).json()
+        assert card["name"] == "scripted"  # the upstream's, read at that URL
+        task = (await _call(http, "SendMessage", _send("echo by card")))["task"]
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED", task
+        assert [p["text"] for p in task["artifacts"][0]["parts"]] == ["by card"]
+
+
+async def test_a_card_url_that_is_not_one_is_named_when_the_turn_fails(
+    upstream: LiveServer,
+) -> None:
+    wrong = f"{upstream.url}/cards/nothing.json"
+    async for _, http in _front(f"a2a+{wrong}"):
+        task = (await _call(http, "SendMessage", _send("echo hi")))["task"]
+        assert task["status"]["state"] == "TASK_STATE_FAILED"
+        said = task["status"]["message"]["parts"][0]["text"]
+        assert f"no agent card at {wrong} (HTTP 404)" in said, said

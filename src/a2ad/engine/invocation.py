@@ -227,6 +227,12 @@ class Invocation:
         """The agent this turn runs."""
         return self._given.agent
 
+    def unstored_past(self, now: str) -> bool:
+        """Nothing of the new task is stored yet (where the store's upkeep would
+        find it overdue), and its deadline is before ``now`` (timestamp text)."""
+        deadline = self._given.deadline
+        return self.current is None and deadline is not None and deadline.at <= now
+
     @property
     def store_lost(self) -> bool:
         """The turn ended because the store could not be reached: what it last

@@ -152,9 +152,7 @@ class LocalTurns:
             delegations=self.delegations,
         )
         invocation = self._invocation(given, message.task_id, context_id, created)
-        # A task with a deadline is stored at once, where the upkeep that enforces
-        # deadlines finds it (else an agent quiet from its start would outlive its).
-        if (turn.immediately or turn.webhooks or deadline is not None) and created is None:
+        if (turn.immediately or turn.webhooks) and created is None:
             await self._create_first(invocation, turn)
         return invocation, self._run(invocation)
 

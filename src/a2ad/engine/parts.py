@@ -233,6 +233,7 @@ def _maintenance(
         fail=endings.fail,
         runs_here=runs_here,
         adopt=adopt,
+        overdue_here=_overdue_in(runner) if runner is not None else lambda now: [],
         metrics=metrics,
         stalls=(
             StallWatch(runner, agents, config.stall_timeout, endings.fail)
@@ -250,6 +251,18 @@ def _adoption(
     if local is None or all(type(agent).resumes is Agent.resumes for agent in agents.values()):
         return None
     return local.adopt
+
+
+def _overdue_in(runner: Runner) -> Callable[[str], list[TaskId]]:
+    def overdue_here(now: str) -> list[TaskId]:
+        found = []
+        for task_id in runner.task_ids():
+            invocation = runner.get(task_id)
+            if invocation is not None and invocation.unstored_past(now):
+                found.append(task_id)
+        return found
+
+    return overdue_here
 
 
 def _nowhere(task_id: TaskId) -> bool:

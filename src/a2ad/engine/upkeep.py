@@ -34,7 +34,9 @@ class Maintenance:
     """``fail(task_id, text)`` ends a task (False if it ended first);
     ``runs_here(task_id)`` says whether this process runs its agent;
     ``adopt(task_id)`` has an orphan picked up again rather than failed (True
-    if it was, or another instance took it first)."""
+    if it was, or another instance took it first); ``overdue_here(now)`` names
+    the turns running here past their task's deadline whose task the store
+    does not hold yet (an agent quiet from its start)."""
 
     def __init__(
         self,
@@ -49,6 +51,7 @@ class Maintenance:
         metrics: EngineMetrics = NULL_METRICS,
         stalls: StallWatch | None = None,
         adopt: Callable[[TaskId], Awaitable[bool]] | None = None,
+        overdue_here: Callable[[str], list[TaskId]] = lambda now: [],
     ) -> None:
         self._upkeep = upkeep
         self._instance = instance
@@ -60,6 +63,7 @@ class Maintenance:
         self.metrics = metrics
         self._stalls = stalls if stalls is not None and stalls.watching else None
         self._adopt = adopt
+        self._overdue_here = overdue_here
 
     async def run(self) -> None:
         """Rounds about every second (a third of the lease, if shorter), until cancelled."""
@@ -85,7 +89,8 @@ class Maintenance:
         upkeep = self._upkeep
         await upkeep.renew(self._instance, now + self._lease_seconds)
         await self._fail_orphans(now)
-        for task_id in await upkeep.overdue(format_timestamp(now), BATCH):
+        stamp = format_timestamp(now)
+        for task_id in [*await upkeep.overdue(stamp, BATCH), *self._overdue_here(stamp)]:
             if await self._fail(task_id, OVERDUE):
                 self.metrics.overdue_failed()
                 log.warning("task failed: deadline exceeded", extra={"task_id": task_id})
