@@ -85,8 +85,8 @@ class RemoteAgent(Agent):
         scheme, sep, _ = url.partition("://")
         if not sep or scheme not in REMOTE_PREFIXES:
             raise ValueError(
-                f"{url!r}: give the upstream as a2a+http://HOST:PORT/ (its card's base URL), "
-                "a2a+https://..., or grpc://HOST:PORT"
+                f"{url!r}: give the upstream as a2a+http://HOST:PORT/ (its card's base URL, "
+                "or its card's own URL ending .json), a2a+https://..., or grpc://HOST:PORT"
             )
         self.url = url.removeprefix("a2a+")  # what a2ad's client takes
         self.name = name or "remote agent"  # the upstream card's, once read

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import httpx
 import msgspec
@@ -141,7 +142,11 @@ class Client:
         grpc_url = is_grpc_url(url)
         if grpc_url and binding == "jsonrpc":
             raise ValueError(f"{url} is a gRPC URL: binding 'jsonrpc' needs the HTTP one")
+        card_url = None
+        if not grpc_url and urlsplit(url).path.endswith(".json"):
+            card_url, url = url, _card_base(url)  # a card's own URL: read there
         self.url = url.rstrip("/")
+        self._card_urls = (card_url,) if card_url else tuple(self.url + p for p in CARD_PATHS)
         self._card: dict[str, Any] | None = None
         auth: dict[str, str] = dict(headers or {})
         if token:
@@ -206,14 +211,14 @@ class Client:
             )
         if self._card is None:
             last: str = ""
-            for path in CARD_PATHS:
-                response = await self._rpc.request("GET", self.url + path, rpc_method="")
+            for card_url in self._card_urls:
+                response = await self._rpc.request("GET", card_url, rpc_method="")
                 if response.status_code == 200:
                     try:
                         card = response.json()
                     except ValueError:
                         raise ClientError(
-                            f"{self.url}{path} is not JSON; is {self.url} an A2A server?",
+                            f"{card_url} is not JSON; is {self.url} an A2A server?",
                             url=self.url,
                         ) from None
                     if isinstance(card, dict):
@@ -222,8 +227,8 @@ class Client:
                 last = f"HTTP {response.status_code}"
             else:
                 raise ClientError(
-                    f"{self.url} serves no agent card at {CARD_PATHS[0]} ({last}); "
-                    "is this the base URL of an A2A server?",
+                    f"no agent card at {self._card_urls[0]} ({last}); is {self.url} "
+                    "the base URL of an A2A server, or that its card's URL?",
                     url=self.url,
                 )
         return self._card
@@ -486,6 +491,15 @@ class Client:
             configuration=config,
             metadata=metadata if metadata is not None else UNSET,
         )
+
+
+def _card_base(card_url: str) -> str:
+    """The server beneath a card's URL: what precedes a well-known card path,
+    else the card's folder."""
+    for path in CARD_PATHS:
+        if card_url.endswith(path):
+            return card_url[: -len(path)]
+    return card_url.rsplit("/", 1)[0]
 
 
 def _choose(card: dict[str, Any], base: str) -> tuple[Version, str]:
