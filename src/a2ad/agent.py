@@ -15,6 +15,7 @@ error's message.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
@@ -102,6 +103,19 @@ _REJECTED = TaskState.REJECTED
 _CANCELED = TaskState.CANCELED
 
 _NOTHING: Mapping[str, Any] = MappingProxyType({})
+# The credential the caller of the request at hand presented (its bearer token or API
+# key), set by the server's authenticator; a turn started by the request sees it.
+PRESENTED: ContextVar[str | None] = ContextVar("a2ad_presented_credential", default=None)
+
+
+def caller_credential() -> str | None:
+    """The credential (bearer token or API key) the caller of the request whose
+    turn this is presented to this server, for an agent the operator lets pass
+    it on (``pass-caller``); None with auth off, and in a turn no request
+    started here (one a worker runs, one picked up after a restart). Never log it."""
+    return PRESENTED.get()
+
+
 OPERATOR = "operator"
 ANONYMOUS = Caller()  # every caller of a server without auth
 

@@ -293,8 +293,55 @@ async def test_a_wrong_client_secret_fails_the_turn_naming_the_endpoint_not_the_
     assert wrong not in said and wrong not in caplog.text
 
 
-def test_oauth2_is_refused_for_a_grpc_upstream() -> None:
+def test_oauth2_and_pass_caller_are_refused_for_a_grpc_upstream() -> None:
     agent = RemoteAgent("grpc://127.0.0.1:9")
     grant = OAuth2(token_url="https://idp.example/token", client_id="a", client_secret="b")
-    with pytest.raises(ValueError, match="OAuth2 client credentials are for an HTTP upstream"):
-        agent.use_credential(UpstreamCredential(oauth2=grant))
+    for credential in (UpstreamCredential(oauth2=grant), UpstreamCredential(pass_caller=True)):
+        with pytest.raises(ValueError, match="OAuth2 client credentials and pass-caller are for"):
+            agent.use_credential(credential)
+
+
+# --- the caller's own credential, passed through ---
+
+
+def test_pass_caller_alone_or_with_a_fallback_is_a_credential(tmp_path: Path) -> None:
+    path = _file(tmp_path, "[a]\npass-caller = true\n[b]\npass-caller = true\ntoken = 't'\n")
+    found = read_upstream_auth(path)
+    assert found["a"] == UpstreamCredential(pass_caller=True)
+    assert found["b"] == UpstreamCredential(pass_caller=True, token="t")
+    with pytest.raises(ValueError, match="pass-caller must be true or false"):
+        read_upstream_auth(_file(tmp_path, "[a]\npass-caller = 'yes'\n"))
+
+
+def test_the_callers_own_key_reaches_the_upstream_and_a2ads_own_without_one(
+    tmp_path: Path,
+) -> None:
+    # One keys file for both servers: each caller's key is good upstream too (as a JWT
+    # from an identity provider both trust would be).
+    keys = tmp_path / "keys.toml"
+    alice = auth.add_key(str(keys), "alice")
+    bob = auth.add_key(str(keys), "bob")
+    front_key = auth.add_key(str(keys), "front")
+    guard = CredentialAuthenticator(keys=ApiKeys.load(str(keys)))
+    with LiveServer(create_app(ScriptedAgent(), authenticator=guard)) as upstream:
+        credential = UpstreamCredential(pass_caller=True, token=front_key)
+        agent = RemoteAgent(f"a2a+{upstream.url}/", credential=credential)
+        front_guard = CredentialAuthenticator(keys=ApiKeys.load(str(keys)))
+        with LiveServer(create_app(agent, authenticator=front_guard)) as front:
+            agent_card = httpx.get(f"{front.url}/.well-known/agent-card.json").json()
+            assert agent_card["name"] == "scripted"  # read at start with a2ad's own key
+            for key in (alice, bob):
+                body = rpc_body("SendMessage", _send("echo mine"))
+                headers = {**V1, "Authorization": f"Bearer {key}"}
+                got = answer(httpx.post(front.url + "/", json=body, headers=headers))
+                assert got["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", got
+
+        def upstream_tasks(key: str) -> int:
+            body = rpc_body("ListTasks", {})
+            got = answer(
+                httpx.post(upstream.url + "/", json=body, headers={**V1, "X-API-Key": key})
+            )
+            return len(got["result"]["tasks"])
+
+        # Upstream, each task is its caller's own, none a2ad's.
+        assert (upstream_tasks(alice), upstream_tasks(bob), upstream_tasks(front_key)) == (1, 1, 0)

@@ -55,7 +55,7 @@ from ..protocol.model import (
     TaskStatus,
     TaskStatusUpdateEvent,
 )
-from .upstream_auth import OAuth2Auth, UpstreamCredential
+from .upstream_auth import OAuth2Auth, PassCaller, UpstreamCredential
 
 __all__ = ["REMOTE_PREFIXES", "RemoteAgent", "usage_in"]
 
@@ -97,17 +97,20 @@ class RemoteAgent(Agent):
         self.cancel_seconds = cancel_seconds
         self.streams = True
         self.client: Any = None  # a2ad's Client, once started
-        self._http: httpx.AsyncClient | None = None  # with OAuth2: the client that sends it
+        self._http: httpx.AsyncClient | None = None  # with OAuth2 or pass-caller: calls upstream
+        self._token_client: httpx.AsyncClient | None = None  # asks OAuth2's token endpoint
         self._canceled: set[str] = set()  # upstream tasks a caller's cancel asked to cancel
 
     def use_credential(self, credential: UpstreamCredential) -> None:
         """Call the upstream with ``credential`` from now on; before ``start``.
         Raises ValueError for OAuth2 to a gRPC upstream (tokens are fetched over HTTP
         and sent by the HTTP bindings)."""
-        if credential.oauth2 is not None and self.url.startswith("grpc"):
+        if (credential.oauth2 is not None or credential.pass_caller) and self.url.startswith(
+            "grpc"
+        ):
             raise ValueError(
-                f"{self.url}: OAuth2 client credentials are for an HTTP upstream "
-                "(a2a+http:// or a2a+https://); give a gRPC upstream a token or an API key"
+                f"{self.url}: OAuth2 client credentials and pass-caller are for an HTTP "
+                "upstream (a2a+http:// or a2a+https://); give a gRPC upstream a token or an API key"
             )
         self.credential = credential
 
@@ -117,11 +120,15 @@ class RemoteAgent(Agent):
         from ..client import Client, ClientError  # the client's imports: only to front
 
         credential = self.credential
+        auth: httpx.Auth | None = None
         if credential.oauth2 is not None:
-            fetch = httpx.AsyncClient(timeout=self.timeout)
-            self._http = httpx.AsyncClient(
-                timeout=self.timeout, auth=OAuth2Auth(credential.oauth2, fetch)
-            )
+            self._token_client = httpx.AsyncClient(timeout=self.timeout)
+            auth = OAuth2Auth(credential.oauth2, self._token_client)
+        if credential.pass_caller:
+            own = (credential.api_key_header,) if credential.api_key else ()
+            auth = PassCaller(auth, own_headers=own)
+        if auth is not None:
+            self._http = httpx.AsyncClient(timeout=self.timeout, auth=auth)
         self.client = Client(
             self.url,
             token=credential.token,
@@ -146,11 +153,9 @@ class RemoteAgent(Agent):
     async def stop(self) -> None:
         if self.client is not None:
             await self.client.aclose()
-        if self._http is not None:
-            auth = self._http.auth
-            await self._http.aclose()
-            if isinstance(auth, OAuth2Auth):
-                await auth.aclose()
+        for http in (self._http, self._token_client):
+            if http is not None:
+                await http.aclose()
 
     def _learn(self, card: dict[str, Any]) -> None:
         self.name = str(card.get("name") or self.name)
@@ -216,11 +221,19 @@ class RemoteAgent(Agent):
         return _upstream_task(task.metadata) is not None
 
     async def run(self, ctx: TaskContext) -> None:
+        turn = _Turn(self, ctx, _upstream_task(ctx.task_metadata))
+        try:
+            await self._relay(turn)
+        finally:
+            if turn.upstream is not None:  # a caller's cancel of it is over too
+                self._canceled.discard(turn.upstream)
+
+    async def _relay(self, turn: _Turn) -> None:
+        """The turn's call upstream, its events relayed, and its faults."""
         from ..client import ClientError
 
-        client = self.client
+        client, ctx = self.client, turn.ctx
         assert client is not None, "the agent was not started"
-        turn = _Turn(self, ctx, _upstream_task(ctx.task_metadata))
         try:
             if ctx.resumed and turn.upstream is not None:
                 await turn.follow("a2ad lost the turn that followed it")
@@ -440,8 +453,11 @@ class _Turn:
         cancel asked already, in ``RemoteAgent.cancelling``): cancel the upstream
         task, bounded."""
         upstream = self.upstream
-        if upstream is not None and not self.agent.canceled_upstream(upstream):
-            await self.agent.cancel_upstream(upstream)
+        if upstream is None or self.agent.canceled_upstream(upstream):
+            return
+        if self.state is not None and self.state.terminal:
+            return  # the upstream task ended already: nothing to cancel
+        await self.agent.cancel_upstream(upstream)
 
 
 _COUNT_NAMES = (  # (prompt, completion, total), as each shape names them

@@ -37,7 +37,9 @@ from typing import Any
 import httpx
 import msgspec
 
-__all__ = ["OAuth2", "OAuth2Auth", "UpstreamCredential", "read_upstream_auth"]
+from ..agent import caller_credential
+
+__all__ = ["OAuth2", "OAuth2Auth", "PassCaller", "UpstreamCredential", "read_upstream_auth"]
 
 EARLY_SECONDS = 30.0  # a token is fetched again this long before it expires
 DEFAULT_LIFETIME = 300.0  # a token answer without expires_in is kept this long
@@ -64,13 +66,24 @@ class UpstreamCredential(msgspec.Struct, frozen=True, kw_only=True):
     api_key: str | None = None
     api_key_header: str = "X-API-Key"
     oauth2: OAuth2 | None = None
+    # Send the caller's own credential (caller_credential) when a request's turn has
+    # one; the others above, if any, otherwise.
+    pass_caller: bool = False
 
     def __repr__(self) -> str:  # never a secret
-        kinds = [k for k in ("token", "api_key", "oauth2") if getattr(self, k)]
+        kinds = [k for k in ("token", "api_key", "oauth2", "pass_caller") if getattr(self, k)]
         return f"UpstreamCredential({', '.join(kinds) or 'none'})"
 
 
-_AGENT_KEYS = {"token", "token-file", "api-key", "api-key-file", "api-key-header", "oauth2"}
+_AGENT_KEYS = {
+    "token",
+    "token-file",
+    "api-key",
+    "api-key-file",
+    "api-key-header",
+    "oauth2",
+    "pass-caller",
+}
 _OAUTH2_KEYS = {
     "token-url",
     "client-id",
@@ -114,18 +127,23 @@ def _credential(table: Mapping[str, Any], where: str, here: Path) -> UpstreamCre
     oauth2 = None
     if "oauth2" in table:
         oauth2 = _oauth2(table["oauth2"], f"{where}.oauth2", here)
-    given = [
-        kind
-        for kind, value in (("token", token), ("api-key", api_key), ("oauth2", oauth2))
-        if value
-    ]
-    if len(given) != 1:
+    pass_caller = table.get("pass-caller", False)
+    if not isinstance(pass_caller, bool):
+        raise ValueError(f"{where}: pass-caller must be true or false")
+    kinds = (("token", token), ("api-key", api_key), ("oauth2", oauth2))
+    given = [kind for kind, value in kinds if value]
+    if len(given) > 1 or not (given or pass_caller):
         raise ValueError(
             f"{where}: give one of token (or token-file), api-key (or api-key-file) and "
-            f"[oauth2]; {'found ' + ' and '.join(given) if given else 'found none'}"
+            "[oauth2] (with pass-caller = true, one or none); "
+            f"{'found ' + ' and '.join(given) if given else 'found none'}"
         )
     return UpstreamCredential(
-        token=token, api_key=api_key, api_key_header=header.strip(), oauth2=oauth2
+        token=token,
+        api_key=api_key,
+        api_key_header=header.strip(),
+        oauth2=oauth2,
+        pass_caller=pass_caller,
     )
 
 
@@ -203,9 +221,6 @@ class OAuth2Auth(httpx.Auth):
         self._lock = asyncio.Lock()
         self.fetched = 0  # tokens fetched (for tests and metrics)
 
-    async def aclose(self) -> None:
-        await self._fetch.aclose()
-
     async def async_auth_flow(
         self, request: httpx.Request
     ) -> AsyncGenerator[httpx.Request, httpx.Response]:
@@ -257,3 +272,35 @@ class OAuth2Auth(httpx.Auth):
         self._token = token
         self._until = time.monotonic() + max(float(lifetime) - EARLY_SECONDS, 1.0)
         self.fetched += 1
+
+
+class PassCaller(httpx.Auth):
+    """httpx auth that sends the caller's own credential (``caller_credential``:
+    the request whose turn makes the call) as ``Authorization: Bearer``; without
+    one, ``fallback``'s (OAuth2), or the client's own headers."""
+
+    def __init__(
+        self, fallback: httpx.Auth | None = None, *, own_headers: tuple[str, ...] = ()
+    ) -> None:
+        self._fallback = fallback
+        self._own_headers = own_headers  # a2ad's own API key header: not beside the caller's
+
+    async def async_auth_flow(
+        self, request: httpx.Request
+    ) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        token = caller_credential()
+        if token is not None or self._fallback is None:
+            if token is not None:
+                request.headers["Authorization"] = f"Bearer {token}"
+                for header in self._own_headers:
+                    request.headers.pop(header, None)
+            yield request
+            return
+        flow = self._fallback.async_auth_flow(request)
+        request = await flow.__anext__()
+        while True:
+            response = yield request
+            try:
+                request = await flow.asend(response)
+            except StopAsyncIteration:
+                return

@@ -47,7 +47,7 @@ from typing import Any, Protocol
 import httpx
 import msgspec
 
-from ..agent import Caller
+from ..agent import PRESENTED, Caller
 from ..protocol.card import (
     APIKeySecurityScheme,
     HTTPAuthSecurityScheme,
@@ -538,10 +538,13 @@ class CredentialAuthenticator:
     async def authenticate(self, request: Inbound) -> Caller:
         token = _credential(request)
         if self.jwt is not None and _looks_like_jwt(token):
-            return await self.jwt.verify(token)
-        if self.keys is not None:
-            return self.keys.verify(token)
-        raise _bad_token("The bearer token is not a JWT", "malformed token")
+            caller = await self.jwt.verify(token)
+        elif self.keys is not None:
+            caller = self.keys.verify(token)
+        else:
+            raise _bad_token("The bearer token is not a JWT", "malformed token")
+        PRESENTED.set(token)  # for a fronted agent allowed to pass it on (caller_credential)
+        return caller
 
     def describe(self) -> str:
         """One line for the start banner."""
