@@ -375,3 +375,30 @@ async def test_a_card_url_that_is_not_one_is_named_when_the_turn_fails(
         assert task["status"]["state"] == "TASK_STATE_FAILED"
         said = task["status"]["message"]["parts"][0]["text"]
         assert f"no agent card at {wrong} (HTTP 404)" in said, said
+
+
+async def test_an_upstream_that_does_not_stream_is_sent_to_and_polled_to_its_end() -> None:
+    paced = Paced()
+    with LiveServer(create_app(paced)) as upstream:
+        agent = RemoteAgent(f"a2a+{upstream.url}/", timeout=1.0)
+        app = create_app(agent)
+        await app.lifetime.start()
+        agent.streams = False  # as for an upstream whose card says it does not stream
+        try:
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://f.test") as http:
+                params = {**_send("go"), "configuration": {"returnImmediately": True}}
+                task = (await _call(http, "SendMessage", params))["task"]
+                await _until(
+                    http, task["id"], lambda t: "upstream" in t.get("metadata", {}).get("a2ad", {})
+                )
+                # Longer than the client's timeout: a blocking send upstream would have failed.
+                await asyncio.sleep(1.5)
+                read = await _call(http, "GetTask", {"id": task["id"]})
+                assert read["status"]["state"] == "TASK_STATE_WORKING", read
+                paced.go.set()
+                done = await _until(http, task["id"], _in_state("TASK_STATE_COMPLETED"))
+                assert [p["text"] for p in done["artifacts"][0]["parts"]] == ["first", "second"]
+        finally:
+            paced.go.set()
+            await app.aclose()

@@ -65,6 +65,8 @@ REMOTE_PREFIXES = ("a2a+http", "a2a+https", "grpc", "grpcs")
 CANCEL_SECONDS = 5.0
 FOLLOW_ATTEMPTS = 5  # resubscriptions to an upstream task whose stream broke, backing off
 FOLLOW_BACKOFF = 0.5  # seconds before the first, doubled each time
+POLL_FIRST = 0.25  # an upstream that does not stream: its task read again after this,
+POLL_MOST = 5.0  # doubling up to this
 
 
 class RemoteAgent(Agent):
@@ -242,11 +244,15 @@ class RemoteAgent(Agent):
                     list(ctx.message.parts), context_id=ctx.context_id, task_id=turn.upstream
                 ):
                     await turn.relay(item)
-            else:
+            else:  # send, answered at once, then poll the task to its end
                 answer = await client.send(
-                    list(ctx.message.parts), context_id=ctx.context_id, task_id=turn.upstream
+                    list(ctx.message.parts),
+                    context_id=ctx.context_id,
+                    task_id=turn.upstream,
+                    wait=False,
                 )
                 await turn.relay(answer)
+                await turn.poll()
         except asyncio.CancelledError:
             await turn.cancel_upstream()
             raise
@@ -431,6 +437,38 @@ class _Turn:
                     raise
             await asyncio.sleep(delay)
             delay = min(delay * 2, 10.0)
+
+    async def poll(self) -> None:
+        """Read the upstream task (from an upstream that does not stream) until
+        it ends or asks for something, backing off from ``POLL_FIRST`` seconds
+        to ``POLL_MOST``: each new status relayed as it is seen, the artifacts
+        once it is over. Raises the last ClientError once ``FOLLOW_ATTEMPTS``
+        reads in a row failed."""
+        from ..client import ClientError
+
+        client, upstream = self.agent.client, self.upstream
+        if self.over or client is None or upstream is None:
+            return
+        delay, failed, seen = POLL_FIRST, 0, None
+        while True:
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, POLL_MOST)
+            try:
+                task = await client.get_task(upstream)
+            except ClientError:
+                failed += 1
+                if failed >= FOLLOW_ATTEMPTS:
+                    raise
+                continue
+            failed, state = 0, task.status.state
+            if state.terminal or state.interrupted:
+                for artifact in task.artifacts:
+                    await self._artifact(artifact)
+                await self._status(task.status)
+                return
+            if task.status.timestamp != seen:
+                seen = task.status.timestamp
+                await self._status(task.status)
 
     async def ended(self) -> None:
         """The upstream's answer is over: a turn it left working is read once more."""
