@@ -7,61 +7,19 @@ answers, which fails the turn once the client's timeout passes, naming it."""
 from __future__ import annotations
 
 import asyncio
-import os
 import socket
 import tempfile
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
-from a2ad import create_app
 from a2ad.adapters.remote import RemoteAgent
 
-from ..conftest import wait_for
-from ..jsonrpc import answer, rpc_body
 from ..served import Served
 from ..threaded_server import free_port
-
-V1 = {"A2A-Version": "1.0"}
-
-
-async def _front(agent: RemoteAgent) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(agent)
-    await app.lifetime.start()
-    try:
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://front.test") as http:
-            yield http
-    finally:
-        await app.aclose()
-
-
-async def _call(http: httpx.AsyncClient, method: str, params: dict[str, Any]) -> Any:
-    got = answer(await http.post("/", json=rpc_body(method, params), headers=V1))
-    assert "error" not in got, got
-    return got["result"]
-
-
-def _send(text: str, **configuration: Any) -> dict[str, Any]:
-    message = {"messageId": os.urandom(8).hex(), "role": "ROLE_USER", "parts": [{"text": text}]}
-    return {"message": message, **({"configuration": configuration} if configuration else {})}
-
-
-async def _until(http: httpx.AsyncClient, task_id: str, check: Any) -> Any:
-    """The task, read until ``check(task)`` holds."""
-
-    async def met() -> bool:
-        return bool(check(await _call(http, "GetTask", {"id": task_id})))
-
-    await wait_for(met, timeout=20)
-    return await _call(http, "GetTask", {"id": task_id})
-
-
-def _ours(task: dict[str, Any]) -> dict[str, Any]:
-    return dict((task.get("metadata") or {}).get("a2ad", {}))
+from .fronting import call, front, ours, sdk_server, send, until
 
 
 async def test_an_upstream_killed_and_restarted_mid_stream_is_followed_to_its_end() -> None:
@@ -71,18 +29,18 @@ async def test_an_upstream_killed_and_restarted_mid_stream_is_followed_to_its_en
         upstream = Served("--agent", "echo", "--store", store, port=port)
         try:
             url = upstream.url
-            async for http in _front(RemoteAgent(f"a2a+{url}/")):
-                params = _send("sleep:60 too late", returnImmediately=True)
-                task = (await _call(http, "SendMessage", params))["task"]
+            async for http in front(RemoteAgent(f"a2a+{url}/")):
+                params = send("sleep:60 too late", returnImmediately=True)
+                task = (await call(http, "SendMessage", params))["task"]
 
-                await _until(http, task["id"], lambda t: "upstream" in _ours(t))
+                await until(http, task["id"], lambda t: "upstream" in ours(t))
                 upstream.proc.kill()  # mid-stream: a2ad's stream of the upstream task breaks
                 upstream.proc.wait(10)
                 upstream.__exit__(None, None, None)
                 upstream = Served("--agent", "echo", "--store", store, port=port)
                 assert upstream.url == url
 
-                read = await _until(
+                read = await until(
                     http, task["id"], lambda t: t["status"]["state"] != "TASK_STATE_WORKING"
                 )
                 # The restarted upstream failed its task (its turn was lost with it): a2ad
@@ -121,8 +79,8 @@ def mute_upstream() -> Iterator[str]:
 
 
 async def test_an_upstream_that_never_answers_fails_the_turn_naming_it(mute_upstream: str) -> None:
-    async for http in _front(RemoteAgent(f"a2a+{mute_upstream}/", timeout=1.0)):
-        got = await asyncio.wait_for(_call(http, "SendMessage", _send("hello?")), 15)
+    async for http in front(RemoteAgent(f"a2a+{mute_upstream}/", timeout=1.0)):
+        got = await asyncio.wait_for(call(http, "SendMessage", send("hello?")), 15)
         task = got["task"]
         assert task["status"]["state"] == "TASK_STATE_FAILED", task
         said = task["status"]["message"]["parts"][0]["text"]
@@ -154,49 +112,18 @@ class _SlowToCancel:
 
 @pytest.fixture
 def slow_to_cancel() -> Iterator[str]:
-    from a2a.server.request_handlers import DefaultRequestHandler
-    from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
-    from a2a.server.tasks import InMemoryTaskStore
-    from a2a.types import AgentCapabilities, AgentCard, AgentInterface
-    from starlette.applications import Starlette
-
-    from ..threaded_server import ThreadedServer
-
-    port = free_port()
-    card = AgentCard(
-        name="slow",
-        description="Slow to cancel.",
-        version="1.0.0",
-        supported_interfaces=[
-            AgentInterface(
-                url=f"http://127.0.0.1:{port}/", protocol_binding="JSONRPC", protocol_version="1.0"
-            )
-        ],
-        capabilities=AgentCapabilities(streaming=True),
-        default_input_modes=["text/plain"],
-        default_output_modes=["text/plain"],
-    )
-    handler = DefaultRequestHandler(
-        agent_executor=_SlowToCancel().executor, task_store=InMemoryTaskStore(), agent_card=card
-    )
-    app = Starlette(routes=create_agent_card_routes(card) + create_jsonrpc_routes(handler, "/"))
-    served = ThreadedServer(app, what="the slow-to-cancel SDK server")
-    served.port = port
-    served.server.config.port = port
-    served.start()
-    yield f"http://127.0.0.1:{port}"
-    served.server.force_exit = True
-    served.stop()
+    with sdk_server(_SlowToCancel().executor, name="slow") as url:
+        yield url
 
 
 async def test_a_cancel_the_upstream_does_not_confirm_ends_after_the_bound_saying_so(
     slow_to_cancel: str,
 ) -> None:
     agent = RemoteAgent(f"a2a+{slow_to_cancel}/", cancel_seconds=0.5)
-    async for http in _front(agent):
-        task = (await _call(http, "SendMessage", _send("work", returnImmediately=True)))["task"]
-        await _until(http, task["id"], lambda t: "upstream" in _ours(t))
-        canceled = await asyncio.wait_for(_call(http, "CancelTask", {"id": task["id"]}), 10)
+    async for http in front(agent):
+        task = (await call(http, "SendMessage", send("work", returnImmediately=True)))["task"]
+        await until(http, task["id"], lambda t: "upstream" in ours(t))
+        canceled = await asyncio.wait_for(call(http, "CancelTask", {"id": task["id"]}), 10)
         assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
         said = canceled["status"]["message"]["parts"][0]["text"]
         assert f"the upstream agent at {slow_to_cancel}/ did not confirm the cancel" in said

@@ -19,11 +19,6 @@ from typing import Any
 
 import httpx
 import pytest
-from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
-from a2a.server.tasks import InMemoryTaskStore
-from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
-from starlette.applications import Starlette
 
 from a2ad import create_app
 from a2ad.adapters.remote import RemoteAgent
@@ -31,9 +26,9 @@ from a2ad.adapters.remote import RemoteAgent
 from ..conftest import SDK_PEER, LiveServer
 from ..jsonrpc import answer, rpc_body
 from ..scripted import ScriptedAgent
-from ..threaded_server import ThreadedServer, free_port
+from ..threaded_server import free_port
+from .fronting import V1, front, sdk_server, send
 
-V1 = {"A2A-Version": "1.0"}
 PEERS = Path(SDK_PEER).parent
 
 
@@ -47,58 +42,37 @@ def _echo_executor() -> Any:
 
 @pytest.fixture(scope="module")
 def sdk_v03_url() -> Iterator[str]:
-    """The official SDK's echo agent, whose card offers A2A 0.3 only."""
-    port = free_port()
-    card = AgentCard(
-        name="echo-0.3",
-        description="Echoes, in A2A 0.3.",
-        version="1.0.0",
-        supported_interfaces=[
-            AgentInterface(
-                url=f"http://127.0.0.1:{port}/", protocol_binding="JSONRPC", protocol_version="0.3"
-            )
-        ],
-        capabilities=AgentCapabilities(streaming=True),
-        default_input_modes=["text/plain"],
-        default_output_modes=["text/plain"],
-        skills=[AgentSkill(id="echo", name="Echo", description="echoes", tags=["echo"])],
-    )
-    handler = DefaultRequestHandler(
-        agent_executor=_echo_executor(), task_store=InMemoryTaskStore(), agent_card=card
-    )
-    routes = create_agent_card_routes(card) + create_jsonrpc_routes(
-        handler, rpc_url="/", enable_v0_3_compat=True
-    )
-    sdk = Starlette(routes=routes)
+    """The official SDK's echo agent, whose card offers A2A 0.3 only; the JSON-RPC
+    methods it is called with are noted in METHODS (what a2ad spoke)."""
 
-    async def recording(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        """The SDK's app, noting each JSON-RPC method called (what a2ad spoke)."""
-        if scope["type"] != "http" or scope["method"] != "POST":
-            await sdk(scope, receive, send)
-            return
-        body, more = b"", True
-        while more:
-            message = await receive()
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
-        METHODS.append(json.loads(body).get("method", ""))
-        sent = False
+    def recording(sdk: Any) -> Any:
+        async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+            if scope["type"] != "http" or scope["method"] != "POST":
+                await sdk(scope, receive, send)
+                return
+            body, more = b"", True
+            while more:
+                message = await receive()
+                body += message.get("body", b"")
+                more = message.get("more_body", False)
+            METHODS.append(json.loads(body).get("method", ""))
+            sent = False
 
-        async def replay() -> dict[str, Any]:
-            nonlocal sent
-            if sent:
-                return await receive()
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
+            async def replay() -> dict[str, Any]:
+                nonlocal sent
+                if sent:
+                    return await receive()
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
 
-        await sdk(scope, replay, send)
+            await sdk(scope, replay, send)
 
-    served = ThreadedServer(recording, what="the SDK's 0.3 server", interface="asgi3")
-    served.port = port
-    served.server.config.port = port
-    served.start()
-    yield f"http://127.0.0.1:{port}"
-    served.stop()
+        return app
+
+    with sdk_server(
+        _echo_executor(), name="echo-0.3", version="0.3", skills=True, wrap=recording
+    ) as url:
+        yield url
 
 
 METHODS: list[str] = []  # the JSON-RPC methods the 0.3 upstream was called with
@@ -131,19 +105,12 @@ def sdk_grpc_address() -> Iterator[str]:
     peer.stderr.close()
 
 
-async def _front(url: str) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(RemoteAgent(url))
-    await app.lifetime.start()
-    try:
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://front.test") as http:
-            yield http
-    finally:
-        await app.aclose()
+def _front(url: str) -> AsyncIterator[httpx.AsyncClient]:
+    return front(RemoteAgent(url))
 
 
 def _message(text: str) -> dict[str, Any]:
-    return {"messageId": os.urandom(8).hex(), "role": "ROLE_USER", "parts": [{"text": text}]}
+    return dict(send(text)["message"])
 
 
 async def _stream(http: httpx.AsyncClient, body: dict[str, Any], headers: dict[str, str]) -> list:

@@ -9,10 +9,9 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import os
 import threading
 import urllib.parse
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,19 +30,9 @@ from ..jwks_server import AUDIENCE, ISSUER, Issuer
 from ..scripted import ScriptedAgent
 from ..served import Served, run_a2ad
 from ..threaded_server import ThreadedServer
+from .fronting import V1, call, front, send
 
-V1 = {"A2A-Version": "1.0"}
 SECRET = "s3cret-client-secret-value"
-
-
-def _send(text: str) -> dict[str, Any]:
-    return {
-        "message": {
-            "messageId": os.urandom(8).hex(),
-            "role": "ROLE_USER",
-            "parts": [{"text": text}],
-        }
-    }
 
 
 # --- the file ---
@@ -146,7 +135,7 @@ def test_a_token_file_reaches_the_upstream_through_serve(tmp_path: Path) -> None
         spec = f"up=a2a+{upstream.url}/"
         with Served("--agent", spec, "--store", "memory", "--upstream-auth", path) as served:
             with httpx.Client(base_url=served.url) as http:
-                body = rpc_body("SendMessage", _send("echo guarded"))
+                body = rpc_body("SendMessage", send("echo guarded"))
                 task = answer(http.post("/agents/up/", json=body, headers=V1))["result"]["task"]
             assert task["status"]["state"] == "TASK_STATE_COMPLETED", task
             served.stop()
@@ -231,20 +220,8 @@ def endpoint(issuer: Issuer) -> Iterator[TokenEndpoint]:
         yield served
 
 
-async def _front(agent: RemoteAgent) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(agent)
-    await app.lifetime.start()
-    try:
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://front.test") as http:
-            yield http
-    finally:
-        await app.aclose()
-
-
 async def _task(http: httpx.AsyncClient, text: str) -> dict[str, Any]:
-    got = answer(await http.post("/", json=rpc_body("SendMessage", _send(text)), headers=V1))
-    return dict(got["result"]["task"])
+    return dict((await call(http, "SendMessage", send(text)))["task"])
 
 
 def _oauth2(endpoint: TokenEndpoint, secret: str = SECRET) -> UpstreamCredential:
@@ -257,7 +234,7 @@ async def test_an_oauth2_token_is_fetched_once_and_kept(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     agent = RemoteAgent(f"a2a+{upstream.url}/", credential=_oauth2(endpoint))
-    async for http in _front(agent):
+    async for http in front(agent):
         for word in ("one", "two"):
             task = await _task(http, f"echo {word}")
             assert task["status"]["state"] == "TASK_STATE_COMPLETED", task
@@ -270,7 +247,7 @@ async def test_a_refused_token_is_fetched_again_once(
     issuer: Issuer, upstream: LiveServer, endpoint: TokenEndpoint
 ) -> None:
     agent = RemoteAgent(f"a2a+{upstream.url}/", credential=_oauth2(endpoint))
-    async for http in _front(agent):
+    async for http in front(agent):
         assert (await _task(http, "echo before"))["status"]["state"] == "TASK_STATE_COMPLETED"
         # The provider rotates its key: the kept token is refused, a new one is not.
         endpoint.kid = "k2"
@@ -285,7 +262,7 @@ async def test_a_wrong_client_secret_fails_the_turn_naming_the_endpoint_not_the_
 ) -> None:
     wrong = "not-" + SECRET
     agent = RemoteAgent(f"a2a+{upstream.url}/", credential=_oauth2(endpoint, wrong))
-    async for http in _front(agent):
+    async for http in front(agent):
         task = await _task(http, "echo hi")
     assert task["status"]["state"] == "TASK_STATE_FAILED"
     said = task["status"]["message"]["parts"][0]["text"]
@@ -331,7 +308,7 @@ def test_the_callers_own_key_reaches_the_upstream_and_a2ads_own_without_one(
             agent_card = httpx.get(f"{front.url}/.well-known/agent-card.json").json()
             assert agent_card["name"] == "scripted"  # read at start with a2ad's own key
             for key in (alice, bob):
-                body = rpc_body("SendMessage", _send("echo mine"))
+                body = rpc_body("SendMessage", send("echo mine"))
                 headers = {**V1, "Authorization": f"Bearer {key}"}
                 got = answer(httpx.post(front.url + "/", json=body, headers=headers))
                 assert got["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", got
