@@ -222,7 +222,7 @@ def test_the_tool_calls_adk_sends_are_hidden_from_the_caller_and_shown_to_an_ope
     assert result_data["response"]["warehouses"] == {"Lyon": 12, "Lille": 0}
 
 
-def test_usage_the_adk_agents_report_is_totalled_per_tenant_by_a2ad_usage(
+def test_usage_the_adk_agents_report_is_totalled_per_tenant_and_agent_by_a2ad_usage(
     lab: AdkLab, front: Front, keys: Keys
 ) -> None:
     lab.script(
@@ -262,6 +262,15 @@ def test_usage_the_adk_agents_report_is_totalled_per_tenant_by_a2ad_usage(
         "team-a     750         146    896",
         "team-b     460          55    515",
         "total    1,210         201  1,411",
+    ]
+    # "Bill each team": each agent's usage, as the tasks it ran were written.
+    by_agent = run_a2ad("usage", *target, "--group-by", "tenant,agent")
+    assert by_agent.returncode == 0, by_agent.stderr
+    assert by_agent.stdout.splitlines()[1:] == [
+        "TENANT  AGENT    PROMPT  COMPLETION  TOTAL",
+        "team-a  stock       750         146    896",
+        "team-b  pricing     460          55    515",
+        "total             1,210         201  1,411",
     ]
 
 

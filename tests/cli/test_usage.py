@@ -1,5 +1,6 @@
-"""``a2ad usage`` against a served ``a2ad serve --auth``, whose task manager's
-LLM (a real local HTTP server) reports the tokens each call used."""
+"""``a2ad usage`` against a served ``a2ad serve --auth`` of two named agents,
+task managers whose LLM (a real local HTTP server) reports the tokens each call
+used."""
 
 from __future__ import annotations
 
@@ -42,10 +43,11 @@ def served(tmp_path: Path) -> Iterator[tuple[Served, dict[str, str], str]]:
             "A2AD_URL": "",
             "A2AD_TOKEN": "",
         }
-        args = ("--auth", str(keys_file), "--agent", "a2ad.agents.task_manager")
-        with Served(*args, env=env) as s:
-            for who in ("ann", "ann", "bob"):
-                with SyncClient(s.url, token=keys[who]) as client:
+        agents = ("--agent", "ops=a2ad.agents.task_manager")
+        agents += ("--agent", "lab=a2ad.agents.task_manager")
+        with Served("--auth", str(keys_file), *agents, env=env) as s:
+            for who, agent in (("ann", "ops"), ("ann", "ops"), ("bob", "lab")):
+                with SyncClient(f"{s.url}/agents/{agent}/", token=keys[who]) as client:
                     task = client.send("what runs?")
                 assert isinstance(task, Task) and task.status.state is TaskState.COMPLETED
             yield s, keys, today()  # the (UTC) day the usage was recorded on
@@ -109,6 +111,33 @@ def test_usage_prints_an_operators_totals_as_json_and_as_a_table(
     assert none.stdout.splitlines() == ["token usage 2001-01-01 to 2001-01-31", "no usage"]
 
 
+def test_usage_sums_per_agent(served: tuple[Served, dict[str, str], str]) -> None:
+    s, keys, day = served
+    target = ("--url", s.url, "--token", keys["olga"], "--from", day, "--to", day)
+    table = run_a2ad("usage", *target, "--group-by", "agent")
+    assert table.returncode == 0, table.stderr
+    assert table.stdout.splitlines() == [
+        f"token usage {day} to {day}",
+        "AGENT  PROMPT  COMPLETION  TOTAL",
+        "lab        10           1     11",
+        "ops     1,250          39  1,289",
+        "total   1,260          40  1,300",
+    ]
+    done = run_a2ad("usage", *target, "--group-by", "principal,agent,model", "--json")
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)["rows"]
+    assert [(r["principal"], r["agent"], r["model"], r["totalTokens"]) for r in rows] == [
+        ("ann", "ops", "m-large", 1234),
+        ("ann", "ops", "m-mini", 55),
+        ("bob", "lab", "m-large", 11),
+    ]
+    only = run_a2ad("usage", *target, "--agent", "lab", "--group-by", "principal", "--json")
+    assert only.returncode == 0, only.stderr
+    report = json.loads(only.stdout)
+    assert [(r["principal"], r["totalTokens"]) for r in report["rows"]] == [("bob", 11)]
+    assert report["agent"] == "lab"
+
+
 def test_usage_is_refused_to_a_caller_without_the_operator_role(
     served: tuple[Served, dict[str, str], str],
 ) -> None:
@@ -126,5 +155,6 @@ def test_bad_flags_exit_2_naming_them(served: tuple[Served, dict[str, str], str]
     target = ("--url", s.url, "--token", keys["olga"])
     done = run_a2ad("usage", *target, "--group-by", "team")
     assert done.returncode == 2 and "--group-by: 'team'" in done.stderr
+    assert "tenant, principal, agent, day, model" in done.stderr
     late = run_a2ad("usage", *target, "--from", "2026-02-01", "--to", "2026-01-01")
     assert late.returncode == 1 and "from (2026-02-01) is after to (2026-01-01)" in late.stderr

@@ -236,3 +236,47 @@ async def test_a_bad_query_names_its_field(
     with pytest.raises(InvalidParamsError) as info:
         await usage_report(engine.store, OPERATOR, clock=clock, **kwargs)  # type: ignore[arg-type]
     assert info.value.field == field
+
+
+@pytest.fixture
+async def two_agents(store: TaskStore, clock: Clock) -> AsyncIterator[Engine]:
+    agents = {"stock": Spender(), "pricing": Spender()}
+    engine = build_engine(agents, store, EngineConfig(shutdown_grace=0), clock=clock)
+    await engine.start()
+    yield engine
+    await engine.aclose()
+
+
+async def test_each_agents_tasks_count_in_its_own_totals(two_agents: Engine, clock: Clock) -> None:
+    await send(two_agents, "spend", Access("acme", "ann", agent="stock"))
+    await send(two_agents, "twice", Access("acme", "ann", agent="pricing"))
+    await send(two_agents, "spend", Access("globex", "gus", agent="pricing"))
+    report = await usage_report(two_agents.store, OPERATOR, clock=clock, group_by=["agent"])
+    assert [(r.agent, r.total_tokens) for r in report.rows] == [("pricing", 31), ("stock", 12)]
+    pricing = await usage_report(
+        two_agents.store, OPERATOR, clock=clock, agent="pricing", group_by=["tenant", "model"]
+    )
+    assert pricing.agent == "pricing"
+    assert [(r.tenant, r.model, r.total_tokens) for r in pricing.rows] == [
+        ("acme", "m1", 12),
+        ("acme", "m2", 7),
+        ("globex", "m1", 12),
+    ]
+
+
+async def test_usage_no_task_carries_counts_in_its_agents_totals(
+    two_agents: Engine, clock: Clock
+) -> None:
+    answer = await send(two_agents, "reply", Access("acme", "ann", agent="stock"))
+    assert isinstance(answer, Message)
+    await send(two_agents, "late", Access("acme", "ann", agent="pricing"))
+
+    async def by_agent() -> list[tuple[str | None, int]]:
+        report = await usage_report(two_agents.store, OPERATOR, clock=clock, group_by=["agent"])
+        return [(r.agent, r.total_tokens) for r in report.rows]
+
+    for _ in range(100):  # the turn's end writes the late report, just after the answer
+        if sum(total for _, total in await by_agent()) == 1024:
+            break
+        await asyncio.sleep(0.01)
+    assert await by_agent() == [("pricing", 1012), ("stock", 12)]

@@ -16,7 +16,7 @@ from a2ad.agent import TaskContext
 from a2ad.server import auth
 
 from ..conftest import msg10
-from ..jsonrpc import call
+from ..jsonrpc import call, rpc_body
 
 V1 = {"A2A-Version": "1.0"}
 
@@ -133,6 +133,8 @@ async def test_an_operator_is_refused_a_tenant_not_its_own(
     [
         ({"from": "yesterday"}, "from"),
         ({"groupBy": ["team"]}, "groupBy"),
+        ({"groupBy": ["agent", "agent"]}, "groupBy"),
+        ({"agent": ["stock"]}, "agent"),
         ({"groupBy": "day"}, "groupBy"),
         ({"colour": "red"}, None),
     ],
@@ -176,3 +178,53 @@ async def test_without_auth_any_caller_reads_every_tenant() -> None:
     assert r.status_code == 200, r.text
     assert r.json()["tenants"] is None
     assert [row["tenant"] for row in r.json()["rows"]] == ["acme", "globex"]
+
+
+class Named(Agent):
+    """A Spender served under a name of its own."""
+
+    def __init__(self, name: str, prompt_tokens: int) -> None:
+        self.name = name
+        self.prompt_tokens = prompt_tokens
+
+    async def run(self, ctx: TaskContext) -> None:
+        await ctx.usage(prompt_tokens=self.prompt_tokens, completion_tokens=1, model="m1")
+        await ctx.complete("done")
+
+
+async def test_a_server_of_two_named_agents_totals_each_agents_usage() -> None:
+    app = create_app({"stock": Named("stock", 100), "pricing": Named("pricing", 10)})
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://a2ad.test") as http:
+        for path in ("/agents/stock/", "/agents/pricing/", "/agents/pricing/", "/"):
+            params = msg10("go")
+            params["message"]["messageId"] = str(uuid.uuid4())
+            r = await http.post(path, json=rpc_body("SendMessage", params), headers=V1)
+            assert r.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        by_agent = await call(http, "a2ad/GetUsage", {"groupBy": ["agent"]}, headers=V1)
+        stock = await http.get("/a2ad/usage?agent=stock&groupBy=tenant,agent")
+        unnamed = await call(http, "a2ad/GetUsage", {"agent": ""}, headers=V1)
+        wrong = await call(http, "a2ad/GetUsage", {"agent": 7}, headers=V1)
+    await app.aclose()
+    report = by_agent["result"]
+    assert report["groupBy"] == ["agent"] and report["agent"] is None
+    assert report["rows"] == [
+        {"agent": "pricing", "promptTokens": 20, "completionTokens": 2, "totalTokens": 22},
+        {"agent": "stock", "promptTokens": 200, "completionTokens": 2, "totalTokens": 202},
+    ]
+    assert report["total"] == {"promptTokens": 220, "completionTokens": 4, "totalTokens": 224}
+    assert stock.status_code == 200, stock.text
+    assert stock.json()["agent"] == "stock"
+    assert stock.json()["rows"] == [
+        {
+            "tenant": "",
+            "agent": "stock",
+            "promptTokens": 200,
+            "completionTokens": 2,
+            "totalTokens": 202,
+        }
+    ]
+    # No task here is the unnamed agent's: the root is the first agent's.
+    assert unnamed["result"]["rows"] == [] and unnamed["result"]["agent"] == ""
+    assert wrong["error"]["code"] == -32602
+    assert wrong["error"]["data"][1]["fieldViolations"][0]["field"] == "agent"

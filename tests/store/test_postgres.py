@@ -14,8 +14,17 @@ import pytest
 
 from a2ad import Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 from a2ad.protocol.model import TaskPushNotificationConfig
+from a2ad.protocol.usage import GROUPS, TokenCounts, UsageRecord
 from a2ad.store import postgres_schema, store_from_url
-from a2ad.store.base import Lease, ListQuery, NewTask, SequenceConflictError, StoreError, Webhook
+from a2ad.store.base import (
+    Lease,
+    ListQuery,
+    NewTask,
+    SequenceConflictError,
+    StoreError,
+    UsageQuery,
+    Webhook,
+)
 from a2ad.store.worker_roll import AgentWorkers
 
 from ..postgres import fresh_schema
@@ -310,6 +319,64 @@ async def test_a_database_at_version_4_keeps_its_0_3_webhooks_getting_snapshots(
         await conn.close()
 
 
+async def test_a_database_at_version_5_keeps_its_usage_totals_as_the_unnamed_agents(
+    url: str,
+) -> None:
+    # Version 6 puts the agent in the totals' key.
+    conn = await asyncpg.connect(url)
+    try:
+        async with conn.transaction():
+            await conn.execute("CREATE TABLE a2ad_schema (version integer NOT NULL)")
+            await conn.execute("INSERT INTO a2ad_schema (version) VALUES (5)")
+            for statements, then in postgres_schema._MIGRATIONS[:5]:
+                for statement in statements:
+                    await conn.execute(statement)
+                if then is not None:
+                    await then(conn)
+            await conn.executemany(
+                """INSERT INTO usage_totals (day, tenant, principal, model, prompt_tokens,
+                    completion_tokens, total_tokens) VALUES ($1, $2, $3, $4, $5, $6, $7)""",
+                [
+                    ("2026-03-01", "a", "ann", "m1", 10, 1, 11),
+                    ("2026-03-01", "a", "bob", "m1", 20, 2, 22),
+                    ("2026-03-02", "b", "ann", "", 5, 0, 5),
+                ],
+            )
+        async with PostgresStore(url) as store:
+            every = UsageQuery("2026-03-01", "2026-03-02", group_by=GROUPS)
+            assert [
+                (r.tenant, r.principal, r.agent, r.day, r.model)
+                for r in await store.usage_totals(every)
+            ] == [
+                ("a", "ann", "", "2026-03-01", "m1"),
+                ("a", "bob", "", "2026-03-01", "m1"),
+                ("b", "ann", "", "2026-03-02", ""),
+            ]
+            # New usage of the unnamed agent adds to the old totals; a named one's has its own.
+            spent = [UsageRecord("2026-03-01", "m1", TokenCounts(prompt_tokens=1, total_tokens=1))]
+            await store.record_usage("a", "ann", spent)
+            await store.record_usage("a", "ann", spent, agent="stock")
+            ann = UsageQuery("2026-03-01", "2026-03-01", ("a",), ("principal", "agent"))
+            assert [
+                (r.principal, r.agent, r.prompt_tokens) for r in await store.usage_totals(ann)
+            ] == [("ann", "", 11), ("ann", "stock", 1), ("bob", "", 20)]
+        assert await conn.fetchval("SELECT version FROM a2ad_schema") == SCHEMA_VERSION
+        # The agent in the key, and no default: every write names it.
+        key = await conn.fetchval(
+            """SELECT pg_get_constraintdef(oid) FROM pg_constraint
+            WHERE conname = 'usage_totals_pkey' AND connamespace = current_schema()::regnamespace"""
+        )
+        assert key == "PRIMARY KEY (day, tenant, principal, agent, model)"
+        default = await conn.fetchval(
+            """SELECT column_default FROM information_schema.columns
+            WHERE table_schema = current_schema() AND table_name = 'usage_totals'
+                AND column_name = 'agent'"""
+        )
+        assert default is None
+    finally:
+        await conn.close()
+
+
 async def test_a_database_at_version_1_is_upgraded_and_keeps_its_tasks(url: str) -> None:
     conn = await asyncpg.connect(url)
     try:
@@ -331,6 +398,6 @@ async def test_a_database_at_version_1_is_upgraded_and_keeps_its_tasks(url: str)
             assert await store.get(task.id) == created
             await store.worker_seen("w", ["x"], until=2.0)  # version 3's roll of workers
             assert await store.agent_workers(["x"], now=1.0) == {"x": AgentWorkers(1, False)}
-        assert await conn.fetchval("SELECT version FROM a2ad_schema") == SCHEMA_VERSION == 5
+        assert await conn.fetchval("SELECT version FROM a2ad_schema") == SCHEMA_VERSION == 6
     finally:
         await conn.close()

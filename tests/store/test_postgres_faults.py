@@ -108,7 +108,9 @@ async def test_a_write_cut_before_its_commit_stores_nothing_and_says_so(
             # on it after it has written the task and its events, uncommitted.
             await admin.execute("BEGIN")
             await admin.execute(
-                "INSERT INTO usage_totals VALUES ('2026-01-01', 't', 'p', 'model-x', 0, 0, 0)"
+                """INSERT INTO usage_totals (day, tenant, principal, agent, model, prompt_tokens,
+                    completion_tokens, total_tokens)
+                VALUES ('2026-01-01', 't', 'p', '', 'model-x', 0, 0, 0)"""
             )
             xid = await admin.fetchval("SELECT pg_current_xact_id()::text")
             create = asyncio.ensure_future(

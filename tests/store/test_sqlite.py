@@ -36,6 +36,7 @@ from a2ad import (
     TextPart,
 )
 from a2ad.protocol.model import AuthenticationInfo, TaskPushNotificationConfig
+from a2ad.protocol.usage import GROUPS, TokenCounts, UsageRecord, UsageRow
 from a2ad.store import sqlite_schema
 from a2ad.store.base import (
     Lease,
@@ -47,6 +48,7 @@ from a2ad.store.base import (
     StoreError,
     StoreFullError,
     TaskStore,
+    UsageQuery,
     Webhook,
     WebhookState,
 )
@@ -225,7 +227,7 @@ async def test_everything_written_is_read_back_identically_after_reopening(path:
 async def test_a_new_file_gets_the_current_schema_in_wal_mode(
     store: SqliteStore, path: Path
 ) -> None:
-    assert SCHEMA_VERSION == 8
+    assert SCHEMA_VERSION == 9
     assert pragma(path, "user_version") == SCHEMA_VERSION
     assert pragma(path, "journal_mode") == "wal"
     with raw(path) as conn:
@@ -257,7 +259,7 @@ def old_file(path: Path, version: int) -> Task:
     return task
 
 
-@pytest.mark.parametrize("version", [1, 2, 3, 4, 5, 6, 7])
+@pytest.mark.parametrize("version", [1, 2, 3, 4, 5, 6, 7, 8])
 async def test_an_older_file_is_upgraded_and_keeps_its_tasks_as_nobodys(
     path: Path, version: int
 ) -> None:
@@ -295,6 +297,52 @@ async def test_a_version_7_file_keeps_its_0_3_webhooks_getting_snapshots(path: P
         assert sent.snapshot == after.task
         assert [d.snapshot for d in await store.deliveries(("t", "new"), 10)] == [None]
     assert pragma(path, "user_version") == SCHEMA_VERSION
+
+
+async def test_a_version_8_file_keeps_its_usage_totals_as_the_unnamed_agents(path: Path) -> None:
+    # Version 9 puts the agent in the totals' key: SQLite rebuilds the table.
+    old_file(path, 8)
+    with raw(path) as conn:
+        conn.executemany(
+            """INSERT INTO usage_totals (day, tenant, principal, model, prompt_tokens,
+                completion_tokens, total_tokens) VALUES (?, ?, ?, ?, ?, ?, ?)""",
+            [
+                ("2026-03-01", "a", "ann", "m1", 10, 1, 11),
+                ("2026-03-01", "a", "bob", "m1", 20, 2, 22),
+                ("2026-03-02", "b", "ann", "", 5, 0, 5),
+            ],
+        )
+    async with SqliteStore(path) as store:
+        every = UsageQuery("2026-03-01", "2026-03-02", group_by=GROUPS)
+        assert [
+            (r.tenant, r.principal, r.agent, r.day, r.model)
+            for r in await store.usage_totals(every)
+        ] == [
+            ("a", "ann", "", "2026-03-01", "m1"),
+            ("a", "bob", "", "2026-03-01", "m1"),
+            ("b", "ann", "", "2026-03-02", ""),
+        ]
+        by_agent = UsageQuery("2026-03-01", "2026-03-02", group_by=("agent",))
+        assert await store.usage_totals(by_agent) == [
+            UsageRow(agent="", prompt_tokens=35, completion_tokens=3, total_tokens=38)
+        ]
+        # New usage of the unnamed agent adds to the old totals; a named one's has its own.
+        spent = [UsageRecord("2026-03-01", "m1", TokenCounts(prompt_tokens=1, total_tokens=1))]
+        await store.record_usage("a", "ann", spent)
+        await store.record_usage("a", "ann", spent, agent="stock")
+        ann = UsageQuery("2026-03-01", "2026-03-01", ("a",), ("principal", "agent"))
+        assert [(r.principal, r.agent, r.prompt_tokens) for r in await store.usage_totals(ann)] == [
+            ("ann", "", 11),
+            ("ann", "stock", 1),
+            ("bob", "", 20),
+        ]
+    assert pragma(path, "user_version") == SCHEMA_VERSION
+    with raw(path) as conn:
+        names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        columns = conn.execute("PRAGMA table_info(usage_totals)").fetchall()
+    assert "usage_totals_v9" not in names
+    key = sorted((pk, name) for _, name, _, _, _, pk in columns if pk)
+    assert [name for _, name in key] == ["day", "tenant", "principal", "agent", "model"]
 
 
 @pytest.mark.parametrize("kind", ["empty file", "database without tables"])

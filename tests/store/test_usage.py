@@ -1,5 +1,5 @@
 """Token usage in the store: on each task's metadata, and totals per tenant,
-principal, UTC day and model, on every backend (SQLite in a real file)."""
+principal, agent, UTC day and model, on every backend (SQLite in a real file)."""
 
 from __future__ import annotations
 
@@ -62,23 +62,27 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
 
 
 async def spend(store: TaskStore) -> None:
-    """Usage from two principals in each of two tenants over two days."""
+    """Usage from two principals in each of two tenants over two days, to the
+    agents "stock", "pricing" and the unnamed one ("")."""
     a1 = new_task()
-    await store.create(
-        NewTask(a1, tenant="a", principal="ann", usage=[UsageRecord(DAY1, "m1", counts(10, 1))])
-    )
-    await store.append(
+    first = UsageRecord(DAY1, "m1", counts(10, 1))
+    await store.create(NewTask(a1, tenant="a", principal="ann", agent="stock", usage=[first]))
+    await store.append(  # the agent is the stored task's
         a1.id,
         0,
         [working(a1)],
         usage=[UsageRecord(DAY2, "m1", counts(20, 2)), UsageRecord(DAY2, "m2", counts(5, 5))],
     )
     bob = new_task()
-    await store.create(NewTask(bob, tenant="a", principal="bob"))
+    await store.create(NewTask(bob, tenant="a", principal="bob", agent="pricing"))
     await store.append(bob.id, 0, [working(bob)], usage=[UsageRecord(DAY1, "m1", counts(100, 10))])
     await store.create(
         NewTask(
-            new_task(), tenant="b", principal="ann", usage=[UsageRecord(DAY2, "m2", counts(7, 3))]
+            new_task(),
+            tenant="b",
+            principal="ann",
+            agent="stock",
+            usage=[UsageRecord(DAY2, "m2", counts(7, 3))],
         )
     )
     await store.create(
@@ -114,6 +118,43 @@ async def test_totals_add_up_per_tenant_principal_day_and_model(store: TaskStore
     by_day = await store.usage_totals(UsageQuery(DAY1, DAY2, group_by=("day",)))
     assert by_day == [row(111, 12, day=DAY1), row(32, 10, day=DAY2)]
     assert await store.usage_totals(UsageQuery(DAY1, DAY2)) == [row(143, 22)]
+
+
+async def test_totals_add_up_per_agent_of_the_task_written(store: TaskStore) -> None:
+    assert isinstance(store, Usage)
+    await spend(store)
+    by_agent = await store.usage_totals(UsageQuery(DAY1, DAY2, group_by=("agent",)))
+    assert by_agent == [
+        row(1, 1, agent=""),
+        row(100, 10, agent="pricing"),
+        row(42, 11, agent="stock"),
+    ]
+    by_tenant_agent = UsageQuery(DAY1, DAY2, group_by=("tenant", "agent"))
+    assert await store.usage_totals(by_tenant_agent) == [
+        row(100, 10, tenant="a", agent="pricing"),
+        row(35, 8, tenant="a", agent="stock"),
+        row(1, 1, tenant="b", agent=""),
+        row(7, 3, tenant="b", agent="stock"),
+    ]
+    # In the order asked, each group once:
+    every = UsageQuery(DAY1, DAY2, group_by=("agent", "model", "day", "principal", "tenant"))
+    assert (await store.usage_totals(every))[:2] == [
+        row(1, 1, agent="", model="m1", day=DAY1, principal="cy", tenant="b"),
+        row(100, 10, agent="pricing", model="m1", day=DAY1, principal="bob", tenant="a"),
+    ]
+    assert len(await store.usage_totals(every)) == 6
+
+
+async def test_totals_keep_to_the_agent_asked(store: TaskStore) -> None:
+    assert isinstance(store, Usage)
+    await spend(store)
+    stock = UsageQuery(DAY1, DAY2, group_by=("tenant",), agent="stock")
+    assert await store.usage_totals(stock) == [row(35, 8, tenant="a"), row(7, 3, tenant="b")]
+    assert await store.usage_totals(UsageQuery(DAY1, DAY2, agent="")) == [row(1, 1)]
+    of_a = UsageQuery(DAY1, DAY2, tenants=("a",), group_by=("day",), agent="stock")
+    assert await store.usage_totals(of_a) == [row(10, 1, day=DAY1), row(25, 7, day=DAY2)]
+    assert await store.usage_totals(UsageQuery(DAY1, DAY2, agent="nobody")) == []
+    assert await store.usage_totals(UsageQuery(DAY2, DAY2, tenants=("b",), agent="")) == []
 
 
 async def test_totals_keep_to_the_days_and_tenants_asked(store: TaskStore) -> None:
@@ -164,6 +205,13 @@ async def test_usage_without_a_task_counts_in_the_totals_only(store: TaskStore) 
     await store.record_usage("a", "ann", [UsageRecord(DAY1, "m1", counts(1, 0))])
     query = UsageQuery(DAY1, DAY1, group_by=("principal",))
     assert await store.usage_totals(query) == [row(5, 4, principal="ann")]
+    # The same tenant, principal, day and model, another agent: a total of its own.
+    await store.record_usage("a", "ann", [UsageRecord(DAY1, "m1", counts(2, 2))], agent="stock")
+    query = UsageQuery(DAY1, DAY1, group_by=("principal", "agent"))
+    assert await store.usage_totals(query) == [
+        row(5, 4, principal="ann", agent=""),
+        row(2, 2, principal="ann", agent="stock"),
+    ]
 
 
 async def test_a_refused_write_adds_no_usage(store: TaskStore) -> None:

@@ -18,7 +18,7 @@ What the upstream leaks, a2ad hides; what it reports, a2ad counts. Its parts
 keep their metadata, so the tool calls and thoughts ADK (and kagent) mark are
 internal parts in a2ad's task (protocol/internal.py). Token usage the upstream
 puts in an event's metadata is recorded as the task's usage (``ctx.usage``),
-totalled per tenant and principal by ``a2ad usage``: ADK's
+totalled per tenant, principal and agent by ``a2ad usage``: ADK's
 ``adk_usage_metadata`` (counted once per ADK event, ``adk_event_id``), and a
 ``usage`` of ``prompt_tokens``/``completion_tokens`` (or ``input_tokens``/
 ``output_tokens``, or their camelCase).

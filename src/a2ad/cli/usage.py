@@ -30,19 +30,28 @@ def usage(
         str | None,
         typer.Option("--tenant", help="Only this tenant. Default: every tenant you may read."),
     ] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            envvar=None,
+            help="Only this agent (its name on a server of several; '' for the unnamed one). "
+            "Default: every agent.",
+        ),
+    ] = None,
     group_by: Annotated[
         str,
         typer.Option(
             "--group-by",
-            help="Sum per these, comma-separated: tenant, principal, day, model; '' for one sum.",
+            help=f"Sum per these, comma-separated: {', '.join(GROUPS)}; '' for one sum.",
         ),
     ] = "tenant,principal",
     url: UrlOption = DEFAULT_URL,
     token: TokenOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Token usage of the server's agents: totals per tenant, principal, day and
-    model (needs the operator role when the server has auth)."""
+    """Token usage of the server's agents: totals per tenant, principal, agent,
+    day and model (needs the operator role when the server has auth)."""
     groups = [name.strip() for name in group_by.split(",") if name.strip()]
     for name in groups:
         if name not in GROUPS:
@@ -52,7 +61,9 @@ def usage(
     target = Target(url, token, None)
     with session(target) as s:
         report = s.run(
-            s.client.usage(from_day=from_day, to_day=to_day, tenant=tenant, group_by=groups)
+            s.client.usage(
+                from_day=from_day, to_day=to_day, tenant=tenant, group_by=groups, agent=agent
+            )
         )
     if as_json:
         print_json(msgspec.to_builtins(report))
@@ -66,8 +77,9 @@ def usage(
 
 
 def _table(report: UsageReport) -> Columns:
-    """The groups' values ("-" for the default tenant's ""), then the counts,
-    right-aligned, and a total line when there are several rows."""
+    """The groups' values ("-" for "": the default tenant, the unnamed agent,
+    a model not named), then the counts, right-aligned, and a total line when
+    there are several rows."""
     names = list(report.group_by)
     lines = [
         ([getattr(row, name) or "-" for name in names], _counts(row.counts)) for row in report.rows

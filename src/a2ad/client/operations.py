@@ -386,12 +386,14 @@ class Client:
         to_day: str = "",
         tenant: str | None = None,
         group_by: Sequence[str] = (),
+        agent: str | None = None,
     ) -> UsageReport:
         """An a2ad server's token usage totals (``a2ad/GetUsage``, for operators:
         docs/protocol.md): from ``from_day`` to ``to_day`` (``YYYY-MM-DD``; by
         default from the first of the month to today), of ``tenant`` (by
-        default every tenant the caller may read), one row per group of
-        ``group_by`` (tenant, principal, day, model). A JSON-RPC method: with
+        default every tenant the caller may read), of ``agent`` (the served
+        agent's name, "" for the unnamed one; by default every agent), one row
+        per group of ``group_by`` (tenant, principal, agent, day, model). A JSON-RPC method: with
         binding "grpc" it goes to the card's JSON-RPC endpoint all the same,
         and a ``grpc://`` URL, which has no HTTP, raises ClientError."""
         if self._grpc_url:
@@ -408,6 +410,8 @@ class Client:
             params["to"] = to_day
         if tenant is not None:
             params["tenant"] = tenant
+        if agent is not None:
+            params["agent"] = agent
         raw = await self._rpc.call_method(USAGE_METHOD, params)
         return self._rpc.decode(_decode_usage, raw)
 

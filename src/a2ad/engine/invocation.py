@@ -407,7 +407,7 @@ class Invocation:
         if self.current is not None:
             tenant, principal = self.current.tenant, self.current.principal
         try:
-            await store.record_usage(tenant, principal, usage)
+            await store.record_usage(tenant, principal, usage, agent=self.agent_name)
         except Exception:
             log.exception("the agent's token usage was lost", extra={"task_id": self.task_id})
 

@@ -34,11 +34,13 @@ async def usage_report(
     to_day: str = "",
     tenant: str | None = None,
     group_by: Sequence[str] = (),
+    agent: str | None = None,
 ) -> UsageReport:
     """The totals from ``from_day`` to ``to_day`` (``YYYY-MM-DD``, both included;
     by default from the first of ``to_day``'s month, and today in UTC) of
-    ``tenant`` (None: every tenant the caller may read), one row per group of
-    ``group_by`` (names among tenant, principal, day, model). Raises
+    ``tenant`` (None: every tenant the caller may read) and of ``agent`` (None:
+    every agent; "" the one unnamed agent), one row per group of ``group_by``
+    (names among GROUPS: tenant, principal, agent, day, model). Raises
     PermissionDeniedError for a caller who is not an operator (with auth on) or
     a tenant not the caller's, InvalidParamsError naming the field that is
     wrong, UnsupportedOperationError when the store keeps no usage."""
@@ -65,7 +67,7 @@ async def usage_report(
         raise UnsupportedOperationError(
             f"this server's task store ({type(store).__name__}) keeps no token usage"
         )
-    rows = await store.usage_totals(UsageQuery(from_day, to_day, tenants, groups))
+    rows = await store.usage_totals(UsageQuery(from_day, to_day, tenants, groups, agent))
     total = TokenCounts()
     for row in rows:
         total += row.counts
@@ -73,6 +75,7 @@ async def usage_report(
         from_day=from_day,
         to_day=to_day,
         tenants=list(tenants) if tenants is not None else None,
+        agent=agent,
         group_by=list(groups),
         rows=rows,
         total=total,

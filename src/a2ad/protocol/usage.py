@@ -8,8 +8,10 @@ its metadata, under a2ad's own key, in one shape (docs/agents.md, "Token usage")
                        "byModel": {"gpt-4o-mini": {"promptTokens": 30, ...}}}}
 
 and a store that keeps totals (``store.base.Usage``) adds each record to the
-totals of its (tenant, principal, day, model). The operator-only report
-(``a2ad/GetUsage``, ``GET /a2ad/usage``) sums those: docs/protocol.md.
+totals of its (tenant, principal, agent, day, model): the agent is the task's
+(the served agent's name, "" for a server of one unnamed agent). The
+operator-only report (``a2ad/GetUsage``, ``GET /a2ad/usage``) sums those:
+docs/protocol.md.
 """
 
 from __future__ import annotations
@@ -38,8 +40,8 @@ METADATA_KEY = "usage"  # where a task's metadata["a2ad"] holds its usage
 USAGE_METHOD = "a2ad/GetUsage"  # the report: JSON-RPC method (a2ad's, not A2A's)
 USAGE_PATH = "/a2ad/usage"  # and HTTP path (GET)
 
-Group = Literal["tenant", "principal", "day", "model"]
-GROUPS: tuple[Group, ...] = ("tenant", "principal", "day", "model")
+Group = Literal["tenant", "principal", "agent", "day", "model"]
+GROUPS: tuple[Group, ...] = ("tenant", "principal", "agent", "day", "model")
 
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
@@ -76,6 +78,7 @@ class UsageRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_d
 
     tenant: str | None = None
     principal: str | None = None
+    agent: str | None = None
     day: str | None = None
     model: str | None = None
     prompt_tokens: int = 0
@@ -93,12 +96,13 @@ class UsageRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_d
 
 class UsageReport(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     """The answer of ``a2ad/GetUsage``: the totals from ``from_day`` to ``to_day``
-    (both included) of ``tenants`` (None: every tenant), one row per group of
-    ``group_by``, and ``total`` over all rows."""
+    (both included) of ``tenants`` (None: every tenant) and ``agent`` (None:
+    every agent), one row per group of ``group_by``, and ``total`` over all rows."""
 
     from_day: str = msgspec.field(name="from")
     to_day: str = msgspec.field(name="to")
     tenants: list[str] | None
+    agent: str | None = None
     group_by: list[Group]
     rows: list[UsageRow]
     total: TokenCounts

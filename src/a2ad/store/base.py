@@ -410,19 +410,23 @@ class Webhooks(abc.ABC):
 
 class Usage(abc.ABC):
     """Agents' token usage, kept twice: on each task and in totals per (tenant,
-    principal, UTC day, model), for charging teams back.
+    principal, agent, UTC day, model), for charging teams back.
 
     A store that implements it takes ``usage`` records in ``create`` and
     ``append`` (other stores refuse them: MissingCapabilityError): in the same
     step as the task's write, it adds them to the task's metadata
-    (``protocol.usage.with_usage``) and to the totals of the task's tenant and
-    principal. Deleting or evicting a task leaves its totals.
+    (``protocol.usage.with_usage``) and to the totals of the task's tenant,
+    principal and agent (as the task is stored: ``StoredTask.agent``). Deleting
+    or evicting a task leaves its totals.
     """
 
     @abc.abstractmethod
-    async def record_usage(self, tenant: str, principal: str, usage: Sequence[UsageRecord]) -> None:
-        """Add ``usage`` to the totals alone: usage no task carries (an agent's
-        reply without a task, or a report after its task ended)."""
+    async def record_usage(
+        self, tenant: str, principal: str, usage: Sequence[UsageRecord], *, agent: str = ""
+    ) -> None:
+        """Add ``usage`` to the totals of ``tenant``, ``principal`` and
+        ``agent`` alone: usage no task carries (an agent's reply without a
+        task, or a report after its task ended)."""
 
     @abc.abstractmethod
     async def usage_totals(self, query: UsageQuery) -> builtins.list[UsageRow]:

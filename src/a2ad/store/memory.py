@@ -148,7 +148,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
         if new.message_key is not None:
             self._remember(new.message_key, task.id)
         if new.usage:
-            self._add_usage(tenant, principal, new.usage)
+            self._add_usage(tenant, principal, agent, new.usage)
         return record
 
     async def write_events(self, new: NewEvents) -> StoredTask:
@@ -167,7 +167,7 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
         if new.message_key is not None:  # a user's message: most writes are an agent's
             self._remember(new.message_key, task_id)
         if new.usage:
-            self._add_usage(record.tenant, record.principal, new.usage)
+            self._add_usage(record.tenant, record.principal, record.agent, new.usage)
         return record
 
     async def find_message(self, message_key: bytes) -> str | None:
@@ -252,15 +252,19 @@ class MemoryStore(TaskStore, Upkeep, Webhooks, Usage):
         except OverflowError:
             pass  # an integer beyond 64 bits (JSON allows it, msgpack not): keep as is
 
-    async def record_usage(self, tenant: str, principal: str, usage: Sequence[UsageRecord]) -> None:
-        self._add_usage(tenant, principal, usage)
+    async def record_usage(
+        self, tenant: str, principal: str, usage: Sequence[UsageRecord], *, agent: str = ""
+    ) -> None:
+        self._add_usage(tenant, principal, agent, usage)
 
     async def usage_totals(self, query: UsageQuery) -> builtins.list[UsageRow]:
         return group_usage(self._usage, query)
 
-    def _add_usage(self, tenant: str, principal: str, usage: Sequence[UsageRecord]) -> None:
+    def _add_usage(
+        self, tenant: str, principal: str, agent: str, usage: Sequence[UsageRecord]
+    ) -> None:
         for record in usage:
-            key = (tenant, principal, record.day, record.model)
+            key = (tenant, principal, agent, record.day, record.model)
             self._usage[key] = self._usage.get(key, TokenCounts()) + record.counts
 
     async def claim(self, owner: str) -> None:

@@ -125,15 +125,16 @@ def applied(
 
 
 def usage_rows(
-    tenant: str, principal: str, usage: Sequence[UsageRecord]
-) -> list[tuple[str, str, str, str, int, int, int]]:
+    tenant: str, principal: str, agent: str, usage: Sequence[UsageRecord]
+) -> list[tuple[str, str, str, str, str, int, int, int]]:
     """The rows ``usage`` adds to the usage totals: ``usage_totals (day, tenant,
-    principal, model, prompt_tokens, completion_tokens, total_tokens)``."""
+    principal, agent, model, prompt_tokens, completion_tokens, total_tokens)``."""
     return [
         (
             record.day,
             tenant,
             principal,
+            agent,
             record.model,
             record.counts.prompt_tokens,
             record.counts.completion_tokens,

@@ -280,7 +280,7 @@ class PostgresStore(Pooled, TaskStore, Upkeep, Webhooks, Usage, Turns, PostgresW
                     else:
                         await insert(conn)
                 evicted.extend((v[0], v[6]) for v in victims if v[1] == INTERRUPTED)
-            await run(conn, log_steps(plan.log) + usage_steps(tenant, principal, new.usage))
+            await run(conn, log_steps(plan.log) + usage_steps(tenant, principal, agent, new.usage))
             if turn is not None:
                 await postgres_turns.queue(conn, task.id, agent, turn)
             return StoredTask(final, plan.seq, tenant, principal, agent)
@@ -396,9 +396,12 @@ class PostgresStore(Pooled, TaskStore, Upkeep, Webhooks, Usage, Turns, PostgresW
 
     # --- the Usage contract ---
 
-    async def record_usage(self, tenant: str, principal: str, usage: Sequence[UsageRecord]) -> None:
+    async def record_usage(
+        self, tenant: str, principal: str, usage: Sequence[UsageRecord], *, agent: str = ""
+    ) -> None:
         if usage:
-            await self._write(partial(run, steps=usage_steps(tenant, principal, usage)))
+            steps = usage_steps(tenant, principal, agent, usage)
+            await self._write(partial(run, steps=steps))
 
     async def usage_totals(self, query: UsageQuery) -> builtins.list[UsageRow]:
         return await self._read(lambda conn: usage_totals(conn, query))

@@ -319,6 +319,17 @@ _SCHEMA_V5 = (
 )
 
 
+# Version 6: usage totals per agent too (the task's agent, "" for a server of one
+# unnamed agent), in the primary key. The totals of before become the unnamed
+# agent's; then the default goes: every write names the agent.
+_SCHEMA_V6 = (
+    """ALTER TABLE usage_totals ADD COLUMN agent text COLLATE "C" NOT NULL DEFAULT '',
+        DROP CONSTRAINT usage_totals_pkey,
+        ADD PRIMARY KEY (day, tenant, principal, agent, model)""",
+    "ALTER TABLE usage_totals ALTER COLUMN agent DROP DEFAULT",
+)
+
+
 # Step i upgrades a database at version i to version i + 1; append, never edit.
 # A step is its statements, then (if any) a function run after them.
 _MIGRATIONS: tuple[tuple[tuple[str, ...], Callable[[Any], Awaitable[None]] | None], ...] = (
@@ -327,6 +338,7 @@ _MIGRATIONS: tuple[tuple[tuple[str, ...], Callable[[Any], Awaitable[None]] | Non
     (_SCHEMA_V3, None),
     (_SCHEMA_V4, _lay_out_tasks),
     (_SCHEMA_V5, None),
+    (_SCHEMA_V6, None),
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 

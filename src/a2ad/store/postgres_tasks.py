@@ -163,5 +163,5 @@ async def append(conn: Connection, snapshots: SnapshotCache, new: NewEvents) -> 
     )
     current = Current(seq, state, evict_class, owner, expires, split, webhooks)
     plan = plan_append(current, before, size, new)
-    await run(conn, append_steps(task_id, whose[0], whose[1], plan))
+    await run(conn, append_steps(task_id, whose, plan))
     return Read(StoredTask(plan.task, plan.seq, *whose), plan.size)

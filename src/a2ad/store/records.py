@@ -15,7 +15,7 @@ import msgspec
 
 from ..protocol.model import Message, Task, TaskEvent, TaskPushNotificationConfig, TaskState
 from ..protocol.types import Cursor, Seq
-from ..protocol.usage import Group, TokenCounts, UsageRecord, UsageRow
+from ..protocol.usage import GROUPS, Group, TokenCounts, UsageRecord, UsageRow
 
 __all__ = [
     "DEFAULT_BOUNDS",
@@ -159,13 +159,15 @@ class Census(NamedTuple):
 
 class UsageQuery(NamedTuple):
     """Usage totals from ``from_day`` to ``to_day`` (``YYYY-MM-DD``, both
-    included) of ``tenants`` (None: every tenant), summed per group of
-    ``group_by`` (none: one sum)."""
+    included) of ``tenants`` (None: every tenant) and of ``agent`` (None: every
+    agent; "" the one unnamed agent), summed per group of ``group_by`` (none:
+    one sum)."""
 
     from_day: str
     to_day: str
     tenants: tuple[str, ...] | None = None
     group_by: tuple[Group, ...] = ()
+    agent: str | None = None
 
 
 class QueuedTurn(NamedTuple):
@@ -185,18 +187,21 @@ class ClaimedTurn(NamedTuple):
     request: bytes
 
 
-UsageKey = tuple[str, str, str, str]  # tenant, principal, day, model
+UsageKey = tuple[str, str, str, str, str]  # GROUPS': tenant, principal, agent, day, model
 
 
 def group_usage(totals: dict[UsageKey, TokenCounts], query: UsageQuery) -> builtins.list[UsageRow]:
-    """``usage_totals`` over a mapping of every (tenant, principal, day, model)'s totals."""
+    """``usage_totals`` over a mapping of every (tenant, principal, agent, day,
+    model)'s totals."""
     groups: dict[tuple[str, ...], TokenCounts] = {}
-    indexes = [("tenant", "principal", "day", "model").index(name) for name in query.group_by]
+    indexes = [GROUPS.index(name) for name in query.group_by]
     for key, counts in totals.items():
-        tenant, _, day, _ = key
+        tenant, _, agent, day, _ = key
         if not query.from_day <= day <= query.to_day:
             continue
         if query.tenants is not None and tenant not in query.tenants:
+            continue
+        if query.agent is not None and agent != query.agent:
             continue
         group = tuple(key[i] for i in indexes)
         groups[group] = groups.get(group, TokenCounts()) + counts

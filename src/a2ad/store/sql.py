@@ -78,9 +78,9 @@ SELECT_EVENTS = "SELECT seq, kind, body FROM events WHERE task_id = $1 AND seq >
 INSERT_DELIVERY = """INSERT INTO deliveries (task_id, webhook_id, seq, kind, body, snapshot)
     VALUES ($1, $2, $3, $4, $5, $6)"""
 MARK_DUE = "UPDATE webhooks SET due_at = 0 WHERE task_id = $1 AND due_at IS NULL"
-ADD_USAGE = """INSERT INTO usage_totals (day, tenant, principal, model, prompt_tokens,
-        completion_tokens, total_tokens) VALUES ($1, $2, $3, $4, $5, $6, $7)
-    ON CONFLICT (day, tenant, principal, model) DO UPDATE SET
+ADD_USAGE = """INSERT INTO usage_totals (day, tenant, principal, agent, model, prompt_tokens,
+        completion_tokens, total_tokens) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+    ON CONFLICT (day, tenant, principal, agent, model) DO UPDATE SET
         prompt_tokens = usage_totals.prompt_tokens + excluded.prompt_tokens,
         completion_tokens = usage_totals.completion_tokens + excluded.completion_tokens,
         total_tokens = usage_totals.total_tokens + excluded.total_tokens"""
@@ -103,9 +103,11 @@ def log_steps(rows: Sequence[LogRow]) -> list[Step]:
     return [Step(INSERT_EVENT, rows, True)] if rows else []
 
 
-def usage_steps(tenant: str, principal: str, usage: Sequence[UsageRecord]) -> list[Step]:
-    """Add ``usage`` to the totals of ``tenant`` and ``principal``."""
-    return [Step(ADD_USAGE, usage_rows(tenant, principal, usage), True)] if usage else []
+def usage_steps(
+    tenant: str, principal: str, agent: str, usage: Sequence[UsageRecord]
+) -> list[Step]:
+    """Add ``usage`` to the totals of ``tenant``, ``principal`` and ``agent``."""
+    return [Step(ADD_USAGE, usage_rows(tenant, principal, agent, usage), True)] if usage else []
 
 
 @cache
@@ -116,11 +118,13 @@ def update_sql(columns: tuple[str, ...]) -> str:
     return f"UPDATE tasks SET {sets} WHERE id = ${len(columns) + 1}"
 
 
-def append_steps(task_id: str, tenant: str, principal: str, plan: AppendPlan) -> list[Step]:
+def append_steps(task_id: str, whose: Sequence[str], plan: AppendPlan) -> list[Step]:
     """What an append writes once its plan is made (plan.py), in order: the
-    usage totals, the task's rows, the changed columns, the event log, the
-    deliveries (then the task's webhooks are due), the log's trim."""
-    steps = usage_steps(tenant, principal, plan.usage)
+    usage totals (of ``whose``, the task's row's tenant, principal and agent),
+    the task's rows, the changed columns, the event log, the deliveries (then
+    the task's webhooks are due), the log's trim."""
+    tenant, principal, agent = whose
+    steps = usage_steps(tenant, principal, agent, plan.usage)
     steps += row_steps(task_id, plan.rows)
     steps.append(Step(update_sql(tuple(plan.changes)), (*plan.changes.values(), task_id)))
     steps += log_steps(plan.log)
@@ -316,14 +320,17 @@ def list_page(given: tuple[str, ...], cursor: bool, select: str) -> tuple[str, l
 
 def usage_sql(query: UsageQuery, tenants: str, total: str = "sum({})") -> tuple[str, list[Any]]:
     """The statement of ``usage_totals``, and its parameters: ``tenants`` is
-    the store's term for a tenant among ``$3`` (only with ``query.tenants``),
-    ``total`` its sum of a column."""
+    the store's term for a tenant among ``$3`` (only with ``query.tenants``;
+    ``query.agent``'s parameter comes after it), ``total`` its sum of a column."""
     groups = ", ".join(query.group_by)  # names from GROUPS only: safe to splice
     terms = ["day BETWEEN $1 AND $2"]
     params: list[Any] = [query.from_day, query.to_day]
     if query.tenants is not None:
         terms.append(tenants)
         params.append(list(query.tenants))
+    if query.agent is not None:
+        params.append(query.agent)
+        terms.append(f"agent = ${len(params)}")
     sums = ", ".join(
         total.format(c) for c in ("prompt_tokens", "completion_tokens", "total_tokens")
     )

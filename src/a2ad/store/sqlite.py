@@ -29,8 +29,8 @@ send), deleted with their task. A key is unique across both: a write that would
 record one again (another process stored the same message meanwhile) raises
 DuplicateMessageError, checked inside the write's transaction, which SQLite runs
 one process at a time. ``usage_totals`` sums agents' token usage per
-(day, tenant, principal, model), upserted in the transaction of the task write
-that carries it, and outlives its tasks.
+(day, tenant, principal, agent, model), upserted in the transaction of the task
+write that carries it, and outlives its tasks.
 
 Eviction (``max_tasks``) follows MemoryStore: ``evict_class`` is 0 for a terminal
 task, 1 for an interrupted one and NULL for one in flight (never evicted), and
@@ -239,7 +239,10 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
                 _refuse_known(conn, message_key)
             self._create(conn, plan, evicted)
             # A new task has no webhooks yet.
-            run(conn, log_steps(plan.log) + usage_steps(new.tenant, new.principal, new.usage))
+            run(
+                conn,
+                log_steps(plan.log) + usage_steps(new.tenant, new.principal, new.agent, new.usage),
+            )
             return StoredTask(
                 plan.task, plan.seq, new.tenant, new.principal, new.agent
             ), plan.rows.size
@@ -354,9 +357,11 @@ class SqliteStore(TaskStore, Upkeep, Webhooks, Usage):
 
     # --- the Usage contract ---
 
-    async def record_usage(self, tenant: str, principal: str, usage: Sequence[UsageRecord]) -> None:
+    async def record_usage(
+        self, tenant: str, principal: str, usage: Sequence[UsageRecord], *, agent: str = ""
+    ) -> None:
         if usage:
-            steps = usage_steps(tenant, principal, usage)
+            steps = usage_steps(tenant, principal, agent, usage)
             await self._run(partial(run, steps=steps), write=True)
 
     async def usage_totals(self, query: UsageQuery) -> builtins.list[UsageRow]:

@@ -305,6 +305,37 @@ def _create_v8(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
+# Version 9: usage totals per agent too (the task's agent, "" for a server of one
+# unnamed agent), so that operators can bill per agent as well as per tenant.
+# SQLite can't change a primary key in place: the table is made anew, the totals
+# of before copied in as the unnamed agent's, the old table dropped, the new one
+# renamed. ``agent`` has no default: every write names it.
+_SCHEMA_V9 = (
+    """CREATE TABLE usage_totals_v9 (
+        day TEXT NOT NULL,
+        tenant TEXT NOT NULL,
+        principal TEXT NOT NULL,
+        agent TEXT NOT NULL,
+        model TEXT NOT NULL,
+        prompt_tokens INTEGER NOT NULL,
+        completion_tokens INTEGER NOT NULL,
+        total_tokens INTEGER NOT NULL,
+        PRIMARY KEY (day, tenant, principal, agent, model)
+    ) WITHOUT ROWID""",
+    """INSERT INTO usage_totals_v9 (day, tenant, principal, agent, model, prompt_tokens,
+            completion_tokens, total_tokens)
+        SELECT day, tenant, principal, '', model, prompt_tokens, completion_tokens,
+            total_tokens FROM usage_totals""",
+    "DROP TABLE usage_totals",
+    "ALTER TABLE usage_totals_v9 RENAME TO usage_totals",
+)
+
+
+def _create_v9(conn: sqlite3.Connection) -> None:
+    for statement in _SCHEMA_V9:
+        conn.execute(statement)
+
+
 # Step i upgrades a file at version i to version i + 1; append, never edit.
 _MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _create_v1,
@@ -315,6 +346,7 @@ _MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _create_v6,
     _create_v7,
     _create_v8,
+    _create_v9,
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 

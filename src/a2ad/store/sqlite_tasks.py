@@ -120,5 +120,5 @@ def append(conn: sqlite3.Connection, snapshots: SnapshotCache, new: NewEvents) -
     webhooks = conn.execute(_TASK_WEBHOOKS, (task_id,)).fetchall() if webhook_count else ()
     current = Current(seq, state, evict_class, owner, expires, bool(split), webhooks)
     plan = plan_append(current, before, size, new)
-    run(conn, append_steps(task_id, whose[0], whose[1], plan))
+    run(conn, append_steps(task_id, whose, plan))
     return Read(StoredTask(plan.task, plan.seq, *whose), plan.size)

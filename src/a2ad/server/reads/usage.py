@@ -1,10 +1,11 @@
 """The token usage report on the wire: a2ad's own method and path, not A2A's.
 
-JSON-RPC ``a2ad/GetUsage`` with params ``{"from", "to", "tenant", "groupBy"}``
-(every one optional), at the JSON-RPC endpoint whatever the ``A2A-Version``;
-HTTP ``GET /a2ad/usage?from=&to=&tenant=&groupBy=tenant,day``. Both answer a
-``UsageReport`` (protocol/usage.py) or an error in their binding's terms; who
-may ask is engine/usage.py's (docs/protocol.md, "Token usage").
+JSON-RPC ``a2ad/GetUsage`` with params ``{"from", "to", "tenant", "agent",
+"groupBy"}`` (every one optional), at the JSON-RPC endpoint whatever the
+``A2A-Version``; HTTP ``GET /a2ad/usage?from=&to=&tenant=&agent=&groupBy=agent,day``.
+Both answer a ``UsageReport`` (protocol/usage.py) or an error in their
+binding's terms; who may ask is engine/usage.py's (docs/protocol.md, "Token
+usage").
 """
 
 from __future__ import annotations
@@ -30,13 +31,14 @@ class UsageParams(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     from_day: str = msgspec.field(name="from", default="")
     to_day: str = msgspec.field(name="to", default="")
     tenant: str | None = None
+    agent: str | None = None
     group_by: list[str] = msgspec.field(name="groupBy", default_factory=list)
 
 
 _decode_params = msgspec.json.Decoder(UsageParams).decode
 _encode = msgspec.json.Encoder().encode
 _FIELD = re.compile(r"at `\$\.(\w+)")
-_QUERY_NAMES = frozenset({"from", "to", "tenant", "groupBy"})
+_QUERY_NAMES = ("from", "to", "tenant", "agent", "groupBy")
 
 
 class UsageEndpoint:
@@ -83,6 +85,7 @@ class UsageEndpoint:
             to_day=params.to_day,
             tenant=params.tenant,
             group_by=params.group_by,
+            agent=params.agent,
         )
         return _encode(report)
 
@@ -93,8 +96,7 @@ def _query(scope: Scope) -> UsageParams:
     for name, value in parse_qsl(text, keep_blank_values=True):
         if name not in _QUERY_NAMES:
             raise InvalidParamsError(
-                f"{USAGE_PATH} takes the query parameters from, to, tenant and groupBy, "
-                f"not {name!r}",
+                f"{USAGE_PATH} takes the query parameters {', '.join(_QUERY_NAMES)}, not {name!r}",
                 field=name,
             )
         values[name] = value
@@ -103,5 +105,6 @@ def _query(scope: Scope) -> UsageParams:
         from_day=values.get("from", ""),
         to_day=values.get("to", ""),
         tenant=values.get("tenant"),
+        agent=values.get("agent"),
         group_by=[name.strip() for name in group_by.split(",") if name.strip()],
     )
