@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from a2ad.adapters.remote import RemoteAgent
 from ..conftest import SDK_PEER, LiveServer
 from ..jsonrpc import answer, rpc_body
 from ..scripted import ScriptedAgent
-from ..threaded_server import free_port
+from ..threaded_server import ThreadedServer, free_port
 from .fronting import V1, front, sdk_server, send
 
 PEERS = Path(SDK_PEER).parent
@@ -181,3 +182,81 @@ async def test_an_output_mode_the_upstream_cannot_give_is_refused_with_the_specs
         got = answer(await http.post("/", json=rpc_body("SendMessage", params), headers=V1))
         assert got["error"]["code"] == -32005, got  # ContentTypeNotSupportedError
         assert "image/png" in got["error"]["message"] and "text/plain" in got["error"]["message"]
+
+
+@contextmanager
+def _card_only(card: dict[str, Any]) -> Iterator[str]:
+    """A server that serves ``card`` at the well-known path, and nothing else."""
+    body = json.dumps(card).encode()
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        found = scope["path"] == "/.well-known/agent-card.json"
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200 if found else 404,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
+        await send({"type": "http.response.body", "body": body if found else b"{}"})
+
+    served = ThreadedServer(app, what="a card server", interface="asgi3")
+    served.start()
+    try:
+        yield f"http://127.0.0.1:{served.port}"
+    finally:
+        served.stop()
+
+
+async def test_the_fronts_card_carries_what_a2ad_can_say_of_the_upstreams() -> None:
+    card = {
+        "name": "weather",
+        "description": "Forecasts.",
+        "version": "2.3.1",
+        "provider": {"organization": "Meteo Lab", "url": "https://meteo.example"},
+        "documentationUrl": "https://meteo.example/docs",
+        "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": ["text/plain", "application/json"],
+        "capabilities": {"streaming": False},
+        "skills": [
+            {"id": "forecast", "name": "Forecast", "description": "Tomorrow's weather.",
+             "examples": ["Will it rain in Lyon?"], "outputModes": ["application/json"]},
+            {"name": "no id: passed over"},
+        ],
+    }  # fmt: skip
+    with _card_only(card) as url:
+        async for http in _front(f"a2a+{url}/"):
+            served = (await http.get("/.well-known/agent-card.json")).json()
+    assert (served["name"], served["description"], served["version"]) == (
+        "weather",
+        "Forecasts.",
+        "2.3.1",
+    )
+    assert served["provider"] == {"organization": "Meteo Lab", "url": "https://meteo.example"}
+    assert served["documentationUrl"] == "https://meteo.example/docs"
+    assert served["defaultOutputModes"] == ["text/plain", "application/json"]
+    (skill,) = served["skills"]
+    assert skill["id"] == "forecast" and skill["tags"] == ["forecast"]  # a card needs a tag
+    assert skill["examples"] == ["Will it rain in Lyon?"]
+    assert skill["outputModes"] == ["application/json"]
+    assert served["supportedInterfaces"][0]["url"] == "http://front.test/"  # a2ad's own
+
+
+async def test_an_upstream_offering_only_http_json_fails_the_turn_saying_what_is_missing() -> None:
+    card = {
+        "name": "rest-only",
+        "description": "Speaks HTTP+JSON only.",
+        "supportedInterfaces": [
+            {"url": "http://127.0.0.1:9/", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}
+        ],
+        "capabilities": {"streaming": True},
+        "skills": [],
+    }
+    with _card_only(card) as url:
+        async for http in _front(f"a2a+{url}/"):
+            body = rpc_body("SendMessage", {"message": _message("hello")})
+            task = answer(await http.post("/", json=body, headers=V1))["result"]["task"]
+    assert task["status"]["state"] == "TASK_STATE_FAILED"
+    said = task["status"]["message"]["parts"][0]["text"]
+    assert "offers no JSON-RPC interface, only HTTP+JSON" in said, said
+    assert "a2ad's client speaks JSON-RPC and gRPC" in said

@@ -44,7 +44,7 @@ from typing import Any
 import httpx
 
 from ..agent import Agent, TaskContext
-from ..protocol.card import AgentSkill
+from ..protocol.card import AgentProvider, AgentSkill
 from ..protocol.errors import A2AError, UnsupportedOperationError
 from ..protocol.model import (
     Artifact,
@@ -160,21 +160,26 @@ class RemoteAgent(Agent):
                 await http.aclose()
 
     def _learn(self, card: dict[str, Any]) -> None:
-        self.name = str(card.get("name") or self.name)
-        self.description = str(card.get("description") or self.description)
-        self.skills = tuple(
-            AgentSkill(
-                id=str(skill.get("id", "")),
-                name=str(skill.get("name", "")),
-                description=str(skill.get("description", "")),
-                tags=[str(tag) for tag in skill.get("tags", [])],
+        """What a2ad's card says of the agent, from the upstream's: its name,
+        description, version, provider, links, skills and modes (its interfaces,
+        security and capabilities are a2ad's own); what is not text is passed over."""
+        self.name = _text(card.get("name")) or self.name
+        self.description = _text(card.get("description")) or self.description
+        self.version = _text(card.get("version")) or self.version
+        self.documentation_url = _text(card.get("documentationUrl"))
+        self.icon_url = _text(card.get("iconUrl"))
+        provider = card.get("provider")
+        if isinstance(provider, dict) and _text(provider.get("organization")):
+            self.provider = AgentProvider(
+                organization=_text(provider.get("organization")), url=_text(provider.get("url"))
             )
-            for skill in card.get("skills", [])
-            if isinstance(skill, dict)
-        )
-        self.input_modes = tuple(card.get("defaultInputModes") or self.input_modes)
-        self.output_modes = tuple(card.get("defaultOutputModes") or self.output_modes)
-        self.streams = bool((card.get("capabilities") or {}).get("streaming", False))
+        skills = card.get("skills")
+        found = (_skill(s) for s in skills) if isinstance(skills, list) else ()
+        self.skills = tuple(skill for skill in found if skill is not None)
+        self.input_modes = _texts(card.get("defaultInputModes")) or self.input_modes
+        self.output_modes = _texts(card.get("defaultOutputModes")) or self.output_modes
+        capabilities = card.get("capabilities")
+        self.streams = isinstance(capabilities, dict) and capabilities.get("streaming") is True
 
     async def cancelling(self, task: Task) -> str | None:
         """A caller's cancel: the upstream task is canceled before a2ad's task is
@@ -285,6 +290,31 @@ class RemoteAgent(Agent):
             )
             return False
         return True
+
+
+def _text(value: object) -> str:
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _texts(value: object) -> tuple[str, ...]:
+    return tuple(t for t in (_text(v) for v in value) if t) if isinstance(value, list) else ()
+
+
+def _skill(skill: object) -> AgentSkill | None:
+    """A skill of the upstream card as a2ad's card shows it; None for one with
+    no id. A card must give each skill a tag: one with none gets its id."""
+    if not isinstance(skill, dict) or not _text(skill.get("id")):
+        return None
+    skill_id = _text(skill.get("id"))
+    return AgentSkill(
+        id=skill_id,
+        name=_text(skill.get("name")) or skill_id,
+        description=_text(skill.get("description")),
+        tags=_texts(skill.get("tags")) or (skill_id,),
+        examples=_texts(skill.get("examples")),
+        input_modes=_texts(skill.get("inputModes")),
+        output_modes=_texts(skill.get("outputModes")),
+    )
 
 
 def _upstream_task(metadata: object) -> str | None:

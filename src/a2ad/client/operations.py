@@ -507,17 +507,43 @@ def _card_base(card_url: str) -> str:
 
 
 def _choose(card: dict[str, Any], base: str) -> tuple[Version, str]:
-    """(version, JSON-RPC endpoint) from an agent card: 1.0 when offered."""
-    interfaces = card.get("supportedInterfaces") or []
+    """(version, JSON-RPC endpoint) from an agent card: 1.0 when offered, else
+    0.3. Raises ClientError for a card that offers bindings, none of them
+    JSON-RPC (HTTP+JSON alone, or gRPC alone, which a ``grpc://`` URL reaches)."""
+    offered: set[str] = set()
+    older = ""
+    interfaces = card.get("supportedInterfaces")
     for entry in interfaces if isinstance(interfaces, list) else []:
-        if (
-            isinstance(entry, dict)
-            and str(entry.get("protocolBinding", "")).upper() == "JSONRPC"
-            and str(entry.get("protocolVersion", "")).startswith("1.")
-            and entry.get("url")
-        ):
-            return "1.0", str(entry["url"])
+        if not isinstance(entry, dict):
+            continue
+        binding = str(entry.get("protocolBinding", "")).upper()
+        offered.add(binding)
+        url, version = entry.get("url"), str(entry.get("protocolVersion", ""))
+        if binding == "JSONRPC" and isinstance(url, str) and url:
+            if version.startswith("1."):
+                return "1.0", url
+            older = older or url
+    if older:
+        return "0.3", older
+    preferred = card.get("preferredTransport")
     url = card.get("url")
-    if isinstance(url, str) and url:
+    if isinstance(url, str) and url and str(preferred or "JSONRPC").upper() == "JSONRPC":
         return "0.3", url
+    more = card.get("additionalInterfaces")
+    for entry in more if isinstance(more, list) else []:
+        if isinstance(entry, dict):
+            transport, url = str(entry.get("transport", "")).upper(), entry.get("url")
+            offered.add(transport)
+            if transport == "JSONRPC" and isinstance(url, str) and url:
+                return "0.3", url
+    if isinstance(preferred, str):
+        offered.add(preferred.upper())
+    offered.discard("")
+    if offered and "JSONRPC" not in offered:
+        grpc = " (call a gRPC one at grpc://HOST:PORT)" if "GRPC" in offered else ""
+        raise ClientError(
+            f"{base}'s agent card offers no JSON-RPC interface, only {', '.join(sorted(offered))}"
+            f"; a2ad's client speaks JSON-RPC and gRPC{grpc}",
+            url=base,
+        )
     return "0.3", base + "/"
