@@ -7,6 +7,7 @@ answers, which fails the turn once the client's timeout passes, naming it."""
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import tempfile
 import threading
@@ -18,7 +19,7 @@ import pytest
 from a2ad.adapters.remote import RemoteAgent
 
 from ..served import Served
-from ..threaded_server import free_port
+from ..threaded_server import ThreadedServer, free_port
 from .fronting import call, front, ours, sdk_server, send, until
 
 
@@ -128,3 +129,85 @@ async def test_a_cancel_the_upstream_does_not_confirm_ends_after_the_bound_sayin
         said = canceled["status"]["message"]["parts"][0]["text"]
         assert f"the upstream agent at {slow_to_cancel}/ did not confirm the cancel" in said
         assert "within 0.5 s" in said, said
+
+
+class _EndsEarly:
+    """An upstream whose stream of a new task ends, cleanly, while the task still
+    works; a subscription to the task then brings its answer and its end."""
+
+    def __init__(self) -> None:
+        self.subscribed = 0
+        self.served = ThreadedServer(self._app, what="an early-ending upstream", interface="asgi3")
+        self.url = f"http://127.0.0.1:{self.served.port}"
+
+    def _task(self, state: str, artifacts: bool = False) -> dict[str, Any]:
+        task: dict[str, Any] = {"id": "up-1", "contextId": "ctx-1", "status": {"state": state}}
+        if artifacts:
+            task["artifacts"] = [{"artifactId": "a1", "parts": [{"text": "late answer"}]}]
+        return task
+
+    async def _app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["method"] == "GET":
+            card = {
+                "name": "early",
+                "description": "Ends its streams early.",
+                "supportedInterfaces": [
+                    {"url": self.url + "/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+                ],
+                "capabilities": {"streaming": True},
+                "defaultInputModes": ["text/plain"],
+                "defaultOutputModes": ["text/plain"],
+                "skills": [],
+            }
+            await _answer(send, "application/json", [card])
+            return
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        call = json.loads(body)
+        method, rid = call["method"], call["id"]
+        working = self._task("TASK_STATE_WORKING")
+        if method == "SendStreamingMessage":
+            events = [{"task": working}]  # and the stream ends: no final state
+        elif method == "SubscribeToTask":
+            self.subscribed += 1
+            done = self._task("TASK_STATE_COMPLETED", artifacts=True)
+            events = [
+                {"task": working},
+                {"artifactUpdate": {"taskId": "up-1", "contextId": "ctx-1",
+                                    "artifact": done["artifacts"][0], "lastChunk": True}},
+                {"statusUpdate": {"taskId": "up-1", "contextId": "ctx-1",
+                                  "status": {"state": "TASK_STATE_COMPLETED"}}},
+            ]  # fmt: skip
+        else:
+            await _answer(
+                send, "application/json", [{"jsonrpc": "2.0", "id": rid, "result": working}]
+            )
+            return
+        results = [{"jsonrpc": "2.0", "id": rid, "result": event} for event in events]
+        await _answer(send, "text/event-stream", results, sse=True)
+
+
+async def _answer(send: Any, kind: str, bodies: list[Any], sse: bool = False) -> None:
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-type", kind.encode())]})  # fmt: skip
+    if sse:
+        text = "".join(f"data: {json.dumps(b)}\n\n" for b in bodies)
+    else:
+        text = json.dumps(bodies[0])
+    await send({"type": "http.response.body", "body": text.encode()})
+
+
+async def test_a_stream_that_ends_before_its_task_is_followed_by_subscribing_again() -> None:
+    upstream = _EndsEarly()
+    upstream.served.start()
+    try:
+        async for http in front(RemoteAgent(f"a2a+{upstream.url}/")):
+            task = (await call(http, "SendMessage", send("hello")))["task"]
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED", task
+        assert [p["text"] for p in task["artifacts"][0]["parts"]] == ["late answer"]
+        assert upstream.subscribed == 1
+    finally:
+        upstream.served.stop()

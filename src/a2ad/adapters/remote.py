@@ -36,7 +36,6 @@ own interfaces and security. Credentials for the upstream: ``token`` or
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -501,20 +500,35 @@ class _Turn:
                 await self._status(task.status)
 
     async def ended(self) -> None:
-        """The upstream's answer is over: a turn it left working is read once more."""
+        """The upstream's answer is over. A turn it left working is followed on:
+        its stream ended before its task did, so it is subscribed to again (or
+        read until it ends, from an upstream that does not stream); a task that
+        still does not end fails the turn, saying so."""
         from ..client import ClientError
 
+        upstream = self.upstream
+        if self.over or upstream is None:
+            return
+        try:
+            if self.agent.streams:
+                await self.follow("its stream ended before its task did")
+            else:
+                await self.poll()
+        except asyncio.CancelledError:
+            await self.cancel_upstream()
+            raise
+        except (ClientError, A2AError) as exc:
+            await self.ctx.fail(
+                f"the upstream agent at {self.agent.url}: its answer ended with task {upstream} "
+                f"still running, and following it failed: {exc}"
+            )
+            return
         if not self.over:
-            client = self.agent.client
-            if client is not None and self.upstream:
-                with contextlib.suppress(ClientError):
-                    task = await client.get_task(self.upstream)
-                    await self._status(task.status)
-                    if not (task.status.state.terminal or task.status.state.interrupted):
-                        await self.ctx.fail(
-                            f"the upstream agent at {self.agent.url} ended its answer with the "
-                            f"task {task.status.state.value}"
-                        )
+            state = self.state.word if self.state is not None else "in an unknown state"
+            await self.ctx.fail(
+                f"the upstream agent at {self.agent.url} ended its answer with task "
+                f"{upstream} {state}, and did not end it when followed again"
+            )
 
     async def cancel_upstream(self) -> None:
         """The turn was interrupted (a deadline, a stall, shutdown; a caller's
