@@ -15,12 +15,12 @@ from typing import Any, TypeVar
 
 import httpx
 import msgspec
-from httpx_sse import aconnect_sse
 
 from ..protocol.dialect import Dialect, Operation, method_name
 from ..protocol.errors import A2AError
 from ..protocol.types import StreamItem
 from .errors import ClientError, error_from
+from .sse import sse_events
 from .traced import CALL_TRACER
 
 __all__ = ["JsonRpc"]
@@ -89,21 +89,18 @@ class JsonRpc:
         )
         try:
             with traced as answered:
-                async with aconnect_sse(
-                    self._http, "POST", endpoint, content=body, headers=headers, timeout=timeout
-                ) as source:
-                    answered(source.response.status_code)
-                    kind = source.response.headers.get("content-type", "")
+                async with self._http.stream(
+                    "POST", endpoint, content=body, headers=headers, timeout=timeout
+                ) as response:
+                    answered(response.status_code)
+                    kind = response.headers.get("content-type", "")
                     if not kind.startswith("text/event-stream"):
-                        # An error comes back as a plain JSON-RPC answer.
-                        await source.response.aread()
-                        self.result(source.response.content, source.response.status_code)
+                        await response.aread()
+                        self.result(response.content, response.status_code)
                         raise self.bad(f"a {kind or 'untyped'} answer where a stream belongs")
-                    async for sse in source.aiter_sse():
-                        if not sse.data:
-                            continue
-                        raw = self.result(sse.data.encode(), 200)
-                        yield sse.id, self.decode(dialect.decode_stream_item, raw)
+                    async for event_id, data in sse_events(response):
+                        raw = self.result(data, 200)
+                        yield event_id, self.decode(dialect.decode_stream_item, raw)
         except httpx.HTTPError as exc:
             raise self._unreachable(exc) from None
 
