@@ -104,15 +104,32 @@ _CANCELED = TaskState.CANCELED
 
 _NOTHING: Mapping[str, Any] = MappingProxyType({})
 # The credential the caller of the request at hand presented (its bearer token or API
-# key), set by the server's authenticator; a turn started by the request sees it.
+# key), set by the server's authenticator once an agent asked for it (keep_caller_
+# credentials); a turn started by the request sees it.
 PRESENTED: ContextVar[str | None] = ContextVar("a2ad_presented_credential", default=None)
+_KEEPING: list[bool] = []  # not empty once an agent asked
+
+
+def keep_caller_credentials() -> None:
+    """Have this process's server keep each request's caller credential for the
+    turn the request starts (``caller_credential``). Off unless an agent asks:
+    a fronted agent the operator allows to pass it on (``pass-caller``) asks when
+    it starts. Other agents then see it too: ask only for one that needs it."""
+    if not _KEEPING:
+        _KEEPING.append(True)
+
+
+def presented(credential: str) -> None:
+    """The server's authenticator: the request at hand came with ``credential``."""
+    if _KEEPING:
+        PRESENTED.set(credential)
 
 
 def caller_credential() -> str | None:
     """The credential (bearer token or API key) the caller of the request whose
-    turn this is presented to this server, for an agent the operator lets pass
-    it on (``pass-caller``); None with auth off, and in a turn no request
-    started here (one a worker runs, one picked up after a restart). Never log it."""
+    turn this is presented to this server, once ``keep_caller_credentials`` was
+    called; None before, with auth off, and in a turn no request started here
+    (one a worker runs, one picked up after a restart). Never log it."""
     return PRESENTED.get()
 
 
@@ -168,11 +185,13 @@ class Agent:
         return False
 
     async def cancelling(self, task: Task) -> str | None:
-        """Called when a caller cancels ``task`` (CancelTask) while its turn runs
-        here, before the task is stored canceled and ``run`` interrupted: stop
-        the work the agent does elsewhere (a fronted agent cancels its upstream
-        task), within a bound of its own. Returns what the canceled status says
-        (None: nothing), such as that the work elsewhere did not confirm."""
+        """Stop the work the agent does elsewhere for ``task`` (a fronted agent
+        cancels its upstream task), within a bound of its own. Called when a
+        caller cancels the task (CancelTask), before it is stored canceled and
+        any turn of it interrupted, whether a turn runs or the task waits for
+        input; and after the engine ended a task no turn of which runs here (a
+        deadline of a task waiting for input). Returns what a canceled status
+        says (None: nothing), such as that the work elsewhere did not confirm."""
         return None
 
     async def start(self) -> None:

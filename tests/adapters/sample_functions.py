@@ -117,3 +117,10 @@ def needs_more(text: str, limit: int) -> str:
 
 def sync_gen(text: str):  # type: ignore[no-untyped-def]
     yield text
+
+
+async def credential_seen(text: str) -> str:
+    """Whether the turn sees its caller's credential (a2ad.agent.caller_credential)."""
+    from a2ad.agent import caller_credential
+
+    return "kept" if caller_credential() else "none"

@@ -402,3 +402,18 @@ async def test_an_upstream_that_does_not_stream_is_sent_to_and_polled_to_its_end
         finally:
             paced.go.set()
             await app.aclose()
+
+
+async def test_a_cancel_of_a_task_waiting_for_input_cancels_the_upstream_task(
+    front: tuple[A2AApp, httpx.AsyncClient], upstream: LiveServer
+) -> None:
+    _, http = front
+    task = (await _call(http, "SendMessage", _send("input which one?")))["task"]
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    theirs = task["metadata"]["a2ad"]["upstream"]["taskId"]
+    read = await _upstream_call(upstream, "GetTask", {"id": theirs})
+    assert read["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    canceled = await _call(http, "CancelTask", {"id": task["id"]})  # no turn runs now
+    assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
+    read = await _upstream_call(upstream, "GetTask", {"id": theirs})
+    assert read["status"]["state"] == "TASK_STATE_CANCELED"

@@ -322,3 +322,83 @@ def test_the_callers_own_key_reaches_the_upstream_and_a2ads_own_without_one(
 
         # Upstream, each task is its caller's own, none a2ad's.
         assert (upstream_tasks(alice), upstream_tasks(bob), upstream_tasks(front_key)) == (1, 1, 0)
+
+
+def test_the_callers_credential_is_kept_only_once_an_agent_asks(tmp_path: Path) -> None:
+    keys = tmp_path / "keys.toml"
+    alice = auth.add_key(str(keys), "alice")
+    probe = "tests.adapters.sample_functions:credential_seen"
+    allowed = ["--upstream-auth", _file(tmp_path, "[up]\npass-caller = true\n")]
+    with LiveServer(create_app(ScriptedAgent())) as upstream:
+        cases = [
+            (["--agent", probe], "/", "none"),  # no agent asked: not kept, even with auth on
+            (
+                ["--agent", f"probe={probe}", "--agent", f"up=a2a+{upstream.url}/", *allowed],
+                "/agents/probe/",
+                "kept",  # a fronted agent with pass-caller asked: kept for every turn
+            ),
+        ]
+        for flags, where, seen in cases:
+            with Served(*flags, "--store", "memory", "--auth", str(keys)) as served:
+                with httpx.Client(base_url=served.url) as http:
+                    body = rpc_body("SendMessage", send("who"))
+                    headers = {**V1, "Authorization": f"Bearer {alice}"}
+                    task = answer(http.post(where, json=body, headers=headers))["result"]["task"]
+            assert task["artifacts"][0]["parts"][0]["text"] == seen, task
+
+
+def _cookie_setting_upstream(seen: list[str]) -> ThreadedServer:
+    """An upstream that sets a cookie on every answer and notes the cookies sent to it."""
+
+    async def app(scope: dict[str, Any], receive: Any, send_: Any) -> None:
+        headers = dict(scope["headers"])
+        seen.append(headers.get(b"cookie", b"").decode())
+        base = f"http://{headers[b'host'].decode()}"
+        if scope["method"] == "GET":
+            body: Any = {
+                "name": "cookies",
+                "description": "Sets cookies.",
+                "supportedInterfaces": [
+                    {"url": base + "/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+                ],
+                "capabilities": {"streaming": False},
+                "skills": [],
+            }
+        else:
+            more, raw = True, b""
+            while more:
+                message = await receive()
+                raw += message.get("body", b"")
+                more = message.get("more_body", False)
+            task = {"id": "up", "contextId": "c", "status": {"state": "TASK_STATE_COMPLETED"}}
+            body = {"jsonrpc": "2.0", "id": json.loads(raw)["id"], "result": {"task": task}}
+        await send_(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"set-cookie", f"session=caller-{len(seen)}; Path=/".encode()),
+                ],
+            }
+        )
+        await send_({"type": "http.response.body", "body": json.dumps(body).encode()})
+
+    return ThreadedServer(app, what="a cookie-setting upstream", interface="asgi3")
+
+
+async def test_a_cookie_the_upstream_sets_for_one_call_goes_with_no_other() -> None:
+    seen: list[str] = []
+    served = _cookie_setting_upstream(seen)
+    served.start()
+    try:
+        url = f"http://127.0.0.1:{served.port}"
+        for credential in (None, UpstreamCredential(pass_caller=True)):
+            agent = RemoteAgent(f"a2a+{url}/", credential=credential)
+            async for http in front(agent):
+                for text in ("one", "two"):
+                    task = await _task(http, text)
+                    assert task["status"]["state"] == "TASK_STATE_COMPLETED", task
+    finally:
+        served.stop()
+    assert len(seen) >= 6 and set(seen) == {""}, seen  # no request carried a cookie

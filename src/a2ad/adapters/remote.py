@@ -42,7 +42,7 @@ from typing import Any
 
 import httpx
 
-from ..agent import Agent, TaskContext
+from ..agent import Agent, TaskContext, keep_caller_credentials
 from ..protocol.card import AgentProvider, AgentSkill
 from ..protocol.errors import A2AError, UnsupportedOperationError
 from ..protocol.model import (
@@ -66,6 +66,7 @@ FOLLOW_ATTEMPTS = 5  # resubscriptions to an upstream task whose stream broke, b
 FOLLOW_BACKOFF = 0.5  # seconds before the first, doubled each time
 POLL_FIRST = 0.25  # an upstream that does not stream: its task read again after this,
 POLL_MOST = 5.0  # doubling up to this
+CANCELED_KEPT = 1024
 
 
 class RemoteAgent(Agent):
@@ -100,7 +101,9 @@ class RemoteAgent(Agent):
         self.client: Any = None  # a2ad's Client, once started
         self._http: httpx.AsyncClient | None = None  # with OAuth2 or pass-caller: calls upstream
         self._token_client: httpx.AsyncClient | None = None  # asks OAuth2's token endpoint
-        self._canceled: set[str] = set()  # upstream tasks a caller's cancel asked to cancel
+        # Upstream tasks a cancel asked to cancel, for their turn not to ask again (the
+        # newest CANCELED_KEPT: a task that had no turn running leaves its entry).
+        self._canceled: dict[str, None] = {}
 
     def use_credential(self, credential: UpstreamCredential) -> None:
         """Call the upstream with ``credential`` from now on; before ``start``.
@@ -119,6 +122,7 @@ class RemoteAgent(Agent):
         """Open the client and read the upstream card (its name, skills, modes);
         an upstream not reachable yet is logged, and its turns fail until it is."""
         from ..client import Client, ClientError  # the client's imports: only to front
+        from ..client.rpc import NoCookies
 
         credential = self.credential
         auth: httpx.Auth | None = None
@@ -126,10 +130,11 @@ class RemoteAgent(Agent):
             self._token_client = httpx.AsyncClient(timeout=self.timeout)
             auth = OAuth2Auth(credential.oauth2, self._token_client)
         if credential.pass_caller:
+            keep_caller_credentials()
             own = (credential.api_key_header,) if credential.api_key else ()
             auth = PassCaller(auth, own_headers=own)
         if auth is not None:
-            self._http = httpx.AsyncClient(timeout=self.timeout, auth=auth)
+            self._http = httpx.AsyncClient(timeout=self.timeout, auth=auth, cookies=NoCookies())
         self.client = Client(
             self.url,
             token=credential.token,
@@ -186,16 +191,15 @@ class RemoteAgent(Agent):
         upstream = _upstream_task(task.metadata)
         if self.client is None or upstream is None:
             return None
-        self._canceled.add(upstream)
+        self._canceled[upstream] = None
+        if len(self._canceled) > CANCELED_KEPT:
+            del self._canceled[next(iter(self._canceled))]
         return await self.cancel_upstream(upstream)
 
     def canceled_upstream(self, upstream: str) -> bool:
         """Whether a caller's cancel asked the upstream to cancel ``upstream``
         already (each asked once)."""
-        if upstream in self._canceled:
-            self._canceled.discard(upstream)
-            return True
-        return False
+        return self._canceled.pop(upstream, False) is None
 
     async def cancel_upstream(self, upstream: str) -> str | None:
         """Cancel the upstream task, waiting ``cancel_seconds`` at most; None
@@ -232,7 +236,7 @@ class RemoteAgent(Agent):
             await self._relay(turn)
         finally:
             if turn.upstream is not None:  # a caller's cancel of it is over too
-                self._canceled.discard(turn.upstream)
+                self._canceled.pop(turn.upstream, None)
 
     async def _relay(self, turn: _Turn) -> None:
         """The turn's call upstream, its events relayed, and its faults."""

@@ -10,6 +10,7 @@ that is not A2A, is a ``ClientError`` naming the server.
 from __future__ import annotations
 
 import contextlib
+import http.cookiejar
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, TypeVar
 
@@ -23,9 +24,23 @@ from .errors import ClientError, error_from
 from .sse import sse_events
 from .traced import CALL_TRACER
 
-__all__ = ["JsonRpc"]
+__all__ = ["JsonRpc", "NoCookies"]
 
 T = TypeVar("T")
+
+
+class NoCookies(http.cookiejar.CookieJar):
+    """A cookie jar that keeps none: A2A uses no cookies, and a client that
+    calls for many callers (a front) must not hand one caller's to another."""
+
+    def extract_cookies(self, response: Any, request: Any) -> None:
+        return None
+
+    def add_cookie_header(self, request: Any) -> None:
+        return None
+
+    def set_cookie(self, cookie: Any) -> None:
+        return None
 
 
 class JsonRpc:
@@ -48,7 +63,7 @@ class JsonRpc:
         self.dialect: Dialect | None = None
         self.endpoint: str | None = None
         self._own_http = http is None
-        self._http = http or httpx.AsyncClient(timeout=timeout)
+        self._http = http or httpx.AsyncClient(timeout=timeout, cookies=NoCookies())
         self._headers = headers
         self._ids = 0
 

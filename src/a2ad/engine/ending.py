@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 
 from msgspec import UNSET
 
@@ -40,12 +41,27 @@ CANCEL_WAIT_SECONDS = 2.0  # a cancel waits this long for the agent to stop
 
 class Endings:
     """Ends tasks of ``store`` through ``writer``; the agents of those running
-    here are in ``runner`` (None: an engine that runs no agents)."""
+    here are in ``runner`` (None: an engine that runs no agents). Of ``agents``
+    (by name), those with a ``cancelling`` hook are told first of each end the
+    engine decides (a cancel, a deadline, a stall), whether or not a turn of
+    theirs runs here."""
 
     def __init__(
-        self, store: TaskStore, writer: Writer, bus: Bus, *, clock: Clock, runner: Runner | None
+        self,
+        store: TaskStore,
+        writer: Writer,
+        bus: Bus,
+        *,
+        clock: Clock,
+        runner: Runner | None,
+        agents: Mapping[str, Agent] | None = None,
     ) -> None:
         self._store = store
+        self._hooked = {  # most agents have no hook: nothing is asked of them
+            name: agent
+            for name, agent in (agents or {}).items()
+            if type(agent).cancelling is not Agent.cancelling
+        }
         self._writer = writer
         self._bus = bus
         self._clock = clock
@@ -62,16 +78,20 @@ class Endings:
         TerminalTaskError, MissingTaskError."""
         invocation = self._runner.get(task_id) if self._runner is not None else None
         known = None
-        asked = False  # the agent was told of a caller's cancel (Agent.cancelling)
         if invocation is not None:
             await invocation.flush()  # what the agent emitted comes first, as it came
             known = invocation.current
-            if state is TaskState.CANCELED and text is None and known is not None:
-                asked, text = await _cancelling(invocation.agent, known.task)
         if known is None:
             known = await self._store.get(task_id)
             if known is None:
                 raise MissingTaskError(task_id)
+        asked = False  # the agent was told of a cancel first (Agent.cancelling)
+        hooked = self._hooked.get(known.agent) if self._hooked else None
+        if hooked is not None and state is TaskState.CANCELED:
+            if known.task.status.state.terminal:
+                raise TerminalTaskError(task_id, known.task.status.state)
+            asked, said = await _cancelling(hooked, known.task)
+            text = text or said
         context_id = known.task.context_id
         event = TaskStatusUpdateEvent(
             task_id=task_id,
@@ -94,6 +114,8 @@ class Endings:
             stored = canceled
         if invocation is None or self._runner is None:
             self._bus.signal_cancel(task_id)  # its agent may run in another instance
+            if hooked is not None and not asked:  # a deadline of a task waiting for input
+                await _cancelling(hooked, stored.task)
             return stored
         invocation.interrupt(stored.task)
         if not await self._runner.wait(task_id, timeout=CANCEL_WAIT_SECONDS):
@@ -175,11 +197,8 @@ class Endings:
 
 
 async def _cancelling(agent: Agent, task: Task) -> tuple[bool, str | None]:
-    """Whether ``agent`` was told of a caller's cancel of ``task`` (it has the
-    hook, Agent.cancelling), and what it says of it, once it stopped its work
-    elsewhere."""
-    if type(agent).cancelling is Agent.cancelling:
-        return False, None
+    """(True, what ``agent`` says of it) once the agent, told of the end of
+    ``task`` (Agent.cancelling), stopped its work elsewhere."""
     try:
         return True, await agent.cancelling(task)
     except Exception:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 import msgspec
 
@@ -19,6 +19,7 @@ from ..protocol.errors import UnsupportedOperationError
 from ..protocol.model import (
     Message,
     Role,
+    Task,
     TaskState,
     TaskStatus,
     TaskStatusUpdateEvent,
@@ -247,11 +248,14 @@ class LocalTurns:
         invocation = self._invocation(given, task.id, task.context_id, stored)
         return self._run(invocation)
 
-    async def adopt(self, task_id: TaskId) -> bool:
+    async def adopt(self, task_id: TaskId, is_orphan: Callable[[TaskId], Awaitable[bool]]) -> bool:
         """Pick up an orphan (a task in flight whose runner was lost: a restart,
         a lost instance) with a new turn here, told ``ctx.resumed``, if its agent
         ``resumes`` it. False when it can't (the orphan is failed then); True
-        when the turn runs here, or another instance took the task first."""
+        when the turn runs here, or the task is no orphan any more (another
+        instance took it). ``is_orphan`` asks the store again, after the task
+        was read: a task taken since has a live lease, or a new sequence number
+        that makes this instance's write at the one read fail."""
         parts = self._parts
         stored = await parts.store.get(task_id)
         if stored is None or parts.closing():
@@ -259,8 +263,10 @@ class LocalTurns:
         agent = self._agents.get(stored.agent)
         task = stored.task
         message = _last_from_user(task.history)
-        if agent is None or message is None or not agent.resumes(task):
+        if agent is None or message is None or not _resumes(agent, task):
             return False
+        if not await is_orphan(task_id):
+            return True  # taken by another instance: its lease is alive
         working = TaskStatusUpdateEvent(
             task_id=task_id,
             context_id=task.context_id,
@@ -288,6 +294,18 @@ class LocalTurns:
         self._run(self._invocation(given, task_id, task.context_id, taken))
         log.warning("task picked up again: its runner was lost", extra={"task_id": task_id})
         return True
+
+
+def _resumes(agent: Agent, task: Task) -> bool:
+    """Whether ``agent`` picks ``task`` up again; an agent whose ``resumes``
+    raises does not (logged): its orphan is failed, and upkeep goes on."""
+    try:
+        return bool(agent.resumes(task))
+    except Exception:
+        log.exception(
+            "the agent's resumes() failed; the task is failed", extra={"task_id": task.id}
+        )
+        return False
 
 
 def _last_from_user(history: list[Message]) -> Message | None:

@@ -8,7 +8,7 @@ queued for workers (``QueuedTurns``, ``runs_agents=False``)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeGuard
 
@@ -33,7 +33,7 @@ from .secrets import WebhookSecrets
 from .signal_bus import SignalBus
 from .stalls import StallWatch
 from .turns import Closing, Leases, TurnParts, TurnStarter
-from .upkeep import Maintenance
+from .upkeep import Adopt, Maintenance
 from .watchdog import LoopWatchdog
 from .worker_presence import WorkerPresence, presence_of
 from .writer import Writer
@@ -93,7 +93,7 @@ def assemble(
     observers = tuple(turn_observers)
     runner = Runner(observers) if config.runs_agents else None
     reads = Reads(store, bus, stream_buffer=config.stream_buffer, clock=clock, metrics=metrics)
-    endings = Endings(store, writer, bus, clock=clock, runner=runner)
+    endings = Endings(store, writer, bus, clock=clock, runner=runner, agents=named)
     leases = Leases(uuid.uuid4().hex, clock, config.lease_seconds)
     closing = Closing()
     output_modes = {name: agent.card_info().all_output_modes for name, agent in named.items()}
@@ -216,7 +216,7 @@ def _maintenance(
     runner: Runner | None,
     metrics: EngineMetrics,
     agents: Mapping[str, Agent],
-    adopt: Callable[[TaskId], Awaitable[bool]] | None,
+    adopt: Adopt | None,
 ) -> Maintenance | None:
     """Upkeep (leases, orphans, deadlines, stalls, retention), for a store that keeps it."""
     if not isinstance(store, Upkeep):
@@ -243,9 +243,7 @@ def _maintenance(
     )
 
 
-def _adoption(
-    local: LocalTurns | None, agents: Mapping[str, Agent]
-) -> Callable[[TaskId], Awaitable[bool]] | None:
+def _adoption(local: LocalTurns | None, agents: Mapping[str, Agent]) -> Adopt | None:
     """How orphans are picked up again here: only with an agent run here that
     can (``Agent.resumes`` overridden); else every orphan fails."""
     if local is None or all(type(agent).resumes is Agent.resumes for agent in agents.values()):

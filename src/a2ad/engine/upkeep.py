@@ -15,7 +15,7 @@ from ..wording import plural
 from .metrics import NULL_METRICS, EngineMetrics
 from .stalls import StallWatch
 
-__all__ = ["ORPHANED", "OVERDUE", "Maintenance"]
+__all__ = ["ORPHANED", "OVERDUE", "Adopt", "Maintenance"]
 
 log = logging.getLogger("a2ad.engine")
 
@@ -27,6 +27,9 @@ ORPHANED = (
 )
 OVERDUE = "deadline exceeded"
 BATCH = 100  # tasks failed per kind and round
+# adopt(task_id, is_orphan): an orphan picked up rather than failed (True if it was, or is
+# no orphan any more); is_orphan(task_id) asks the store again (local_turns.py).
+Adopt = Callable[[TaskId, Callable[[TaskId], Awaitable[bool]]], Awaitable[bool]]
 RETENTION_BATCH = 500  # tasks deleted per round
 
 
@@ -50,7 +53,7 @@ class Maintenance:
         runs_here: Callable[[TaskId], bool],
         metrics: EngineMetrics = NULL_METRICS,
         stalls: StallWatch | None = None,
-        adopt: Callable[[TaskId], Awaitable[bool]] | None = None,
+        adopt: Adopt | None = None,
         overdue_here: Callable[[str], list[TaskId]] = lambda now: [],
     ) -> None:
         self._upkeep = upkeep
@@ -104,6 +107,10 @@ class Maintenance:
                 said = plural(len(deleted), "task")
                 log.info("retention deleted %s", said, extra={"count": len(deleted)})
 
+    async def _is_orphan(self, task_id: TaskId) -> bool:
+        """Whether the store still holds ``task_id`` orphaned, now."""
+        return task_id in await self._upkeep.orphans(self._clock(), BATCH)
+
     async def _fail_orphans(self, now: float) -> int:
         """Fail a batch of orphans (or have their agent pick them up again,
         where it can); how many the store reported."""
@@ -111,7 +118,7 @@ class Maintenance:
         for task_id in orphans:
             if self._runs_here(task_id):
                 continue  # ours after all (its lease was just renewed)
-            if self._adopt is not None and await self._adopt(task_id):
+            if self._adopt is not None and await self._adopt(task_id, self._is_orphan):
                 continue  # its agent picks it up again (Agent.resumes)
             if await self._fail(task_id, ORPHANED):
                 self.metrics.orphan_failed()

@@ -47,7 +47,7 @@ from typing import Any, Protocol
 import httpx
 import msgspec
 
-from ..agent import PRESENTED, Caller
+from ..agent import Caller, presented
 from ..protocol.card import (
     APIKeySecurityScheme,
     HTTPAuthSecurityScheme,
@@ -543,7 +543,7 @@ class CredentialAuthenticator:
             caller = self.keys.verify(token)
         else:
             raise _bad_token("The bearer token is not a JWT", "malformed token")
-        PRESENTED.set(token)  # for a fronted agent allowed to pass it on (caller_credential)
+        presented(token)  # kept for the turn if an agent asked (pass-caller)
         return caller
 
     def describe(self) -> str:
