@@ -72,6 +72,8 @@ def sdk_server(
     version: str = "1.0",
     skills: bool = False,
     wrap: Callable[[Any], Any] | None = None,
+    port: int | None = None,
+    streaming: bool = True,
 ) -> Iterator[str]:
     """The official SDK's JSON-RPC server on a real port running ``executor``,
     with a card offering A2A ``version`` (0.3: with the SDK's 0.3 compatibility
@@ -82,7 +84,7 @@ def sdk_server(
     from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
     from starlette.applications import Starlette
 
-    port = free_port()
+    port = port or free_port()
     url = f"http://127.0.0.1:{port}"
     card = AgentCard(
         name=name,
@@ -91,7 +93,7 @@ def sdk_server(
         supported_interfaces=[
             AgentInterface(url=url + "/", protocol_binding="JSONRPC", protocol_version=version)
         ],
-        capabilities=AgentCapabilities(streaming=True),
+        capabilities=AgentCapabilities(streaming=streaming),
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
         skills=[AgentSkill(id="echo", name="Echo", description="echoes", tags=["echo"])]

@@ -417,3 +417,14 @@ async def test_a_cancel_of_a_task_waiting_for_input_cancels_the_upstream_task(
     assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
     read = await _upstream_call(upstream, "GetTask", {"id": theirs})
     assert read["status"]["state"] == "TASK_STATE_CANCELED"
+
+
+async def test_an_upstreams_password_is_in_no_message(caplog: pytest.LogCaptureFixture) -> None:
+    port = free_port()
+    async for _, http in _front(f"a2a+http://front:s3cret-pw@127.0.0.1:{port}/?api_key=k3y"):
+        task = (await _call(http, "SendMessage", _send("echo hi")))["task"]
+        assert task["status"]["state"] == "TASK_STATE_FAILED"
+        said = task["status"]["message"]["parts"][0]["text"]
+        assert f"http://front:***@127.0.0.1:{port}/?api_key=***" in said, said
+    for secret in ("s3cret-pw", "k3y"):
+        assert secret not in str(task) and secret not in caplog.text

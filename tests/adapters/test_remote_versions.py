@@ -260,3 +260,18 @@ async def test_an_upstream_offering_only_http_json_fails_the_turn_saying_what_is
     said = task["status"]["message"]["parts"][0]["text"]
     assert "offers no JSON-RPC interface, only HTTP+JSON" in said, said
     assert "a2ad's client speaks JSON-RPC and gRPC" in said
+
+
+async def test_an_upstream_down_at_start_is_learnt_when_it_is_back() -> None:
+    port = free_port()
+    agent = RemoteAgent(f"a2a+http://127.0.0.1:{port}/")
+    async for http in front(agent):
+        card = (await http.get("/.well-known/agent-card.json")).json()
+        assert card["name"] == "remote agent"  # nothing known yet (the card stays so)
+        # It comes up, and does not stream: a turn that kept streaming would be refused.
+        with sdk_server(_echo_executor(), name="late", port=port, streaming=False):
+            body = rpc_body("SendMessage", {"message": _message("back again")})
+            task = answer(await http.post("/", json=body, headers=V1))["result"]["task"]
+            assert task["status"]["state"] == "TASK_STATE_COMPLETED", task
+            assert [p["text"] for p in task["artifacts"][0]["parts"]] == ["back again"]
+    assert agent.name == "late" and agent.streams is False

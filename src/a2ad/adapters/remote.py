@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -54,6 +55,7 @@ from ..protocol.model import (
     TaskStatus,
     TaskStatusUpdateEvent,
 )
+from ..url_secrets import mask_url
 from .upstream_auth import OAuth2Auth, PassCaller, UpstreamCredential
 
 __all__ = ["REMOTE_PREFIXES", "RemoteAgent", "usage_in"]
@@ -91,6 +93,8 @@ class RemoteAgent(Agent):
                 "or its card's own URL ending .json), a2a+https://..., or grpc://HOST:PORT"
             )
         self.url = url.removeprefix("a2a+")  # what a2ad's client takes
+        # How messages and logs name it: without a password or a secret query parameter.
+        self.shown = mask_url(self.url, _secret_parameter)
         self.name = name or "remote agent"  # the upstream card's, once read
         # Not its address: the card and /agents are public, and a URL may hold a user:password.
         self.description = "An A2A agent served elsewhere, fronted by a2ad."
@@ -98,6 +102,7 @@ class RemoteAgent(Agent):
         self.timeout = timeout
         self.cancel_seconds = cancel_seconds
         self.streams = True
+        self._card_read = False
         self.client: Any = None  # a2ad's Client, once started
         self._http: httpx.AsyncClient | None = None  # with OAuth2 or pass-caller: calls upstream
         self._token_client: httpx.AsyncClient | None = None  # asks OAuth2's token endpoint
@@ -113,7 +118,7 @@ class RemoteAgent(Agent):
             "grpc"
         ):
             raise ValueError(
-                f"{self.url}: OAuth2 client credentials and pass-caller are for an HTTP "
+                f"{self.shown}: OAuth2 client credentials and pass-caller are for an HTTP "
                 "upstream (a2a+http:// or a2a+https://); give a gRPC upstream a token or an API key"
             )
         self.credential = credential
@@ -121,7 +126,7 @@ class RemoteAgent(Agent):
     async def start(self) -> None:
         """Open the client and read the upstream card (its name, skills, modes);
         an upstream not reachable yet is logged, and its turns fail until it is."""
-        from ..client import Client, ClientError  # the client's imports: only to front
+        from ..client import Client  # the client's imports: only to front
         from ..client.rpc import NoCookies
 
         credential = self.credential
@@ -143,18 +148,25 @@ class RemoteAgent(Agent):
             timeout=self.timeout,
             http=self._http,
         )
-        if self.url.startswith("grpc"):
-            return  # no card over gRPC alone
+        self._card_read = self.url.startswith("grpc")  # no card over gRPC alone
+        await self._read_card(logging.WARNING)
+
+    async def _read_card(self, level: int) -> None:
+        """Read the upstream card and learn from it (at start, then before each
+        turn until it has been read: an upstream down at start is learnt when it
+        is back); one that can't be read is logged at ``level``."""
+        from ..client import ClientError
+
+        if self._card_read:
+            return
         try:
             card = await self.client.card()
         except ClientError as exc:
-            log.warning(
-                "the upstream agent's card can't be read now: %s",
-                exc,
-                extra={"upstream": self.url},
-            )
+            log.log(level, "the upstream agent's card can't be read now: %s", _masked(exc),
+                    extra={"upstream": self.shown})  # fmt: skip
             return
         self._learn(card)
+        self._card_read = True
 
     async def stop(self) -> None:
         if self.client is not None:
@@ -215,14 +227,17 @@ class RemoteAgent(Agent):
             return None
         except TimeoutError:
             said = (
-                f"the upstream agent at {self.url} did not confirm the cancel of its task "
+                f"the upstream agent at {self.shown} did not confirm the cancel of its task "
                 f"{upstream} within {self.cancel_seconds:g} s; it may still be running"
             )
         except A2AError as exc:
-            said = f"the upstream agent at {self.url} did not cancel task {upstream}: {exc.message}"
+            said = (
+                f"the upstream agent at {self.shown} did not cancel task {upstream}: {exc.message}"
+            )
         except ClientError as exc:
-            said = f"the upstream agent at {self.url} was not reached to cancel {upstream}: {exc}"
-        log.warning("%s", said, extra={"upstream": self.url, "upstream_task_id": upstream})
+            said = f"the upstream agent at {self.shown} was not reached to cancel {upstream}: {exc}"
+        said = _masked(said)
+        log.warning("%s", said, extra={"upstream": self.shown, "upstream_task_id": upstream})
         return said
 
     def resumes(self, task: Task) -> bool:
@@ -244,6 +259,7 @@ class RemoteAgent(Agent):
 
         client, ctx = self.client, turn.ctx
         assert client is not None, "the agent was not started"
+        await self._read_card(logging.DEBUG)
         try:
             if ctx.resumed and turn.upstream is not None:
                 await turn.follow("a2ad lost the turn that followed it")
@@ -265,11 +281,11 @@ class RemoteAgent(Agent):
             await turn.cancel_upstream()
             raise
         except A2AError as exc:  # the upstream refused: its error, named
-            await ctx.fail(f"the upstream agent at {self.url} answered: {exc.message}")
+            await ctx.fail(_masked(f"the upstream agent at {self.shown} answered: {exc.message}"))
             return
         except ClientError as exc:
             if turn.upstream is None or turn.over or ctx.resumed:
-                await ctx.fail(f"the upstream agent at {self.url}: {exc}")
+                await ctx.fail(_masked(f"the upstream agent at {self.shown}: {exc}"))
                 return
             if not await self._follow_again(turn, exc):
                 return
@@ -287,12 +303,28 @@ class RemoteAgent(Agent):
             raise
         except (ClientError, A2AError) as again:
             await turn.ctx.fail(
-                f"the upstream agent at {self.url}: its stream of task {turn.upstream} "
-                f"broke ({broke}), and following the task again failed "
-                f"{FOLLOW_ATTEMPTS} times: {again}"
+                _masked(
+                    f"the upstream agent at {self.shown}: its stream of task {turn.upstream} "
+                    f"broke ({broke}), and following the task again failed "
+                    f"{FOLLOW_ATTEMPTS} times: {again}"
+                )
             )
             return False
         return True
+
+
+_URL = re.compile(r"[a-z][a-z0-9+.-]*://[^\s()'\"]+", re.IGNORECASE)
+
+
+def _masked(text: object) -> str:
+    """``text`` with each URL in it masked (its password, its secret query
+    parameters): a client error repeats the URL it was given."""
+    return _URL.sub(lambda found: mask_url(found.group(0), _secret_parameter), str(text))
+
+
+def _secret_parameter(name: str) -> bool:
+    lowered = name.lower()
+    return any(word in lowered for word in ("key", "token", "secret", "password", "auth"))
 
 
 def _text(value: object) -> str:
@@ -427,11 +459,11 @@ class _Turn:
         elif state is TaskState.COMPLETED:
             await ctx.complete(content)
         elif state is TaskState.FAILED:
-            await ctx.fail(content or f"the upstream agent at {self.agent.url} failed the task")
+            await ctx.fail(content or f"the upstream agent at {self.agent.shown} failed the task")
         elif state is TaskState.REJECTED:
-            await ctx.reject(content or f"the upstream agent at {self.agent.url} rejected it")
+            await ctx.reject(content or f"the upstream agent at {self.agent.shown} rejected it")
         elif state is TaskState.CANCELED:
-            await ctx.cancel(content or f"the upstream agent at {self.agent.url} canceled it")
+            await ctx.cancel(content or f"the upstream agent at {self.agent.shown} canceled it")
 
     @property
     def over(self) -> bool:
@@ -449,8 +481,8 @@ class _Turn:
         assert client is not None and upstream is not None
         log.warning(
             "following the upstream task again: %s",
-            why,
-            extra={"upstream": self.agent.url, "upstream_task_id": upstream},
+            _masked(why),
+            extra={"upstream": self.agent.shown, "upstream_task_id": upstream},
         )
         delay, failed = FOLLOW_BACKOFF, 0
         while True:
@@ -516,21 +548,23 @@ class _Turn:
         try:
             if self.agent.streams:
                 await self.follow("its stream ended before its task did")
-            else:
+            if not self.over:  # no subscription to it, or one that ended early too
                 await self.poll()
         except asyncio.CancelledError:
             await self.cancel_upstream()
             raise
         except (ClientError, A2AError) as exc:
             await self.ctx.fail(
-                f"the upstream agent at {self.agent.url}: its answer ended with task {upstream} "
-                f"still running, and following it failed: {exc}"
+                _masked(
+                    f"the upstream agent at {self.agent.shown}: its answer ended with task "
+                    f"{upstream} still running, and following it failed: {exc}"
+                )
             )
             return
         if not self.over:
             state = self.state.word if self.state is not None else "in an unknown state"
             await self.ctx.fail(
-                f"the upstream agent at {self.agent.url} ended its answer with task "
+                f"the upstream agent at {self.agent.shown} ended its answer with task "
                 f"{upstream} {state}, and did not end it when followed again"
             )
 
