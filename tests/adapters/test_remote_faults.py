@@ -18,6 +18,7 @@ import pytest
 
 from a2ad.adapters.remote import RemoteAgent
 
+from ..conftest import wait_for
 from ..served import Served
 from ..threaded_server import ThreadedServer, free_port
 from .fronting import call, front, ours, sdk_server, send, until
@@ -210,4 +211,76 @@ async def test_a_stream_that_ends_before_its_task_is_followed_by_subscribing_aga
         assert [p["text"] for p in task["artifacts"][0]["parts"]] == ["late answer"]
         assert upstream.subscribed == 1
     finally:
+        upstream.served.stop()
+
+
+class _SlowFirstAnswer:
+    """An upstream that makes its task at once but sends its first event late;
+    ListTasks finds the task (with the message it was sent), CancelTask is noted."""
+
+    def __init__(self) -> None:
+        self.served = ThreadedServer(self._app, what="a slow upstream", interface="asgi3")
+        self.url = f"http://127.0.0.1:{self.served.port}"
+        self.message: dict[str, Any] = {}
+        self.canceled: list[str] = []
+
+    def _task(self) -> dict[str, Any]:
+        return {
+            "id": "up-1",
+            "contextId": self.message.get("contextId", "c"),
+            "status": {"state": "TASK_STATE_WORKING"},
+            "history": [self.message],
+        }
+
+    async def _app(self, scope: dict[str, Any], receive: Any, send_: Any) -> None:
+        if scope["method"] == "GET":
+            card = {
+                "name": "slow",
+                "description": "Slow to answer.",
+                "supportedInterfaces": [
+                    {"url": self.url + "/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+                ],
+                "capabilities": {"streaming": True},
+                "skills": [],
+            }
+            await _answer(send_, "application/json", [card])
+            return
+        raw, more = b"", True
+        while more:
+            message = await receive()
+            raw += message.get("body", b"")
+            more = message.get("more_body", False)
+        rpc = json.loads(raw)
+        method, rid = rpc["method"], rpc["id"]
+        if method == "SendStreamingMessage":
+            self.message = rpc["params"]["message"]
+            await send_({"type": "http.response.start", "status": 200,
+                         "headers": [(b"content-type", b"text/event-stream")]})  # fmt: skip
+            await asyncio.sleep(30)  # the first event never comes in time
+            return
+        if method == "ListTasks":
+            result: Any = {
+                "tasks": [self._task()],
+                "nextPageToken": "",
+                "pageSize": 1,
+                "totalSize": 1,
+            }
+        else:  # CancelTask
+            self.canceled.append(rpc["params"]["id"])
+            result = {**self._task(), "status": {"state": "TASK_STATE_CANCELED"}}
+        await _answer(send_, "application/json", [{"jsonrpc": "2.0", "id": rid, "result": result}])
+
+
+async def test_a_cancel_before_the_upstreams_first_answer_finds_and_cancels_its_task() -> None:
+    upstream = _SlowFirstAnswer()
+    upstream.served.start()
+    try:
+        async for http in front(RemoteAgent(f"a2a+{upstream.url}/", cancel_seconds=2)):
+            task = (await call(http, "SendMessage", send("slow", returnImmediately=True)))["task"]
+            await wait_for(lambda: bool(upstream.message), timeout=10)
+            canceled = await call(http, "CancelTask", {"id": task["id"]})
+            assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
+            await wait_for(lambda: upstream.canceled == ["up-1"], timeout=10)
+    finally:
+        upstream.served.server.force_exit = True
         upstream.served.stop()

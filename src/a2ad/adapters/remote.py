@@ -49,11 +49,13 @@ from ..protocol.errors import A2AError, UnsupportedOperationError
 from ..protocol.model import (
     Artifact,
     Message,
+    Role,
     Task,
     TaskArtifactUpdateEvent,
     TaskState,
     TaskStatus,
     TaskStatusUpdateEvent,
+    new_id,
 )
 from ..url_secrets import mask_url
 from .upstream_auth import OAuth2Auth, PassCaller, UpstreamCredential
@@ -69,6 +71,7 @@ FOLLOW_BACKOFF = 0.5  # seconds before the first, doubled each time
 POLL_FIRST = 0.25  # an upstream that does not stream: its task read again after this,
 POLL_MOST = 5.0  # doubling up to this
 CANCELED_KEPT = 1024
+FIND_SENT_AMONG = 20  # the newest upstream tasks of the context a cancel looks through
 
 
 class RemoteAgent(Agent):
@@ -265,15 +268,12 @@ class RemoteAgent(Agent):
                 await turn.follow("a2ad lost the turn that followed it")
             elif self.streams:
                 async for item in client.stream(
-                    list(ctx.message.parts), context_id=ctx.context_id, task_id=turn.upstream
+                    turn.sent, context_id=ctx.context_id, task_id=turn.upstream
                 ):
                     await turn.relay(item)
             else:  # send, answered at once, then poll the task to its end
                 answer = await client.send(
-                    list(ctx.message.parts),
-                    context_id=ctx.context_id,
-                    task_id=turn.upstream,
-                    wait=False,
+                    turn.sent, context_id=ctx.context_id, task_id=turn.upstream, wait=False
                 )
                 await turn.relay(answer)
                 await turn.poll()
@@ -373,6 +373,9 @@ class _Turn:
         self.upstream = upstream  # known: noted in a2ad's task (by this turn or one before)
         self.state: TaskState | None = None
         self.counted: set[object] = set()  # the usage reports taken, by event
+        # The message sent upstream, its id a2ad's: a cancel before the upstream's first
+        # answer finds the upstream task by it.
+        self.sent = Message(message_id=new_id(), role=Role.USER, parts=list(ctx.message.parts))
 
     async def relay(
         self, item: Task | Message | TaskStatusUpdateEvent | TaskArtifactUpdateEvent
@@ -568,11 +571,41 @@ class _Turn:
                 f"{upstream} {state}, and did not end it when followed again"
             )
 
+    async def _find_sent(self) -> str | None:
+        """The upstream task the message sent made, before the upstream's first
+        answer named it: the newest of a2ad's context's upstream tasks to hold
+        that message (a ListTasks, A2A 1.0's), looked for within the cancel's
+        bound; None if it can't be found."""
+        from ..client import ClientError
+
+        client, sent = self.agent.client, self.sent.message_id
+        if client is None:
+            return None
+        try:
+            async with asyncio.timeout(self.agent.cancel_seconds):
+                tasks = client.list_tasks(
+                    context_id=self.ctx.context_id, limit=FIND_SENT_AMONG, history_length=10
+                )
+                async for task in tasks:
+                    if any(message.message_id == sent for message in task.history):
+                        return str(task.id)
+        except (TimeoutError, ClientError, A2AError) as exc:
+            why = f": {_masked(exc)}" if str(exc) else " in time"
+        else:
+            why = ""
+        log.warning(
+            "the upstream task of a turn canceled before its first answer was not found%s; "
+            "it is not canceled",
+            why,
+            extra={"upstream": self.agent.shown},
+        )
+        return None
+
     async def cancel_upstream(self) -> None:
         """The turn was interrupted (a deadline, a stall, shutdown; a caller's
         cancel asked already, in ``RemoteAgent.cancelling``): cancel the upstream
         task, bounded."""
-        upstream = self.upstream
+        upstream = self.upstream or await self._find_sent()
         if upstream is None or self.agent.canceled_upstream(upstream):
             return
         if self.state is not None and self.state.terminal:
