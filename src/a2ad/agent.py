@@ -248,6 +248,9 @@ class Emitter(Protocol):
     @property
     def cancelled(self) -> bool: ...
 
+    @property
+    def stopping(self) -> bool: ...
+
 
 Content = str | Message | Part | Sequence[Part] | None
 
@@ -313,6 +316,14 @@ class TaskContext:
     def cancelled(self) -> bool:
         """True once the task was canceled; blocking code should check it and stop."""
         return self._emit.cancelled
+
+    @property
+    def stopping(self) -> bool:
+        """True once the server is shutting down: a turn interrupted then is stopped by
+        the shutdown, not by a cancel. An agent that picks its tasks up after a restart
+        (``resumes``) should leave its work elsewhere running: the task is left
+        working for the next server to pick up, not failed."""
+        return self._emit.stopping
 
     def agent_message(self, content: Content) -> Message | None:
         """``content`` as a Message from the agent in this task (None stays None)."""

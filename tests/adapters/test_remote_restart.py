@@ -34,12 +34,17 @@ class Gated(Agent):
     def __init__(self) -> None:
         self.started = threading.Event()
         self.gate = threading.Event()
+        self.cancelled: list[str] = []  # the tasks whose turns were cancelled
 
     async def run(self, ctx: TaskContext) -> None:
         await ctx.working("waiting for the gate")
         self.started.set()
-        while not self.gate.is_set():
-            await asyncio.sleep(0.02)
+        try:
+            while not self.gate.is_set():
+                await asyncio.sleep(0.02)
+        except asyncio.CancelledError:
+            self.cancelled.append(ctx.task_id)
+            raise
         await ctx.artifact(f"released: {ctx.text}", name="answer")
 
 
@@ -128,3 +133,39 @@ async def test_a_restarted_front_fails_a_task_its_upstream_no_longer_has(
             task = await _call(url, "GetTask", {"id": task_id})
             said = task["status"]["message"]["parts"][0]["text"]
             assert upstream.url in said and "not found" in said.lower(), said
+
+
+async def test_a_graceful_stop_leaves_the_task_to_the_next_front(gated: Gated, store: str) -> None:
+    with LiveServer(create_app(gated)) as upstream:
+        spec = ("--agent", f"gated=a2a+{upstream.url}/", "--store", store)
+        with Served(*spec, "--shutdown-grace", "0s") as front:
+            url = f"{front.url}/agents/gated/"
+            sent = {
+                "message": {
+                    "messageId": os.urandom(8).hex(),
+                    "role": "ROLE_USER",
+                    "parts": [{"text": "quote 7"}],
+                },
+                "configuration": {"returnImmediately": True},
+            }
+            task_id = (await _call(url, "SendMessage", sent))["task"]["id"]
+            await asyncio.to_thread(gated.started.wait, 10)
+
+            async def noted() -> bool:
+                task = await _call(url, "GetTask", {"id": task_id})
+                return "upstream" in (task.get("metadata") or {}).get("a2ad", {})
+
+            await wait_for(noted, timeout=10)
+            assert front.stop() == 0  # Ctrl-C: the turn is stopped, its task left working
+        assert gated.cancelled == []  # the upstream task was not canceled
+        with Served(*spec) as again:
+            url = f"{again.url}/agents/gated/"
+            task = await _call(url, "GetTask", {"id": task_id})
+            assert task["status"]["state"] == "TASK_STATE_WORKING", task
+            gated.gate.set()
+
+            async def completed() -> bool:
+                task = await _call(url, "GetTask", {"id": task_id})
+                return bool(task["status"]["state"] == "TASK_STATE_COMPLETED")
+
+            await wait_for(completed, timeout=15)

@@ -602,9 +602,12 @@ class _Turn:
         return None
 
     async def cancel_upstream(self) -> None:
-        """The turn was interrupted (a deadline, a stall, shutdown; a caller's
-        cancel asked already, in ``RemoteAgent.cancelling``): cancel the upstream
-        task, bounded."""
+        """The turn was interrupted (a deadline, a stall; a caller's cancel asked
+        already, in ``RemoteAgent.cancelling``): cancel the upstream task,
+        bounded. Not at shutdown, once the upstream task is known: a2ad's task is
+        left working then, and the next server follows the upstream task again."""
+        if self.upstream is not None and self.ctx.stopping:
+            return  # the server stops: the task is left working, to be picked up again
         upstream = self.upstream or await self._find_sent()
         if upstream is None or self.agent.canceled_upstream(upstream):
             return

@@ -308,7 +308,12 @@ class Invocation:
             self._cancelled = True
             if self._given_up is not None and not self._ended:
                 await asyncio.shield(self._finish(TaskState.FAILED, self._given_up))
-            elif self._closing() and not self._ended and (self.current is not None or self._outbox):
+            elif (
+                self._closing()
+                and not self._ended
+                and (self.current is not None or self._outbox)
+                and not self._left_for_pickup()
+            ):
                 # Shielded: the task must not stay "working" after the server is gone.
                 await asyncio.shield(self._finish(TaskState.FAILED, SHUTDOWN_FAILED))
             raise
@@ -477,6 +482,22 @@ class Invocation:
     @property
     def cancelled(self) -> bool:
         return self._cancelled
+
+    @property
+    def stopping(self) -> bool:
+        return self._closing()
+
+    def _left_for_pickup(self) -> bool:
+        """At shutdown: the task, as stored, is one its agent picks up after a
+        restart (Agent.resumes), so it is left working rather than failed."""
+        current = self.current
+        if current is None:
+            return False
+        try:
+            return bool(self._given.agent.resumes(current.task))
+        except Exception:
+            log.exception("the agent's resumes() failed", extra={"task_id": self.task_id})
+            return False
 
     async def status(
         self, state: TaskState, message: Message | None, metadata: dict[str, Any] | None = None
