@@ -118,3 +118,28 @@ def sdk_server(
     finally:
         served.server.force_exit = True
         served.stop()
+
+
+def card_of(url: str, name: str, *, streaming: bool = True) -> dict[str, Any]:
+    """A minimal A2A 1.0 card of a JSON-RPC agent at ``url`` (for hand-made upstreams)."""
+    return {
+        "name": name,
+        "description": f"{name}, made by hand for a test.",
+        "supportedInterfaces": [
+            {"url": url + "/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+        ],
+        "capabilities": {"streaming": streaming},
+        "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": ["text/plain"],
+        "skills": [],
+    }
+
+
+async def read_body(receive: Any) -> bytes:
+    """An ASGI request's whole body."""
+    body, more = b"", True
+    while more:
+        message = await receive()
+        body += message.get("body", b"")
+        more = message.get("more_body", False)
+    return body

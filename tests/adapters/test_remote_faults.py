@@ -21,7 +21,7 @@ from a2ad.adapters.remote import RemoteAgent
 from ..conftest import wait_for
 from ..served import Served
 from ..threaded_server import ThreadedServer, free_port
-from .fronting import call, front, ours, sdk_server, send, until
+from .fronting import call, card_of, front, ours, read_body, sdk_server, send, until
 
 
 async def test_an_upstream_killed_and_restarted_mid_stream_is_followed_to_its_end() -> None:
@@ -149,24 +149,9 @@ class _EndsEarly:
 
     async def _app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["method"] == "GET":
-            card = {
-                "name": "early",
-                "description": "Ends its streams early.",
-                "supportedInterfaces": [
-                    {"url": self.url + "/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
-                ],
-                "capabilities": {"streaming": True},
-                "defaultInputModes": ["text/plain"],
-                "defaultOutputModes": ["text/plain"],
-                "skills": [],
-            }
-            await _answer(send, "application/json", [card])
+            await _answer(send, "application/json", [card_of(self.url, "early")])
             return
-        body, more = b"", True
-        while more:
-            message = await receive()
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
+        body = await read_body(receive)
         call = json.loads(body)
         method, rid = call["method"], call["id"]
         working = self._task("TASK_STATE_WORKING")
@@ -234,22 +219,9 @@ class _SlowFirstAnswer:
 
     async def _app(self, scope: dict[str, Any], receive: Any, send_: Any) -> None:
         if scope["method"] == "GET":
-            card = {
-                "name": "slow",
-                "description": "Slow to answer.",
-                "supportedInterfaces": [
-                    {"url": self.url + "/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
-                ],
-                "capabilities": {"streaming": True},
-                "skills": [],
-            }
-            await _answer(send_, "application/json", [card])
+            await _answer(send_, "application/json", [card_of(self.url, "slow")])
             return
-        raw, more = b"", True
-        while more:
-            message = await receive()
-            raw += message.get("body", b"")
-            more = message.get("more_body", False)
+        raw = await read_body(receive)
         rpc = json.loads(raw)
         method, rid = rpc["method"], rpc["id"]
         if method == "SendStreamingMessage":

@@ -68,27 +68,33 @@ async def _call(url: str, method: str, params: dict[str, Any]) -> Any:
     return got["result"]
 
 
+async def _send_until_noted(gated: Gated, url: str, text: str) -> str:
+    """Send ``text`` through the front at ``url``; once the upstream works on it and
+    the front noted the upstream task, the task's id."""
+    sent = {
+        "message": {
+            "messageId": os.urandom(8).hex(),
+            "role": "ROLE_USER",
+            "parts": [{"text": text}],
+        },
+        "configuration": {"returnImmediately": True},
+    }
+    task_id = str((await _call(url, "SendMessage", sent))["task"]["id"])
+    await asyncio.to_thread(gated.started.wait, 10)
+
+    async def noted() -> bool:
+        task = await _call(url, "GetTask", {"id": task_id})
+        return "upstream" in (task.get("metadata") or {}).get("a2ad", {})
+
+    await wait_for(noted, timeout=10)
+    return task_id
+
+
 async def _start_and_kill(gated: Gated, upstream: str, store: str) -> str:
     """Send a message through a front, wait until the upstream works on it and
     the front noted the upstream task, then kill the front (SIGKILL)."""
     with Served("--agent", f"gated=a2a+{upstream}/", "--store", store) as front:
-        url = f"{front.url}/agents/gated/"
-        sent = {
-            "message": {
-                "messageId": os.urandom(8).hex(),
-                "role": "ROLE_USER",
-                "parts": [{"text": "quote 12"}],
-            },
-            "configuration": {"returnImmediately": True},
-        }
-        task_id = (await _call(url, "SendMessage", sent))["task"]["id"]
-        await asyncio.to_thread(gated.started.wait, 10)
-
-        async def noted() -> bool:
-            task = await _call(url, "GetTask", {"id": task_id})
-            return "upstream" in (task.get("metadata") or {}).get("a2ad", {})
-
-        await wait_for(noted, timeout=10)
+        task_id = await _send_until_noted(gated, f"{front.url}/agents/gated/", "quote 12")
         front.proc.kill()
         front.proc.wait(10)
     return task_id
@@ -139,23 +145,7 @@ async def test_a_graceful_stop_leaves_the_task_to_the_next_front(gated: Gated, s
     with LiveServer(create_app(gated)) as upstream:
         spec = ("--agent", f"gated=a2a+{upstream.url}/", "--store", store)
         with Served(*spec, "--shutdown-grace", "0s") as front:
-            url = f"{front.url}/agents/gated/"
-            sent = {
-                "message": {
-                    "messageId": os.urandom(8).hex(),
-                    "role": "ROLE_USER",
-                    "parts": [{"text": "quote 7"}],
-                },
-                "configuration": {"returnImmediately": True},
-            }
-            task_id = (await _call(url, "SendMessage", sent))["task"]["id"]
-            await asyncio.to_thread(gated.started.wait, 10)
-
-            async def noted() -> bool:
-                task = await _call(url, "GetTask", {"id": task_id})
-                return "upstream" in (task.get("metadata") or {}).get("a2ad", {})
-
-            await wait_for(noted, timeout=10)
+            task_id = await _send_until_noted(gated, f"{front.url}/agents/gated/", "quote 7")
             assert front.stop() == 0  # Ctrl-C: the turn is stopped, its task left working
         assert gated.cancelled == []  # the upstream task was not canceled
         with Served(*spec) as again:
