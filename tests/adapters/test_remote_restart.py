@@ -7,6 +7,7 @@ saying so. The upstream is a real server on a real port in this process."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import tempfile
 import threading
@@ -159,3 +160,44 @@ async def test_a_graceful_stop_leaves_the_task_to_the_next_front(gated: Gated, s
                 return bool(task["status"]["state"] == "TASK_STATE_COMPLETED")
 
             await wait_for(completed, timeout=15)
+
+
+async def test_at_a_graceful_stop_a_left_tasks_callers_get_it_working(
+    gated: Gated, store: str
+) -> None:
+    with LiveServer(create_app(gated)) as upstream:
+        spec = ("--agent", f"gated=a2a+{upstream.url}/", "--store", store)
+        with Served(*spec, "--shutdown-grace", "0s") as front:
+            url = f"{front.url}/agents/gated/"
+            task_id = await _send_until_noted(gated, url, "watched")
+            seen: list[dict[str, Any]] = []
+
+            async def subscribed() -> None:
+                async with httpx.AsyncClient(timeout=20) as http:
+                    body = rpc_body("SubscribeToTask", {"id": task_id})
+                    async with http.stream("POST", url, json=body, headers=V1) as response:
+                        async for line in response.aiter_lines():
+                            if line.startswith("data:"):
+                                seen.append(json.loads(line[5:])["result"])
+
+            async def blocked() -> Any:
+                message = {"messageId": os.urandom(8).hex(), "role": "ROLE_USER",
+                           "parts": [{"text": "waits"}]}  # fmt: skip
+                async with httpx.AsyncClient(timeout=20) as http:
+                    body = rpc_body("SendMessage", {"message": message})
+                    return answer(await http.post(url, json=body, headers=V1))
+
+            stream, send = asyncio.create_task(subscribed()), asyncio.create_task(blocked())
+            await wait_for(lambda: bool(seen), timeout=10)
+
+            async def both_working() -> bool:  # the blocking send's task is stored too
+                listed = await _call(url, "ListTasks", {"status": "TASK_STATE_WORKING"})
+                return len(listed["tasks"]) >= 2
+
+            await wait_for(both_working, timeout=10)
+            assert await asyncio.to_thread(front.stop) == 0
+            await asyncio.wait_for(asyncio.gather(stream, send), 15)
+        # Both answered, not left hanging nor given an error: the task, still working.
+        assert seen[-1]["task"]["status"]["state"] == "TASK_STATE_WORKING", seen
+        got = send.result()
+        assert got["result"]["task"]["status"]["state"] == "TASK_STATE_WORKING", got
