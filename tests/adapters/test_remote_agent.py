@@ -28,7 +28,7 @@ from a2ad import (
     TextPart,
     create_app,
 )
-from a2ad.adapters import remote
+from a2ad.adapters import remote_turn
 from a2ad.adapters.remote import RemoteAgent
 from a2ad.engine.config import EngineConfig
 from a2ad.protocol.model import Role
@@ -313,7 +313,7 @@ async def test_an_upstream_stream_that_drops_is_followed_again_and_nothing_is_lo
 async def test_an_upstream_that_stays_away_fails_the_turn_saying_what_was_tried(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(remote, "FOLLOW_BACKOFF", 0.05)
+    monkeypatch.setattr(remote_turn, "FOLLOW_BACKOFF", 0.05)
     paced = Paced()
     with LiveServer(create_app(paced)) as upstream:
         proxy = TcpProxy(("127.0.0.1", upstream.port))
