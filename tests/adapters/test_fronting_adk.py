@@ -274,9 +274,10 @@ def test_usage_the_adk_agents_report_is_totalled_per_tenant_and_agent_by_a2ad_us
     ]
 
 
-def test_the_quote_asks_stock_and_pricing_through_a2ad(
-    lab: AdkLab, front: Front, keys: Keys, as_carla: None
-) -> None:
+def _script_quote(lab: AdkLab) -> tuple[Any, Any]:
+    """The models of a quote: the orchestrator asks stock, then pricing, then words the
+    quote; each sub-agent calls its tool, then answers. (The orchestrator's and
+    pricing's models, to read their requests.)"""
     orchestrator = lab.script(
         "orchestrator",
         Turn(tool_calls=[ToolCallTurn("stock", {"request": STOCK_QUESTION})]),
@@ -285,6 +286,13 @@ def test_the_quote_asks_stock_and_pricing_through_a2ad(
     )
     lab.script("stock", Turn(tool_calls=[STOCK_CALL]), Turn(text=STOCK_ANSWER))
     pricing = lab.script("pricing", Turn(tool_calls=[PRICE_CALL]), Turn(text=PRICE_ANSWER))
+    return orchestrator, pricing
+
+
+def test_the_quote_asks_stock_and_pricing_through_a2ad(
+    lab: AdkLab, front: Front, keys: Keys, as_carla: None
+) -> None:
+    orchestrator, pricing = _script_quote(lab)
     asked = len(orchestrator.requests), len(pricing.requests)
 
     def subtasks(agent: str) -> dict[str, dict[str, Any]]:
@@ -379,14 +387,7 @@ def test_a_cancel_on_a2ad_cancels_the_adk_agents_task(
 def test_a2ad_restarted_mid_quote_picks_the_quote_up_again(
     lab: AdkLab, front: Front, keys: Keys
 ) -> None:
-    orchestrator = lab.script(
-        "orchestrator",
-        Turn(tool_calls=[ToolCallTurn("stock", {"request": STOCK_QUESTION})]),
-        Turn(tool_calls=[ToolCallTurn("pricing", {"request": "Prix de 12 CHAISE-ERGO ?"})]),
-        Turn(text=QUOTE_ANSWER),
-    )
-    lab.script("stock", Turn(tool_calls=[STOCK_CALL]), Turn(text=STOCK_ANSWER))
-    lab.script("pricing", Turn(tool_calls=[PRICE_CALL]), Turn(text=PRICE_ANSWER))
+    orchestrator, _ = _script_quote(lab)
     url = front.agent_url("orchestrator")
     orchestrator.hold()  # each of its model calls waits for the test
     try:

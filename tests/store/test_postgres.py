@@ -14,7 +14,6 @@ import pytest
 
 from a2ad import Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 from a2ad.protocol.model import TaskPushNotificationConfig
-from a2ad.protocol.usage import GROUPS, TokenCounts, UsageRecord
 from a2ad.store import postgres_schema, store_from_url
 from a2ad.store.base import (
     Lease,
@@ -22,13 +21,13 @@ from a2ad.store.base import (
     NewTask,
     SequenceConflictError,
     StoreError,
-    UsageQuery,
     Webhook,
 )
 from a2ad.store.worker_roll import AgentWorkers
 
 from ..postgres import fresh_schema
 from ..served import run_a2ad
+from .usage_upgrade import OLD_ROWS, check_old_usage_kept
 
 asyncpg = pytest.importorskip("asyncpg")
 from a2ad.store.postgres import (  # noqa: E402  (after the skip: it needs asyncpg)
@@ -336,30 +335,10 @@ async def test_a_database_at_version_5_keeps_its_usage_totals_as_the_unnamed_age
             await conn.executemany(
                 """INSERT INTO usage_totals (day, tenant, principal, model, prompt_tokens,
                     completion_tokens, total_tokens) VALUES ($1, $2, $3, $4, $5, $6, $7)""",
-                [
-                    ("2026-03-01", "a", "ann", "m1", 10, 1, 11),
-                    ("2026-03-01", "a", "bob", "m1", 20, 2, 22),
-                    ("2026-03-02", "b", "ann", "", 5, 0, 5),
-                ],
+                OLD_ROWS,
             )
         async with PostgresStore(url) as store:
-            every = UsageQuery("2026-03-01", "2026-03-02", group_by=GROUPS)
-            assert [
-                (r.tenant, r.principal, r.agent, r.day, r.model)
-                for r in await store.usage_totals(every)
-            ] == [
-                ("a", "ann", "", "2026-03-01", "m1"),
-                ("a", "bob", "", "2026-03-01", "m1"),
-                ("b", "ann", "", "2026-03-02", ""),
-            ]
-            # New usage of the unnamed agent adds to the old totals; a named one's has its own.
-            spent = [UsageRecord("2026-03-01", "m1", TokenCounts(prompt_tokens=1, total_tokens=1))]
-            await store.record_usage("a", "ann", spent)
-            await store.record_usage("a", "ann", spent, agent="stock")
-            ann = UsageQuery("2026-03-01", "2026-03-01", ("a",), ("principal", "agent"))
-            assert [
-                (r.principal, r.agent, r.prompt_tokens) for r in await store.usage_totals(ann)
-            ] == [("ann", "", 11), ("ann", "stock", 1), ("bob", "", 20)]
+            await check_old_usage_kept(store)
         assert await conn.fetchval("SELECT version FROM a2ad_schema") == SCHEMA_VERSION
         # The agent in the key, and no default: every write names it.
         key = await conn.fetchval(

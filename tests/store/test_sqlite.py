@@ -36,7 +36,6 @@ from a2ad import (
     TextPart,
 )
 from a2ad.protocol.model import AuthenticationInfo, TaskPushNotificationConfig
-from a2ad.protocol.usage import GROUPS, TokenCounts, UsageRecord, UsageRow
 from a2ad.store import sqlite_schema
 from a2ad.store.base import (
     Lease,
@@ -48,7 +47,6 @@ from a2ad.store.base import (
     StoreError,
     StoreFullError,
     TaskStore,
-    UsageQuery,
     Webhook,
     WebhookState,
 )
@@ -56,6 +54,7 @@ from a2ad.store.serving_lock import StoreInUseError
 from a2ad.store.sqlite import SCHEMA_VERSION, SchemaVersionError, SqliteStore
 
 from ..conftest import wait_for
+from .usage_upgrade import OLD_ROWS, check_old_usage_kept
 
 
 def ts(second: int) -> str:
@@ -306,36 +305,10 @@ async def test_a_version_8_file_keeps_its_usage_totals_as_the_unnamed_agents(pat
         conn.executemany(
             """INSERT INTO usage_totals (day, tenant, principal, model, prompt_tokens,
                 completion_tokens, total_tokens) VALUES (?, ?, ?, ?, ?, ?, ?)""",
-            [
-                ("2026-03-01", "a", "ann", "m1", 10, 1, 11),
-                ("2026-03-01", "a", "bob", "m1", 20, 2, 22),
-                ("2026-03-02", "b", "ann", "", 5, 0, 5),
-            ],
+            OLD_ROWS,
         )
     async with SqliteStore(path) as store:
-        every = UsageQuery("2026-03-01", "2026-03-02", group_by=GROUPS)
-        assert [
-            (r.tenant, r.principal, r.agent, r.day, r.model)
-            for r in await store.usage_totals(every)
-        ] == [
-            ("a", "ann", "", "2026-03-01", "m1"),
-            ("a", "bob", "", "2026-03-01", "m1"),
-            ("b", "ann", "", "2026-03-02", ""),
-        ]
-        by_agent = UsageQuery("2026-03-01", "2026-03-02", group_by=("agent",))
-        assert await store.usage_totals(by_agent) == [
-            UsageRow(agent="", prompt_tokens=35, completion_tokens=3, total_tokens=38)
-        ]
-        # New usage of the unnamed agent adds to the old totals; a named one's has its own.
-        spent = [UsageRecord("2026-03-01", "m1", TokenCounts(prompt_tokens=1, total_tokens=1))]
-        await store.record_usage("a", "ann", spent)
-        await store.record_usage("a", "ann", spent, agent="stock")
-        ann = UsageQuery("2026-03-01", "2026-03-01", ("a",), ("principal", "agent"))
-        assert [(r.principal, r.agent, r.prompt_tokens) for r in await store.usage_totals(ann)] == [
-            ("ann", "", 11),
-            ("ann", "stock", 1),
-            ("bob", "", 20),
-        ]
+        await check_old_usage_kept(store)
     assert pragma(path, "user_version") == SCHEMA_VERSION
     with raw(path) as conn:
         names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
