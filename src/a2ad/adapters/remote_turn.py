@@ -13,7 +13,7 @@ import asyncio
 import logging
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..agent import TaskContext
 from ..protocol.errors import A2AError, UnsupportedOperationError
@@ -30,10 +30,22 @@ from ..protocol.model import (
 )
 from ..url_secrets import mask_url
 
-if TYPE_CHECKING:
-    from .remote import RemoteAgent
 
-__all__ = ["FOLLOW_ATTEMPTS", "Turn", "masked", "upstream_task", "usage_in"]
+class Upstream(Protocol):
+    """What a turn needs of its agent (remote.py's RemoteAgent): its client, how
+    it names the upstream, whether that streams, and the upstream cancels."""
+
+    client: Any  # a2ad's Client, once started
+    shown: str
+    streams: bool
+    cancel_seconds: float
+
+    def canceled_upstream(self, upstream: str) -> bool: ...
+
+    async def cancel_upstream(self, upstream: str) -> str | None: ...
+
+
+__all__ = ["FOLLOW_ATTEMPTS", "Turn", "Upstream", "masked", "upstream_task", "usage_in"]
 
 log = logging.getLogger("a2ad.agents")
 
@@ -74,7 +86,7 @@ def upstream_task(metadata: object) -> str | None:
 class Turn:
     """One turn's relay of the upstream's events into a2ad's task."""
 
-    def __init__(self, agent: RemoteAgent, ctx: TaskContext, upstream: str | None) -> None:
+    def __init__(self, agent: Upstream, ctx: TaskContext, upstream: str | None) -> None:
         self.agent = agent
         self.ctx = ctx
         self.upstream = upstream  # known: noted in a2ad's task (by this turn or one before)
